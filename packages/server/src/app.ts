@@ -1,0 +1,122 @@
+import cookie from '@fastify/cookie';
+import csrf from '@fastify/csrf-protection';
+import helmet from '@fastify/helmet';
+import Fastify, { LogController, type FastifyInstance } from 'fastify';
+import type { ServerConfig } from './config.js';
+import type { AppContext } from './context.js';
+import { parseForm } from './http/form.js';
+import { discoveryRoutes } from './oauth/discovery.js';
+import { FormError } from './http/form.js';
+import { InvalidRequest, OAuthError, ServerError, oauthErrorResponse } from './oauth/errors.js';
+import { KeyRing } from './oauth/keys.js';
+import { TokenIssuer } from './oauth/tokens.js';
+import { tokenRoutes } from './oauth/token.js';
+import type { Store } from './store/store.js';
+import { pageRoutes } from './web/pages.js';
+import { Sessions } from './web/session.js';
+
+/** Maps anything thrown in a JSON endpoint to an RFC 6749 §5.2 error; never leaks internals. */
+export function toOAuthError(err: Error & { statusCode?: number; code?: string }): OAuthError {
+  if (err instanceof OAuthError) return err;
+  if (err instanceof FormError) return new InvalidRequest(err.message);
+  if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    return new InvalidRequest('the request body must be application/x-www-form-urlencoded');
+  }
+  if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+    return Object.assign(new InvalidRequest('the request body is too large'), { status: 413 });
+  }
+  if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
+    return Object.assign(new InvalidRequest(err.message), { status: err.statusCode });
+  }
+  return new ServerError('the server could not complete the request');
+}
+
+async function oauthApi(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  app.setErrorHandler(async (err: Error & { statusCode?: number; code?: string }, req, reply) => {
+    const oauthErr = toOAuthError(err);
+    if (oauthErr.status >= 500) req.log.error({ err }, 'request failed');
+    const { status, headers, body } = oauthErrorResponse(oauthErr);
+    return reply.code(status).headers(headers).send(body);
+  });
+  await app.register(discoveryRoutes, ctx);
+  await app.register(tokenRoutes, ctx);
+}
+
+/**
+ * Builds the server (no listen): the OAuth/OIDC endpoints, the end-user
+ * pages, health probes. Creates the signing keys on first use of a store.
+ */
+export async function buildApp(config: ServerConfig, store: Store): Promise<FastifyInstance> {
+  const keys = new KeyRing(store, config.now, Math.max(config.accessTokenTtlSeconds, config.idTokenTtlSeconds) * 1000);
+  await keys.init();
+  const ctx: AppContext = {
+    config,
+    store,
+    keys,
+    tokens: new TokenIssuer(config, keys, config.accessTokenAlg),
+    sessions: new Sessions(config, store),
+  };
+  const https = config.issuer.startsWith('https:');
+
+  const app = Fastify({
+    logger: config.logLevel === 'silent' ? false : { level: config.logLevel },
+    bodyLimit: config.bodyLimit,
+    trustProxy: config.trustProxy,
+    // Requests carry secrets in their bodies and query strings; log only method and path.
+    logController: new LogController({ disableRequestLogging: config.logLevel !== 'debug' && config.logLevel !== 'trace' }),
+    return503OnClosing: true,
+    forceCloseConnections: true,
+  });
+
+  // Only strict form bodies are accepted anywhere; any other content type is a 4xx.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'buffer' }, (_req, body, done) => {
+    try {
+      done(null, parseForm(body as Buffer));
+    } catch (err) {
+      done(err as Error, undefined);
+    }
+  });
+
+  await app.register(cookie);
+  await app.register(csrf, {
+    cookieKey: https ? '__Host-authcli_csrf' : 'authcli_csrf',
+    cookieOpts: { path: '/', sameSite: 'lax', httpOnly: true, secure: https },
+    getToken: (req) => {
+      const body = req.body as { params?: Record<string, string> } | undefined;
+      return body?.params?._csrf ?? '';
+    },
+  });
+  await app.register(helmet, {
+    contentSecurityPolicy: {
+      useDefaults: false,
+      directives: {
+        defaultSrc: ["'self'"],
+        scriptSrc: ["'self'"],
+        styleSrc: ["'self'"],
+        imgSrc: ["'self'", 'data:'],
+        connectSrc: ["'self'"],
+        objectSrc: ["'none'"],
+        baseUri: ["'none'"],
+        frameAncestors: ["'none'"],
+      },
+    },
+    referrerPolicy: { policy: 'no-referrer' },
+    strictTransportSecurity: https ? { maxAge: 31536000, includeSubDomains: false } : false,
+    crossOriginResourcePolicy: { policy: 'same-site' },
+  });
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_req, reply) => {
+    try {
+      await store.ping();
+      return { status: 'ready' };
+    } catch {
+      return reply.code(503).send({ status: 'unavailable' });
+    }
+  });
+
+  await app.register(oauthApi, ctx);
+  await app.register(pageRoutes, ctx);
+  return app;
+}

@@ -1,0 +1,115 @@
+import { callbackUrlProblem } from './oauth/redirect-uri.js';
+import { SUPPORTED_SCOPES } from './oauth/scopes.js';
+import { GRANT_TYPES, StoreError, type Application, type GrantType, type Store } from './store/store.js';
+import { hashPassword, randomToken, sha256Hex } from './util/crypto.js';
+import { randomUUID } from 'node:crypto';
+
+/** The CLI's own public application, created on the first start of an empty store. */
+export const BUILTIN_CLIENT_ID = 'authcli';
+
+/**
+ * First start on an empty store: create the built-in public `authcli`
+ * application (loopback callback, device grant allowed) so `authcli login`
+ * works out of the box. Runs once per store; deleting the application later
+ * is respected.
+ */
+export async function bootstrapStore(store: Store, now: number): Promise<void> {
+  const marker = await store.getOrCreateSetting('bootstrapped_at', () => 'pending');
+  if (marker !== 'pending') return;
+  try {
+    await store.createApplication({
+      clientId: BUILTIN_CLIENT_ID,
+      ownerId: null,
+      name: 'authcli',
+      kind: 'public',
+      secretHash: null,
+      callbackUrls: ['http://127.0.0.1/callback'],
+      scopes: [...SUPPORTED_SCOPES],
+      grantTypes: [...GRANT_TYPES],
+      idTokenAlg: 'RS256',
+      createdAt: now,
+    });
+  } catch (err) {
+    if (!(err instanceof StoreError && err.code === 'duplicate')) throw err;
+  }
+  await store.setSetting('bootstrapped_at', String(now));
+}
+
+export class InputError extends Error {
+  override name = 'InputError';
+}
+
+export const MIN_PASSWORD_LENGTH = 8;
+const USERNAME = /^[A-Za-z0-9._@-]{1,64}$/;
+
+/** Creates a user with an scrypt password hash. */
+export async function addUser(
+  store: Store,
+  input: { username: string; password: string; admin?: boolean; name?: string | null; email?: string | null },
+  now: number,
+) {
+  if (!USERNAME.test(input.username)) throw new InputError('username must be 1-64 characters of letters, digits and . _ @ -');
+  if (input.password.length < MIN_PASSWORD_LENGTH) throw new InputError(`password must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  return store.createUser({
+    id: randomUUID(),
+    username: input.username,
+    password_hash: await hashPassword(input.password),
+    name: input.name ?? null,
+    email: input.email ?? null,
+    is_admin: input.admin ? 1 : 0,
+    disabled_at: null,
+    created_at: now,
+  });
+}
+
+export interface NewAppInput {
+  name: string;
+  kind: string;
+  callbackUrls: string[];
+  scopes: string[];
+  grantTypes?: string[];
+  idTokenAlg?: string;
+  ownerId?: string | null;
+}
+
+/** Validates and registers an application; returns it with the one-time plaintext secret for confidential ones. */
+export async function registerApplication(
+  store: Store,
+  input: NewAppInput,
+  now: number,
+): Promise<{ app: Application; clientSecret: string | undefined }> {
+  const name = input.name.trim();
+  if (!name || name.length > 100) throw new InputError('name must be 1-100 characters');
+  if (input.kind !== 'public' && input.kind !== 'confidential') throw new InputError('kind must be public or confidential');
+  const grantTypes = input.grantTypes ?? ['authorization_code', 'refresh_token'];
+  for (const g of grantTypes) {
+    if (!(GRANT_TYPES as readonly string[]).includes(g)) throw new InputError(`unknown grant type ${g} (one of ${GRANT_TYPES.join(', ')})`);
+  }
+  if (grantTypes.includes('authorization_code') && input.callbackUrls.length === 0) {
+    throw new InputError('at least one callback URL is required for the authorization code grant');
+  }
+  for (const url of input.callbackUrls) {
+    const problem = callbackUrlProblem(url);
+    if (problem) throw new InputError(problem);
+  }
+  if (input.scopes.length === 0) throw new InputError('at least one scope is required');
+  for (const s of input.scopes) {
+    if (!(SUPPORTED_SCOPES as readonly string[]).includes(s)) throw new InputError(`unknown scope ${s} (one of ${SUPPORTED_SCOPES.join(', ')})`);
+  }
+  const idTokenAlg = input.idTokenAlg ?? 'RS256';
+  if (idTokenAlg !== 'RS256' && idTokenAlg !== 'ES256') throw new InputError('ID token algorithm must be RS256 or ES256');
+  const clientSecret = input.kind === 'confidential' ? randomToken(32) : undefined;
+  const app = await store.createApplication({
+    clientId: randomToken(16),
+    ownerId: input.ownerId ?? null,
+    name,
+    kind: input.kind,
+    secretHash: clientSecret ? sha256Hex(clientSecret) : null,
+    callbackUrls: [...new Set(input.callbackUrls)],
+    scopes: [...new Set(input.scopes)],
+    grantTypes: [...new Set(grantTypes)] as GrantType[],
+    idTokenAlg,
+    createdAt: now,
+  });
+  return { app, clientSecret };
+}

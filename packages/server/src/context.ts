@@ -1,0 +1,14 @@
+import type { ServerConfig } from './config.js';
+import type { KeyRing } from './oauth/keys.js';
+import type { TokenIssuer } from './oauth/tokens.js';
+import type { Store } from './store/store.js';
+import type { Sessions } from './web/session.js';
+
+/** What every plugin needs, passed down explicitly as plugin options. */
+export interface AppContext {
+  config: ServerConfig;
+  store: Store;
+  keys: KeyRing;
+  tokens: TokenIssuer;
+  sessions: Sessions;
+}

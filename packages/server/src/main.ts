@@ -1,0 +1,246 @@
+#!/usr/bin/env node
+import { Command, CommanderError, Option } from 'commander';
+import { createInterface } from 'node:readline';
+import { buildApp } from './app.js';
+import { addUser, bootstrapStore, InputError, registerApplication } from './bootstrap.js';
+import { ConfigError, loadConfig, type ConfigInput } from './config.js';
+import { generateSigningKey, SIGNING_ALGS } from './oauth/keys.js';
+import { openStore } from './store/open.js';
+import { StoreError, type Store } from './store/store.js';
+
+/** Expected failures print one line and exit 1; anything else is a bug and prints its stack. */
+function isExpected(err: unknown): err is Error {
+  return err instanceof ConfigError || err instanceof InputError || err instanceof StoreError;
+}
+
+async function withStore<T>(database: string | undefined, fn: (store: Store) => Promise<T>): Promise<T> {
+  const config = loadConfig({ database });
+  const store = await openStore(config.databaseUrl);
+  try {
+    await store.migrate();
+    await bootstrapStore(store, Date.now());
+    return await fn(store);
+  } finally {
+    await store.close();
+  }
+}
+
+async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(Buffer.from(c as Buffer));
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Prompts on the terminal without echoing what is typed. */
+async function promptHidden(question: string): Promise<string> {
+  if (!process.stdin.isTTY) throw new InputError('no terminal to ask for the password: pipe it with --password-stdin');
+  const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: true });
+  const out = rl as unknown as { _writeToOutput: (s: string) => void };
+  let asking = true;
+  out._writeToOutput = (s: string) => {
+    if (!asking || s.includes(question)) process.stderr.write(s);
+  };
+  try {
+    return await new Promise<string>((resolve) => rl.question(question, resolve));
+  } finally {
+    asking = false;
+    process.stderr.write('\n');
+    rl.close();
+  }
+}
+
+const collect = (v: string, prev: string[] = []) => [...prev, v];
+
+export function program(): Command {
+  const cli = new Command('authcli-server')
+    .description('OAuth 2.0 / OpenID Connect authorization server for authcli')
+    .showHelpAfterError()
+    .exitOverride();
+
+  cli
+    .command('start')
+    .description('run the server')
+    .option('--port <port>', 'port to listen on (env PORT, default 8080)')
+    .option('--host <host>', 'address to bind (env HOST, default 127.0.0.1)')
+    .option('--issuer <url>', 'public base URL (env AUTHCLI_ISSUER, default http://<host>:<port>)')
+    .option('--database <url>', 'postgres:// URL or SQLite file (env DATABASE_URL, default ./data/authcli.db)')
+    .action(async (opts: ConfigInput) => {
+      const config = loadConfig(opts);
+      const store = await openStore(config.databaseUrl);
+      await store.migrate();
+      await bootstrapStore(store, config.now());
+      const app = await buildApp(config, store);
+      const purge = setInterval(() => {
+        store.purgeExpired(config.now()).catch((err: unknown) => app.log.warn({ err }, 'purge failed'));
+      }, 10 * 60_000);
+      purge.unref();
+      let closing = false;
+      const shutdown = async () => {
+        if (closing) return;
+        closing = true;
+        clearInterval(purge);
+        await app.close();
+        await store.close();
+      };
+      process.once('SIGINT', () => void shutdown());
+      process.once('SIGTERM', () => void shutdown());
+      await app.listen({ port: config.port, host: config.host });
+      const users = await store.countUsers();
+      process.stdout.write(
+        [
+          `authcli-server listening on ${config.host}:${app.server.address() && typeof app.server.address() === 'object' ? (app.server.address() as { port: number }).port : config.port}`,
+          `issuer: ${config.issuer}`,
+          `database: ${store.dialect === 'sqlite' ? config.databaseUrl : 'PostgreSQL'}`,
+          users === 0
+            ? 'no users yet: add one with `authcli-server users add <username>`, then sign in at ' + `${config.issuer}/signin`
+            : `sign in at ${config.issuer}/signin`,
+          '',
+        ].join('\n'),
+      );
+    });
+
+  const users = cli.command('users').description('manage end users');
+  users
+    .command('add <username>')
+    .description('add a user (asks for the password, or reads it from stdin)')
+    .option('--password-stdin', 'read the password from standard input')
+    .option('--admin', 'make the user an administrator (sees every application)')
+    .option('--name <name>', 'display name')
+    .option('--email <email>', 'email address')
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(async (username: string, opts: { passwordStdin?: boolean; admin?: boolean; name?: string; email?: string; database?: string }) => {
+      const password = opts.passwordStdin
+        ? (await readAll(process.stdin)).replace(/\r?\n$/, '')
+        : await promptHidden(`Password for ${username}: `);
+      await withStore(opts.database, async (store) => {
+        const user = await addUser(store, { username, password, admin: opts.admin ?? false, name: opts.name ?? null, email: opts.email ?? null }, Date.now());
+        process.stdout.write(`added user ${user.username}${opts.admin ? ' (admin)' : ''}\n`);
+      });
+    });
+  users
+    .command('disable <username>')
+    .description('disable a user: sign-in and token redemption are refused')
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(async (username: string, opts: { database?: string }) => {
+      await withStore(opts.database, async (store) => {
+        await store.setUserDisabled(username, Date.now());
+        process.stdout.write(`disabled user ${username}\n`);
+      });
+    });
+  users
+    .command('enable <username>')
+    .description('enable a disabled user')
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(async (username: string, opts: { database?: string }) => {
+      await withStore(opts.database, async (store) => {
+        await store.setUserDisabled(username, null);
+        process.stdout.write(`enabled user ${username}\n`);
+      });
+    });
+
+  const apps = cli.command('apps').description('manage client applications');
+  apps
+    .command('add')
+    .description('register an application')
+    .requiredOption('--name <name>', 'application name shown on consent pages')
+    .addOption(new Option('--kind <kind>', 'client type').choices(['public', 'confidential']).makeOptionMandatory())
+    .option('--callback <url>', 'redirect URI (repeatable)', collect, [])
+    .requiredOption('--scope <scopes>', 'allowed scopes, space-separated, e.g. "openid profile"')
+    .option('--grant <type>', 'allowed grant type (repeatable; default authorization_code and refresh_token)', collect)
+    .addOption(new Option('--id-token-alg <alg>', 'ID token signature algorithm').choices(['RS256', 'ES256']).default('RS256'))
+    .option('--json', 'print {"client_id", "client_secret"} as JSON')
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(
+      async (opts: { name: string; kind: string; callback: string[]; scope: string; grant?: string[]; idTokenAlg: string; json?: boolean; database?: string }) => {
+        await withStore(opts.database, async (store) => {
+          const { app, clientSecret } = await registerApplication(
+            store,
+            {
+              name: opts.name,
+              kind: opts.kind,
+              callbackUrls: opts.callback,
+              scopes: opts.scope.split(/\s+/).filter(Boolean),
+              ...(opts.grant && { grantTypes: opts.grant }),
+              idTokenAlg: opts.idTokenAlg,
+            },
+            Date.now(),
+          );
+          if (opts.json) {
+            process.stdout.write(`${JSON.stringify(clientSecret ? { client_id: app.clientId, client_secret: clientSecret } : { client_id: app.clientId })}\n`);
+          } else {
+            process.stdout.write(`client_id:     ${app.clientId}\n`);
+            if (clientSecret) process.stdout.write(`client_secret: ${clientSecret}\n(shown once: store it now)\n`);
+          }
+        });
+      },
+    );
+  apps
+    .command('list')
+    .description('list applications')
+    .option('--json', 'print JSON')
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(async (opts: { json?: boolean; database?: string }) => {
+      await withStore(opts.database, async (store) => {
+        const list = await store.listApplications();
+        if (opts.json) {
+          const out = list.map((a) => ({
+            client_id: a.clientId,
+            name: a.name,
+            kind: a.kind,
+            callback_urls: a.callbackUrls,
+            scopes: a.scopes,
+            grant_types: a.grantTypes,
+            id_token_signed_response_alg: a.idTokenAlg,
+          }));
+          process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+          return;
+        }
+        for (const a of list) {
+          process.stdout.write(`${a.clientId}\t${a.kind}\t${a.name}\t${a.callbackUrls.join(' ')}\t${a.scopes.join(' ')}\n`);
+        }
+      });
+    });
+
+  cli
+    .command('keys')
+    .description('manage signing keys')
+    .command('rotate')
+    .description('create new signing keys; the previous ones stay in JWKS until their tokens expire')
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(async (opts: { database?: string }) => {
+      await withStore(opts.database, async (store) => {
+        const now = Date.now();
+        const fresh = await Promise.all(SIGNING_ALGS.map((alg) => generateSigningKey(alg, now)));
+        await store.rotateSigningKeys(fresh, now);
+        for (const k of fresh) process.stdout.write(`new ${k.alg} key ${k.kid} (signs in about a minute, once every instance has published it)\n`);
+      });
+    });
+
+  return cli;
+}
+
+async function main(argv: string[]): Promise<void> {
+  try {
+    await program().parseAsync(argv);
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      process.exitCode = err.exitCode;
+      return;
+    }
+    if (isExpected(err)) {
+      process.stderr.write(`authcli-server: ${err.message}\n`);
+      process.exitCode = 1;
+      return;
+    }
+    const code = (err as { code?: string }).code;
+    if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === '3D000' || code === '28P01') {
+      process.stderr.write(`authcli-server: ${(err as Error).message}\n`);
+      process.exitCode = 1;
+      return;
+    }
+    process.stderr.write(`authcli-server: unexpected error (a bug; please report it)\n${(err as Error).stack ?? String(err)}\n`);
+    process.exitCode = 2;
+  }
+}
+
+void main(process.argv);

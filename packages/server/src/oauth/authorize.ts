@@ -1,0 +1,231 @@
+import { isValidChallenge } from '@authcli/pkce';
+import type { AppContext } from '../context.js';
+import { FormError, parseForm } from '../http/form.js';
+import type { Application, User } from '../store/store.js';
+import { randomToken, sha256Hex } from '../util/crypto.js';
+import {
+  AccessDenied,
+  InvalidRequest,
+  OAuthError,
+  RequestNotSupported,
+  RequestUriNotSupported,
+  UnauthorizedClient,
+  UnsupportedResponseType,
+} from './errors.js';
+import { matchRedirectUri } from './redirect-uri.js';
+import { parseScope } from './scopes.js';
+
+/** An authorization request that passed every check (RFC 6749 §4.1.1, RFC 7636 §4.3, OIDC Core §3.1.2.1). */
+export interface AuthorizationRequest {
+  app: Application;
+  redirectUri: string;
+  state: string | undefined;
+  scopes: string[];
+  nonce: string | undefined;
+  codeChallenge: string;
+  prompt: ReadonlySet<string>;
+  maxAge: number | undefined;
+  /** The query string as received, carried through sign-in and consent and validated again there. */
+  rawQuery: string;
+}
+
+/**
+ * An error that must not be redirected (RFC 6749 §4.1.2.1): the client or
+ * redirect_uri is unknown or invalid, so the user sees an error page.
+ */
+export class AuthorizationPageError extends Error {
+  override name = 'AuthorizationPageError';
+  constructor(
+    readonly error: string,
+    readonly description: string,
+  ) {
+    super(description);
+  }
+}
+
+/** An error returned to the client at its validated redirect_uri. */
+export class AuthorizationRedirectError extends Error {
+  override name = 'AuthorizationRedirectError';
+  constructor(
+    readonly oauthError: OAuthError,
+    readonly redirectUri: string,
+    readonly state: string | undefined,
+  ) {
+    super(oauthError.description);
+  }
+}
+
+const MAX_STATE = 2048;
+const MAX_NONCE = 512;
+const PROMPTS = new Set(['none', 'login', 'consent', 'select_account']);
+
+type Params = Readonly<Record<string, string>>;
+
+// ---- checks before the redirect_uri is trusted: failures are shown, never redirected ----
+
+async function checkClient(ctx: AppContext, params: Params, repeated: ReadonlySet<string>): Promise<Application> {
+  if (repeated.has('client_id')) throw new AuthorizationPageError('invalid_request', 'client_id is repeated');
+  const clientId = params.client_id;
+  if (!clientId) throw new AuthorizationPageError('invalid_request', 'client_id is missing');
+  const app = await ctx.store.getApplication(clientId);
+  if (!app) throw new AuthorizationPageError('invalid_client', 'The application is not registered with this server (unknown client_id).');
+  return app;
+}
+
+function checkRedirectUri(app: Application, params: Params, repeated: ReadonlySet<string>): string {
+  if (repeated.has('redirect_uri')) throw new AuthorizationPageError('invalid_request', 'redirect_uri is repeated');
+  const redirectUri = params.redirect_uri;
+  if (!redirectUri) throw new AuthorizationPageError('invalid_request', 'redirect_uri is missing');
+  if (!matchRedirectUri(redirectUri, app.callbackUrls)) {
+    throw new AuthorizationPageError(
+      'invalid_request',
+      'The redirect_uri is not registered for this application, so the result cannot be sent back to it.',
+    );
+  }
+  return redirectUri;
+}
+
+// ---- checks after: failures go back to the client ----
+
+function checkNoRepeats(repeated: ReadonlySet<string>): void {
+  const [first] = repeated;
+  if (first !== undefined) throw new InvalidRequest(`parameter ${first} is repeated (RFC 6749 §3.1)`);
+}
+
+function checkNoRequestObjects(params: Params): void {
+  if (params.request !== undefined) throw new RequestNotSupported('request objects are not supported');
+  if (params.request_uri !== undefined) throw new RequestUriNotSupported('request_uri is not supported');
+}
+
+function checkResponseType(app: Application, params: Params): void {
+  if (params.response_type === undefined) throw new InvalidRequest('response_type is missing');
+  if (params.response_type !== 'code') throw new UnsupportedResponseType('only response_type=code is supported');
+  if (params.response_mode !== undefined && params.response_mode !== 'query') {
+    throw new InvalidRequest('only response_mode=query is supported');
+  }
+  if (!app.grantTypes.includes('authorization_code')) {
+    throw new UnauthorizedClient('this application may not use the authorization code grant');
+  }
+}
+
+/** RFC 7636 §4.3 with S256 mandatory (RFC 9700 §2.1.1): `plain` and a missing method are refused. */
+function checkPkce(params: Params): string {
+  const method = params.code_challenge_method;
+  const challenge = params.code_challenge;
+  if (challenge === undefined) throw new InvalidRequest('code_challenge is required (PKCE, RFC 7636)');
+  if (method === undefined) throw new InvalidRequest('code_challenge_method is required and must be S256');
+  if (method !== 'S256') throw new InvalidRequest(`code_challenge_method ${method} is not supported; use S256`);
+  if (!isValidChallenge(challenge)) throw new InvalidRequest('code_challenge must be 43 base64url characters (RFC 7636 §4.2)');
+  return challenge;
+}
+
+function checkPrompt(params: Params): { prompt: Set<string>; maxAge: number | undefined } {
+  const prompt = new Set((params.prompt ?? '').split(' ').filter(Boolean));
+  for (const p of prompt) if (!PROMPTS.has(p)) throw new InvalidRequest(`unsupported prompt value ${p}`);
+  if (prompt.has('none') && prompt.size > 1) throw new InvalidRequest('prompt=none cannot be combined with other values');
+  let maxAge: number | undefined;
+  if (params.max_age !== undefined) {
+    if (!/^\d{1,9}$/.test(params.max_age)) throw new InvalidRequest('max_age must be a non-negative integer');
+    maxAge = Number(params.max_age);
+  }
+  return { prompt, maxAge };
+}
+
+function checkLengths(params: Params): void {
+  if (params.state !== undefined && params.state.length > MAX_STATE) throw new InvalidRequest('state is too long');
+  if (params.nonce !== undefined && params.nonce.length > MAX_NONCE) throw new InvalidRequest('nonce is too long');
+}
+
+/**
+ * Validates an authorization request, in the order RFC 6749 §4.1.2.1
+ * requires: client and redirect_uri first (errors shown as a page), then
+ * everything else (errors redirected with state and iss).
+ */
+export async function validateAuthorizationRequest(ctx: AppContext, rawQuery: string): Promise<AuthorizationRequest> {
+  let parsed;
+  try {
+    parsed = parseForm(rawQuery);
+  } catch (err) {
+    if (err instanceof FormError) throw new AuthorizationPageError('invalid_request', err.message);
+    throw err;
+  }
+  const { params, repeated } = parsed;
+  const app = await checkClient(ctx, params, repeated);
+  const redirectUri = checkRedirectUri(app, params, repeated);
+  const state = repeated.has('state') ? undefined : params.state;
+  try {
+    checkNoRepeats(repeated);
+    checkNoRequestObjects(params);
+    checkResponseType(app, params);
+    checkLengths(params);
+    const codeChallenge = checkPkce(params);
+    const scopes = parseScope(params.scope, app.scopes);
+    const { prompt, maxAge } = checkPrompt(params);
+    return { app, redirectUri, state, scopes, nonce: params.nonce, codeChallenge, prompt, maxAge, rawQuery };
+  } catch (err) {
+    if (err instanceof OAuthError) throw new AuthorizationRedirectError(err, redirectUri, state);
+    throw err;
+  }
+}
+
+/** Adds parameters to a redirect_uri, keeping its own query (RFC 6749 §3.1.2). */
+export function callbackUrl(redirectUri: string, params: Record<string, string | undefined>): string {
+  const url = new URL(redirectUri);
+  for (const [k, v] of Object.entries(params)) if (v !== undefined) url.searchParams.append(k, v);
+  return url.href;
+}
+
+/** RFC 6749 §4.1.2.1 error redirect, with `iss` (RFC 9207 §2). */
+export function errorCallback(ctx: AppContext, err: AuthorizationRedirectError): string {
+  return callbackUrl(err.redirectUri, {
+    error: err.oauthError.error,
+    error_description: err.oauthError.description,
+    state: err.state,
+    iss: ctx.config.issuer,
+  });
+}
+
+export function denied(req: AuthorizationRequest): AuthorizationRedirectError {
+  return new AuthorizationRedirectError(new AccessDenied('the user denied the request'), req.redirectUri, req.state);
+}
+
+/**
+ * Issues an authorization code (256-bit, stored only as its SHA-256, 60 s,
+ * bound to client, redirect_uri, challenge, scope, nonce and user) and
+ * returns the callback URL carrying `code`, `state` and `iss` (RFC 9207).
+ */
+export async function issueCode(ctx: AppContext, req: AuthorizationRequest, user: User, authTime: number): Promise<string> {
+  const now = ctx.config.now();
+  const code = randomToken(32);
+  await ctx.store.insertCode({
+    code_hash: sha256Hex(code),
+    client_id: req.app.clientId,
+    user_id: user.id,
+    redirect_uri: req.redirectUri,
+    code_challenge: req.codeChallenge,
+    code_challenge_method: 'S256',
+    scope: req.scopes.join(' '),
+    nonce: req.nonce ?? null,
+    auth_time: authTime,
+    created_at: now,
+    expires_at: now + ctx.config.codeTtlSeconds * 1000,
+  });
+  return callbackUrl(req.redirectUri, { code, state: req.state, iss: ctx.config.issuer });
+}
+
+/** The authorize URL to come back to after sign-in, without `prompt=login` so it is not asked again. */
+export function returnToAfterLogin(req: AuthorizationRequest): string {
+  const { params } = parseForm(req.rawQuery);
+  const query = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) {
+    if (k === 'prompt') {
+      const rest = v.split(' ').filter((p) => p && p !== 'login');
+      if (rest.length) query.set(k, rest.join(' '));
+    } else if (k === 'max_age') {
+      // Satisfied by the sign-in that follows.
+    } else {
+      query.set(k, v);
+    }
+  }
+  return `/oauth/authorize?${query.toString()}`;
+}

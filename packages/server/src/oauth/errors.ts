@@ -1,0 +1,106 @@
+/**
+ * OAuth 2.0 protocol errors: one class per error code (RFC 6749 §4.1.2.1,
+ * §5.2; RFC 8628 §3.5; RFC 6750 §3.1), each carrying its HTTP status, turned
+ * into the RFC JSON or redirect parameters in one place.
+ */
+export abstract class OAuthError extends Error {
+  abstract readonly error: string;
+  readonly status: number = 400;
+  /** Extra response headers, e.g. `WWW-Authenticate` for invalid_client. */
+  headers: Record<string, string> = {};
+
+  constructor(readonly description: string) {
+    super(description);
+    this.name = new.target.name;
+  }
+
+  /** RFC 6749 §5.2 error response body. */
+  toJSON(): { error: string; error_description: string } {
+    return { error: this.error, error_description: this.description };
+  }
+}
+
+export class InvalidRequest extends OAuthError {
+  readonly error = 'invalid_request';
+}
+
+/** RFC 6749 §5.2: 401 with `WWW-Authenticate` naming the scheme the client should use. */
+export class InvalidClient extends OAuthError {
+  readonly error = 'invalid_client';
+  override readonly status = 401;
+  constructor(description: string, scheme = 'Basic') {
+    super(description);
+    this.headers['www-authenticate'] = `${scheme} realm="authcli", error="invalid_client"`;
+  }
+}
+
+export class InvalidGrant extends OAuthError {
+  readonly error = 'invalid_grant';
+}
+
+export class UnauthorizedClient extends OAuthError {
+  readonly error = 'unauthorized_client';
+}
+
+export class UnsupportedGrantType extends OAuthError {
+  readonly error = 'unsupported_grant_type';
+}
+
+export class UnsupportedResponseType extends OAuthError {
+  readonly error = 'unsupported_response_type';
+}
+
+export class InvalidScope extends OAuthError {
+  readonly error = 'invalid_scope';
+}
+
+export class AccessDenied extends OAuthError {
+  readonly error = 'access_denied';
+}
+
+/** OIDC Core §3.1.2.6 */
+export class LoginRequired extends OAuthError {
+  readonly error = 'login_required';
+}
+
+/** OIDC Core §3.1.2.6 */
+export class ConsentRequired extends OAuthError {
+  readonly error = 'consent_required';
+}
+
+export class ServerError extends OAuthError {
+  readonly error = 'server_error';
+  override readonly status = 500;
+}
+
+/** RFC 6750 §3.1 */
+export class InvalidToken extends OAuthError {
+  readonly error = 'invalid_token';
+  override readonly status = 401;
+}
+
+/**
+ * Sets `status`, extra headers and the RFC 6749 §5.2 JSON body on a reply
+ * (with `Cache-Control: no-store`, §5.1).
+ */
+export function oauthErrorResponse(err: OAuthError): {
+  status: number;
+  headers: Record<string, string>;
+  body: { error: string; error_description: string };
+} {
+  return {
+    status: err.status,
+    headers: { 'cache-control': 'no-store', pragma: 'no-cache', ...err.headers },
+    body: err.toJSON(),
+  };
+}
+
+/** OIDC Core §3.1.2.6 */
+export class RequestNotSupported extends OAuthError {
+  readonly error = 'request_not_supported';
+}
+
+/** OIDC Core §3.1.2.6 */
+export class RequestUriNotSupported extends OAuthError {
+  readonly error = 'request_uri_not_supported';
+}

@@ -1,0 +1,71 @@
+import { verifyS256 } from '@authcli/pkce';
+import type { AppContext } from '../../context.js';
+import type { Application } from '../../store/store.js';
+import { randomToken, sha256Hex } from '../../util/crypto.js';
+import { InvalidGrant, InvalidRequest } from '../errors.js';
+import type { TokenResponse } from '../tokens.js';
+
+type Params = Readonly<Record<string, string>>;
+
+/**
+ * RFC 6749 §4.1.3 access token request with PKCE (RFC 7636 §4.5, §4.6).
+ * Checks run against the stored code before it is consumed, so a request by
+ * the wrong client or with the wrong verifier cannot burn a victim's code;
+ * consumption itself is one conditional UPDATE, so exactly one of concurrent
+ * requests wins; a replay of a consumed code revokes its grant and every
+ * token issued under it (RFC 6749 §4.1.2, RFC 9700 §4.5).
+ */
+export async function authorizationCodeGrant(ctx: AppContext, app: Application, params: Params): Promise<TokenResponse> {
+  const { store, config } = ctx;
+  const code = params.code;
+  if (!code) throw new InvalidRequest('code is missing');
+  if (params.redirect_uri === undefined) throw new InvalidRequest('redirect_uri is missing');
+  const verifier = params.code_verifier;
+
+  const row = code.length <= 256 ? await store.findCode(sha256Hex(code)) : undefined;
+  if (!row) throw new InvalidGrant('the authorization code is invalid');
+  if (row.client_id !== app.clientId) throw new InvalidGrant('the authorization code was issued to another client');
+
+  const now = config.now();
+  if (row.consumed_at !== null) {
+    if (row.grant_id) await store.revokeGrant(row.grant_id, now);
+    throw new InvalidGrant('the authorization code was already used; tokens issued from it are revoked');
+  }
+  if (row.expires_at <= now) throw new InvalidGrant('the authorization code has expired');
+  if (row.redirect_uri !== params.redirect_uri) throw new InvalidGrant('redirect_uri differs from the authorization request');
+
+  if (row.code_challenge === null) {
+    // RFC 9700 §2.1.1: a verifier for a code issued without a challenge is a PKCE downgrade attempt.
+    if (verifier !== undefined) throw new InvalidGrant('code_verifier sent for a code issued without code_challenge');
+    throw new InvalidGrant('the authorization code was issued without PKCE');
+  }
+  if (verifier === undefined) throw new InvalidGrant('code_verifier is required (RFC 7636 §4.5)');
+  if (!(await verifyS256(verifier, row.code_challenge))) {
+    throw new InvalidGrant('code_verifier does not match the code_challenge (RFC 7636 §4.6)');
+  }
+
+  const user = await store.findUserById(row.user_id);
+  if (!user || user.disabled_at !== null) throw new InvalidGrant('the account is disabled or no longer exists');
+
+  // The grant exists before the code points at it, so a replay racing this request always finds it to revoke.
+  const grantId = randomToken(16);
+  await store.insertGrant({
+    id: grantId,
+    client_id: app.clientId,
+    user_id: user.id,
+    scope: row.scope,
+    auth_time: row.auth_time,
+    created_at: now,
+    expires_at: now + config.grantTtlSeconds * 1000,
+    revoked_at: null,
+  });
+  if (!(await store.consumeCode(row.code_hash, grantId, now))) {
+    // Lost the race to a concurrent request with the same code: that is a replay too.
+    await store.revokeGrant(grantId, now);
+    const winner = await store.findCode(row.code_hash);
+    if (winner?.grant_id) await store.revokeGrant(winner.grant_id, now);
+    throw new InvalidGrant('the authorization code was already used; tokens issued from it are revoked');
+  }
+  const scopes = row.scope.split(' ').filter(Boolean);
+  return ctx.tokens.issue({ grantId, user, app, scopes, authTime: row.auth_time, nonce: row.nonce });
+}

@@ -1,0 +1,42 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AppContext } from '../context.js';
+import { isParsedForm } from '../http/form.js';
+import { authenticateClient } from './client-auth.js';
+import { InvalidRequest, UnauthorizedClient, UnsupportedGrantType, type OAuthError } from './errors.js';
+import { authorizationCodeGrant } from './grants/authorization-code.js';
+import type { TokenResponse } from './tokens.js';
+import type { Application, GrantType } from '../store/store.js';
+
+type GrantHandler = (ctx: AppContext, app: Application, params: Readonly<Record<string, string>>) => Promise<TokenResponse>;
+
+/** The grant handlers by `grant_type`; each is also a grant type an application must be allowed. */
+export const GRANT_HANDLERS: Partial<Record<GrantType, GrantHandler>> = {
+  authorization_code: authorizationCodeGrant,
+};
+
+/** Reads the strict form body every OAuth POST endpoint requires (RFC 6749 §3.2). */
+export function formParams(req: FastifyRequest): Readonly<Record<string, string>> {
+  if (!isParsedForm(req.body)) {
+    throw new InvalidRequest('the request body must be application/x-www-form-urlencoded');
+  }
+  const [first] = req.body.repeated;
+  if (first !== undefined) throw new InvalidRequest(`parameter ${first} is repeated (RFC 6749 §3.2)`);
+  return req.body.params;
+}
+
+/** POST /oauth/token (RFC 6749 §3.2, §5). */
+export async function tokenRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  app.post('/oauth/token', async (req: FastifyRequest, reply: FastifyReply) => {
+    const params = formParams(req);
+    const grantType = params.grant_type;
+    if (!grantType) throw new InvalidRequest('grant_type is missing');
+    const handler = Object.hasOwn(GRANT_HANDLERS, grantType) ? GRANT_HANDLERS[grantType as GrantType] : undefined;
+    if (!handler) throw new UnsupportedGrantType(`grant_type ${grantType} is not supported`) as OAuthError;
+    const client = await authenticateClient(ctx.store, req.headers.authorization, params);
+    if (!client.grantTypes.includes(grantType as GrantType)) {
+      throw new UnauthorizedClient(`this application may not use the ${grantType} grant`);
+    }
+    const body = await handler(ctx, client, params);
+    return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(body);
+  });
+}

@@ -1,0 +1,112 @@
+import type { Kysely, Migration, MigrationProvider } from 'kysely';
+
+/**
+ * Schema migrations, in order. Column types are the portable subset of
+ * SQLite and PostgreSQL: text, bigint (epoch ms), integer (flags).
+ */
+const migrations: Record<string, Migration> = {
+  '0001_foundation': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('users')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('username', 'text', (c) => c.notNull().unique())
+        .addColumn('password_hash', 'text', (c) => c.notNull())
+        .addColumn('name', 'text')
+        .addColumn('email', 'text')
+        .addColumn('is_admin', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('disabled_at', 'bigint')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+
+      await db.schema
+        .createTable('applications')
+        .addColumn('client_id', 'text', (c) => c.primaryKey())
+        .addColumn('owner_id', 'text', (c) => c.references('users.id').onDelete('set null'))
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('secret_hash', 'text')
+        .addColumn('callback_urls', 'text', (c) => c.notNull())
+        .addColumn('scopes', 'text', (c) => c.notNull())
+        .addColumn('grant_types', 'text', (c) => c.notNull())
+        .addColumn('id_token_alg', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('applications_owner').on('applications').column('owner_id').execute();
+
+      await db.schema
+        .createTable('sessions')
+        .addColumn('id_hash', 'text', (c) => c.primaryKey())
+        .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('auth_time', 'bigint', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('sessions_expires').on('sessions').column('expires_at').execute();
+
+      await db.schema
+        .createTable('consents')
+        .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('client_id', 'text', (c) => c.notNull().references('applications.client_id').onDelete('cascade'))
+        .addColumn('scope', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('consents_pk', ['user_id', 'client_id', 'scope'])
+        .execute();
+
+      await db.schema
+        .createTable('grants')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('client_id', 'text', (c) => c.notNull().references('applications.client_id').onDelete('cascade'))
+        .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('scope', 'text', (c) => c.notNull())
+        .addColumn('auth_time', 'bigint', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('revoked_at', 'bigint')
+        .execute();
+      await db.schema.createIndex('grants_expires').on('grants').column('expires_at').execute();
+
+      await db.schema
+        .createTable('authorization_codes')
+        .addColumn('code_hash', 'text', (c) => c.primaryKey())
+        .addColumn('client_id', 'text', (c) => c.notNull().references('applications.client_id').onDelete('cascade'))
+        .addColumn('user_id', 'text', (c) => c.notNull().references('users.id').onDelete('cascade'))
+        .addColumn('redirect_uri', 'text', (c) => c.notNull())
+        .addColumn('code_challenge', 'text')
+        .addColumn('code_challenge_method', 'text')
+        .addColumn('scope', 'text', (c) => c.notNull())
+        .addColumn('nonce', 'text')
+        .addColumn('auth_time', 'bigint', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('consumed_at', 'bigint')
+        .addColumn('grant_id', 'text')
+        .execute();
+      await db.schema.createIndex('authorization_codes_expires').on('authorization_codes').column('expires_at').execute();
+
+      await db.schema
+        .createTable('signing_keys')
+        .addColumn('kid', 'text', (c) => c.primaryKey())
+        .addColumn('alg', 'text', (c) => c.notNull())
+        .addColumn('private_jwk', 'text', (c) => c.notNull())
+        .addColumn('public_jwk', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('retired_at', 'bigint')
+        .execute();
+
+      await db.schema
+        .createTable('settings')
+        .addColumn('key', 'text', (c) => c.primaryKey())
+        .addColumn('value', 'text', (c) => c.notNull())
+        .execute();
+    },
+  },
+};
+
+/** Provides the migrations above to Kysely's Migrator. */
+export const migrationProvider: MigrationProvider = {
+  async getMigrations() {
+    return migrations;
+  },
+};

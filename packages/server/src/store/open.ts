@@ -1,0 +1,59 @@
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import type { Database } from './schema.js';
+import { Store, StoreError } from './store.js';
+
+/** Where a `DATABASE_URL` points: a PostgreSQL URL or an SQLite file. */
+export type StoreLocation = { dialect: 'postgres'; url: string } | { dialect: 'sqlite'; path: string };
+
+/**
+ * Reads `DATABASE_URL`: `postgres://` / `postgresql://` URLs select
+ * PostgreSQL; `sqlite:` URLs (`sqlite:./x.db`, `sqlite:///abs/x.db`) and
+ * plain paths select the embedded SQLite store.
+ */
+export function parseDatabaseUrl(value: string): StoreLocation {
+  const v = value.trim();
+  if (v === '') throw new StoreError('unavailable', 'DATABASE_URL is empty');
+  if (/^postgres(ql)?:\/\//i.test(v)) return { dialect: 'postgres', url: v };
+  if (/^sqlite:/i.test(v)) {
+    const rest = v.slice('sqlite:'.length);
+    if (rest.startsWith('//')) return { dialect: 'sqlite', path: fileURLToPath(`file:${rest}`) };
+    if (rest === '') throw new StoreError('unavailable', 'sqlite: URL without a path');
+    return { dialect: 'sqlite', path: resolve(rest) };
+  }
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(v)) {
+    throw new StoreError('unavailable', `unsupported DATABASE_URL scheme in ${v.split(':')[0]}: (use postgres:// or a file path)`);
+  }
+  return { dialect: 'sqlite', path: v === ':memory:' ? v : resolve(v) };
+}
+
+/** Opens (without migrating) the store that `databaseUrl` names. */
+export async function openStore(databaseUrl: string): Promise<Store> {
+  const loc = parseDatabaseUrl(databaseUrl);
+  if (loc.dialect === 'postgres') {
+    const pg = (await import('pg')).default;
+    // bigint columns hold epoch milliseconds, well inside Number's safe range.
+    const pool = new pg.Pool({
+      connectionString: loc.url,
+      max: 10,
+      types: {
+        getTypeParser: ((oid: number, format?: string) =>
+          oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+      },
+    });
+    pool.on('error', () => {
+      /* an idle client lost its connection; the pool replaces it */
+    });
+    return new Store(new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), 'postgres');
+  }
+  const BetterSqlite = (await import('better-sqlite3')).default;
+  if (loc.path !== ':memory:') mkdirSync(dirname(loc.path), { recursive: true });
+  const sqlite = new BetterSqlite(loc.path);
+  sqlite.pragma('journal_mode = WAL');
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('foreign_keys = ON');
+  sqlite.pragma('busy_timeout = 5000');
+  return new Store(new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) }), 'sqlite');
+}

@@ -1,0 +1,115 @@
+import type { Insertable, Selectable, Updateable } from 'kysely';
+
+/**
+ * Table types shared by both dialects. Times are epoch milliseconds
+ * (`bigint` columns, parsed to numbers on PostgreSQL); flags are 0/1 integers;
+ * lists are JSON text, so SQLite and PostgreSQL hold the same values.
+ */
+export interface UsersTable {
+  id: string;
+  username: string;
+  password_hash: string;
+  name: string | null;
+  email: string | null;
+  is_admin: number;
+  disabled_at: number | null;
+  created_at: number;
+}
+
+export interface ApplicationsTable {
+  client_id: string;
+  owner_id: string | null;
+  name: string;
+  kind: 'public' | 'confidential';
+  /** SHA-256 (hex) of the client secret; null for public clients. */
+  secret_hash: string | null;
+  /** JSON array of registered redirect URIs. */
+  callback_urls: string;
+  /** Space-separated allowed scopes. */
+  scopes: string;
+  /** JSON array of allowed grant types. */
+  grant_types: string;
+  id_token_alg: 'RS256' | 'ES256';
+  created_at: number;
+  updated_at: number;
+}
+
+export interface SessionsTable {
+  /** SHA-256 (hex) of the cookie value; the raw value never reaches the store. */
+  id_hash: string;
+  user_id: string;
+  auth_time: number;
+  created_at: number;
+  expires_at: number;
+}
+
+export interface ConsentsTable {
+  user_id: string;
+  client_id: string;
+  /** Sorted, space-separated scope set the user approved. */
+  scope: string;
+  created_at: number;
+}
+
+export interface AuthorizationCodesTable {
+  /** SHA-256 (hex) of the code. */
+  code_hash: string;
+  client_id: string;
+  user_id: string;
+  redirect_uri: string;
+  code_challenge: string | null;
+  code_challenge_method: string | null;
+  scope: string;
+  nonce: string | null;
+  auth_time: number;
+  created_at: number;
+  expires_at: number;
+  consumed_at: number | null;
+  /** The grant the code was exchanged into; revoked when the code is replayed. */
+  grant_id: string | null;
+}
+
+export interface GrantsTable {
+  id: string;
+  client_id: string;
+  user_id: string;
+  scope: string;
+  auth_time: number;
+  created_at: number;
+  expires_at: number;
+  revoked_at: number | null;
+}
+
+export interface SigningKeysTable {
+  kid: string;
+  alg: 'RS256' | 'ES256';
+  private_jwk: string;
+  public_jwk: string;
+  created_at: number;
+  retired_at: number | null;
+}
+
+export interface SettingsTable {
+  key: string;
+  value: string;
+}
+
+export interface Database {
+  users: UsersTable;
+  applications: ApplicationsTable;
+  sessions: SessionsTable;
+  consents: ConsentsTable;
+  authorization_codes: AuthorizationCodesTable;
+  grants: GrantsTable;
+  signing_keys: SigningKeysTable;
+  settings: SettingsTable;
+}
+
+export type User = Selectable<UsersTable>;
+export type NewUser = Insertable<UsersTable>;
+export type ApplicationRow = Selectable<ApplicationsTable>;
+export type ApplicationUpdate = Updateable<ApplicationsTable>;
+export type Session = Selectable<SessionsTable>;
+export type AuthorizationCode = Selectable<AuthorizationCodesTable>;
+export type Grant = Selectable<GrantsTable>;
+export type SigningKeyRow = Selectable<SigningKeysTable>;

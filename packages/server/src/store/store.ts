@@ -1,0 +1,419 @@
+import { Migrator, sql, type Kysely } from 'kysely';
+import { migrationProvider } from './migrations.js';
+import type {
+  ApplicationRow,
+  AuthorizationCode,
+  Database,
+  Grant,
+  NewUser,
+  Session,
+  SigningKeyRow,
+  User,
+} from './schema.js';
+
+export type { User, Session, AuthorizationCode, Grant, SigningKeyRow } from './schema.js';
+
+/** Grant types an application may be allowed (RFC 6749 §4.1, §6; RFC 8628 §3.4). */
+export const GRANT_TYPES = [
+  'authorization_code',
+  'refresh_token',
+  'urn:ietf:params:oauth:grant-type:device_code',
+] as const;
+export type GrantType = (typeof GRANT_TYPES)[number];
+
+/** A registered client application (RFC 6749 §2). */
+export interface Application {
+  clientId: string;
+  ownerId: string | null;
+  name: string;
+  kind: 'public' | 'confidential';
+  secretHash: string | null;
+  callbackUrls: string[];
+  scopes: string[];
+  grantTypes: GrantType[];
+  idTokenAlg: 'RS256' | 'ES256';
+  createdAt: number;
+  updatedAt: number;
+}
+
+export type NewApplication = Omit<Application, 'updatedAt'>;
+
+/** Failure codes callers switch on; never the message text. */
+export type StoreErrorCode = 'duplicate' | 'not_found' | 'unavailable';
+
+export class StoreError extends Error {
+  constructor(
+    readonly code: StoreErrorCode,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'StoreError';
+  }
+}
+
+export type Dialect = 'sqlite' | 'postgres';
+
+function isUniqueViolation(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}
+
+function toApplication(row: ApplicationRow): Application {
+  return {
+    clientId: row.client_id,
+    ownerId: row.owner_id,
+    name: row.name,
+    kind: row.kind,
+    secretHash: row.secret_hash,
+    callbackUrls: JSON.parse(row.callback_urls) as string[],
+    scopes: row.scopes.split(' ').filter(Boolean),
+    grantTypes: JSON.parse(row.grant_types) as GrantType[],
+    idTokenAlg: row.id_token_alg,
+    createdAt: Number(row.created_at),
+    updatedAt: Number(row.updated_at),
+  };
+}
+
+/**
+ * All persistent state of the authorization server, on Kysely. One
+ * implementation serves SQLite and PostgreSQL; every single-use transition
+ * (code consumption, key retirement) is a single conditional statement so it
+ * stays atomic across server instances.
+ */
+export class Store {
+  constructor(
+    readonly db: Kysely<Database>,
+    readonly dialect: Dialect,
+  ) {}
+
+  /** Brings the schema up to date; safe to run concurrently from several instances on PostgreSQL. */
+  async migrate(): Promise<void> {
+    const migrator = new Migrator({ db: this.db, provider: migrationProvider });
+    const { error, results } = await migrator.migrateToLatest();
+    if (error) {
+      const failed = results?.find((r) => r.status === 'Error')?.migrationName;
+      throw new StoreError('unavailable', `migration ${failed ?? ''} failed: ${(error as Error).message}`, {
+        cause: error,
+      });
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.db.destroy();
+  }
+
+  /** Readiness probe: one round trip to the database. */
+  async ping(): Promise<void> {
+    await sql`select 1`.execute(this.db);
+  }
+
+  // ---- users ---------------------------------------------------------------
+
+  async createUser(user: NewUser): Promise<User> {
+    try {
+      await this.db.insertInto('users').values(user).execute();
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new StoreError('duplicate', `user ${user.username} already exists`);
+      throw err;
+    }
+    return (await this.findUserById(user.id))!;
+  }
+
+  async findUserByUsername(username: string): Promise<User | undefined> {
+    return this.db.selectFrom('users').selectAll().where('username', '=', username).executeTakeFirst();
+  }
+
+  async findUserById(id: string): Promise<User | undefined> {
+    return this.db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  async setUserDisabled(username: string, disabledAt: number | null): Promise<void> {
+    const r = await this.db
+      .updateTable('users')
+      .set({ disabled_at: disabledAt })
+      .where('username', '=', username)
+      .executeTakeFirst();
+    if (Number(r.numUpdatedRows) === 0) throw new StoreError('not_found', `no user ${username}`);
+  }
+
+  async countUsers(): Promise<number> {
+    const r = await this.db.selectFrom('users').select((eb) => eb.fn.countAll<string | number>().as('n')).executeTakeFirstOrThrow();
+    return Number(r.n);
+  }
+
+  // ---- applications --------------------------------------------------------
+
+  async createApplication(app: NewApplication): Promise<Application> {
+    try {
+      await this.db
+        .insertInto('applications')
+        .values({
+          client_id: app.clientId,
+          owner_id: app.ownerId,
+          name: app.name,
+          kind: app.kind,
+          secret_hash: app.secretHash,
+          callback_urls: JSON.stringify(app.callbackUrls),
+          scopes: app.scopes.join(' '),
+          grant_types: JSON.stringify(app.grantTypes),
+          id_token_alg: app.idTokenAlg,
+          created_at: app.createdAt,
+          updated_at: app.createdAt,
+        })
+        .execute();
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new StoreError('duplicate', `client_id ${app.clientId} already exists`);
+      throw err;
+    }
+    return (await this.getApplication(app.clientId))!;
+  }
+
+  async getApplication(clientId: string): Promise<Application | undefined> {
+    const row = await this.db.selectFrom('applications').selectAll().where('client_id', '=', clientId).executeTakeFirst();
+    return row && toApplication(row);
+  }
+
+  /** Applications owned by `ownerId`, or all of them when `ownerId` is undefined. */
+  async listApplications(ownerId?: string): Promise<Application[]> {
+    let q = this.db.selectFrom('applications').selectAll().orderBy('created_at').orderBy('client_id');
+    if (ownerId !== undefined) q = q.where('owner_id', '=', ownerId);
+    return (await q.execute()).map(toApplication);
+  }
+
+  async updateApplication(
+    clientId: string,
+    patch: Partial<Pick<Application, 'name' | 'callbackUrls' | 'scopes' | 'grantTypes' | 'idTokenAlg' | 'secretHash'>>,
+    now: number,
+  ): Promise<Application> {
+    const r = await this.db
+      .updateTable('applications')
+      .set({
+        ...(patch.name !== undefined && { name: patch.name }),
+        ...(patch.callbackUrls !== undefined && { callback_urls: JSON.stringify(patch.callbackUrls) }),
+        ...(patch.scopes !== undefined && { scopes: patch.scopes.join(' ') }),
+        ...(patch.grantTypes !== undefined && { grant_types: JSON.stringify(patch.grantTypes) }),
+        ...(patch.idTokenAlg !== undefined && { id_token_alg: patch.idTokenAlg }),
+        ...(patch.secretHash !== undefined && { secret_hash: patch.secretHash }),
+        updated_at: now,
+      })
+      .where('client_id', '=', clientId)
+      .executeTakeFirst();
+    if (Number(r.numUpdatedRows) === 0) throw new StoreError('not_found', `no application ${clientId}`);
+    return (await this.getApplication(clientId))!;
+  }
+
+  async deleteApplication(clientId: string): Promise<void> {
+    const r = await this.db.deleteFrom('applications').where('client_id', '=', clientId).executeTakeFirst();
+    if (Number(r.numDeletedRows) === 0) throw new StoreError('not_found', `no application ${clientId}`);
+  }
+
+  // ---- sessions ------------------------------------------------------------
+
+  async createSession(session: Session): Promise<void> {
+    await this.db.insertInto('sessions').values(session).execute();
+  }
+
+  /** The live session with this id hash, with its (enabled) user. */
+  async findSession(idHash: string, now: number): Promise<{ session: Session; user: User } | undefined> {
+    const row = await this.db
+      .selectFrom('sessions')
+      .innerJoin('users', 'users.id', 'sessions.user_id')
+      .selectAll('sessions')
+      .select([
+        'users.id as u_id',
+        'users.username as u_username',
+        'users.password_hash as u_password_hash',
+        'users.name as u_name',
+        'users.email as u_email',
+        'users.is_admin as u_is_admin',
+        'users.disabled_at as u_disabled_at',
+        'users.created_at as u_created_at',
+      ])
+      .where('sessions.id_hash', '=', idHash)
+      .where('sessions.expires_at', '>', now)
+      .where('users.disabled_at', 'is', null)
+      .executeTakeFirst();
+    if (!row) return undefined;
+    return {
+      session: {
+        id_hash: row.id_hash,
+        user_id: row.user_id,
+        auth_time: Number(row.auth_time),
+        created_at: Number(row.created_at),
+        expires_at: Number(row.expires_at),
+      },
+      user: {
+        id: row.u_id,
+        username: row.u_username,
+        password_hash: row.u_password_hash,
+        name: row.u_name,
+        email: row.u_email,
+        is_admin: Number(row.u_is_admin),
+        disabled_at: row.u_disabled_at,
+        created_at: Number(row.u_created_at),
+      },
+    };
+  }
+
+  async deleteSession(idHash: string): Promise<void> {
+    await this.db.deleteFrom('sessions').where('id_hash', '=', idHash).execute();
+  }
+
+  // ---- consents ------------------------------------------------------------
+
+  /** Records that the user approved exactly this scope set for the application. */
+  async addConsent(userId: string, clientId: string, scopes: string[], now: number): Promise<void> {
+    const scope = [...new Set(scopes)].sort().join(' ');
+    await this.db
+      .insertInto('consents')
+      .values({ user_id: userId, client_id: clientId, scope, created_at: now })
+      .onConflict((oc) => oc.columns(['user_id', 'client_id', 'scope']).doNothing())
+      .execute();
+  }
+
+  /** True when some approved scope set of this user and application covers every requested scope. */
+  async hasConsent(userId: string, clientId: string, scopes: string[]): Promise<boolean> {
+    const rows = await this.db
+      .selectFrom('consents')
+      .select('scope')
+      .where('user_id', '=', userId)
+      .where('client_id', '=', clientId)
+      .execute();
+    return rows.some((r) => {
+      const granted = new Set(r.scope.split(' '));
+      return scopes.every((s) => granted.has(s));
+    });
+  }
+
+  // ---- authorization codes -------------------------------------------------
+
+  async insertCode(code: Omit<AuthorizationCode, 'consumed_at' | 'grant_id'>): Promise<void> {
+    await this.db.insertInto('authorization_codes').values({ ...code, consumed_at: null, grant_id: null }).execute();
+  }
+
+  async findCode(codeHash: string): Promise<AuthorizationCode | undefined> {
+    const row = await this.db
+      .selectFrom('authorization_codes')
+      .selectAll()
+      .where('code_hash', '=', codeHash)
+      .executeTakeFirst();
+    return row && { ...row, auth_time: Number(row.auth_time), created_at: Number(row.created_at), expires_at: Number(row.expires_at) };
+  }
+
+  /**
+   * Consumes an unexpired, unconsumed code and binds it to `grantId` in one
+   * conditional UPDATE: among concurrent callers, across instances, exactly
+   * one gets `true`.
+   */
+  async consumeCode(codeHash: string, grantId: string, now: number): Promise<boolean> {
+    const r = await this.db
+      .updateTable('authorization_codes')
+      .set({ consumed_at: now, grant_id: grantId })
+      .where('code_hash', '=', codeHash)
+      .where('consumed_at', 'is', null)
+      .where('expires_at', '>', now)
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) === 1;
+  }
+
+  // ---- grants --------------------------------------------------------------
+
+  async insertGrant(grant: Grant): Promise<void> {
+    await this.db.insertInto('grants').values(grant).execute();
+  }
+
+  async findGrant(id: string): Promise<Grant | undefined> {
+    const row = await this.db.selectFrom('grants').selectAll().where('id', '=', id).executeTakeFirst();
+    return (
+      row && {
+        ...row,
+        auth_time: Number(row.auth_time),
+        created_at: Number(row.created_at),
+        expires_at: Number(row.expires_at),
+        revoked_at: row.revoked_at === null ? null : Number(row.revoked_at),
+      }
+    );
+  }
+
+  /** Revokes a grant and with it every token issued under it. Idempotent. */
+  async revokeGrant(id: string, now: number): Promise<void> {
+    await this.db.updateTable('grants').set({ revoked_at: now }).where('id', '=', id).where('revoked_at', 'is', null).execute();
+  }
+
+  // ---- signing keys --------------------------------------------------------
+
+  async insertSigningKey(key: SigningKeyRow): Promise<void> {
+    await this.db.insertInto('signing_keys').values(key).execute();
+  }
+
+  /** Keys that are active, or retired after `publishedSince` (still verifying issued tokens). */
+  async listSigningKeys(publishedSince: number): Promise<SigningKeyRow[]> {
+    const rows = await this.db
+      .selectFrom('signing_keys')
+      .selectAll()
+      .where((eb) => eb.or([eb('retired_at', 'is', null), eb('retired_at', '>', publishedSince)]))
+      .orderBy('created_at', 'desc')
+      .orderBy('kid')
+      .execute();
+    return rows.map((r) => ({
+      ...r,
+      created_at: Number(r.created_at),
+      retired_at: r.retired_at === null ? null : Number(r.retired_at),
+    }));
+  }
+
+  /**
+   * Replaces the active keys of the given algorithms by `fresh` in one
+   * transaction: old keys are retired (still published until their tokens
+   * expire), new keys become the signing keys.
+   */
+  async rotateSigningKeys(fresh: SigningKeyRow[], now: number): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      await trx
+        .updateTable('signing_keys')
+        .set({ retired_at: now })
+        .where('retired_at', 'is', null)
+        .where(
+          'alg',
+          'in',
+          fresh.map((k) => k.alg),
+        )
+        .execute();
+      for (const k of fresh) await trx.insertInto('signing_keys').values(k).execute();
+    });
+  }
+
+  // ---- settings ------------------------------------------------------------
+
+  /**
+   * The value stored under `key`, creating it from `make()` if absent. When
+   * several instances race, all of them read back the one value that won.
+   */
+  async getOrCreateSetting(key: string, make: () => string): Promise<string> {
+    await this.db
+      .insertInto('settings')
+      .values({ key, value: make() })
+      .onConflict((oc) => oc.column('key').doNothing())
+      .execute();
+    const row = await this.db.selectFrom('settings').select('value').where('key', '=', key).executeTakeFirstOrThrow();
+    return row.value;
+  }
+
+  async setSetting(key: string, value: string): Promise<void> {
+    await this.db
+      .insertInto('settings')
+      .values({ key, value })
+      .onConflict((oc) => oc.column('key').doUpdateSet({ value }))
+      .execute();
+  }
+
+  // ---- housekeeping --------------------------------------------------------
+
+  /** Deletes expired sessions and codes; consumed codes are kept until expiry so replays are detected. */
+  async purgeExpired(now: number): Promise<void> {
+    await this.db.deleteFrom('sessions').where('expires_at', '<=', now).execute();
+    // Keep codes for a while past expiry: a late replay still finds the row and revokes its grant.
+    await this.db.deleteFrom('authorization_codes').where('expires_at', '<=', now - 24 * 3600_000).execute();
+  }
+}

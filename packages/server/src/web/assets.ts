@@ -1,0 +1,51 @@
+import { createHash } from 'node:crypto';
+
+/** The one stylesheet of every page: served from memory with a content hash ETag. */
+export const STYLESHEET = `
+:root { color-scheme: light dark; --fg:#1d2330; --muted:#5b6474; --bg:#f5f6f8; --card:#fff; --line:#dde1e7;
+  --accent:#2f5bd3; --accent-fg:#fff; --danger:#b42318; --ok:#067647; --code:#eef1f6; }
+@media (prefers-color-scheme: dark) { :root { --fg:#e7e9ee; --muted:#9aa3b2; --bg:#12151b; --card:#1b1f27; --line:#2c323d;
+  --accent:#6e8ff0; --accent-fg:#0d1117; --danger:#f97066; --ok:#47cd89; --code:#242a35; } }
+* { box-sizing: border-box; }
+html { font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; background: var(--bg); color: var(--fg); }
+body { margin: 0; min-height: 100vh; display: flex; flex-direction: column; }
+header.top { display: flex; align-items: center; justify-content: space-between; gap: 1rem; padding: .75rem 1.5rem;
+  border-bottom: 1px solid var(--line); background: var(--card); }
+header.top .brand { font-weight: 700; letter-spacing: .02em; color: var(--fg); text-decoration: none; }
+header.top nav { display: flex; gap: 1rem; align-items: center; flex-wrap: wrap; }
+header.top nav a { color: var(--muted); text-decoration: none; }
+header.top nav a:hover, header.top nav a[aria-current="page"] { color: var(--fg); }
+main { flex: 1; width: 100%; max-width: 28rem; margin: 2.5rem auto; padding: 0 1rem; }
+main.wide { max-width: 64rem; }
+.card { background: var(--card); border: 1px solid var(--line); border-radius: 12px; padding: 1.75rem; }
+h1 { font-size: 1.4rem; margin: 0 0 1rem; }
+h2 { font-size: 1.1rem; margin: 1.5rem 0 .5rem; }
+p { margin: .5rem 0; }
+.muted { color: var(--muted); font-size: .92rem; }
+label { display: block; font-weight: 600; margin: 1rem 0 .35rem; }
+input[type=text], input[type=password], input[type=url], textarea, select { width: 100%; padding: .6rem .7rem; font: inherit;
+  color: inherit; background: var(--bg); border: 1px solid var(--line); border-radius: 8px; }
+input:focus-visible, textarea:focus-visible, select:focus-visible, button:focus-visible, a:focus-visible {
+  outline: 3px solid color-mix(in srgb, var(--accent) 45%, transparent); outline-offset: 1px; }
+.actions { display: flex; gap: .75rem; margin-top: 1.5rem; flex-wrap: wrap; }
+button, .button { appearance: none; border: 1px solid var(--accent); background: var(--accent); color: var(--accent-fg);
+  font: inherit; font-weight: 600; padding: .6rem 1.2rem; border-radius: 8px; cursor: pointer; text-decoration: none; display: inline-block; }
+button.secondary, .button.secondary { background: transparent; color: var(--fg); border-color: var(--line); }
+button.danger { background: var(--danger); border-color: var(--danger); color: #fff; }
+button.link { background: none; border: none; color: var(--muted); padding: 0; font-weight: 400; }
+.alert { border-radius: 8px; padding: .75rem 1rem; margin: 0 0 1rem; border: 1px solid var(--danger);
+  color: var(--danger); background: color-mix(in srgb, var(--danger) 8%, transparent); }
+.success { border-color: var(--ok); color: var(--ok); background: color-mix(in srgb, var(--ok) 8%, transparent); }
+ul.scopes { list-style: none; padding: 0; margin: .75rem 0; }
+ul.scopes li { padding: .5rem .75rem; border: 1px solid var(--line); border-radius: 8px; margin: .4rem 0; }
+ul.scopes li code { font-weight: 600; }
+code, pre, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .9em; }
+code { background: var(--code); padding: .1em .35em; border-radius: 4px; }
+pre { background: var(--code); padding: .75rem 1rem; border-radius: 8px; overflow-x: auto; white-space: pre-wrap; word-break: break-all; }
+.usercode { font-size: 2rem; letter-spacing: .2em; font-weight: 700; text-align: center; margin: 1rem 0; font-family: ui-monospace, monospace; }
+table { width: 100%; border-collapse: collapse; }
+th, td { text-align: left; padding: .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
+footer { text-align: center; padding: 1rem; color: var(--muted); font-size: .85rem; }
+`;
+
+export const STYLESHEET_ETAG = `"${createHash('sha256').update(STYLESHEET).digest('base64url').slice(0, 22)}"`;

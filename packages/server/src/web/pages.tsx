@@ -1,0 +1,164 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { VNode } from 'preact';
+import type { AppContext } from '../context.js';
+import { FormError, isParsedForm } from '../http/form.js';
+import {
+  AuthorizationPageError,
+  AuthorizationRedirectError,
+  denied,
+  errorCallback,
+  issueCode,
+  returnToAfterLogin,
+  validateAuthorizationRequest,
+  type AuthorizationRequest,
+} from '../oauth/authorize.js';
+import { ConsentRequired, LoginRequired } from '../oauth/errors.js';
+import { DUMMY_PASSWORD_HASH, verifyPassword } from '../util/crypto.js';
+import { STYLESHEET, STYLESHEET_ETAG } from './assets.js';
+import type { CurrentSession } from './session.js';
+import { ConsentPage, HomePage, MessagePage, renderPage, SignInPage, SignOutPage, type Viewer } from './views.js';
+
+/** Sends a server-rendered page; pages are never cached (they carry CSRF tokens and personal data). */
+export function sendPage(reply: FastifyReply, page: VNode, status = 200): FastifyReply {
+  return reply.code(status).header('cache-control', 'no-store').type('text/html; charset=utf-8').send(renderPage(page));
+}
+
+/** The form fields of a page POST; a page form never repeats a field. */
+export function pageForm(req: FastifyRequest): Readonly<Record<string, string>> {
+  if (!isParsedForm(req.body)) throw new FormError('expected a form submission');
+  return req.body.params;
+}
+
+/** Only same-origin relative paths may be returned to after sign-in (no open redirect). */
+export function safeReturnTo(value: string | undefined): string {
+  if (!value || !value.startsWith('/') || value.startsWith('//') || value.startsWith('/\\') || /[\r\n]/.test(value)) return '/';
+  return value;
+}
+
+function viewer(reply: FastifyReply, current: CurrentSession | undefined): Viewer | undefined {
+  return current && { username: current.user.username, csrf: reply.generateCsrf() };
+}
+
+const MAX_USERNAME = 128;
+const MAX_PASSWORD = 1024;
+
+/** End-user pages: sign-in, sign-out, consent and the authorization endpoint that drives them. */
+export async function pageRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  const { sessions, store, config } = ctx;
+
+  app.setErrorHandler(async (err: Error & { statusCode?: number; code?: string }, req, reply) => {
+    if (err instanceof AuthorizationRedirectError) return reply.redirect(errorCallback(ctx, err), 303);
+    if (err instanceof AuthorizationPageError) {
+      return sendPage(reply, <MessagePage title="Cannot continue" kind="error" message={err.description} detail={`Error: ${err.error}`} />, 400);
+    }
+    if (err.code?.startsWith('FST_CSRF')) {
+      return sendPage(reply, <MessagePage title="Form expired" kind="error" message="This form has expired or was not sent from this site. Go back, reload the page and try again." />, 403);
+    }
+    const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
+    if (status === 500) req.log.error({ err }, 'page failed');
+    return sendPage(reply, <MessagePage title={status === 500 ? 'Something went wrong' : 'Bad request'} kind="error" message={status === 500 ? 'The server could not complete this request. Please try again.' : err.message} />, status);
+  });
+
+  app.get('/assets/style.css', async (req, reply) => {
+    reply.header('etag', STYLESHEET_ETAG).header('cache-control', 'public, max-age=3600');
+    if (req.headers['if-none-match'] === STYLESHEET_ETAG) return reply.code(304).send();
+    return reply.type('text/css; charset=utf-8').send(STYLESHEET);
+  });
+
+  app.get('/', async (req, reply) => {
+    const current = await sessions.current(req);
+    return sendPage(reply, <HomePage issuer={config.issuer} viewer={viewer(reply, current)} />);
+  });
+
+  // ---- sign-in / sign-out ----------------------------------------------------
+
+  async function appNameFor(returnTo: string): Promise<string | undefined> {
+    if (!returnTo.startsWith('/oauth/authorize?')) return undefined;
+    const clientId = new URLSearchParams(returnTo.slice(returnTo.indexOf('?') + 1)).get('client_id');
+    return clientId ? (await store.getApplication(clientId))?.name : undefined;
+  }
+
+  app.get<{ Querystring: { return_to?: string } }>('/signin', async (req, reply) => {
+    const returnTo = safeReturnTo(typeof req.query.return_to === 'string' ? req.query.return_to : undefined);
+    const appName = await appNameFor(returnTo);
+    return sendPage(reply, <SignInPage csrf={reply.generateCsrf()} returnTo={returnTo} appName={appName} />);
+  });
+
+  app.post('/signin', { preHandler: app.csrfProtection }, async (req, reply) => {
+    const form = pageForm(req);
+    const username = (form.username ?? '').trim();
+    const password = form.password ?? '';
+    const returnTo = safeReturnTo(form.return_to);
+    const retry = async (error: string, status: number) =>
+      sendPage(reply, <SignInPage csrf={reply.generateCsrf()} returnTo={returnTo} username={username.slice(0, MAX_USERNAME)} error={error} appName={await appNameFor(returnTo)} />, status);
+    if (!username || !password) return retry('Enter your username and password.', 400);
+    if (username.length > MAX_USERNAME || password.length > MAX_PASSWORD) return retry('Invalid username or password.', 401);
+    const user = await store.findUserByUsername(username);
+    // Hash even for unknown users so response time does not reveal which usernames exist.
+    const ok = await verifyPassword(password, user?.password_hash ?? DUMMY_PASSWORD_HASH);
+    if (!user || !ok) return retry('Invalid username or password.', 401);
+    if (user.disabled_at !== null) return retry('This account is disabled.', 403);
+    await sessions.start(reply, user);
+    return reply.redirect(returnTo, 303);
+  });
+
+  app.get('/signout', async (req, reply) => {
+    const current = await sessions.current(req);
+    if (!current) return reply.redirect('/', 303);
+    return sendPage(reply, <SignOutPage viewer={viewer(reply, current)!} />);
+  });
+
+  app.post('/signout', { preHandler: app.csrfProtection }, async (req, reply) => {
+    await sessions.end(req, reply);
+    return sendPage(reply, <MessagePage title="Signed out" kind="success" message="You are signed out of this browser." />);
+  });
+
+  // ---- authorization endpoint (RFC 6749 §3.1, §4.1.1) -------------------------
+
+  function rawQuery(req: FastifyRequest): string {
+    const q = req.raw.url!.indexOf('?');
+    return q === -1 ? '' : req.raw.url!.slice(q + 1);
+  }
+
+  function needsSignIn(ar: AuthorizationRequest, current: CurrentSession | undefined): boolean {
+    if (!current) return true;
+    if (ar.prompt.has('login')) return true;
+    return ar.maxAge !== undefined && config.now() - current.session.auth_time > ar.maxAge * 1000;
+  }
+
+  app.get('/oauth/authorize', async (req, reply) => {
+    const ar = await validateAuthorizationRequest(ctx, rawQuery(req));
+    const current = await sessions.current(req);
+    if (needsSignIn(ar, current)) {
+      if (ar.prompt.has('none')) throw new AuthorizationRedirectError(new LoginRequired('the user is not signed in'), ar.redirectUri, ar.state);
+      return reply.redirect(`/signin?return_to=${encodeURIComponent(returnToAfterLogin(ar))}`, 303);
+    }
+    const { user, session } = current!;
+    if (!ar.prompt.has('consent') && (await store.hasConsent(user.id, ar.app.clientId, ar.scopes))) {
+      return reply.redirect(await issueCode(ctx, ar, user, session.auth_time), 303);
+    }
+    if (ar.prompt.has('none')) throw new AuthorizationRedirectError(new ConsentRequired('the user has not approved this application'), ar.redirectUri, ar.state);
+    return sendPage(
+      reply,
+      <ConsentPage
+        viewer={viewer(reply, current)!}
+        appName={ar.app.name}
+        clientId={ar.app.clientId}
+        scopes={ar.scopes}
+        request={ar.rawQuery}
+        redirectHost={new URL(ar.redirectUri).host}
+      />,
+    );
+  });
+
+  app.post('/consent', { preHandler: app.csrfProtection }, async (req, reply) => {
+    const form = pageForm(req);
+    const ar = await validateAuthorizationRequest(ctx, form.request ?? '');
+    const current = await sessions.current(req);
+    if (!current) return reply.redirect(`/signin?return_to=${encodeURIComponent(returnToAfterLogin(ar))}`, 303);
+    if (form.decision === 'deny') throw denied(ar);
+    if (form.decision !== 'approve') throw new FormError('decision must be approve or deny');
+    await store.addConsent(current.user.id, ar.app.clientId, ar.scopes, config.now());
+    return reply.redirect(await issueCode(ctx, ar, current.user, current.session.auth_time), 303);
+  });
+}

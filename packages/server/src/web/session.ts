@@ -1,0 +1,58 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ServerConfig } from '../config.js';
+import type { Session, Store, User } from '../store/store.js';
+import { randomToken, sha256Hex } from '../util/crypto.js';
+
+export interface CurrentSession {
+  session: Session;
+  user: User;
+}
+
+/**
+ * End-user browser sessions: an opaque 256-bit cookie (`HttpOnly`,
+ * `SameSite=Lax`, `Secure` and the `__Host-` prefix on https issuers) that
+ * points to a server-side row keyed by the cookie's SHA-256.
+ */
+export class Sessions {
+  readonly cookieName: string;
+  private readonly secure: boolean;
+
+  constructor(
+    private readonly config: ServerConfig,
+    private readonly store: Store,
+  ) {
+    this.secure = config.issuer.startsWith('https:');
+    this.cookieName = this.secure ? '__Host-authcli_session' : 'authcli_session';
+  }
+
+  cookieOptions() {
+    return { path: '/', httpOnly: true, sameSite: 'lax' as const, secure: this.secure };
+  }
+
+  /** The signed-in user of this request, if the session is live and the account enabled. */
+  async current(req: FastifyRequest): Promise<CurrentSession | undefined> {
+    const raw = req.cookies[this.cookieName];
+    if (!raw || raw.length > 128) return undefined;
+    return this.store.findSession(sha256Hex(raw), this.config.now());
+  }
+
+  /** Starts a new session (a fresh id on every sign-in, against session fixation). */
+  async start(reply: FastifyReply, user: User): Promise<void> {
+    const now = this.config.now();
+    const raw = randomToken(32);
+    await this.store.createSession({
+      id_hash: sha256Hex(raw),
+      user_id: user.id,
+      auth_time: now,
+      created_at: now,
+      expires_at: now + this.config.sessionTtlSeconds * 1000,
+    });
+    reply.setCookie(this.cookieName, raw, { ...this.cookieOptions(), maxAge: this.config.sessionTtlSeconds });
+  }
+
+  async end(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const raw = req.cookies[this.cookieName];
+    if (raw) await this.store.deleteSession(sha256Hex(raw));
+    reply.clearCookie(this.cookieName, this.cookieOptions());
+  }
+}

@@ -1,0 +1,209 @@
+import type { ComponentChildren, VNode } from 'preact';
+import { renderToString } from 'preact-render-to-string';
+import { SCOPE_DESCRIPTIONS } from './scope-text.js';
+
+/** Renders a page to an HTML document. Preact escapes every interpolated value. */
+export function renderPage(page: VNode): string {
+  return `<!doctype html>${renderToString(page)}`;
+}
+
+export interface Viewer {
+  username: string;
+  csrf: string;
+}
+
+function Layout(props: { title: string; viewer?: Viewer | undefined; wide?: boolean; children: ComponentChildren }) {
+  return (
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <meta name="referrer" content="no-referrer" />
+        <title>{`${props.title} · authcli`}</title>
+        <link rel="stylesheet" href="/assets/style.css" />
+      </head>
+      <body>
+        <header class="top">
+          <a class="brand" href="/">
+            authcli
+          </a>
+          {props.viewer && (
+            <nav aria-label="Account">
+              <span class="muted">
+                Signed in as <strong>{props.viewer.username}</strong>
+              </span>
+              <form method="post" action="/signout">
+                <input type="hidden" name="_csrf" value={props.viewer.csrf} />
+                <button class="link" type="submit">
+                  Sign out
+                </button>
+              </form>
+            </nav>
+          )}
+        </header>
+        <main class={props.wide ? 'wide' : undefined}>{props.children}</main>
+        <footer>authcli authorization server</footer>
+      </body>
+    </html>
+  );
+}
+
+export function SignInPage(props: { csrf: string; returnTo: string; username?: string; error?: string; appName?: string }) {
+  return (
+    <Layout title="Sign in">
+      <div class="card">
+        <h1>Sign in</h1>
+        {props.appName && (
+          <p class="muted">
+            to continue to <strong>{props.appName}</strong>
+          </p>
+        )}
+        {props.error && (
+          <p class="alert" role="alert">
+            {props.error}
+          </p>
+        )}
+        <form method="post" action="/signin">
+          <input type="hidden" name="_csrf" value={props.csrf} />
+          <input type="hidden" name="return_to" value={props.returnTo} />
+          <label for="username">Username</label>
+          <input
+            id="username"
+            name="username"
+            type="text"
+            autocomplete="username"
+            autocapitalize="none"
+            spellcheck={false}
+            required
+            autofocus
+            value={props.username ?? ''}
+          />
+          <label for="password">Password</label>
+          <input id="password" name="password" type="password" autocomplete="current-password" required />
+          <div class="actions">
+            <button type="submit">Sign in</button>
+          </div>
+        </form>
+      </div>
+    </Layout>
+  );
+}
+
+export function ScopeList(props: { scopes: readonly string[] }) {
+  return (
+    <ul class="scopes">
+      {props.scopes.map((s) => (
+        <li>
+          <code>{s}</code> <span class="muted">{SCOPE_DESCRIPTIONS[s] ?? ''}</span>
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+export function ConsentPage(props: {
+  viewer: Viewer;
+  appName: string;
+  clientId: string;
+  scopes: readonly string[];
+  request: string;
+  redirectHost: string;
+}) {
+  return (
+    <Layout title="Authorize" viewer={props.viewer}>
+      <div class="card">
+        <h1>
+          Authorize <span>{props.appName}</span>?
+        </h1>
+        <p>
+          <strong>{props.appName}</strong> <span class="muted">({props.clientId})</span> asks for access to your
+          account:
+        </p>
+        <ScopeList scopes={props.scopes} />
+        <p class="muted">
+          After you decide, you will be sent back to <code>{props.redirectHost}</code>.
+        </p>
+        <form method="post" action="/consent">
+          <input type="hidden" name="_csrf" value={props.viewer.csrf} />
+          <input type="hidden" name="request" value={props.request} />
+          <div class="actions">
+            <button type="submit" name="decision" value="approve">
+              Approve
+            </button>
+            <button type="submit" name="decision" value="deny" class="secondary">
+              Deny
+            </button>
+          </div>
+        </form>
+      </div>
+    </Layout>
+  );
+}
+
+export function MessagePage(props: {
+  title: string;
+  message: string;
+  detail?: string | undefined;
+  kind?: 'error' | 'success' | 'info';
+  viewer?: Viewer | undefined;
+  children?: ComponentChildren;
+}) {
+  return (
+    <Layout title={props.title} viewer={props.viewer}>
+      <div class="card">
+        <h1>{props.title}</h1>
+        <p class={props.kind === 'error' ? 'alert' : props.kind === 'success' ? 'alert success' : undefined} role={props.kind === 'error' ? 'alert' : undefined}>
+          {props.message}
+        </p>
+        {props.detail && <p class="muted">{props.detail}</p>}
+        {props.children}
+      </div>
+    </Layout>
+  );
+}
+
+export function HomePage(props: { issuer: string; viewer?: Viewer | undefined }) {
+  return (
+    <Layout title="Home" viewer={props.viewer}>
+      <div class="card">
+        <h1>authcli authorization server</h1>
+        <p>
+          Issuer <code>{props.issuer}</code>
+        </p>
+        <p class="muted">
+          OpenID Connect discovery: <a href="/.well-known/openid-configuration">/.well-known/openid-configuration</a>
+        </p>
+        {props.viewer ? (
+          <p>
+            You are signed in as <strong>{props.viewer.username}</strong>.
+          </p>
+        ) : (
+          <div class="actions">
+            <a class="button" href="/signin">
+              Sign in
+            </a>
+          </div>
+        )}
+      </div>
+    </Layout>
+  );
+}
+
+export function SignOutPage(props: { viewer: Viewer }) {
+  return (
+    <Layout title="Sign out" viewer={props.viewer}>
+      <div class="card">
+        <h1>Sign out</h1>
+        <p>
+          Sign <strong>{props.viewer.username}</strong> out of this browser?
+        </p>
+        <form method="post" action="/signout">
+          <input type="hidden" name="_csrf" value={props.viewer.csrf} />
+          <div class="actions">
+            <button type="submit">Sign out</button>
+          </div>
+        </form>
+      </div>
+    </Layout>
+  );
+}

@@ -1,0 +1,255 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { challengeS256, generateVerifier } from '@authcli/pkce';
+import { authorize, authorizeUrl, Browser, dialects, hidden, seedApp, seedUser, signIn, startServer, type TestServer } from './helpers.js';
+
+describe.each(dialects())('authorization endpoint (%s)', (dialect) => {
+  let server: TestServer;
+  let clientId: string;
+  const redirectUri = 'https://app.example/callback';
+
+  beforeAll(async () => {
+    server = await startServer(dialect);
+    await seedUser(server);
+    ({ app: { clientId } } = await seedApp(server, { callbackUrls: [redirectUri, 'http://127.0.0.1/cb', 'http://[::1]/cb', 'http://localhost/cb'] }));
+  });
+  afterAll(async () => server.close());
+
+  async function signedIn(): Promise<Browser> {
+    const b = new Browser(server.url);
+    const res = await signIn(b);
+    expect(res.status).toBe(303);
+    return b;
+  }
+
+  /** The authorize response for a signed-in user with consent given, for `extra` params. */
+  async function authorizeWith(b: Browser, params: Record<string, string | undefined>) {
+    const { url } = await authorizeUrl({ clientId, redirectUri });
+    const q = new URLSearchParams(url.split('?')[1]);
+    for (const [k, v] of Object.entries(params)) (v === undefined ? q.delete(k) : q.set(k, v));
+    return b.get(`/oauth/authorize?${q}`);
+  }
+
+  function redirectParams(res: { status: number; location: string | null }) {
+    expect(res.status).toBe(303);
+    const u = new URL(res.location!);
+    expect(`${u.origin}${u.pathname}`).toBe(redirectUri);
+    return u.searchParams;
+  }
+
+  it('rfc6749 §4.1 signed-out users are sent to sign-in, then consent, then back with code, state and iss (rfc9207)', async () => {
+    const b = new Browser(server.url);
+    const { callback, state } = await authorize(server, b, { clientId, redirectUri });
+    expect(callback.searchParams.get('code')).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(callback.searchParams.get('state')).toBe(state);
+    expect(callback.searchParams.get('iss')).toBe(server.url);
+  });
+
+  it('consent is remembered per user, application and scope set', async () => {
+    const b = await signedIn();
+    const first = await authorizeWith(b, { scope: 'openid email' });
+    expect(first.status).toBe(200);
+    expect(first.text).toContain('Test App');
+    expect(first.text).toContain('email');
+    const approved = await b.postForm('/consent', { _csrf: hidden(first.text, '_csrf'), request: hidden(first.text, 'request'), decision: 'approve' });
+    expect(redirectParams(approved).get('code')).toBeTruthy();
+    const again = await authorizeWith(b, { scope: 'openid email' });
+    expect(redirectParams(again).get('code')).toBeTruthy();
+    const wider = await authorizeWith(b, { scope: 'openid email offline_access' });
+    expect(wider.status).toBe(200);
+    expect(wider.text).toContain('offline_access');
+  });
+
+  it('rfc6749 §4.1.2.1 deny redirects access_denied with state and iss', async () => {
+    const b = new Browser(server.url);
+    const { callback, state } = await authorize(server, b, { clientId, redirectUri, scope: 'openid profile email' }, 'deny');
+    expect(callback.searchParams.get('error')).toBe('access_denied');
+    expect(callback.searchParams.get('state')).toBe(state);
+    expect(callback.searchParams.get('iss')).toBe(server.url);
+    expect(callback.searchParams.get('code')).toBeNull();
+  });
+
+  it('rfc7636 §4.3 plain PKCE is rejected', async () => {
+    const b = await signedIn();
+    const p = redirectParams(await authorizeWith(b, { code_challenge_method: 'plain', state: 's1' }));
+    expect(p.get('error')).toBe('invalid_request');
+    expect(p.get('error_description')).toMatch(/S256/);
+    expect(p.get('state')).toBe('s1');
+    expect(p.get('iss')).toBe(server.url);
+  });
+
+  it('rfc7636 §4.3 a missing code_challenge_method is rejected (no plain default)', async () => {
+    const b = await signedIn();
+    expect(redirectParams(await authorizeWith(b, { code_challenge_method: undefined })).get('error')).toBe('invalid_request');
+  });
+
+  it('rfc7636 §4.3 a missing code_challenge is rejected', async () => {
+    const b = await signedIn();
+    expect(redirectParams(await authorizeWith(b, { code_challenge: undefined })).get('error')).toBe('invalid_request');
+  });
+
+  it('rfc7636 §4.2 a challenge that is not 43 base64url characters is rejected', async () => {
+    const b = await signedIn();
+    for (const bad of ['a'.repeat(42), 'a'.repeat(44), `${'a'.repeat(42)}=`, `${'a'.repeat(42)}+`]) {
+      expect(redirectParams(await authorizeWith(b, { code_challenge: bad })).get('error')).toBe('invalid_request');
+    }
+  });
+
+  it('rfc6749 §3.1.2.3 unknown client gets an error page, never a redirect', async () => {
+    const b = await signedIn();
+    const res = await authorizeWith(b, { client_id: 'no-such-client' });
+    expect(res.status).toBe(400);
+    expect(res.location).toBeNull();
+    expect(res.text).toContain('unknown client_id');
+  });
+
+  it('rfc6749 §3.1.2.4 unregistered redirect_uri gets an error page, never a redirect', async () => {
+    const b = await signedIn();
+    for (const uri of ['https://evil.example/callback', `${redirectUri}/extra`, `${redirectUri}?x=1`, 'https://app.example/Callback', 'https://app.example:443/callback']) {
+      const res = await authorizeWith(b, { redirect_uri: uri });
+      expect(res.status, uri).toBe(400);
+      expect(res.location).toBeNull();
+    }
+    const missing = await authorizeWith(b, { redirect_uri: undefined });
+    expect(missing.status).toBe(400);
+  });
+
+  it('rfc8252 §7.3 loopback IP redirect matches any port on the same path', async () => {
+    const b = await signedIn();
+    for (const uri of ['http://127.0.0.1:51234/cb', 'http://127.0.0.1/cb', 'http://[::1]:8765/cb']) {
+      const res = await authorizeWith(b, { redirect_uri: uri, scope: 'openid profile' });
+      // consent was not yet given for this exact request in every case: either consent page or a code redirect
+      expect([200, 303], uri).toContain(res.status);
+      if (res.status === 303) expect(res.location!.startsWith(uri.replace(/\/cb$/, ''))).toBe(true);
+    }
+    for (const uri of ['http://127.0.0.1:51234/other', 'http://127.0.0.2:5000/cb', 'http://127.0.0.1:0/cb', 'http://127.0.0.1:99999/cb']) {
+      expect((await authorizeWith(b, { redirect_uri: uri })).status, uri).toBe(400);
+    }
+  });
+
+  it('rfc8252 §8.3 localhost gets no port exception', async () => {
+    const b = await signedIn();
+    expect((await authorizeWith(b, { redirect_uri: 'http://localhost:51234/cb' })).status).toBe(400);
+  });
+
+  it('rfc6749 §3.1 repeated parameters are invalid_request', async () => {
+    const b = await signedIn();
+    const { url } = await authorizeUrl({ clientId, redirectUri });
+    const scopeTwice = await b.get(`${url}&scope=openid`);
+    expect(redirectParams(scopeTwice).get('error')).toBe('invalid_request');
+    const clientTwice = await b.get(`${url}&client_id=${clientId}`);
+    expect(clientTwice.status).toBe(400);
+    expect(clientTwice.location).toBeNull();
+  });
+
+  it('unsupported response_type and unknown scope are redirected errors', async () => {
+    const b = await signedIn();
+    expect(redirectParams(await authorizeWith(b, { response_type: 'token' })).get('error')).toBe('unsupported_response_type');
+    expect(redirectParams(await authorizeWith(b, { scope: 'openid admin' })).get('error')).toBe('invalid_scope');
+    expect(redirectParams(await authorizeWith(b, { scope: undefined })).get('error')).toBe('invalid_scope');
+    expect(redirectParams(await authorizeWith(b, { request: 'eyJ' })).get('error')).toBe('request_not_supported');
+  });
+
+  it('oidc core §3.1.2.6 prompt=none without a session is login_required', async () => {
+    const b = new Browser(server.url);
+    expect(redirectParams(await authorizeWith(b, { prompt: 'none' })).get('error')).toBe('login_required');
+  });
+
+  it('invalid UTF-8 in the query gets a 400 page, not a crash', async () => {
+    const b = await signedIn();
+    const res = await b.get(`/oauth/authorize?client_id=%C3%28&redirect_uri=x`);
+    expect(res.status).toBe(400);
+    const bad = await b.get(`/oauth/authorize?client_id=${clientId}&redirect_uri=%E0%A4%A`);
+    expect(bad.status).toBe(400);
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+  });
+
+  it('pages: session cookie is HttpOnly and SameSite=Lax, not Secure on an http issuer', async () => {
+    const b = new Browser(server.url);
+    const page = await b.get('/signin');
+    const res = await fetch(`${server.url}/signin`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: [...b.cookies].map(([k, v]) => `${k}=${v}`).join('; ') },
+      body: new URLSearchParams({ _csrf: hidden(page.text, '_csrf'), return_to: '/', username: 'alice', password: 'correct horse battery' }).toString(),
+    });
+    const cookie = res.headers.getSetCookie().find((c) => c.startsWith('authcli_session='))!;
+    expect(cookie).toMatch(/HttpOnly/i);
+    expect(cookie).toMatch(/SameSite=Lax/i);
+    expect(cookie).not.toMatch(/Secure/i);
+  });
+
+  it('csrf: a sign-in or consent POST without the token is refused', async () => {
+    const b = new Browser(server.url);
+    await b.get('/signin');
+    const res = await b.postForm('/signin', { return_to: '/', username: 'alice', password: 'correct horse battery' });
+    expect(res.status).toBe(403);
+    expect(b.cookies.has('authcli_session')).toBe(false);
+    const signed = await signedIn();
+    const consent = await authorizeWith(signed, { scope: 'openid profile email offline_access', state: 'csrf' });
+    expect(consent.status).toBe(200);
+    const forged = await signed.postForm('/consent', { _csrf: 'forged', request: hidden(consent.text, 'request'), decision: 'approve' });
+    expect(forged.status).toBe(403);
+    expect(forged.location).toBeNull();
+  });
+
+  it('wrong password and unknown user get the same answer', async () => {
+    const b = new Browser(server.url);
+    const wrong = await signIn(b, 'alice', 'wrong password');
+    const unknown = await signIn(b, 'mallory', 'wrong password');
+    expect(wrong.status).toBe(401);
+    expect(unknown.status).toBe(401);
+    expect(wrong.text).toContain('Invalid username or password');
+    expect(unknown.text).toContain('Invalid username or password');
+  });
+
+  it('sign-in never redirects off-site (open redirect)', async () => {
+    const b = new Browser(server.url);
+    for (const target of ['https://evil.example/', '//evil.example/', '/\\evil.example']) {
+      const res = await signIn(b, 'alice', 'correct horse battery', target);
+      expect(res.location, target).toBe('/');
+    }
+  });
+
+  it('security headers: CSP without inline script, frame-ancestors none, no-store on pages', async () => {
+    const res = await fetch(`${server.url}/signin`);
+    const csp = res.headers.get('content-security-policy')!;
+    expect(csp).toContain("script-src 'self'");
+    expect(csp).not.toContain('unsafe-inline');
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    const html = await res.text();
+    expect(html).not.toMatch(/<script(?![^>]*\bsrc=)/);
+  });
+
+  it('user-controlled text is escaped on pages (XSS)', async () => {
+    const b = await signedIn();
+    const { app } = await seedApp(server, { name: '<img src=x onerror=alert(1)>', callbackUrls: [redirectUri] });
+    const { url } = await authorizeUrl({ clientId: app.clientId, redirectUri });
+    const res = await b.get(url);
+    expect(res.status).toBe(200);
+    expect(res.text).not.toContain('<img src=x');
+    expect(res.text).toContain('&lt;img src=x');
+  });
+
+  it('sign-out ends the server-side session', async () => {
+    const b = await signedIn();
+    const session = b.cookies.get('authcli_session')!;
+    const page = await b.get('/signout');
+    const out = await b.postForm('/signout', { _csrf: hidden(page.text, '_csrf') });
+    expect(out.status).toBe(200);
+    const replayed = new Browser(server.url);
+    replayed.cookies.set('authcli_session', session);
+    const res = await authorizeWith(replayed, {});
+    expect(res.status).toBe(303);
+    expect(res.location).toMatch(/^\/signin/);
+  });
+
+  it('a challenge from @authcli/pkce is accepted end to end', async () => {
+    const b = new Browser(server.url);
+    const verifier = generateVerifier();
+    const { callback } = await authorize(server, b, { clientId, redirectUri, verifier, scope: 'openid' });
+    expect(callback.searchParams.get('code')).toBeTruthy();
+    expect(await challengeS256(verifier)).toHaveLength(43);
+  });
+});

@@ -1,0 +1,159 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { addUser, bootstrapStore, registerApplication } from '../src/bootstrap.js';
+import { parseDatabaseUrl } from '../src/store/open.js';
+import { StoreError, type Store } from '../src/store/store.js';
+import { generateSigningKey } from '../src/oauth/keys.js';
+import { sha256Hex } from '../src/util/crypto.js';
+import { dialects, freshStore } from './helpers.js';
+
+describe('DATABASE_URL parsing', () => {
+  it('postgres URLs select PostgreSQL', () => {
+    expect(parseDatabaseUrl('postgres://u@h/db')).toEqual({ dialect: 'postgres', url: 'postgres://u@h/db' });
+    expect(parseDatabaseUrl('postgresql://h/db').dialect).toBe('postgres');
+  });
+  it('paths and sqlite: URLs select SQLite', () => {
+    expect(parseDatabaseUrl('./data/authcli.db')).toMatchObject({ dialect: 'sqlite' });
+    expect(parseDatabaseUrl('sqlite:///tmp/x.db')).toEqual({ dialect: 'sqlite', path: '/tmp/x.db' });
+    expect(parseDatabaseUrl('sqlite:rel.db')).toMatchObject({ dialect: 'sqlite' });
+  });
+  it('rejects unknown schemes and empty values', () => {
+    expect(() => parseDatabaseUrl('mysql://h/db')).toThrow(StoreError);
+    expect(() => parseDatabaseUrl('  ')).toThrow(StoreError);
+    expect(() => parseDatabaseUrl('sqlite:')).toThrow(StoreError);
+  });
+});
+
+describe.each(dialects())('store contract (%s)', (dialect) => {
+  let store: Store;
+  let cleanup: () => Promise<void>;
+  const now = Date.now();
+
+  beforeAll(async () => {
+    ({ store, cleanup } = await freshStore(dialect));
+    await bootstrapStore(store, now);
+  });
+  afterAll(async () => cleanup());
+
+  it('migrations are idempotent', async () => {
+    await store.migrate();
+    await store.migrate();
+    await store.ping();
+  });
+
+  it('first start creates the built-in public authcli application, once', async () => {
+    const app = await store.getApplication('authcli');
+    expect(app).toMatchObject({ kind: 'public', callbackUrls: ['http://127.0.0.1/callback'], secretHash: null });
+    expect(app!.grantTypes).toContain('urn:ietf:params:oauth:grant-type:device_code');
+    await store.deleteApplication('authcli');
+    await bootstrapStore(store, now);
+    expect(await store.getApplication('authcli')).toBeUndefined();
+  });
+
+  it('users: scrypt hash stored, username unique', async () => {
+    const u = await addUser(store, { username: 'carol', password: 'pa55word!' }, now);
+    expect(u.password_hash).toMatch(/^scrypt\$/);
+    expect(u.password_hash).not.toContain('pa55word!');
+    await expect(addUser(store, { username: 'carol', password: 'another1!' }, now)).rejects.toMatchObject({ code: 'duplicate' });
+    expect((await store.findUserByUsername('carol'))?.id).toBe(u.id);
+    await store.setUserDisabled('carol', now);
+    expect((await store.findUserById(u.id))?.disabled_at).toBe(now);
+    await expect(store.setUserDisabled('nobody', now)).rejects.toMatchObject({ code: 'not_found' });
+  });
+
+  it('applications: secret stored as SHA-256 only; lists round-trip', async () => {
+    const { app, clientSecret } = await registerApplication(
+      store,
+      { name: 'CI', kind: 'confidential', callbackUrls: ['https://ci.example/cb', 'http://127.0.0.1/cb'], scopes: ['openid', 'email'] },
+      now,
+    );
+    expect(clientSecret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const stored = await store.getApplication(app.clientId);
+    expect(stored!.secretHash).toBe(sha256Hex(clientSecret!));
+    expect(stored!.callbackUrls).toEqual(['https://ci.example/cb', 'http://127.0.0.1/cb']);
+    expect(stored!.scopes).toEqual(['openid', 'email']);
+    const updated = await store.updateApplication(app.clientId, { name: 'CI 2', scopes: ['openid'] }, now + 1);
+    expect(updated).toMatchObject({ name: 'CI 2', scopes: ['openid'], updatedAt: now + 1 });
+    await expect(store.updateApplication('missing', { name: 'x' }, now)).rejects.toMatchObject({ code: 'not_found' });
+  });
+
+  it('sessions: found by hash while live and the user enabled', async () => {
+    const u = await addUser(store, { username: 'dave', password: 'pa55word!' }, now);
+    await store.createSession({ id_hash: 'h1', user_id: u.id, auth_time: now, created_at: now, expires_at: now + 1000 });
+    expect((await store.findSession('h1', now))?.user.username).toBe('dave');
+    expect(await store.findSession('h1', now + 1000)).toBeUndefined();
+    await store.setUserDisabled('dave', now);
+    expect(await store.findSession('h1', now)).toBeUndefined();
+  });
+
+  it('consent is remembered per user, application and scope set', async () => {
+    const u = await addUser(store, { username: 'erin', password: 'pa55word!' }, now);
+    const { app } = await registerApplication(store, { name: 'A', kind: 'public', callbackUrls: ['https://a.example/cb'], scopes: ['openid', 'profile', 'email'] }, now);
+    expect(await store.hasConsent(u.id, app.clientId, ['openid'])).toBe(false);
+    await store.addConsent(u.id, app.clientId, ['profile', 'openid'], now);
+    await store.addConsent(u.id, app.clientId, ['openid', 'profile'], now);
+    expect(await store.hasConsent(u.id, app.clientId, ['openid'])).toBe(true);
+    expect(await store.hasConsent(u.id, app.clientId, ['openid', 'profile'])).toBe(true);
+    expect(await store.hasConsent(u.id, app.clientId, ['openid', 'email'])).toBe(false);
+  });
+
+  it('authorization code consumption is atomic: one winner among concurrent consumers', async () => {
+    const u = await addUser(store, { username: 'frank', password: 'pa55word!' }, now);
+    const { app } = await registerApplication(store, { name: 'B', kind: 'public', callbackUrls: ['http://127.0.0.1/cb'], scopes: ['openid'] }, now);
+    const code = {
+      code_hash: 'c1',
+      client_id: app.clientId,
+      user_id: u.id,
+      redirect_uri: 'http://127.0.0.1/cb',
+      code_challenge: 'x'.repeat(43),
+      code_challenge_method: 'S256',
+      scope: 'openid',
+      nonce: null,
+      auth_time: now,
+      created_at: now,
+      expires_at: now + 60_000,
+    };
+    // Foreign keys hold on both stores: a code for an unknown client is refused.
+    await expect(store.insertCode({ ...code, code_hash: 'c0', client_id: 'nope' })).rejects.toThrow();
+    await store.insertCode(code);
+    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => store.consumeCode('c1', `g${i}`, now)));
+    expect(results.filter(Boolean)).toHaveLength(1);
+    const row = await store.findCode('c1');
+    expect(row!.consumed_at).toBe(now);
+    expect(row!.grant_id).toBe(`g${results.indexOf(true)}`);
+    expect(await store.consumeCode('c1', 'again', now)).toBe(false);
+  });
+
+  it('an expired code cannot be consumed', async () => {
+    const u = await store.findUserByUsername('frank');
+    const row = await store.findCode('c1');
+    await store.insertCode({ ...row!, code_hash: 'c2', user_id: u!.id, expires_at: now + 10 });
+    expect(await store.consumeCode('c2', 'g', now + 10)).toBe(false);
+  });
+
+  it('grants are revoked idempotently', async () => {
+    const u = await store.findUserByUsername('frank');
+    const row = await store.findCode('c1');
+    await store.insertGrant({ id: 'grant1', client_id: row!.client_id, user_id: u!.id, scope: 'openid', auth_time: now, created_at: now, expires_at: now + 1000, revoked_at: null });
+    await store.revokeGrant('grant1', now + 5);
+    await store.revokeGrant('grant1', now + 9);
+    expect((await store.findGrant('grant1'))?.revoked_at).toBe(now + 5);
+  });
+
+  it('key rotation retires the previous key and keeps it listed while published', async () => {
+    const k1 = await generateSigningKey('ES256', now);
+    await store.insertSigningKey(k1);
+    const k2 = await generateSigningKey('ES256', now + 100);
+    await store.rotateSigningKeys([k2], now + 100);
+    const listed = await store.listSigningKeys(now);
+    expect(listed.map((k) => k.kid)).toEqual(expect.arrayContaining([k1.kid, k2.kid]));
+    expect(listed.find((k) => k.kid === k1.kid)!.retired_at).toBe(now + 100);
+    expect(listed.find((k) => k.kid === k2.kid)!.retired_at).toBeNull();
+    const later = await store.listSigningKeys(now + 101);
+    expect(later.map((k) => k.kid)).not.toContain(k1.kid);
+  });
+
+  it('settings: the first writer wins under concurrency', async () => {
+    const values = await Promise.all(Array.from({ length: 8 }, (_, i) => store.getOrCreateSetting('race', () => `v${i}`)));
+    expect(new Set(values).size).toBe(1);
+  });
+});

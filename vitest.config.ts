@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    projects: [
+      { test: { name: 'pkce', root: 'packages/pkce', include: ['test/**/*.test.ts'] } },
+      {
+        test: { name: 'server', root: 'packages/server', include: ['test/**/*.test.{ts,tsx}'], testTimeout: 30_000, hookTimeout: 60_000 },
+        esbuild: { jsx: 'automatic', jsxImportSource: 'preact' },
+      },
+    ],
+  },
+});
