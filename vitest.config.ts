@@ -8,6 +8,7 @@ export default defineConfig({
         test: { name: 'server', root: 'packages/server', include: ['test/**/*.test.{ts,tsx}'], testTimeout: 30_000, hookTimeout: 60_000 },
         esbuild: { jsx: 'automatic', jsxImportSource: 'preact' },
       },
+      { test: { name: 'e2e', root: 'test', include: ['**/*.test.ts'], exclude: ['**/node_modules/**'], testTimeout: 60_000, hookTimeout: 60_000 } },
     ],
   },
 });

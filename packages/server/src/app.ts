@@ -87,23 +87,10 @@ export async function buildApp(config: ServerConfig, store: Store): Promise<Fast
       return body?.params?._csrf ?? '';
     },
   });
-  await app.register(helmet, {
-    contentSecurityPolicy: {
-      useDefaults: false,
-      directives: {
-        defaultSrc: ["'self'"],
-        scriptSrc: ["'self'"],
-        styleSrc: ["'self'"],
-        imgSrc: ["'self'", 'data:'],
-        connectSrc: ["'self'"],
-        objectSrc: ["'none'"],
-        baseUri: ["'none'"],
-        frameAncestors: ["'none'"],
-      },
-    },
-    referrerPolicy: { policy: 'no-referrer' },
-    strictTransportSecurity: https ? { maxAge: 31536000, includeSubDomains: false } : false,
-    crossOriginResourcePolicy: { policy: 'same-site' },
+  // API responses (JSON) only need nosniff; the pages get the full set of security headers.
+  app.addHook('onSend', async (_req, reply, payload) => {
+    reply.header('x-content-type-options', 'nosniff');
+    return payload;
   });
 
   app.get('/healthz', async () => ({ status: 'ok' }));
@@ -117,6 +104,27 @@ export async function buildApp(config: ServerConfig, store: Store): Promise<Fast
   });
 
   await app.register(oauthApi, ctx);
-  await app.register(pageRoutes, ctx);
+  await app.register(async (pages) => {
+    await pages.register(helmet, {
+      contentSecurityPolicy: {
+        useDefaults: false,
+        directives: {
+          defaultSrc: ["'self'"],
+          scriptSrc: ["'self'"],
+          styleSrc: ["'self'"],
+          imgSrc: ["'self'", 'data:'],
+          connectSrc: ["'self'"],
+          objectSrc: ["'none'"],
+          baseUri: ["'none'"],
+          frameAncestors: ["'none'"],
+        },
+      },
+      referrerPolicy: { policy: 'no-referrer' },
+      strictTransportSecurity: https ? { maxAge: 31536000, includeSubDomains: false } : false,
+      crossOriginResourcePolicy: { policy: 'same-site' },
+    });
+
+    await pages.register(pageRoutes, ctx);
+  });
   return app;
 }

@@ -55,5 +55,18 @@ export async function openStore(databaseUrl: string): Promise<Store> {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  return new Store(new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) }), 'sqlite');
+  // Kysely prepares every query anew; caching statements by SQL text saves that work on every request.
+  const statements = new Map<string, ReturnType<typeof sqlite.prepare>>();
+  const database = {
+    close: () => sqlite.close(),
+    prepare: (sql: string) => {
+      let stmt = statements.get(sql);
+      if (!stmt) {
+        stmt = sqlite.prepare(sql);
+        if (statements.size < 500) statements.set(sql, stmt);
+      }
+      return stmt;
+    },
+  };
+  return new Store(new Kysely<Database>({ dialect: new SqliteDialect({ database }) }), 'sqlite');
 }

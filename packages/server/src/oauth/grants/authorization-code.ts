@@ -1,4 +1,5 @@
-import { verifyS256 } from '@authcli/pkce';
+import { isValidChallenge, isValidVerifier } from '@authcli/pkce';
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { AppContext } from '../../context.js';
 import type { Application } from '../../store/store.js';
 import { randomToken, sha256Hex } from '../../util/crypto.js';
@@ -6,6 +7,19 @@ import { InvalidGrant, InvalidRequest } from '../errors.js';
 import type { TokenResponse } from '../tokens.js';
 
 type Params = Readonly<Record<string, string>>;
+
+/**
+ * RFC 7636 §4.6: BASE64URL(SHA256(verifier)) == challenge, compared in
+ * constant time. node:crypto's synchronous hash here, not Web Crypto: this is
+ * the token endpoint's hot path and a thread-pool round trip costs more than
+ * the hash.
+ */
+function verifyS256(verifier: string, challenge: string): boolean {
+  if (!isValidVerifier(verifier) || !isValidChallenge(challenge)) return false;
+  const computed = createHash('sha256').update(verifier, 'ascii').digest();
+  const expected = Buffer.from(challenge, 'base64url');
+  return expected.length === computed.length && timingSafeEqual(computed, expected);
+}
 
 /**
  * RFC 6749 §4.1.3 access token request with PKCE (RFC 7636 §4.5, §4.6).
@@ -40,7 +54,7 @@ export async function authorizationCodeGrant(ctx: AppContext, app: Application, 
     throw new InvalidGrant('the authorization code was issued without PKCE');
   }
   if (verifier === undefined) throw new InvalidGrant('code_verifier is required (RFC 7636 §4.5)');
-  if (!(await verifyS256(verifier, row.code_challenge))) {
+  if (!verifyS256(verifier, row.code_challenge)) {
     throw new InvalidGrant('code_verifier does not match the code_challenge (RFC 7636 §4.6)');
   }
 

@@ -1,0 +1,104 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig, normalizeIssuer } from '../src/config.js';
+import { FormError, parseForm } from '../src/http/form.js';
+import { callbackUrlProblem, matchRedirectUri } from '../src/oauth/redirect-uri.js';
+import { parseScope } from '../src/oauth/scopes.js';
+import { InvalidScope } from '../src/oauth/errors.js';
+import { hashPassword, verifyPassword } from '../src/util/crypto.js';
+
+describe('rfc6749 §3.1.2.3 redirect_uri matching', () => {
+  const reg = ['https://app.example/cb', 'http://127.0.0.1/callback', 'http://[::1]:8080/callback', 'http://localhost/cb'];
+  it('exact match', () => {
+    expect(matchRedirectUri('https://app.example/cb', reg)).toBe(true);
+  });
+  it('no normalization: case, trailing slash, default port, query and fragment all differ', () => {
+    for (const r of ['https://APP.example/cb', 'https://app.example/cb/', 'https://app.example:443/cb', 'https://app.example/cb?x', 'https://app.example/cb#f', 'https://app.example/./cb']) {
+      expect(matchRedirectUri(r, reg), r).toBe(false);
+    }
+  });
+  it('rfc8252 §7.3 any port for 127.0.0.1 and [::1] on the same path', () => {
+    expect(matchRedirectUri('http://127.0.0.1:1/callback', reg)).toBe(true);
+    expect(matchRedirectUri('http://127.0.0.1:65535/callback', reg)).toBe(true);
+    expect(matchRedirectUri('http://[::1]:4000/callback', reg)).toBe(true);
+    expect(matchRedirectUri('http://[::1]/callback', reg)).toBe(true);
+  });
+  it('rfc8252 §7.3 not a different path, host, scheme or an invalid port', () => {
+    for (const r of ['http://127.0.0.1:5000/callbackx', 'http://127.0.0.1:5000/', 'https://127.0.0.1:5000/callback', 'http://127.0.0.1:65536/callback', 'http://127.0.0.1:0/callback', 'http://127.0.0.1:080/callback', 'http://127.0.0.1:5000/callback#x', 'http://127.0.0.01:5000/callback', 'http://[::1]:5000/callback', 'http://127.0.0.1:5000/callback/..']) {
+      if (r === 'http://[::1]:5000/callback') continue; // registered with a port, any port matches
+      expect(matchRedirectUri(r, reg), r).toBe(false);
+    }
+  });
+  it('rfc8252 §8.3 localhost matches only exactly', () => {
+    expect(matchRedirectUri('http://localhost/cb', reg)).toBe(true);
+    expect(matchRedirectUri('http://localhost:3000/cb', reg)).toBe(false);
+  });
+  it('callback registration accepts https and loopback http, rejects the rest', () => {
+    expect(callbackUrlProblem('https://a.example/cb')).toBeUndefined();
+    expect(callbackUrlProblem('http://127.0.0.1/callback')).toBeUndefined();
+    for (const bad of ['http://a.example/cb', 'https://a.example/cb#frag', '/relative', 'javascript:alert(1)', 'https://u:p@a.example/']) {
+      expect(callbackUrlProblem(bad), bad).toBeDefined();
+    }
+  });
+});
+
+describe('strict form parsing', () => {
+  it('decodes + and percent-escapes, keeps first value, records repeats', () => {
+    const f = parseForm('a=1+2&b=%C3%A9&a=3&c');
+    expect(f.params.a).toBe('1 2');
+    expect(f.params.b).toBe('é');
+    expect(f.params.c).toBe('');
+    expect([...f.repeated]).toEqual(['a']);
+  });
+  it('rejects invalid UTF-8 and malformed escapes', () => {
+    expect(() => parseForm(Buffer.from([0x61, 0x3d, 0xff]))).toThrow(FormError);
+    expect(() => parseForm('a=%zz')).toThrow(FormError);
+    expect(() => parseForm('a=%C3%28')).toThrow(FormError);
+  });
+  it('prototype keys are plain data', () => {
+    const f = parseForm('__proto__=x&constructor=y');
+    expect(f.params.__proto__).toBe('x');
+    expect(({} as Record<string, unknown>).x).toBeUndefined();
+  });
+});
+
+describe('rfc6749 §3.3 scope', () => {
+  it('known and allowed scopes pass, duplicates collapse', () => {
+    expect(parseScope('openid  profile openid', ['openid', 'profile'])).toEqual(['openid', 'profile']);
+  });
+  it('unknown, disallowed, empty and malformed scopes are invalid_scope', () => {
+    for (const s of ['openid admin', 'openid email', '', undefined, 'open"id']) {
+      expect(() => parseScope(s, ['openid', 'profile'])).toThrow(InvalidScope);
+    }
+  });
+});
+
+describe('config', () => {
+  it('rfc8414 §2 issuer: https, or http on loopback; no query or fragment', () => {
+    expect(normalizeIssuer('https://id.example/')).toBe('https://id.example');
+    expect(normalizeIssuer('http://127.0.0.1:8080')).toBe('http://127.0.0.1:8080');
+    for (const bad of ['http://id.example', 'https://id.example?x=1', 'https://id.example#f', 'ftp://x', 'not a url']) {
+      expect(() => normalizeIssuer(bad), bad).toThrow(ConfigError);
+    }
+  });
+  it('flags beat env beat defaults', () => {
+    expect(loadConfig({}, {}).issuer).toBe('http://127.0.0.1:8080');
+    expect(loadConfig({}, { PORT: '9000' }).issuer).toBe('http://127.0.0.1:9000');
+    expect(loadConfig({ port: '9100' }, { PORT: '9000' }).port).toBe(9100);
+    expect(loadConfig({}, { AUTHCLI_ISSUER: 'https://id.example' }).issuer).toBe('https://id.example');
+    expect(loadConfig({}, { DATABASE_URL: 'postgres://x/y' }).databaseUrl).toBe('postgres://x/y');
+  });
+  it('rejects a bad port', () => {
+    for (const p of ['abc', '70000', '-1', '8080x']) expect(() => loadConfig({ port: p }, {}), p).toThrow(ConfigError);
+  });
+});
+
+describe('passwords', () => {
+  it('scrypt with per-user salt: same password, different hashes, both verify', async () => {
+    const a = await hashPassword('hunter22!');
+    const b = await hashPassword('hunter22!');
+    expect(a).not.toBe(b);
+    expect(await verifyPassword('hunter22!', a)).toBe(true);
+    expect(await verifyPassword('hunter22?', a)).toBe(false);
+    expect(await verifyPassword('x', 'garbage')).toBe(false);
+  });
+});

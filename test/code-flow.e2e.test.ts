@@ -1,0 +1,166 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as client from 'openid-client';
+import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
+import { challengeS256, generateNonce, generateState, generateVerifier } from '@authcli/pkce';
+import { serverCommand, startServerProcess, type ServerProcess } from './support/server-process.js';
+import { approveInBrowser, HttpBrowser } from './support/browser.js';
+
+const PASSWORD = 'e2e password 1';
+
+describe('authorization code flow against a started authcli-server process', () => {
+  let server: ServerProcess;
+  let app: { client_id: string; client_secret?: string };
+  let pub: { client_id: string };
+
+  beforeAll(async () => {
+    server = await startServerProcess();
+    const user = await serverCommand(['users', 'add', 'alice', '--password-stdin', '--email', 'alice@example.com'], server.env, `${PASSWORD}\n`);
+    expect(user.code, user.stderr).toBe(0);
+    const added = await serverCommand(
+      ['apps', 'add', '--name', 'E2E RP', '--kind', 'confidential', '--callback', 'http://127.0.0.1:9/cb', '--scope', 'openid profile email', '--json'],
+      server.env,
+    );
+    expect(added.code, added.stderr).toBe(0);
+    app = JSON.parse(added.stdout) as typeof app;
+    expect(app.client_secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const addedPub = await serverCommand(
+      ['apps', 'add', '--name', 'E2E public', '--kind', 'public', '--callback', 'http://127.0.0.1/cb', '--scope', 'openid profile', '--json'],
+      server.env,
+    );
+    pub = JSON.parse(addedPub.stdout) as typeof pub;
+    expect(Object.keys(pub)).toEqual(['client_id']);
+  });
+  afterAll(async () => server?.stop());
+
+  it('a standard OIDC relying party (openid-client) completes the code flow with PKCE and nonce', async () => {
+    const config = await client.discovery(new URL(server.issuer), app.client_id, app.client_secret, client.ClientSecretBasic(app.client_secret!), {
+      execute: [client.allowInsecureRequests],
+    });
+    const verifier = client.randomPKCECodeVerifier();
+    const nonce = client.randomNonce();
+    const state = client.randomState();
+    const url = client.buildAuthorizationUrl(config, {
+      redirect_uri: 'http://127.0.0.1:9/cb',
+      scope: 'openid profile email',
+      code_challenge: await client.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      nonce,
+      state,
+    });
+    const callback = await approveInBrowser(new HttpBrowser(server.issuer), url.href, 'alice', PASSWORD);
+    const tokens = await client.authorizationCodeGrant(config, new URL(callback), {
+      pkceCodeVerifier: verifier,
+      expectedNonce: nonce,
+      expectedState: state,
+      idTokenExpected: true,
+    });
+    const claims = tokens.claims()!;
+    expect(claims.iss).toBe(server.issuer);
+    expect(claims.aud).toBe(app.client_id);
+    expect(claims.nonce).toBe(nonce);
+    expect(claims.email).toBe('alice@example.com');
+    expect(tokens.token_type).toBe('bearer');
+  });
+
+  it('public loopback client over real sockets: callback carries code, state, iss; ID token verifies against JWKS with the nonce', async () => {
+    const verifier = generateVerifier();
+    const state = generateState();
+    const nonce = generateNonce();
+    const redirectUri = 'http://127.0.0.1:53682/cb';
+    const q = new URLSearchParams({
+      response_type: 'code',
+      client_id: pub.client_id,
+      redirect_uri: redirectUri,
+      scope: 'openid profile',
+      state,
+      nonce,
+      code_challenge: await challengeS256(verifier),
+      code_challenge_method: 'S256',
+    });
+    const callback = new URL(await approveInBrowser(new HttpBrowser(server.issuer), `/oauth/authorize?${q}`, 'alice', PASSWORD));
+    expect(callback.origin + callback.pathname).toBe(redirectUri);
+    expect(callback.searchParams.get('state')).toBe(state);
+    expect(callback.searchParams.get('iss')).toBe(server.issuer);
+    const res = await fetch(`${server.issuer}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'authorization_code',
+        code: callback.searchParams.get('code')!,
+        redirect_uri: redirectUri,
+        client_id: pub.client_id,
+        code_verifier: verifier,
+      }),
+    });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { id_token: string; access_token: string };
+    const jwks = createRemoteJWKSet(new URL(`${server.issuer}/oauth/jwks`));
+    const { payload } = await jwtVerify(body.id_token, jwks, { issuer: server.issuer, audience: pub.client_id });
+    expect(payload.nonce).toBe(nonce);
+    expect(payload.preferred_username).toBe('alice');
+  });
+
+  it('apps list shows the built-in authcli application and the new ones', async () => {
+    const list = await serverCommand(['apps', 'list', '--json'], server.env);
+    const apps = JSON.parse(list.stdout) as { client_id: string; kind: string; callback_urls: string[] }[];
+    expect(apps.find((a) => a.client_id === 'authcli')).toMatchObject({ kind: 'public', callback_urls: ['http://127.0.0.1/callback'] });
+    expect(apps.map((a) => a.client_id)).toEqual(expect.arrayContaining([app.client_id, pub.client_id]));
+  });
+
+  it('keys rotate keeps the previous key published in JWKS', async () => {
+    const before = (await (await fetch(`${server.issuer}/oauth/jwks`)).json()) as { keys: { kid: string }[] };
+    const rotated = await serverCommand(['keys', 'rotate'], server.env);
+    expect(rotated.code, rotated.stderr).toBe(0);
+    const newKids = [...rotated.stdout.matchAll(/key (\S+)/g)].map((m) => m[1]!);
+    expect(newKids).toHaveLength(2);
+    // The running server re-reads keys within 30 s; a fresh process sees them at once.
+    const second = await startServerProcess({ database: server.env.DATABASE_URL! });
+    try {
+      const after = (await (await fetch(`${second.issuer}/oauth/jwks`)).json()) as { keys: { kid: string }[] };
+      const kids = after.keys.map((k) => k.kid);
+      expect(kids).toEqual(expect.arrayContaining([...before.keys.map((k) => k.kid), ...newKids]));
+      // Until every instance has published the new keys, tokens are still signed with the previous ones.
+      expect(decodeProtectedHeader((await signedIdToken(second.issuer)).id_token).kid).not.toBe(newKids.find(Boolean));
+    } finally {
+      await second.stop();
+    }
+  });
+
+  async function signedIdToken(issuer: string) {
+    const verifier = generateVerifier();
+    const redirectUri = 'http://127.0.0.1:40000/cb';
+    const q = new URLSearchParams({
+      response_type: 'code',
+      client_id: pub.client_id,
+      redirect_uri: redirectUri,
+      scope: 'openid',
+      code_challenge: await challengeS256(verifier),
+      code_challenge_method: 'S256',
+    });
+    const callback = new URL(await approveInBrowser(new HttpBrowser(issuer), `/oauth/authorize?${q}`, 'alice', PASSWORD));
+    const res = await fetch(`${issuer}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'authorization_code', code: callback.searchParams.get('code')!, redirect_uri: redirectUri, client_id: pub.client_id, code_verifier: verifier }),
+    });
+    return (await res.json()) as { id_token: string };
+  }
+
+  it('operator commands reject bad input with one clear line', async () => {
+    const badCallback = await serverCommand(['apps', 'add', '--name', 'X', '--kind', 'public', '--callback', 'http://evil.example/cb', '--scope', 'openid'], server.env);
+    expect(badCallback.code).toBe(1);
+    expect(badCallback.stderr.trim().split('\n')).toHaveLength(1);
+    expect(badCallback.stderr).toMatch(/http is allowed only for loopback/);
+    const badKind = await serverCommand(['apps', 'add', '--name', 'X', '--kind', 'weird', '--callback', 'https://a.example/cb', '--scope', 'openid'], server.env);
+    expect(badKind.code).not.toBe(0);
+    const dup = await serverCommand(['users', 'add', 'alice', '--password-stdin'], server.env, `${PASSWORD}\n`);
+    expect(dup.code).toBe(1);
+    expect(dup.stderr).toMatch(/already exists/);
+    const short = await serverCommand(['users', 'add', 'zed', '--password-stdin'], server.env, 'short\n');
+    expect(short.code).toBe(1);
+    expect(short.stderr).toMatch(/at least 8/);
+    const badIssuer = await serverCommand(['start', '--issuer', 'http://example.com'], server.env);
+    expect(badIssuer.code).toBe(1);
+    expect(badIssuer.stderr).toMatch(/https/);
+  });
+});

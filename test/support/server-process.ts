@@ -1,0 +1,85 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
+export const SERVER_BIN = join(root, 'packages/server/dist/main.js');
+
+export async function freePort(): Promise<number> {
+  return new Promise((res, rej) => {
+    const s = createServer();
+    s.once('error', rej);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => res(port));
+    });
+  });
+}
+
+export interface CommandResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `authcli-server <args>` to completion, feeding `input` on stdin. */
+export function serverCommand(args: string[], env: NodeJS.ProcessEnv, input?: string): Promise<CommandResult> {
+  return new Promise((res, rej) => {
+    const child = spawn(process.execPath, [SERVER_BIN, ...args], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.once('error', rej);
+    child.once('close', (code) => res({ code, stdout, stderr }));
+    child.stdin.end(input ?? '');
+  });
+}
+
+export interface ServerProcess {
+  issuer: string;
+  env: NodeJS.ProcessEnv;
+  child: ChildProcess;
+  output: () => string;
+  stop: () => Promise<void>;
+}
+
+/** Starts `authcli-server start` as a real process on a loopback port with its own SQLite file (or `database`). */
+export async function startServerProcess(opts: { database?: string } = {}): Promise<ServerProcess> {
+  const dir = mkdtempSync(join(tmpdir(), 'authcli-e2e-'));
+  const port = await freePort();
+  const env = { DATABASE_URL: opts.database ?? join(dir, 'authcli.db'), LOG_LEVEL: 'warn', PORT: String(port), HOST: '127.0.0.1' };
+  const child = spawn(process.execPath, [SERVER_BIN, 'start'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const issuer = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`server exited early:\n${out}`);
+    try {
+      if ((await fetch(`${issuer}/readyz`)).ok) break;
+    } catch {
+      /* not listening yet */
+    }
+    if (Date.now() > deadline) throw new Error(`server did not start:\n${out}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    issuer,
+    env,
+    child,
+    output: () => out,
+    stop: async () => {
+      if (child.exitCode === null) {
+        const exited = new Promise((r) => child.once('exit', r));
+        child.kill('SIGTERM');
+        await exited;
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
