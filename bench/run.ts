@@ -120,7 +120,7 @@ async function main() {
     await jar.req('POST', `${issuer}/consent`, { _csrf: field(consent.text, '_csrf'), request: field(consent.text, 'request'), decision: 'approve' });
 
     // Mint codes through the real authorize route (consent remembered: one 303 each), 16 at a time.
-    const want = Number(process.env.BENCH_CODES ?? 15_000);
+    const want = Number(process.env.BENCH_CODES ?? 30_000);
     const codes: string[] = [];
     const mintStart = performance.now();
     await Promise.all(

@@ -44,7 +44,7 @@ const b64 = (s: string) => Buffer.from(s).toString('base64url');
 
 /**
  * The signing keys, shared by every instance through the store. Signing goes
- * straight through node:crypto's one-shot `sign()` on the libuv thread pool:
+ * straight through node:crypto's one-shot `sign()` (RS256 on the libuv thread pool):
  * it is the hot path of the token endpoint, and jose 6 signs only through
  * WebCrypto, which costs noticeably more per RS256 signature. Verification
  * everywhere else uses jose.
@@ -117,14 +117,14 @@ export class KeyRing {
     await this.fresh();
     const key = this.signingKey(alg);
     const input = `${b64(JSON.stringify({ alg, typ, kid: key.kid }))}.${b64(JSON.stringify(payload))}`;
-    const signature = await new Promise<Buffer>((resolve, reject) =>
-      sign(
-        'sha256',
-        Buffer.from(input),
-        alg === 'ES256' ? { key: key.privateKey, dsaEncoding: 'ieee-p1363' } : key.privateKey,
-        (err, sig) => (err ? reject(err) : resolve(sig)),
-      ),
-    );
+    const data = Buffer.from(input);
+    // ES256 costs ~0.06 ms: cheaper inline than a thread-pool round trip. RS256 (~0.3-0.9 ms) goes to the pool.
+    const signature =
+      alg === 'ES256'
+        ? sign('sha256', data, { key: key.privateKey, dsaEncoding: 'ieee-p1363' })
+        : await new Promise<Buffer>((resolve, reject) =>
+            sign('sha256', data, key.privateKey, (err, sig) => (err ? reject(err) : resolve(sig))),
+          );
     return `${input}.${signature.toString('base64url')}`;
   }
 }
