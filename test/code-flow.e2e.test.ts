@@ -63,37 +63,11 @@ describe('authorization code flow against a started authcli-server process', () 
   });
 
   it('public loopback client over real sockets: callback carries code, state, iss; ID token verifies against JWKS with the nonce', async () => {
-    const verifier = generateVerifier();
-    const state = generateState();
-    const nonce = generateNonce();
     const redirectUri = 'http://127.0.0.1:53682/cb';
-    const q = new URLSearchParams({
-      response_type: 'code',
-      client_id: pub.client_id,
-      redirect_uri: redirectUri,
-      scope: 'openid profile',
-      state,
-      nonce,
-      code_challenge: await challengeS256(verifier),
-      code_challenge_method: 'S256',
-    });
-    const callback = new URL(await approveInBrowser(new HttpBrowser(server.issuer), `/oauth/authorize?${q}`, 'alice', PASSWORD));
+    const { callback, state, nonce, body } = await publicCodeFlow(server.issuer, redirectUri, 'openid profile');
     expect(callback.origin + callback.pathname).toBe(redirectUri);
     expect(callback.searchParams.get('state')).toBe(state);
     expect(callback.searchParams.get('iss')).toBe(server.issuer);
-    const res = await fetch(`${server.issuer}/oauth/token`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({
-        grant_type: 'authorization_code',
-        code: callback.searchParams.get('code')!,
-        redirect_uri: redirectUri,
-        client_id: pub.client_id,
-        code_verifier: verifier,
-      }),
-    });
-    expect(res.status).toBe(200);
-    const body = (await res.json()) as { id_token: string; access_token: string };
     const jwks = createRemoteJWKSet(new URL(`${server.issuer}/oauth/jwks`));
     const { payload } = await jwtVerify(body.id_token, jwks, { issuer: server.issuer, audience: pub.client_id });
     expect(payload.nonce).toBe(nonce);
@@ -120,20 +94,26 @@ describe('authorization code flow against a started authcli-server process', () 
       const kids = after.keys.map((k) => k.kid);
       expect(kids).toEqual(expect.arrayContaining([...before.keys.map((k) => k.kid), ...newKids]));
       // Until every instance has published the new keys, tokens are still signed with the previous ones.
-      expect(decodeProtectedHeader((await signedIdToken(second.issuer)).id_token).kid).not.toBe(newKids.find(Boolean));
+      const signedWith = decodeProtectedHeader((await publicCodeFlow(second.issuer, 'http://127.0.0.1:40000/cb', 'openid')).body.id_token).kid;
+      expect(kids).toContain(signedWith);
+      expect(newKids).not.toContain(signedWith);
     } finally {
       await second.stop();
     }
   });
 
-  async function signedIdToken(issuer: string) {
+  /** The code flow as the public client over real sockets: authorize (sign in, approve), then the token request. */
+  async function publicCodeFlow(issuer: string, redirectUri: string, scope: string) {
     const verifier = generateVerifier();
-    const redirectUri = 'http://127.0.0.1:40000/cb';
+    const state = generateState();
+    const nonce = generateNonce();
     const q = new URLSearchParams({
       response_type: 'code',
       client_id: pub.client_id,
       redirect_uri: redirectUri,
-      scope: 'openid',
+      scope,
+      state,
+      nonce,
       code_challenge: await challengeS256(verifier),
       code_challenge_method: 'S256',
     });
@@ -143,7 +123,8 @@ describe('authorization code flow against a started authcli-server process', () 
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ grant_type: 'authorization_code', code: callback.searchParams.get('code')!, redirect_uri: redirectUri, client_id: pub.client_id, code_verifier: verifier }),
     });
-    return (await res.json()) as { id_token: string };
+    expect(res.status).toBe(200);
+    return { callback, state, nonce, body: (await res.json()) as { id_token: string; access_token: string } };
   }
 
   it('operator commands reject bad input with one clear line', async () => {
