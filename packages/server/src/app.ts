@@ -4,9 +4,8 @@ import helmet from '@fastify/helmet';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
 import type { ServerConfig } from './config.js';
 import type { AppContext } from './context.js';
-import { parseForm } from './http/form.js';
 import { discoveryRoutes } from './oauth/discovery.js';
-import { FormError } from './http/form.js';
+import { FormError, parseForm } from './http/form.js';
 import { InvalidRequest, OAuthError, ServerError, oauthErrorResponse } from './oauth/errors.js';
 import { KeyRing } from './oauth/keys.js';
 import { TokenIssuer } from './oauth/tokens.js';
@@ -23,10 +22,10 @@ export function toOAuthError(err: Error & { statusCode?: number; code?: string }
     return new InvalidRequest('the request body must be application/x-www-form-urlencoded');
   }
   if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-    return Object.assign(new InvalidRequest('the request body is too large'), { status: 413 });
+    return new InvalidRequest('the request body is too large', { status: 413 });
   }
   if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
-    return Object.assign(new InvalidRequest(err.message), { status: err.statusCode });
+    return new InvalidRequest(err.message, { status: err.statusCode });
   }
   return new ServerError('the server could not complete the request');
 }

@@ -5,13 +5,23 @@
  */
 export abstract class OAuthError extends Error {
   abstract readonly error: string;
-  readonly status: number = 400;
+  /** HTTP status; 400 unless the error code or the caller (e.g. 413 for an oversize body) says otherwise. */
+  readonly status: number;
   /** Extra response headers, e.g. `WWW-Authenticate` for invalid_client. */
   headers: Record<string, string> = {};
 
-  constructor(readonly description: string) {
+  constructor(
+    readonly description: string,
+    options: { status?: number } = {},
+  ) {
     super(description);
     this.name = new.target.name;
+    this.status = options.status ?? this.defaultStatus;
+  }
+
+  /** The status of this error code (a prototype getter, so the base constructor sees the subclass's). */
+  protected get defaultStatus(): number {
+    return 400;
   }
 
   /** RFC 6749 §5.2 error response body. */
@@ -27,7 +37,9 @@ export class InvalidRequest extends OAuthError {
 /** RFC 6749 §5.2: 401 with `WWW-Authenticate` naming the scheme the client should use. */
 export class InvalidClient extends OAuthError {
   readonly error = 'invalid_client';
-  override readonly status = 401;
+  protected override get defaultStatus() {
+    return 401;
+  }
   constructor(description: string, scheme = 'Basic') {
     super(description);
     this.headers['www-authenticate'] = `${scheme} realm="authcli", error="invalid_client"`;
@@ -70,13 +82,17 @@ export class ConsentRequired extends OAuthError {
 
 export class ServerError extends OAuthError {
   readonly error = 'server_error';
-  override readonly status = 500;
+  protected override get defaultStatus() {
+    return 500;
+  }
 }
 
 /** RFC 6750 §3.1 */
 export class InvalidToken extends OAuthError {
   readonly error = 'invalid_token';
-  override readonly status = 401;
+  protected override get defaultStatus() {
+    return 401;
+  }
 }
 
 /**
