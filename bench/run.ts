@@ -4,26 +4,16 @@
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { challengeS256, generateVerifier } from '@authcli/pkce';
+import { Browser, freePort, hidden } from '../test/support/http.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const SERVER = join(here, '../packages/server/dist/main.js');
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 const PASSWORD = 'bench password 1';
-
-async function freePort(): Promise<number> {
-  return new Promise((res) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => res(port));
-    });
-  });
-}
 
 function run(args: string[], env: NodeJS.ProcessEnv, input = ''): Promise<string> {
   return new Promise((res, rej) => {
@@ -49,28 +39,6 @@ async function waitReady(url: string, child: ChildProcess): Promise<void> {
   }
   throw new Error(`${url} not ready`);
 }
-
-class Jar {
-  cookies = new Map<string, string>();
-  async req(method: string, url: string, form?: Record<string, string>) {
-    const res = await fetch(url, {
-      method,
-      redirect: 'manual',
-      headers: {
-        cookie: [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; '),
-        ...(form && { 'content-type': 'application/x-www-form-urlencoded' }),
-      },
-      ...(form && { body: new URLSearchParams(form).toString() }),
-    });
-    for (const c of res.headers.getSetCookie()) {
-      const p = c.split(';')[0]!;
-      this.cookies.set(p.slice(0, p.indexOf('=')), p.slice(p.indexOf('=') + 1));
-    }
-    return { status: res.status, location: res.headers.get('location'), text: await res.text() };
-  }
-}
-const field = (html: string, name: string) =>
-  new RegExp(`name="${name}" value="([^"]*)"`).exec(html)![1]!.replace(/&amp;/g, '&').replace(/&quot;/g, '"');
 
 interface Figures {
   rps: number;
@@ -100,9 +68,9 @@ async function main() {
     await waitReady(`http://127.0.0.1:${barePort}/bare`, bare);
 
     // A signed-in session that has approved the built-in public application.
-    const jar = new Jar();
-    const page = await jar.req('GET', `${issuer}/signin`);
-    await jar.req('POST', `${issuer}/signin`, { _csrf: field(page.text, '_csrf'), return_to: '/', username: 'bench', password: PASSWORD });
+    const jar = new Browser(issuer);
+    const page = await jar.get('/signin');
+    await jar.postForm('/signin', { _csrf: hidden(page.text, '_csrf'), return_to: '/', username: 'bench', password: PASSWORD });
     const verifier = generateVerifier();
     const challenge = await challengeS256(verifier);
     const redirectUri = 'http://127.0.0.1:1/callback';
@@ -116,8 +84,8 @@ async function main() {
       code_challenge: challenge,
       code_challenge_method: 'S256',
     })}`;
-    const consent = await jar.req('GET', authorizeUrl);
-    await jar.req('POST', `${issuer}/consent`, { _csrf: field(consent.text, '_csrf'), request: field(consent.text, 'request'), decision: 'approve' });
+    const consent = await jar.get(authorizeUrl);
+    await jar.postForm('/consent', { _csrf: hidden(consent.text, '_csrf'), request: hidden(consent.text, 'request'), decision: 'approve' });
 
     // Mint codes through the real authorize route (consent remembered: one 303 each), 16 at a time.
     const want = Number(process.env.BENCH_CODES ?? 30_000);
@@ -126,7 +94,7 @@ async function main() {
     await Promise.all(
       Array.from({ length: 16 }, async () => {
         while (codes.length < want) {
-          const r = await jar.req('GET', authorizeUrl);
+          const r = await jar.get(authorizeUrl);
           if (r.status !== 303 || !r.location) throw new Error(`authorize answered ${r.status}`);
           codes.push(new URL(r.location).searchParams.get('code')!);
         }

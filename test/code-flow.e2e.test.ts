@@ -3,7 +3,7 @@ import * as client from 'openid-client';
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { challengeS256, generateNonce, generateState, generateVerifier } from '@authcli/pkce';
 import { serverCommand, startServerProcess, type ServerProcess } from './support/server-process.js';
-import { approveInBrowser, HttpBrowser } from './support/browser.js';
+import { approveInBrowser, Browser } from './support/http.js';
 
 const PASSWORD = 'e2e password 1';
 
@@ -47,7 +47,7 @@ describe('authorization code flow against a started authcli-server process', () 
       nonce,
       state,
     });
-    const callback = await approveInBrowser(new HttpBrowser(server.issuer), url.href, 'alice', PASSWORD);
+    const callback = await approveInBrowser(new Browser(server.issuer), url.href, 'alice', PASSWORD);
     const tokens = await client.authorizationCodeGrant(config, new URL(callback), {
       pkceCodeVerifier: verifier,
       expectedNonce: nonce,
@@ -117,7 +117,7 @@ describe('authorization code flow against a started authcli-server process', () 
       code_challenge: await challengeS256(verifier),
       code_challenge_method: 'S256',
     });
-    const callback = new URL(await approveInBrowser(new HttpBrowser(issuer), `/oauth/authorize?${q}`, 'alice', PASSWORD));
+    const callback = new URL(await approveInBrowser(new Browser(issuer), `/oauth/authorize?${q}`, 'alice', PASSWORD));
     const res = await fetch(`${issuer}/oauth/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },

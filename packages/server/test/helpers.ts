@@ -1,5 +1,4 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { challengeS256, generateNonce, generateState, generateVerifier } from '@authcli/pkce';
@@ -10,6 +9,9 @@ import { addUser, bootstrapStore, registerApplication } from '../src/bootstrap.j
 import { loadConfig, type ServerConfig } from '../src/config.js';
 import { openStore } from '../src/store/open.js';
 import type { Store } from '../src/store/store.js';
+import { approveInBrowser, Browser, freePort, hidden, type Res } from '../../../test/support/http.js';
+
+export { Browser, hidden, type Res };
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -59,17 +61,6 @@ export async function freshStore(dialect: DialectName): Promise<{ store: Store; 
       await c.end();
     },
   };
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 /** A clock tests can move forward. */
@@ -136,64 +127,6 @@ export async function seedApp(
   );
 }
 
-export interface Res {
-  status: number;
-  headers: Headers;
-  text: string;
-  location: string | null;
-}
-
-/** A minimal browser over real HTTP: keeps cookies, never follows redirects by itself. */
-export class Browser {
-  cookies = new Map<string, string>();
-
-  constructor(readonly base: string) {}
-
-  private absorb(res: Response) {
-    for (const c of res.headers.getSetCookie()) {
-      const [pair] = c.split(';');
-      const eq = pair!.indexOf('=');
-      const name = pair!.slice(0, eq);
-      const value = pair!.slice(eq + 1);
-      if (/max-age=0|expires=thu, 01 jan 1970/i.test(c) || value === '') this.cookies.delete(name);
-      else this.cookies.set(name, value);
-    }
-  }
-
-  private cookieHeader() {
-    return [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
-  }
-
-  async request(method: string, pathOrUrl: string, body?: string, headers: Record<string, string> = {}): Promise<Res> {
-    const url = pathOrUrl.startsWith('http') ? pathOrUrl : this.base + pathOrUrl;
-    const res = await fetch(url, {
-      method,
-      redirect: 'manual',
-      headers: { ...(this.cookies.size ? { cookie: this.cookieHeader() } : {}), ...headers },
-      ...(body !== undefined && { body }),
-    });
-    this.absorb(res);
-    return { status: res.status, headers: res.headers, text: await res.text(), location: res.headers.get('location') };
-  }
-
-  get(path: string) {
-    return this.request('GET', path);
-  }
-
-  postForm(path: string, fields: Record<string, string>) {
-    return this.request('POST', path, new URLSearchParams(fields).toString(), {
-      'content-type': 'application/x-www-form-urlencoded',
-    });
-  }
-}
-
-/** The value of a hidden input in a rendered page. */
-export function hidden(html: string, name: string): string {
-  const m = new RegExp(`name="${name}" value="([^"]*)"`).exec(html);
-  if (!m) throw new Error(`no hidden field ${name} in page`);
-  return m[1]!.replace(/&amp;/g, '&').replace(/&quot;/g, '"').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&#39;/g, "'");
-}
-
 export interface AuthRequest {
   clientId: string;
   redirectUri: string;
@@ -235,7 +168,7 @@ export async function signIn(browser: Browser, username = 'alice', password = PA
 
 /**
  * Drives the code flow like a user: authorize, sign in if asked, approve
- * consent if asked. Returns the callback URL's parameters.
+ * (or deny) consent if asked. Returns the callback URL's parameters.
  */
 export async function authorize(
   server: TestServer,
@@ -244,27 +177,8 @@ export async function authorize(
   decision: 'approve' | 'deny' = 'approve',
 ): Promise<{ callback: URL; verifier: string; state: string; nonce: string }> {
   const { url, verifier, state, nonce } = await authorizeUrl(r);
-  let res = await browser.get(url);
-  if (res.status === 303 && res.location?.startsWith('/signin')) {
-    res = await browser.get(res.location);
-    res = await browser.postForm('/signin', {
-      _csrf: hidden(res.text, '_csrf'),
-      return_to: hidden(res.text, 'return_to'),
-      username: 'alice',
-      password: PASSWORD,
-    });
-    if (res.status !== 303) throw new Error(`sign-in failed: ${res.status}`);
-    res = await browser.get(res.location!);
-  }
-  if (res.status === 200 && res.text.includes('name="decision"')) {
-    res = await browser.postForm('/consent', {
-      _csrf: hidden(res.text, '_csrf'),
-      request: hidden(res.text, 'request'),
-      decision,
-    });
-  }
-  if (res.status !== 303 && res.status !== 302) throw new Error(`expected a redirect to the client, got ${res.status}: ${res.text.slice(0, 300)}`);
-  return { callback: new URL(res.location!), verifier, state, nonce };
+  const callback = await approveInBrowser(browser, server.url + url, 'alice', PASSWORD, decision);
+  return { callback: new URL(callback), verifier, state, nonce };
 }
 
 /** POSTs a form to the token endpoint over real HTTP. */
