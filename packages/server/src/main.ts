@@ -1,6 +1,5 @@
 #!/usr/bin/env node
 import { Command, CommanderError, Option } from 'commander';
-import { createInterface } from 'node:readline';
 import { buildApp } from './app.js';
 import { addUser, bootstrapStore, InputError, registerApplication } from './bootstrap.js';
 import { ConfigError, loadConfig, type ConfigInput } from './config.js';
@@ -32,21 +31,10 @@ async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
 }
 
 /** Prompts on the terminal without echoing what is typed. */
-async function promptHidden(question: string): Promise<string> {
+async function promptHidden(prompt: string): Promise<string> {
   if (!process.stdin.isTTY) throw new InputError('no terminal to ask for the password: pipe it with --password-stdin');
-  const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: true });
-  const out = rl as unknown as { _writeToOutput: (s: string) => void };
-  let asking = true;
-  out._writeToOutput = (s: string) => {
-    if (!asking || s.includes(question)) process.stderr.write(s);
-  };
-  try {
-    return await new Promise<string>((resolve) => rl.question(question, resolve));
-  } finally {
-    asking = false;
-    process.stderr.write('\n');
-    rl.close();
-  }
+  const { read } = await import('read');
+  return read({ prompt, silent: true, replace: '', output: process.stderr });
 }
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
