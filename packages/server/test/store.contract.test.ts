@@ -123,6 +123,20 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     expect(await store.consumeCode('c1', 'again', now)).toBe(false);
   });
 
+  it('redeeming a code into a grant: one winner, and the losers leave no grant behind', async () => {
+    const u = await store.findUserByUsername('frank');
+    const row = await store.findCode('c1');
+    await store.insertCode({ ...row!, code_hash: 'c3', user_id: u!.id, expires_at: now + 60_000 });
+    const grant = (id: string) => ({ id, client_id: row!.client_id, user_id: u!.id, scope: 'openid', auth_time: now, created_at: now, expires_at: now + 1000, revoked_at: null });
+    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => store.redeemCode('c3', grant(`r${i}`), now)));
+    expect(results.filter(Boolean)).toHaveLength(1);
+    const winner = `r${results.indexOf(true)}`;
+    expect((await store.findCode('c3'))!.grant_id).toBe(winner);
+    for (let i = 0; i < 8; i++) {
+      expect(await store.findGrant(`r${i}`), `r${i}`).toEqual(`r${i}` === winner ? expect.objectContaining({ id: winner }) : undefined);
+    }
+  });
+
   it('an expired code cannot be consumed', async () => {
     const u = await store.findUserByUsername('frank');
     const row = await store.findCode('c1');

@@ -59,6 +59,20 @@ function isUniqueViolation(err: unknown): boolean {
   return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
 }
 
+/** Rolls back a redemption that another request won. */
+class LostRace extends Error {}
+
+async function consume(db: Kysely<Database>, codeHash: string, grantId: string, now: number): Promise<boolean> {
+  const r = await db
+    .updateTable('authorization_codes')
+    .set({ consumed_at: now, grant_id: grantId })
+    .where('code_hash', '=', codeHash)
+    .where('consumed_at', 'is', null)
+    .where('expires_at', '>', now)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) === 1;
+}
+
 function toApplication(row: ApplicationRow): Application {
   return {
     clientId: row.client_id,
@@ -307,14 +321,25 @@ export class Store {
    * one gets `true`.
    */
   async consumeCode(codeHash: string, grantId: string, now: number): Promise<boolean> {
-    const r = await this.db
-      .updateTable('authorization_codes')
-      .set({ consumed_at: now, grant_id: grantId })
-      .where('code_hash', '=', codeHash)
-      .where('consumed_at', 'is', null)
-      .where('expires_at', '>', now)
-      .executeTakeFirst();
-    return Number(r.numUpdatedRows) === 1;
+    return consume(this.db, codeHash, grantId, now);
+  }
+
+  /**
+   * Redeems a code into a new grant in one transaction: the grant row exists
+   * only if this caller consumed the code, so a lost race leaves nothing
+   * behind, and a replay always finds the winner's grant to revoke.
+   */
+  async redeemCode(codeHash: string, grant: Grant, now: number): Promise<boolean> {
+    try {
+      await this.db.transaction().execute(async (trx) => {
+        await trx.insertInto('grants').values(grant).execute();
+        if (!(await consume(trx, codeHash, grant.id, now))) throw new LostRace();
+      });
+      return true;
+    } catch (err) {
+      if (err instanceof LostRace) return false;
+      throw err;
+    }
   }
 
   // ---- grants --------------------------------------------------------------

@@ -61,9 +61,8 @@ export async function authorizationCodeGrant(ctx: AppContext, app: Application, 
   const user = await store.findUserById(row.user_id);
   if (!user || user.disabled_at !== null) throw new InvalidGrant('the account is disabled or no longer exists');
 
-  // The grant exists before the code points at it, so a replay racing this request always finds it to revoke.
   const grantId = randomToken(16);
-  await store.insertGrant({
+  const grant = {
     id: grantId,
     client_id: app.clientId,
     user_id: user.id,
@@ -72,10 +71,9 @@ export async function authorizationCodeGrant(ctx: AppContext, app: Application, 
     created_at: now,
     expires_at: now + config.grantTtlSeconds * 1000,
     revoked_at: null,
-  });
-  if (!(await store.consumeCode(row.code_hash, grantId, now))) {
-    // Lost the race to a concurrent request with the same code: that is a replay too.
-    await store.revokeGrant(grantId, now);
+  };
+  if (!(await store.redeemCode(row.code_hash, grant, now))) {
+    // Another request redeemed it first (or it just expired): treat as a replay.
     const winner = await store.findCode(row.code_hash);
     if (winner?.grant_id) await store.revokeGrant(winner.grant_id, now);
     throw new InvalidGrant('the authorization code was already used; tokens issued from it are revoked');
