@@ -2,6 +2,28 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { challengeS256, generateVerifier } from '@authcli/pkce';
 import { authorize, authorizeUrl, Browser, dialects, hidden, seedApp, seedUser, signIn, startServer, type TestServer } from './helpers.js';
 
+describe('https issuer', () => {
+  it('session and CSRF cookies are Secure with the __Host- prefix when the issuer is https', async () => {
+    const server = await startServer('sqlite', { issuer: 'https://id.example' });
+    try {
+      await seedUser(server);
+      const b = new Browser(server.url.replace('https://id.example', `http://127.0.0.1:${server.config.port}`));
+      const page = await b.get('/signin');
+      const csrf = page.headers.getSetCookie().find((c) => c.startsWith('__Host-authcli_csrf='));
+      expect(csrf).toMatch(/Secure/);
+      const res = await b.postForm('/signin', { _csrf: hidden(page.text, '_csrf'), return_to: '/', username: 'alice', password: 'correct horse battery' });
+      const session = res.headers.getSetCookie().find((c) => c.startsWith('__Host-authcli_session='))!;
+      expect(session).toMatch(/; Secure/);
+      expect(session).toMatch(/HttpOnly/);
+      expect(session).toMatch(/SameSite=Lax/);
+      expect(session).toMatch(/Path=\//);
+      expect(res.headers.get('strict-transport-security')).toBeTruthy();
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe.each(dialects())('authorization endpoint (%s)', (dialect) => {
   let server: TestServer;
   let clientId: string;
@@ -243,6 +265,45 @@ describe.each(dialects())('authorization endpoint (%s)', (dialect) => {
     const res = await authorizeWith(replayed, {});
     expect(res.status).toBe(303);
     expect(res.location).toMatch(/^\/signin/);
+  });
+
+  it('oidc core §3.1.2.1 prompt=login asks for credentials again even with a live session', async () => {
+    const b = await signedIn();
+    const res = await authorizeWith(b, { prompt: 'login' });
+    expect(res.status).toBe(303);
+    expect(res.location).toMatch(/^\/signin\?return_to=/);
+    const returnTo = decodeURIComponent(res.location!.split('return_to=')[1]!);
+    expect(returnTo).not.toMatch(/prompt=login/);
+  });
+
+  it('oidc core §3.1.2.1 max_age: a session older than max_age must sign in again; a younger one need not', async () => {
+    const b = await signedIn();
+    await authorizeWith(b, { scope: 'openid' }).then(async (r) => {
+      if (r.status === 200) await b.postForm('/consent', { _csrf: hidden(r.text, '_csrf'), request: hidden(r.text, 'request'), decision: 'approve' });
+    });
+    const young = await authorizeWith(b, { scope: 'openid', max_age: '60' });
+    expect(redirectParams(young).get('code')).toBeTruthy();
+    server.clock.advance(61_000);
+    try {
+      const old = await authorizeWith(b, { scope: 'openid', max_age: '60' });
+      expect(old.status).toBe(303);
+      expect(old.location).toMatch(/^\/signin/);
+      expect(redirectParams(await authorizeWith(b, { scope: 'openid', max_age: 'soon' })).get('error')).toBe('invalid_request');
+    } finally {
+      server.clock.advance(-61_000);
+    }
+  });
+
+  it('a disabled account cannot sign in, and its live sessions stop working', async () => {
+    await seedUser(server, 'mallory');
+    const b = new Browser(server.url);
+    expect((await signIn(b, 'mallory')).status).toBe(303);
+    await server.store.setUserDisabled('mallory', server.clock.now());
+    const res = await authorizeWith(b, {});
+    expect(res.location).toMatch(/^\/signin/);
+    const again = await signIn(new Browser(server.url), 'mallory');
+    expect(again.status).toBe(403);
+    expect(again.text).toContain('disabled');
   });
 
   it('a challenge from @authcli/pkce is accepted end to end', async () => {

@@ -1,0 +1,103 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeProtectedHeader } from 'jose';
+import { generateSigningKey, KEY_ACTIVATION_DELAY_MS } from '../src/oauth/keys.js';
+import { sha256Hex } from '../src/util/crypto.js';
+import { authorize, Browser, dialects, seedApp, seedUser, startServer, tokenRequest, type TestServer } from './helpers.js';
+
+describe.each(dialects())('metadata, keys and probes (%s)', (dialect) => {
+  let server: TestServer;
+  let clientId: string;
+  const redirectUri = 'https://app.example/callback';
+
+  beforeAll(async () => {
+    server = await startServer(dialect);
+    await seedUser(server);
+    clientId = (await seedApp(server, { callbackUrls: [redirectUri] })).app.clientId;
+  });
+  afterAll(async () => server.close());
+
+  async function idToken(): Promise<string> {
+    const { callback, verifier } = await authorize(server, new Browser(server.url), { clientId, redirectUri, scope: 'openid' });
+    const res = await tokenRequest(server, {
+      grant_type: 'authorization_code',
+      code: callback.searchParams.get('code')!,
+      redirect_uri: redirectUri,
+      client_id: clientId,
+      code_verifier: verifier,
+    });
+    expect(res.status).toBe(200);
+    return res.json.id_token as string;
+  }
+
+  it('rfc8414 §3 / oidc discovery: both documents advertise the same metadata', async () => {
+    const oidc = await (await fetch(`${server.url}/.well-known/openid-configuration`)).json();
+    const oauth = await (await fetch(`${server.url}/.well-known/oauth-authorization-server`)).json();
+    expect(oauth).toEqual(oidc);
+    expect(oidc).toMatchObject({
+      issuer: server.url,
+      authorization_endpoint: `${server.url}/oauth/authorize`,
+      token_endpoint: `${server.url}/oauth/token`,
+      jwks_uri: `${server.url}/oauth/jwks`,
+      response_types_supported: ['code'],
+      code_challenge_methods_supported: ['S256'],
+      authorization_response_iss_parameter_supported: true,
+      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+      id_token_signing_alg_values_supported: ['RS256', 'ES256'],
+    });
+    expect(oidc.grant_types_supported).toContain('authorization_code');
+    expect(oidc.code_challenge_methods_supported).not.toContain('plain');
+  });
+
+  it('rfc7517 JWKS publishes public keys only, with kid, alg and use', async () => {
+    const res = await fetch(`${server.url}/oauth/jwks`);
+    expect(res.headers.get('content-type')).toMatch(/^application\/jwk-set\+json/);
+    const { keys } = (await res.json()) as { keys: Record<string, string>[] };
+    expect(keys.map((k) => k.alg).sort()).toEqual(['ES256', 'RS256']);
+    for (const k of keys) {
+      expect(k.kid).toBeTruthy();
+      expect(k.use).toBe('sig');
+      for (const secret of ['d', 'p', 'q', 'dp', 'dq', 'qi']) expect(k[secret]).toBeUndefined();
+    }
+  });
+
+  it('codes are stored only as their SHA-256', async () => {
+    const { callback } = await authorize(server, new Browser(server.url), { clientId, redirectUri, scope: 'openid' });
+    const code = callback.searchParams.get('code')!;
+    const rows = await server.store.db.selectFrom('authorization_codes').select('code_hash').execute();
+    expect(rows.map((r) => r.code_hash)).toContain(sha256Hex(code));
+    expect(rows.map((r) => r.code_hash)).not.toContain(code);
+  });
+
+  it('key rotation: the new key is published first and signs only after the activation delay; the old one stays published', async () => {
+    const before = decodeProtectedHeader(await idToken()).kid;
+    const fresh = await Promise.all([generateSigningKey('RS256', server.clock.now()), generateSigningKey('ES256', server.clock.now())]);
+    await server.store.rotateSigningKeys(fresh, server.clock.now());
+    server.clock.advance(31_000); // past the 30 s reload
+    const published = ((await (await fetch(`${server.url}/oauth/jwks`)).json()) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
+    expect(published).toEqual(expect.arrayContaining([before, fresh[0]!.kid, fresh[1]!.kid]));
+    expect(decodeProtectedHeader(await idToken()).kid).toBe(before);
+    server.clock.advance(KEY_ACTIVATION_DELAY_MS);
+    expect(decodeProtectedHeader(await idToken()).kid).toBe(fresh[0]!.kid);
+    const still = ((await (await fetch(`${server.url}/oauth/jwks`)).json()) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
+    expect(still).toContain(before);
+  });
+
+  it('healthz answers; readyz checks the store', async () => {
+    expect(await (await fetch(`${server.url}/healthz`)).json()).toEqual({ status: 'ok' });
+    expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+  });
+});
+
+describe('readiness when the store is gone', () => {
+  it('readyz is 503 once the database is unreachable', async () => {
+    const server = await startServer('sqlite');
+    try {
+      await server.store.close();
+      const res = await fetch(`${server.url}/readyz`);
+      expect(res.status).toBe(503);
+      expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+    } finally {
+      await server.app.close();
+    }
+  });
+});
