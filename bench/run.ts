@@ -3,7 +3,7 @@
 // Every loop is bounded in time and count; traffic goes to 127.0.0.1 only.
 import autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -38,6 +38,16 @@ async function waitReady(url: string, child: ChildProcess): Promise<void> {
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`${url} not ready`);
+}
+
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
+function cpuSeconds(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return Number.NaN;
+  }
 }
 
 interface Figures {
@@ -105,6 +115,7 @@ async function main() {
     // The exchange: form parse, client lookup, PKCE check, atomic consume, ES256 access token, RS256 ID token.
     let next = 0;
     let ran = 0;
+    const cpuBefore = { server: cpuSeconds(server.pid!), bench: process.cpuUsage() };
     const exchange = await load({
       url: `${issuer}/oauth/token`,
       connections: Number(process.env.BENCH_CONN ?? 16),
@@ -124,6 +135,9 @@ async function main() {
         },
       ],
     });
+    const serverCores = (cpuSeconds(server.pid!) - cpuBefore.server) / DURATION;
+    const benchUsage = process.cpuUsage(cpuBefore.bench);
+    const loadCores = (benchUsage.user + benchUsage.system) / 1e6 / DURATION;
     const bareRoute = await load({ url: `http://127.0.0.1:${barePort}/bare`, connections: 16 });
     const bound = JSON.parse(await run(['--import', 'tsx', join(here, 'sign-bound.ts'), '6'], {})) as { sequential: number; pooled: number };
 
@@ -144,6 +158,7 @@ async function main() {
       `exchange / RS256 signatures (main thread): ${(exchange.rps / bound.sequential).toFixed(3)}  (target >= 0.80)`,
       `exchange / RS256 signatures (thread pool): ${(exchange.rps / bound.pooled).toFixed(3)}`,
       `exchange p99 ${exchange.p99} ms (target < 50 ms)`,
+      `CPU during the exchange: server ${serverCores.toFixed(2)} cores (event loop + thread pool), load generator ${loadCores.toFixed(2)} cores`,
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
     mkdirSync(join(here, 'results'), { recursive: true });
