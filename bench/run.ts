@@ -139,10 +139,12 @@ async function main() {
     const benchUsage = process.cpuUsage(cpuBefore.bench);
     const loadCores = (benchUsage.user + benchUsage.system) / 1e6 / DURATION;
     const bareRoute = await load({ url: `http://127.0.0.1:${barePort}/bare`, connections: 16 });
+    const signRoute = await load({ url: `http://127.0.0.1:${barePort}/sign`, connections: 16 });
     const bound = JSON.parse(await run(['--import', 'tsx', join(here, 'sign-bound.ts'), '6'], {})) as { sequential: number; pooled: number };
 
     const rows = [
       ['bare Fastify GET /bare (16 conn)', bareRoute],
+      ['GET /sign: one RS256 ID-token signature, nothing else (16 conn)', signRoute],
       ['POST /oauth/token authorization_code (16 conn)', exchange],
     ] as const;
     const lines = [
@@ -155,6 +157,7 @@ async function main() {
       `codes minted through GET /oauth/authorize: ${codes.length} at ${mintRps.toFixed(0)}/s; exchanged: ${ran}`,
       `RS256 ID-token signatures alone, one process: ${bound.sequential.toFixed(0)}/s on the main thread, ${bound.pooled.toFixed(0)}/s through the thread pool`,
       `exchange / bare route: ${(exchange.rps / bareRoute.rps).toFixed(3)}`,
+      `exchange / signing-only HTTP route under the same load: ${(exchange.rps / signRoute.rps).toFixed(3)}`,
       `exchange / RS256 signatures (main thread): ${(exchange.rps / bound.sequential).toFixed(3)}  (target >= 0.80)`,
       `exchange / RS256 signatures (thread pool): ${(exchange.rps / bound.pooled).toFixed(3)}`,
       `exchange p99 ${exchange.p99} ms (target < 50 ms)`,
@@ -162,7 +165,7 @@ async function main() {
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
     mkdirSync(join(here, 'results'), { recursive: true });
-    writeFileSync(join(here, 'results', 'latest.json'), JSON.stringify({ exchange, bareRoute, bound, mintRps }, null, 2));
+    writeFileSync(join(here, 'results', 'latest.json'), JSON.stringify({ exchange, bareRoute, signRoute, bound, mintRps, serverCores, loadCores }, null, 2));
   } finally {
     for (const c of children) c.kill('SIGTERM');
     rmSync(dir, { recursive: true, force: true });
