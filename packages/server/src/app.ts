@@ -10,8 +10,12 @@ import { InvalidRequest, OAuthError, ServerError, oauthErrorResponse } from './o
 import { KeyRing } from './oauth/keys.js';
 import { TokenIssuer } from './oauth/tokens.js';
 import { tokenRoutes } from './oauth/token.js';
+import { deviceAuthorizationRoutes } from './oauth/device-authorization.js';
+import { revocationRoutes } from './oauth/revocation.js';
+import { userinfoRoutes } from './oauth/userinfo.js';
 import type { Store } from './store/store.js';
-import { pageRoutes } from './web/pages.js';
+import { pageErrorHandler, pageRoutes } from './web/pages.js';
+import { devicePageRoutes } from './web/device.js';
 import { Sessions } from './web/session.js';
 
 /** Maps anything thrown in a JSON endpoint to an RFC 6749 §5.2 error; never leaks internals. */
@@ -39,6 +43,9 @@ async function oauthApi(app: FastifyInstance, ctx: AppContext): Promise<void> {
   });
   await app.register(discoveryRoutes, ctx);
   await app.register(tokenRoutes, ctx);
+  await app.register(deviceAuthorizationRoutes, ctx);
+  await app.register(revocationRoutes, ctx);
+  await app.register(userinfoRoutes, ctx);
 }
 
 /**
@@ -123,7 +130,9 @@ export async function buildApp(config: ServerConfig, store: Store): Promise<Fast
       crossOriginResourcePolicy: { policy: 'same-site' },
     });
 
+    pages.setErrorHandler(pageErrorHandler(ctx));
     await pages.register(pageRoutes, ctx);
+    await pages.register(devicePageRoutes, ctx);
   });
   return app;
 }

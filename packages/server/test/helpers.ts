@@ -182,12 +182,25 @@ export async function authorize(
 }
 
 /** POSTs a form to the token endpoint over real HTTP. */
-export async function tokenRequest(
+export function tokenRequest(server: TestServer, fields: Record<string, string> | string, headers: Record<string, string> = {}) {
+  return postForm(server, '/oauth/token', fields, headers);
+}
+
+export function basic(id: string, secret: string): string {
+  const enc = (s: string) => encodeURIComponent(s).replace(/%20/g, '+');
+  return `Basic ${Buffer.from(`${enc(id)}:${enc(secret)}`).toString('base64')}`;
+}
+
+export const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+
+/** POSTs a form to any OAuth endpoint of the server. */
+export async function postForm(
   server: TestServer,
+  path: string,
   fields: Record<string, string> | string,
   headers: Record<string, string> = {},
 ): Promise<{ status: number; headers: Headers; json: Record<string, any> }> {
-  const res = await fetch(`${server.url}/oauth/token`, {
+  const res = await fetch(`${server.url}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
     body: typeof fields === 'string' ? fields : new URLSearchParams(fields).toString(),
@@ -195,14 +208,33 @@ export async function tokenRequest(
   const text = await res.text();
   let json: Record<string, any>;
   try {
-    json = JSON.parse(text) as Record<string, any>;
+    json = text ? (JSON.parse(text) as Record<string, any>) : {};
   } catch {
     json = { raw: text };
   }
   return { status: res.status, headers: res.headers, json };
 }
 
-export function basic(id: string, secret: string): string {
-  const enc = (s: string) => encodeURIComponent(s).replace(/%20/g, '+');
-  return `Basic ${Buffer.from(`${enc(id)}:${enc(secret)}`).toString('base64')}`;
+/** RFC 8628 §3.1 device authorization request. */
+export function deviceAuthorization(server: TestServer, clientId: string, scope = 'openid profile', headers: Record<string, string> = {}) {
+  return postForm(server, '/oauth/device/authorization', { client_id: clientId, scope }, headers);
+}
+
+/** RFC 8628 §3.4 poll. */
+export function poll(server: TestServer, clientId: string, deviceCode: string) {
+  return tokenRequest(server, { grant_type: DEVICE_GRANT, device_code: deviceCode, client_id: clientId });
+}
+
+/** On the second screen: sign in (if needed), enter the code, then Approve or Deny. Returns the final page. */
+export async function decideOnDevicePage(
+  browser: Browser,
+  userCode: string,
+  decision: 'approve' | 'deny',
+  username = 'alice',
+): Promise<Res> {
+  if (!browser.cookies.has('authcli_session')) await signIn(browser, username);
+  const entry = await browser.get('/device');
+  const confirm = await browser.postForm('/device', { _csrf: hidden(entry.text, '_csrf'), user_code: userCode });
+  if (confirm.status !== 200) throw new Error(`code entry failed: ${confirm.status} ${confirm.text.slice(0, 200)}`);
+  return browser.postForm('/device/decision', { _csrf: hidden(confirm.text, '_csrf'), user_code: hidden(confirm.text, 'user_code'), decision });
 }

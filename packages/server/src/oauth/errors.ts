@@ -87,9 +87,13 @@ export class ServerError extends OAuthError {
   }
 }
 
-/** RFC 6750 §3.1 */
+/** RFC 6750 §3.1: 401 with the error in `WWW-Authenticate: Bearer`. */
 export class InvalidToken extends OAuthError {
   readonly error = 'invalid_token';
+  constructor(description: string) {
+    super(description);
+    this.headers['www-authenticate'] = `Bearer realm="authcli", error="invalid_token", error_description="${description}"`;
+  }
   protected override get defaultStatus() {
     return 401;
   }
@@ -119,4 +123,31 @@ export class RequestNotSupported extends OAuthError {
 /** OIDC Core §3.1.2.6 */
 export class RequestUriNotSupported extends OAuthError {
   readonly error = 'request_uri_not_supported';
+}
+
+/** RFC 8628 §3.5 */
+export class AuthorizationPending extends OAuthError {
+  readonly error = 'authorization_pending';
+}
+
+/** RFC 8628 §3.5: the client must add 5 seconds to its polling interval. */
+export class SlowDown extends OAuthError {
+  readonly error = 'slow_down';
+}
+
+/** RFC 8628 §3.5 */
+export class ExpiredToken extends OAuthError {
+  readonly error = 'expired_token';
+}
+
+/** RFC 6750 §3.1 */
+export class InsufficientScope extends OAuthError {
+  readonly error = 'insufficient_scope';
+  constructor(description: string, scope: string) {
+    super(description);
+    this.headers['www-authenticate'] = `Bearer realm="authcli", error="insufficient_scope", scope="${scope}"`;
+  }
+  protected override get defaultStatus() {
+    return 403;
+  }
 }

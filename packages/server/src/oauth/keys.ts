@@ -1,6 +1,6 @@
 import { createPrivateKey, generateKeyPair, sign, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
-import { calculateJwkThumbprint, type JWK } from 'jose';
+import { calculateJwkThumbprint, createLocalJWKSet, type JWK } from 'jose';
 import type { Store, SigningKeyRow } from '../store/store.js';
 
 export type SigningAlg = 'RS256' | 'ES256';
@@ -51,6 +51,7 @@ const b64 = (s: string) => Buffer.from(s).toString('base64url');
  */
 export class KeyRing {
   private keys: LoadedKey[] = [];
+  private verifier: ReturnType<typeof createLocalJWKSet> = createLocalJWKSet({ keys: [] });
   private loadedAt = -Infinity;
   private loading: Promise<void> | undefined;
 
@@ -84,6 +85,7 @@ export class KeyRing {
       privateKey: createPrivateKey({ key: JSON.parse(r.private_jwk) as JWK & { kty: string }, format: 'jwk' }),
       publicJwk: JSON.parse(r.public_jwk) as JWK,
     }));
+    this.verifier = createLocalJWKSet({ keys: this.keys.map((k) => k.publicJwk) });
     this.loadedAt = now;
   }
 
@@ -110,6 +112,12 @@ export class KeyRing {
   async jwks(): Promise<{ keys: JWK[] }> {
     await this.fresh();
     return { keys: this.keys.map((k) => k.publicJwk) };
+  }
+
+  /** A jose key resolver over the published keys, for verifying our own tokens. */
+  async verificationKeys(): Promise<ReturnType<typeof createLocalJWKSet>> {
+    await this.fresh();
+    return this.verifier;
   }
 
   /** Signs a JWT (RFC 7515 compact serialization) with the current key of `alg`. */

@@ -2,8 +2,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.js';
 import { isParsedForm } from '../http/form.js';
 import { authenticateClient } from './client-auth.js';
-import { InvalidRequest, UnauthorizedClient, UnsupportedGrantType, type OAuthError } from './errors.js';
+import { InvalidRequest, UnauthorizedClient, UnsupportedGrantType } from './errors.js';
 import { authorizationCodeGrant } from './grants/authorization-code.js';
+import { deviceCodeGrant } from './grants/device-code.js';
+import { refreshTokenGrant } from './grants/refresh-token.js';
 import type { TokenResponse } from './tokens.js';
 import type { Application, GrantType } from '../store/store.js';
 
@@ -12,6 +14,8 @@ type GrantHandler = (ctx: AppContext, app: Application, params: Readonly<Record<
 /** The grant handlers by `grant_type`; each is also a grant type an application must be allowed. */
 export const GRANT_HANDLERS: Partial<Record<GrantType, GrantHandler>> = {
   authorization_code: authorizationCodeGrant,
+  'urn:ietf:params:oauth:grant-type:device_code': deviceCodeGrant,
+  refresh_token: refreshTokenGrant,
 };
 
 /** Reads the strict form body every OAuth POST endpoint requires (RFC 6749 §3.2). */
@@ -31,7 +35,7 @@ export async function tokenRoutes(app: FastifyInstance, ctx: AppContext): Promis
     const grantType = params.grant_type;
     if (!grantType) throw new InvalidRequest('grant_type is missing');
     const handler = Object.hasOwn(GRANT_HANDLERS, grantType) ? GRANT_HANDLERS[grantType as GrantType] : undefined;
-    if (!handler) throw new UnsupportedGrantType(`grant_type ${grantType} is not supported`) as OAuthError;
+    if (!handler) throw new UnsupportedGrantType(`grant_type ${grantType} is not supported`);
     const client = await authenticateClient(ctx.store, req.headers.authorization, params);
     if (!client.grantTypes.includes(grantType as GrantType)) {
       throw new UnauthorizedClient(`this application may not use the ${grantType} grant`);

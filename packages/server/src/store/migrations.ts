@@ -102,6 +102,50 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0002_device_refresh_revocation': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('device_authorizations')
+        .addColumn('device_code_hash', 'text', (c) => c.primaryKey())
+        .addColumn('user_code', 'text', (c) => c.notNull().unique())
+        .addColumn('client_id', 'text', (c) => c.notNull().references('applications.client_id').onDelete('cascade'))
+        .addColumn('scope', 'text', (c) => c.notNull())
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('user_id', 'text', (c) => c.references('users.id').onDelete('cascade'))
+        .addColumn('auth_time', 'bigint')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('interval_s', 'integer', (c) => c.notNull())
+        .addColumn('last_poll_at', 'bigint')
+        .addColumn('last_poll_slowed', 'integer', (c) => c.notNull().defaultTo(0))
+        .addColumn('grant_id', 'text')
+        .execute();
+      await db.schema.createIndex('device_authorizations_expires').on('device_authorizations').column('expires_at').execute();
+
+      await db.schema
+        .createTable('refresh_tokens')
+        .addColumn('token_hash', 'text', (c) => c.primaryKey())
+        .addColumn('grant_id', 'text', (c) => c.notNull().references('grants.id').onDelete('cascade'))
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('used_at', 'bigint')
+        .execute();
+      await db.schema.createIndex('refresh_tokens_grant').on('refresh_tokens').column('grant_id').execute();
+
+      await db.schema
+        .createTable('revoked_access_tokens')
+        .addColumn('jti', 'text', (c) => c.primaryKey())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .execute();
+
+      await db.schema
+        .createTable('rate_limits')
+        .addColumn('key', 'text', (c) => c.primaryKey())
+        .addColumn('window_start', 'bigint', (c) => c.notNull())
+        .addColumn('count', 'integer', (c) => c.notNull())
+        .execute();
+    },
+  },
 };
 
 /** Provides the migrations above to Kysely's Migrator. */

@@ -94,7 +94,55 @@ export interface SettingsTable {
   value: string;
 }
 
+export type DeviceStatus = 'pending' | 'approved' | 'denied' | 'consumed';
+
+export interface DeviceAuthorizationsTable {
+  /** SHA-256 (hex) of the device_code. */
+  device_code_hash: string;
+  /** The 8 user-code characters, normalized: upper case, no dash. */
+  user_code: string;
+  client_id: string;
+  scope: string;
+  status: DeviceStatus;
+  user_id: string | null;
+  auth_time: number | null;
+  created_at: number;
+  expires_at: number;
+  /** Current polling interval in seconds (RFC 8628 §3.5: grows by 5 on slow_down). */
+  interval_s: number;
+  last_poll_at: number | null;
+  /** Whether the latest poll was answered slow_down (set by the same statement that records the poll). */
+  last_poll_slowed: number;
+  grant_id: string | null;
+}
+
+export interface RefreshTokensTable {
+  /** SHA-256 (hex) of the refresh token. */
+  token_hash: string;
+  /** The grant is the token family: revoking it ends every token in it. */
+  grant_id: string;
+  created_at: number;
+  expires_at: number;
+  /** Set when the token is rotated; a second use of it is a reuse (RFC 9700 §4.14.2). */
+  used_at: number | null;
+}
+
+export interface RevokedAccessTokensTable {
+  jti: string;
+  expires_at: number;
+}
+
+export interface RateLimitsTable {
+  key: string;
+  window_start: number;
+  count: number;
+}
+
 export interface Database {
+  device_authorizations: DeviceAuthorizationsTable;
+  refresh_tokens: RefreshTokensTable;
+  revoked_access_tokens: RevokedAccessTokensTable;
+  rate_limits: RateLimitsTable;
   users: UsersTable;
   applications: ApplicationsTable;
   sessions: SessionsTable;
@@ -113,3 +161,5 @@ export type Session = Selectable<SessionsTable>;
 export type AuthorizationCode = Selectable<AuthorizationCodesTable>;
 export type Grant = Selectable<GrantsTable>;
 export type SigningKeyRow = Selectable<SigningKeysTable>;
+export type DeviceAuthorization = Selectable<DeviceAuthorizationsTable>;
+export type RefreshToken = Selectable<RefreshTokensTable>;

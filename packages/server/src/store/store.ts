@@ -4,6 +4,8 @@ import type {
   ApplicationRow,
   AuthorizationCode,
   Database,
+  DeviceAuthorization,
+  RefreshToken,
   Grant,
   NewUser,
   Session,
@@ -11,7 +13,7 @@ import type {
   User,
 } from './schema.js';
 
-export type { User, Session, AuthorizationCode, Grant, SigningKeyRow } from './schema.js';
+export type { User, Session, AuthorizationCode, Grant, SigningKeyRow, DeviceAuthorization, RefreshToken } from './schema.js';
 
 /** Grant types an application may be allowed (RFC 6749 §4.1, §6; RFC 8628 §3.4). */
 export const GRANT_TYPES = [
@@ -71,6 +73,18 @@ async function consume(db: Kysely<Database>, codeHash: string, grantId: string, 
     .where('expires_at', '>', now)
     .executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
+}
+
+function normalizeDevice(row: DeviceAuthorization): DeviceAuthorization {
+  return {
+    ...row,
+    auth_time: row.auth_time === null ? null : Number(row.auth_time),
+    created_at: Number(row.created_at),
+    expires_at: Number(row.expires_at),
+    interval_s: Number(row.interval_s),
+    last_poll_at: row.last_poll_at === null ? null : Number(row.last_poll_at),
+    last_poll_slowed: Number(row.last_poll_slowed),
+  };
 }
 
 function toApplication(row: ApplicationRow): Application {
@@ -329,11 +343,12 @@ export class Store {
    * only if this caller consumed the code, so a lost race leaves nothing
    * behind, and a replay always finds the winner's grant to revoke.
    */
-  async redeemCode(codeHash: string, grant: Grant, now: number): Promise<boolean> {
+  async redeemCode(codeHash: string, grant: Grant, now: number, refresh?: RefreshToken): Promise<boolean> {
     try {
       await this.db.transaction().execute(async (trx) => {
         await trx.insertInto('grants').values(grant).execute();
         if (!(await consume(trx, codeHash, grant.id, now))) throw new LostRace();
+        if (refresh) await trx.insertInto('refresh_tokens').values(refresh).execute();
       });
       return true;
     } catch (err) {
@@ -364,6 +379,183 @@ export class Store {
   /** Revokes a grant and with it every token issued under it. Idempotent. */
   async revokeGrant(id: string, now: number): Promise<void> {
     await this.db.updateTable('grants').set({ revoked_at: now }).where('id', '=', id).where('revoked_at', 'is', null).execute();
+  }
+
+  // ---- device authorizations (RFC 8628) ---------------------------------------
+
+  async insertDeviceAuthorization(row: DeviceAuthorization): Promise<void> {
+    try {
+      await this.db.insertInto('device_authorizations').values(row).execute();
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new StoreError('duplicate', 'user_code or device_code already in use');
+      throw err;
+    }
+  }
+
+  async findDeviceByCodeHash(hash: string): Promise<DeviceAuthorization | undefined> {
+    const row = await this.db.selectFrom('device_authorizations').selectAll().where('device_code_hash', '=', hash).executeTakeFirst();
+    return row && normalizeDevice(row);
+  }
+
+  async findDeviceByUserCode(userCode: string): Promise<DeviceAuthorization | undefined> {
+    const row = await this.db.selectFrom('device_authorizations').selectAll().where('user_code', '=', userCode).executeTakeFirst();
+    return row && normalizeDevice(row);
+  }
+
+  /**
+   * Records a poll of a pending device code in one statement (RFC 8628 §3.5):
+   * a poll sooner than the current interval after the previous poll is
+   * slowed (interval + 5 s); every poll becomes the new "previous poll". SET
+   * expressions see the row as it was, so the check and the update are one
+   * atomic step across instances. Returns undefined when the row is no
+   * longer pending.
+   */
+  async recordDevicePoll(hash: string, now: number): Promise<{ interval_s: number; slowed: boolean } | undefined> {
+    const early = sql<boolean>`last_poll_at is not null and last_poll_at + interval_s * 1000 > ${now}`;
+    const row = await this.db
+      .updateTable('device_authorizations')
+      .set({
+        interval_s: sql<number>`case when ${early} then interval_s + 5 else interval_s end`,
+        last_poll_slowed: sql<number>`case when ${early} then 1 else 0 end`,
+        last_poll_at: now,
+      })
+      .where('device_code_hash', '=', hash)
+      .where('status', '=', 'pending')
+      .returning(['interval_s', 'last_poll_slowed'])
+      .executeTakeFirst();
+    return row && { interval_s: Number(row.interval_s), slowed: Number(row.last_poll_slowed) === 1 };
+  }
+
+  /** Approves or denies a pending, unexpired device authorization; false when it was not pending. */
+  async decideDevice(
+    userCode: string,
+    decision: { status: 'approved'; userId: string; authTime: number } | { status: 'denied'; userId: string },
+    now: number,
+  ): Promise<boolean> {
+    const r = await this.db
+      .updateTable('device_authorizations')
+      .set({
+        status: decision.status,
+        user_id: decision.userId,
+        auth_time: decision.status === 'approved' ? decision.authTime : null,
+      })
+      .where('user_code', '=', userCode)
+      .where('status', '=', 'pending')
+      .where('expires_at', '>', now)
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) === 1;
+  }
+
+  /**
+   * Redeems an approved device code into a new grant (and its first refresh
+   * token) in one transaction; among concurrent pollers exactly one wins.
+   */
+  async redeemDevice(hash: string, grant: Grant, now: number, refresh?: RefreshToken): Promise<boolean> {
+    try {
+      await this.db.transaction().execute(async (trx) => {
+        await trx.insertInto('grants').values(grant).execute();
+        const r = await trx
+          .updateTable('device_authorizations')
+          .set({ status: 'consumed', grant_id: grant.id })
+          .where('device_code_hash', '=', hash)
+          .where('status', '=', 'approved')
+          .where('expires_at', '>', now)
+          .executeTakeFirst();
+        if (Number(r.numUpdatedRows) !== 1) throw new LostRace();
+        if (refresh) await trx.insertInto('refresh_tokens').values(refresh).execute();
+      });
+      return true;
+    } catch (err) {
+      if (err instanceof LostRace) return false;
+      throw err;
+    }
+  }
+
+  // ---- refresh tokens ----------------------------------------------------------
+
+  async insertRefreshToken(row: RefreshToken): Promise<void> {
+    await this.db.insertInto('refresh_tokens').values(row).execute();
+  }
+
+  async findRefreshToken(hash: string): Promise<RefreshToken | undefined> {
+    const row = await this.db.selectFrom('refresh_tokens').selectAll().where('token_hash', '=', hash).executeTakeFirst();
+    return (
+      row && {
+        ...row,
+        created_at: Number(row.created_at),
+        expires_at: Number(row.expires_at),
+        used_at: row.used_at === null ? null : Number(row.used_at),
+      }
+    );
+  }
+
+  /**
+   * Rotates a refresh token (RFC 9700 §4.14.2): marks the old one used and
+   * stores its successor in one transaction. False when the old one was
+   * already used, i.e. a reuse, which the caller answers by revoking the family.
+   */
+  async rotateRefreshToken(oldHash: string, successor: RefreshToken, now: number): Promise<boolean> {
+    try {
+      await this.db.transaction().execute(async (trx) => {
+        const r = await trx
+          .updateTable('refresh_tokens')
+          .set({ used_at: now })
+          .where('token_hash', '=', oldHash)
+          .where('used_at', 'is', null)
+          .executeTakeFirst();
+        if (Number(r.numUpdatedRows) !== 1) throw new LostRace();
+        await trx.insertInto('refresh_tokens').values(successor).execute();
+      });
+      return true;
+    } catch (err) {
+      if (err instanceof LostRace) return false;
+      throw err;
+    }
+  }
+
+  // ---- access token revocation (RFC 7009) -------------------------------------
+
+  async revokeAccessToken(jti: string, expiresAt: number): Promise<void> {
+    await this.db
+      .insertInto('revoked_access_tokens')
+      .values({ jti, expires_at: expiresAt })
+      .onConflict((oc) => oc.column('jti').doNothing())
+      .execute();
+  }
+
+  async isAccessTokenRevoked(jti: string): Promise<boolean> {
+    const row = await this.db.selectFrom('revoked_access_tokens').select('jti').where('jti', '=', jti).executeTakeFirst();
+    return row !== undefined;
+  }
+
+  // ---- rate limits ---------------------------------------------------------------
+
+  /** Counts one event under `key` in a fixed window, atomically across instances; returns the window's count. */
+  async hitRateLimit(key: string, windowMs: number, now: number): Promise<number> {
+    const stale = sql<boolean>`rate_limits.window_start <= ${now - windowMs}`;
+    const row = await this.db
+      .insertInto('rate_limits')
+      .values({ key, window_start: now, count: 1 })
+      .onConflict((oc) =>
+        oc.column('key').doUpdateSet({
+          count: sql<number>`case when ${stale} then 1 else rate_limits.count + 1 end`,
+          window_start: sql<number>`case when ${stale} then ${now} else rate_limits.window_start end`,
+        }),
+      )
+      .returning('count')
+      .executeTakeFirstOrThrow();
+    return Number(row.count);
+  }
+
+  /** The count in the live window under `key` (0 when none). */
+  async peekRateLimit(key: string, windowMs: number, now: number): Promise<number> {
+    const row = await this.db
+      .selectFrom('rate_limits')
+      .select('count')
+      .where('key', '=', key)
+      .where('window_start', '>', now - windowMs)
+      .executeTakeFirst();
+    return row ? Number(row.count) : 0;
   }
 
   // ---- signing keys --------------------------------------------------------
@@ -440,5 +632,10 @@ export class Store {
     await this.db.deleteFrom('sessions').where('expires_at', '<=', now).execute();
     // Keep codes for a while past expiry: a late replay still finds the row and revokes its grant.
     await this.db.deleteFrom('authorization_codes').where('expires_at', '<=', now - 24 * 3600_000).execute();
+    await this.db.deleteFrom('device_authorizations').where('expires_at', '<=', now - 24 * 3600_000).execute();
+    await this.db.deleteFrom('revoked_access_tokens').where('expires_at', '<=', now).execute();
+    await this.db.deleteFrom('rate_limits').where('window_start', '<=', now - 24 * 3600_000).execute();
+    // Expired grants take their refresh tokens with them (ON DELETE CASCADE).
+    await this.db.deleteFrom('grants').where('expires_at', '<=', now).execute();
   }
 }

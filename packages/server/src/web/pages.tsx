@@ -42,11 +42,9 @@ function viewer(reply: FastifyReply, current: CurrentSession | undefined): Viewe
 const MAX_USERNAME = 128;
 const MAX_PASSWORD = 1024;
 
-/** End-user pages: sign-in, sign-out, consent and the authorization endpoint that drives them. */
-export async function pageRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  const { sessions, store, config } = ctx;
-
-  app.setErrorHandler(async (err: Error & { statusCode?: number; code?: string }, req, reply) => {
+/** Errors on pages become pages: a redirect to the client when the request allows it, else an HTML message. */
+export function pageErrorHandler(ctx: AppContext) {
+  return async (err: Error & { statusCode?: number; code?: string }, req: FastifyRequest, reply: FastifyReply) => {
     if (err instanceof AuthorizationRedirectError) return reply.redirect(errorCallback(ctx, err), 303);
     if (err instanceof AuthorizationPageError) {
       return sendPage(reply, <MessagePage title="Cannot continue" kind="error" message={err.description} detail={`Error: ${err.error}`} />, 400);
@@ -57,7 +55,12 @@ export async function pageRoutes(app: FastifyInstance, ctx: AppContext): Promise
     const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
     if (status === 500) req.log.error({ err }, 'page failed');
     return sendPage(reply, <MessagePage title={status === 500 ? 'Something went wrong' : 'Bad request'} kind="error" message={status === 500 ? 'The server could not complete this request. Please try again.' : err.message} />, status);
-  });
+  };
+}
+
+/** End-user pages: sign-in, sign-out, consent and the authorization endpoint that drives them. */
+export async function pageRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  const { sessions, store, config } = ctx;
 
   app.get('/assets/style.css', async (req, reply) => {
     reply.header('etag', STYLESHEET_ETAG).header('cache-control', 'public, max-age=3600');

@@ -207,3 +207,73 @@ export function SignOutPage(props: { viewer: Viewer }) {
     </Layout>
   );
 }
+
+export function DeviceEntryPage(props: { viewer: Viewer; code: string; error?: string | undefined }) {
+  return (
+    <Layout title="Connect a device" viewer={props.viewer}>
+      <div class="card">
+        <h1>Connect a device</h1>
+        <p>Enter the code shown on your device.</p>
+        {props.error && (
+          <p class="alert" role="alert">
+            {props.error}
+          </p>
+        )}
+        <form method="post" action="/device">
+          <input type="hidden" name="_csrf" value={props.viewer.csrf} />
+          <label for="user_code">Code</label>
+          <input
+            id="user_code"
+            name="user_code"
+            type="text"
+            class="mono"
+            autocomplete="one-time-code"
+            autocapitalize="characters"
+            spellcheck={false}
+            placeholder="XXXX-XXXX"
+            maxLength={32}
+            required
+            autofocus
+            value={props.code}
+          />
+          <div class="actions">
+            <button type="submit">Continue</button>
+          </div>
+        </form>
+      </div>
+    </Layout>
+  );
+}
+
+export function DeviceConfirmPage(props: { viewer: Viewer; appName: string; clientId: string; scopes: readonly string[]; userCode: string }) {
+  return (
+    <Layout title="Confirm device" viewer={props.viewer}>
+      <div class="card">
+        <h1>
+          Sign in <span>{props.appName}</span> on your device?
+        </h1>
+        <p>Check that your device shows this code:</p>
+        <p class="usercode" aria-label="Device code">
+          {props.userCode}
+        </p>
+        <p>
+          <strong>{props.appName}</strong> <span class="muted">({props.clientId})</span> asks for access to your account:
+        </p>
+        <ScopeList scopes={props.scopes} />
+        <p class="muted">Only approve if you started this sign-in yourself.</p>
+        <form method="post" action="/device/decision">
+          <input type="hidden" name="_csrf" value={props.viewer.csrf} />
+          <input type="hidden" name="user_code" value={props.userCode} />
+          <div class="actions">
+            <button type="submit" name="decision" value="approve">
+              Approve
+            </button>
+            <button type="submit" name="decision" value="deny" class="secondary">
+              Deny
+            </button>
+          </div>
+        </form>
+      </div>
+    </Layout>
+  );
+}

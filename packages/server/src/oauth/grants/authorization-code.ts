@@ -2,7 +2,9 @@ import { isValidChallenge, isValidVerifier } from '@authcli/pkce';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { AppContext } from '../../context.js';
 import type { Application } from '../../store/store.js';
-import { randomToken, sha256Hex } from '../../util/crypto.js';
+import { sha256Hex } from '../../util/crypto.js';
+import { isLoopbackRedirect } from '../redirect-uri.js';
+import { newGrant, newRefreshToken, wantsRefreshToken } from '../refresh.js';
 import { InvalidGrant, InvalidRequest } from '../errors.js';
 import type { TokenResponse } from '../tokens.js';
 
@@ -61,23 +63,19 @@ export async function authorizationCodeGrant(ctx: AppContext, app: Application, 
   const user = await store.findUserById(row.user_id);
   if (!user || user.disabled_at !== null) throw new InvalidGrant('the account is disabled or no longer exists');
 
-  const grantId = randomToken(16);
-  const grant = {
-    id: grantId,
-    client_id: app.clientId,
-    user_id: user.id,
-    scope: row.scope,
-    auth_time: row.auth_time,
-    created_at: now,
-    expires_at: now + config.grantTtlSeconds * 1000,
-    revoked_at: null,
-  };
-  if (!(await store.redeemCode(row.code_hash, grant, now))) {
+  const scopes = row.scope.split(' ').filter(Boolean);
+  const grant = newGrant(config, { clientId: app.clientId, userId: user.id, scope: row.scope, authTime: row.auth_time }, now);
+  const refresh = wantsRefreshToken(app, scopes, { kind: 'code', nativeLoopback: isLoopbackRedirect(row.redirect_uri) })
+    ? newRefreshToken(grant, now)
+    : undefined;
+  if (!(await store.redeemCode(row.code_hash, grant, now, refresh?.row))) {
     // Another request redeemed it first (or it just expired): treat as a replay.
     const winner = await store.findCode(row.code_hash);
     if (winner?.grant_id) await store.revokeGrant(winner.grant_id, now);
     throw new InvalidGrant('the authorization code was already used; tokens issued from it are revoked');
   }
-  const scopes = row.scope.split(' ').filter(Boolean);
-  return ctx.tokens.issue({ grantId, user, app, scopes, authTime: row.auth_time, nonce: row.nonce });
+  return ctx.tokens.issue(
+    { grantId: grant.id, user, app, scopes, authTime: row.auth_time, nonce: row.nonce },
+    refresh ? { refreshToken: refresh.token } : {},
+  );
 }

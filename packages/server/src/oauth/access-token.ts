@@ -1,0 +1,47 @@
+import { errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
+import type { AppContext } from '../context.js';
+import type { User } from '../store/store.js';
+import { InvalidToken } from './errors.js';
+
+export interface VerifiedAccessToken {
+  payload: JWTPayload & { client_id: string; scope: string; jti: string; gid: string; sub: string };
+  user: User;
+}
+
+/**
+ * Verifies an access token issued here (RFC 9068 §4): signature against our
+ * published keys, `typ` at+jwt, issuer, audience, expiry; then that neither
+ * the token (RFC 7009) nor its grant has been revoked and that the account
+ * is still enabled.
+ * @throws InvalidToken
+ */
+export async function verifyAccessToken(ctx: AppContext, token: string): Promise<VerifiedAccessToken> {
+  const payload = await verifyAccessTokenJwt(ctx, token);
+  if (await ctx.store.isAccessTokenRevoked(payload.jti)) throw new InvalidToken('the access token has been revoked');
+  const grant = await ctx.store.findGrant(payload.gid);
+  if (!grant || grant.revoked_at !== null) throw new InvalidToken('the access token has been revoked');
+  const user = await ctx.store.findUserById(payload.sub);
+  if (!user || user.disabled_at !== null) throw new InvalidToken('the account is disabled or no longer exists');
+  return { payload, user };
+}
+
+/** The JWT checks alone (RFC 9068 §4), without looking at revocation. */
+export async function verifyAccessTokenJwt(ctx: AppContext, token: string): Promise<VerifiedAccessToken['payload']> {
+  let payload: VerifiedAccessToken['payload'];
+  try {
+    ({ payload } = (await jwtVerify(token, await ctx.keys.verificationKeys(), {
+      issuer: ctx.config.issuer,
+      audience: ctx.config.issuer,
+      typ: 'at+jwt',
+      algorithms: ['ES256', 'RS256'],
+      currentDate: new Date(ctx.config.now()),
+      requiredClaims: ['sub', 'jti', 'client_id', 'exp', 'iat'],
+    })) as { payload: VerifiedAccessToken['payload'] });
+  } catch (err) {
+    if (err instanceof joseErrors.JWTExpired) throw new InvalidToken('the access token has expired');
+    if (err instanceof joseErrors.JOSEError || err instanceof TypeError) throw new InvalidToken('the access token is invalid');
+    throw err;
+  }
+  if (typeof payload.gid !== 'string' || typeof payload.scope !== 'string') throw new InvalidToken('the access token is invalid');
+  return payload;
+}

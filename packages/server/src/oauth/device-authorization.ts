@@ -1,0 +1,63 @@
+import type { FastifyInstance } from 'fastify';
+import type { AppContext } from '../context.js';
+import { StoreError } from '../store/store.js';
+import { randomToken, sha256Hex } from '../util/crypto.js';
+import { authenticateClient } from './client-auth.js';
+import { UnauthorizedClient } from './errors.js';
+import { parseScope } from './scopes.js';
+import { formParams } from './token.js';
+import { formatUserCode, generateUserCode } from './user-code.js';
+
+export const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+/** RFC 8628 §3.2: lifetime of the device and user codes. */
+export const DEVICE_CODE_TTL_SECONDS = 600;
+/** RFC 8628 §3.2: minimum seconds between polls. */
+export const DEVICE_POLL_INTERVAL_SECONDS = 5;
+
+/** POST /oauth/device/authorization (RFC 8628 §3.1–3.2). */
+export async function deviceAuthorizationRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  app.post('/oauth/device/authorization', async (req, reply) => {
+    const params = formParams(req);
+    const client = await authenticateClient(ctx.store, req.headers.authorization, params);
+    if (!client.grantTypes.includes(DEVICE_GRANT)) throw new UnauthorizedClient('this application may not use the device authorization grant');
+    const scopes = parseScope(params.scope, client.scopes);
+    const now = ctx.config.now();
+    const deviceCode = randomToken(32);
+    // 20^8 user codes: a collision with a live one is rare; draw again if it happens.
+    for (let attempt = 0; ; attempt++) {
+      const userCode = generateUserCode();
+      try {
+        await ctx.store.insertDeviceAuthorization({
+          device_code_hash: sha256Hex(deviceCode),
+          user_code: userCode,
+          client_id: client.clientId,
+          scope: scopes.join(' '),
+          status: 'pending',
+          user_id: null,
+          auth_time: null,
+          created_at: now,
+          expires_at: now + DEVICE_CODE_TTL_SECONDS * 1000,
+          interval_s: DEVICE_POLL_INTERVAL_SECONDS,
+          last_poll_at: null,
+          last_poll_slowed: 0,
+          grant_id: null,
+        });
+        const shown = formatUserCode(userCode);
+        const verificationUri = `${ctx.config.issuer}/device`;
+        return reply
+          .header('cache-control', 'no-store')
+          .header('pragma', 'no-cache')
+          .send({
+            device_code: deviceCode,
+            user_code: shown,
+            verification_uri: verificationUri,
+            verification_uri_complete: `${verificationUri}?user_code=${shown}`,
+            expires_in: DEVICE_CODE_TTL_SECONDS,
+            interval: DEVICE_POLL_INTERVAL_SECONDS,
+          });
+      } catch (err) {
+        if (!(err instanceof StoreError && err.code === 'duplicate') || attempt >= 4) throw err;
+      }
+    }
+  });
+}

@@ -1,0 +1,50 @@
+import type { AppContext } from '../../context.js';
+import type { Application } from '../../store/store.js';
+import { sha256Hex } from '../../util/crypto.js';
+import { AccessDenied, AuthorizationPending, ExpiredToken, InvalidGrant, InvalidRequest, SlowDown } from '../errors.js';
+import { newGrant, newRefreshToken, wantsRefreshToken } from '../refresh.js';
+import type { TokenResponse } from '../tokens.js';
+
+type Params = Readonly<Record<string, string>>;
+
+/**
+ * RFC 8628 §3.4–3.5 device access token request. The device code is bound
+ * to the client that asked for it; pending codes answer
+ * `authorization_pending`, or `slow_down` when polled sooner than the
+ * current interval after the previous poll (kept in the store, so it holds
+ * across instances); denied codes `access_denied`; codes past their 600 s
+ * `expired_token`; an approved code is redeemed once, atomically, after the
+ * account is checked again.
+ */
+export async function deviceCodeGrant(ctx: AppContext, app: Application, params: Params): Promise<TokenResponse> {
+  const { store, config } = ctx;
+  const deviceCode = params.device_code;
+  if (!deviceCode) throw new InvalidRequest('device_code is missing');
+  const hash = sha256Hex(deviceCode);
+  const row = deviceCode.length <= 256 ? await store.findDeviceByCodeHash(hash) : undefined;
+  if (!row) throw new InvalidGrant('the device_code is invalid');
+  if (row.client_id !== app.clientId) throw new InvalidGrant('the device_code was issued to another client');
+  if (row.status === 'consumed') throw new InvalidGrant('the device_code was already redeemed');
+  const now = config.now();
+  if (now >= row.expires_at) throw new ExpiredToken('the device_code has expired; start over');
+  if (row.status === 'denied') throw new AccessDenied('the user denied the request');
+
+  if (row.status === 'pending') {
+    const poll = await store.recordDevicePoll(hash, now);
+    if (poll?.slowed) throw new SlowDown(`polling too fast: wait ${poll.interval_s} seconds between requests`);
+    // No poll recorded means the user decided a moment ago: the next poll sees the decision.
+    throw new AuthorizationPending('the user has not yet approved the request');
+  }
+
+  // Approved: check the account again before anything is issued.
+  const user = row.user_id ? await store.findUserById(row.user_id) : undefined;
+  if (!user || user.disabled_at !== null) throw new InvalidGrant('the account is disabled or no longer exists');
+  const scopes = row.scope.split(' ').filter(Boolean);
+  const authTime = row.auth_time ?? now;
+  const grant = newGrant(config, { clientId: app.clientId, userId: user.id, scope: row.scope, authTime }, now);
+  const refresh = wantsRefreshToken(app, scopes, { kind: 'device' }) ? newRefreshToken(grant, now) : undefined;
+  if (!(await store.redeemDevice(hash, grant, now, refresh?.row))) {
+    throw new InvalidGrant('the device_code was already redeemed');
+  }
+  return ctx.tokens.issue({ grantId: grant.id, user, app, scopes, authTime }, refresh ? { refreshToken: refresh.token } : {});
+}

@@ -1,0 +1,106 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { AppContext } from '../context.js';
+import { formatUserCode, normalizeUserCode } from '../oauth/user-code.js';
+import type { DeviceAuthorization } from '../store/store.js';
+import type { CurrentSession } from './session.js';
+import { pageForm, sendPage } from './pages.js';
+import { DeviceConfirmPage, DeviceEntryPage, MessagePage, type Viewer } from './views.js';
+
+/** RFC 8628 §5.1: wrong user-code entries allowed per client IP and window, counted in the store. */
+export const DEVICE_ENTRY_MAX_FAILURES = 10;
+export const DEVICE_ENTRY_WINDOW_MS = 10 * 60_000;
+
+/**
+ * The second screen (RFC 8628 §3.3): the user signs in here (the device
+ * never sees a password), enters or confirms the user code, sees which
+ * application asks for which scopes, and explicitly approves or denies,
+ * also when the code came prefilled from verification_uri_complete.
+ */
+export async function devicePageRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  const { store, sessions, config } = ctx;
+  const viewerOf = (reply: FastifyReply, current: CurrentSession): Viewer => ({ username: current.user.username, csrf: reply.generateCsrf() });
+  const rateKey = (req: FastifyRequest) => `device-entry:${req.ip}`;
+
+  async function requireSession(req: FastifyRequest, reply: FastifyReply, returnTo: string): Promise<CurrentSession | undefined> {
+    const current = await sessions.current(req);
+    if (!current) {
+      await reply.redirect(`/signin?return_to=${encodeURIComponent(returnTo)}`, 303);
+      return undefined;
+    }
+    return current;
+  }
+
+  /** Why a code cannot be confirmed now, in words for the person at the browser; undefined if it can. */
+  function problem(row: DeviceAuthorization | undefined, now: number): string | undefined {
+    if (!row) return 'That code is not valid. Check the code on your device and try again.';
+    if (row.expires_at <= now) return 'That code has expired. Start the sign-in on your device again to get a new code.';
+    if (row.status !== 'pending') return 'That code has already been used. Start the sign-in on your device again if you need to.';
+    return undefined;
+  }
+
+  app.get<{ Querystring: { user_code?: string } }>('/device', async (req, reply) => {
+    const typed = typeof req.query.user_code === 'string' ? req.query.user_code : '';
+    const normalized = normalizeUserCode(typed);
+    const prefill = normalized ? formatUserCode(normalized) : '';
+    const current = await requireSession(req, reply, prefill ? `/device?user_code=${prefill}` : '/device');
+    if (!current) return reply;
+    return sendPage(reply, <DeviceEntryPage viewer={viewerOf(reply, current)} code={prefill} />);
+  });
+
+  app.post('/device', { preHandler: app.csrfProtection }, async (req, reply) => {
+    const current = await requireSession(req, reply, '/device');
+    if (!current) return reply;
+    const typed = (pageForm(req).user_code ?? '').slice(0, 64);
+    const now = config.now();
+    const viewer = viewerOf(reply, current);
+    if ((await store.peekRateLimit(rateKey(req), DEVICE_ENTRY_WINDOW_MS, now)) >= DEVICE_ENTRY_MAX_FAILURES) {
+      return sendPage(reply, <DeviceEntryPage viewer={viewer} code={typed} error="Too many wrong codes from this network. Wait ten minutes and try again." />, 429);
+    }
+    const code = normalizeUserCode(typed);
+    const row = code ? await store.findDeviceByUserCode(code) : undefined;
+    const why = problem(row, now);
+    if (why) {
+      await store.hitRateLimit(rateKey(req), DEVICE_ENTRY_WINDOW_MS, now);
+      return sendPage(reply, <DeviceEntryPage viewer={viewer} code={typed} error={why} />, 400);
+    }
+    const application = await store.getApplication(row!.client_id);
+    return sendPage(
+      reply,
+      <DeviceConfirmPage
+        viewer={viewer}
+        appName={application?.name ?? row!.client_id}
+        clientId={row!.client_id}
+        scopes={row!.scope.split(' ')}
+        userCode={formatUserCode(row!.user_code)}
+      />,
+    );
+  });
+
+  app.post('/device/decision', { preHandler: app.csrfProtection }, async (req, reply) => {
+    const current = await requireSession(req, reply, '/device');
+    if (!current) return reply;
+    const form = pageForm(req);
+    const code = normalizeUserCode(form.user_code ?? '');
+    const now = config.now();
+    const viewer = viewerOf(reply, current);
+    if (form.decision !== 'approve' && form.decision !== 'deny') {
+      return sendPage(reply, <MessagePage viewer={viewer} title="Bad request" kind="error" message="Choose Approve or Deny." />, 400);
+    }
+    const decided = code
+      ? await store.decideDevice(
+          code,
+          form.decision === 'approve'
+            ? { status: 'approved', userId: current.user.id, authTime: current.session.auth_time }
+            : { status: 'denied', userId: current.user.id },
+          now,
+        )
+      : false;
+    if (!decided) {
+      const why = problem(code ? await store.findDeviceByUserCode(code) : undefined, now) ?? 'That code can no longer be used.';
+      return sendPage(reply, <MessagePage viewer={viewer} title="Cannot continue" kind="error" message={why} />, 400);
+    }
+    return form.decision === 'approve'
+      ? sendPage(reply, <MessagePage viewer={viewer} title="Device connected" kind="success" message="Your device is signed in. You can close this page and return to your device." />)
+      : sendPage(reply, <MessagePage viewer={viewer} title="Request denied" kind="info" message="You denied the request. The device will not be signed in; you can close this page." />);
+  });
+}
