@@ -1,0 +1,87 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as client from 'openid-client';
+import type { Browser } from 'playwright-core';
+import { launchChromium, screenshotPath } from './support/chromium.js';
+import { serverCommand, startServerProcess, type ServerProcess } from './support/server-process.js';
+
+const PASSWORD = 'device e2e pass';
+
+describe('device flow: a device polls while a person approves in a real Chromium', () => {
+  let server: ServerProcess;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    server = await startServerProcess();
+    const added = await serverCommand(['users', 'add', 'dana', '--password-stdin', '--name', 'Dana Device'], server.env, `${PASSWORD}\n`);
+    expect(added.code, added.stderr).toBe(0);
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await server?.stop();
+  });
+
+  async function deviceConfig() {
+    // openid-client (not written here) plays the device: the built-in public `authcli` application.
+    return client.discovery(new URL(server.issuer), 'authcli', undefined, client.None(), { execute: [client.allowInsecureRequests] });
+  }
+
+  it('rfc8628 end to end: codes, sign-in at the verification URI, Approve, the polling device gets tokens', async () => {
+    const config = await deviceConfig();
+    const codes = await client.initiateDeviceAuthorization(config, { scope: 'openid profile offline_access' });
+    expect(codes.user_code).toMatch(/^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/);
+    const polling = client.pollDeviceAuthorizationGrant(config, codes);
+
+    const page = await browser.newPage();
+    try {
+      await page.goto(codes.verification_uri_complete!);
+      await page.getByLabel('Username').fill('dana');
+      await page.getByLabel('Password').fill(PASSWORD);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      // Prefilled from verification_uri_complete, yet nothing happens without the person's Continue and Approve.
+      await expect.poll(() => page.getByLabel('Code').inputValue()).toBe(codes.user_code);
+      await page.getByRole('button', { name: 'Continue' }).click();
+      await page.getByRole('button', { name: 'Approve' }).waitFor();
+      const confirm = await page.content();
+      expect(confirm).toContain(codes.user_code);
+      expect(confirm).toContain('offline_access');
+      await page.screenshot({ path: screenshotPath('device-confirm'), fullPage: true });
+      await page.getByRole('button', { name: 'Approve' }).click();
+      await page.getByText('Your device is signed in').waitFor();
+    } finally {
+      await page.close();
+    }
+
+    const tokens = await polling;
+    expect(tokens.access_token).toBeTruthy();
+    expect(tokens.refresh_token).toBeTruthy();
+    expect(tokens.claims()?.preferred_username).toBe('dana');
+    const info = await client.fetchUserInfo(config, tokens.access_token, tokens.claims()!.sub);
+    expect(info.name).toBe('Dana Device');
+    const refreshed = await client.refreshTokenGrant(config, tokens.refresh_token!);
+    expect(refreshed.refresh_token).not.toBe(tokens.refresh_token);
+    await client.tokenRevocation(config, refreshed.refresh_token!);
+    await expect(client.refreshTokenGrant(config, refreshed.refresh_token!)).rejects.toMatchObject({ error: 'invalid_grant' });
+  });
+
+  it('rfc8628 §3.5 a denial in the browser reaches the device as access_denied', async () => {
+    const config = await deviceConfig();
+    const codes = await client.initiateDeviceAuthorization(config, { scope: 'openid' });
+    const polling = client.pollDeviceAuthorizationGrant(config, codes);
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    try {
+      await page.goto(codes.verification_uri);
+      await page.getByLabel('Username').fill('dana');
+      await page.getByLabel('Password').fill(PASSWORD);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByLabel('Code').fill(codes.user_code.toLowerCase().replace('-', ''));
+      await page.getByRole('button', { name: 'Continue' }).click();
+      await page.getByRole('button', { name: 'Deny' }).click();
+      await page.getByText('You denied the request').waitFor();
+    } finally {
+      await context.close();
+    }
+    await expect(polling).rejects.toMatchObject({ error: 'access_denied' });
+  });
+});
