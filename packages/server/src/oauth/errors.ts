@@ -14,7 +14,11 @@ export abstract class OAuthError extends Error {
     readonly description: string,
     options: { status?: number } = {},
   ) {
+    // A protocol error is an expected answer, not a bug: skip the stack trace (hot on polling paths).
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(description);
+    Error.stackTraceLimit = limit;
     this.name = new.target.name;
     this.status = options.status ?? this.defaultStatus;
   }

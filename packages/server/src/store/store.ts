@@ -1,5 +1,6 @@
 import { Migrator, sql, type Kysely } from 'kysely';
 import { migrationProvider } from './migrations.js';
+import { Prepared } from './prepared.js';
 import type {
   ApplicationRow,
   AuthorizationCode,
@@ -110,6 +111,31 @@ function toApplication(row: ApplicationRow): Application {
  * stays atomic across server instances.
  */
 export class Store {
+  // Hot-path statements, compiled once per store (the SQL differs per dialect).
+  private readonly q = {
+    application: new Prepared<'clientId', ApplicationRow>(['clientId'], (db, p) =>
+      db.selectFrom('applications').selectAll().where('client_id', '=', p.clientId),
+    ),
+    devicePoll: new Prepared<'hash' | 'clientId' | 'now', { interval_s: number; last_poll_slowed: number }>(
+      ['hash', 'clientId', 'now'],
+      (db, p) => {
+        const early = sql<boolean>`last_poll_at is not null and last_poll_at + interval_s * 1000 > ${p.now}`;
+        return db
+          .updateTable('device_authorizations')
+          .set({
+            interval_s: sql<number>`case when ${early} then interval_s + 5 else interval_s end`,
+            last_poll_slowed: sql<number>`case when ${early} then 1 else 0 end`,
+            last_poll_at: p.now,
+          })
+          .where('device_code_hash', '=', p.hash)
+          .where('client_id', '=', p.clientId)
+          .where('status', '=', 'pending')
+          .where('expires_at', '>', p.now)
+          .returning(['interval_s', 'last_poll_slowed']);
+      },
+    ),
+  };
+
   constructor(
     readonly db: Kysely<Database>,
     readonly dialect: Dialect,
@@ -198,7 +224,7 @@ export class Store {
   }
 
   async getApplication(clientId: string): Promise<Application | undefined> {
-    const row = await this.db.selectFrom('applications').selectAll().where('client_id', '=', clientId).executeTakeFirst();
+    const [row] = (await this.q.application.execute(this.db, { clientId })).rows;
     return row && toApplication(row);
   }
 
@@ -403,26 +429,15 @@ export class Store {
   }
 
   /**
-   * Records a poll of a pending device code in one statement (RFC 8628 §3.5):
-   * a poll sooner than the current interval after the previous poll is
-   * slowed (interval + 5 s); every poll becomes the new "previous poll". SET
-   * expressions see the row as it was, so the check and the update are one
-   * atomic step across instances. Returns undefined when the row is no
-   * longer pending.
+   * Records a poll of a pending, unexpired device code of this client in one
+   * statement (RFC 8628 §3.5): a poll sooner than the current interval after
+   * the previous poll is slowed (interval + 5 s); every poll becomes the new
+   * "previous poll". SET expressions see the row as it was, so the check and
+   * the update are one atomic step across instances. Returns undefined when
+   * no such pending row exists (then the caller looks at why).
    */
-  async recordDevicePoll(hash: string, now: number): Promise<{ interval_s: number; slowed: boolean } | undefined> {
-    const early = sql<boolean>`last_poll_at is not null and last_poll_at + interval_s * 1000 > ${now}`;
-    const row = await this.db
-      .updateTable('device_authorizations')
-      .set({
-        interval_s: sql<number>`case when ${early} then interval_s + 5 else interval_s end`,
-        last_poll_slowed: sql<number>`case when ${early} then 1 else 0 end`,
-        last_poll_at: now,
-      })
-      .where('device_code_hash', '=', hash)
-      .where('status', '=', 'pending')
-      .returning(['interval_s', 'last_poll_slowed'])
-      .executeTakeFirst();
+  async recordDevicePoll(hash: string, clientId: string, now: number): Promise<{ interval_s: number; slowed: boolean } | undefined> {
+    const [row] = (await this.q.devicePoll.execute(this.db, { hash, clientId, now })).rows;
     return row && { interval_s: Number(row.interval_s), slowed: Number(row.last_poll_slowed) === 1 };
   }
 

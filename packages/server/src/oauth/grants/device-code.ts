@@ -20,21 +20,25 @@ export async function deviceCodeGrant(ctx: AppContext, app: Application, params:
   const { store, config } = ctx;
   const deviceCode = params.device_code;
   if (!deviceCode) throw new InvalidRequest('device_code is missing');
+  if (deviceCode.length > 256) throw new InvalidGrant('the device_code is invalid');
   const hash = sha256Hex(deviceCode);
-  const row = deviceCode.length <= 256 ? await store.findDeviceByCodeHash(hash) : undefined;
+  const now = config.now();
+
+  // The common case first, in one statement: a pending code of this client being polled.
+  const poll = await store.recordDevicePoll(hash, app.clientId, now);
+  if (poll) {
+    if (poll.slowed) throw new SlowDown(`polling too fast: wait ${poll.interval_s} seconds between requests`);
+    throw new AuthorizationPending('the user has not yet approved the request');
+  }
+
+  const row = await store.findDeviceByCodeHash(hash);
   if (!row) throw new InvalidGrant('the device_code is invalid');
   if (row.client_id !== app.clientId) throw new InvalidGrant('the device_code was issued to another client');
   if (row.status === 'consumed') throw new InvalidGrant('the device_code was already redeemed');
-  const now = config.now();
   if (now >= row.expires_at) throw new ExpiredToken('the device_code has expired; start over');
   if (row.status === 'denied') throw new AccessDenied('the user denied the request');
-
-  if (row.status === 'pending') {
-    const poll = await store.recordDevicePoll(hash, now);
-    if (poll?.slowed) throw new SlowDown(`polling too fast: wait ${poll.interval_s} seconds between requests`);
-    // No poll recorded means the user decided a moment ago: the next poll sees the decision.
-    throw new AuthorizationPending('the user has not yet approved the request');
-  }
+  // Approved a moment after our poll statement saw it pending: the next poll redeems it.
+  if (row.status === 'pending') throw new AuthorizationPending('the user has not yet approved the request');
 
   // Approved: check the account again before anything is issued.
   const user = row.user_id ? await store.findUserById(row.user_id) : undefined;
