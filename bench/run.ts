@@ -8,12 +8,15 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { challengeS256, generateVerifier } from '@authcli/pkce';
+import { openStore } from '@authcli/server';
 import { Browser, freePort, hidden } from '../test/support/http.js';
+import { bytesPerPending, deviceAuthorizations, pollPending, seedPending } from './device.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const SERVER = join(here, '../packages/server/dist/main.js');
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 const PASSWORD = 'bench password 1';
+const SCENARIOS = new Set((process.env.BENCH_SCENARIOS ?? 'code,device').split(','));
 
 function run(args: string[], env: NodeJS.ProcessEnv, input = ''): Promise<string> {
   return new Promise((res, rej) => {
@@ -63,90 +66,148 @@ async function load(opts: autocannon.Options): Promise<Figures> {
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx };
 }
 
+type Row = readonly [string, Figures];
+
+/** Authorization code exchange: mint codes through /oauth/authorize, then exchange them. */
+async function codeScenario(issuer: string, serverPid: number, bound: { sequential: number; pooled: number }, baselines: { bare: Figures; sign: Figures }) {
+  // A signed-in session that has approved the built-in public application.
+  const jar = new Browser(issuer);
+  const page = await jar.get('/signin');
+  await jar.postForm('/signin', { _csrf: hidden(page.text, '_csrf'), return_to: '/', username: 'bench', password: PASSWORD });
+  const verifier = generateVerifier();
+  const challenge = await challengeS256(verifier);
+  const redirectUri = 'http://127.0.0.1:1/callback';
+  const authorizeUrl = `${issuer}/oauth/authorize?${new URLSearchParams({
+    response_type: 'code',
+    client_id: 'authcli',
+    redirect_uri: redirectUri,
+    scope: process.env.BENCH_SCOPE ?? 'openid profile',
+    state: 'bench',
+    nonce: 'n'.repeat(43),
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+  })}`;
+  const consent = await jar.get(authorizeUrl);
+  await jar.postForm('/consent', { _csrf: hidden(consent.text, '_csrf'), request: hidden(consent.text, 'request'), decision: 'approve' });
+
+  // Mint codes through the real authorize route (consent remembered: one 303 each), 16 at a time.
+  const want = Number(process.env.BENCH_CODES ?? 30_000);
+  const codes: string[] = [];
+  const mintStart = performance.now();
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (codes.length < want) {
+        const r = await jar.get(authorizeUrl);
+        if (r.status !== 303 || !r.location) throw new Error(`authorize answered ${r.status}`);
+        codes.push(new URL(r.location).searchParams.get('code')!);
+      }
+    }),
+  );
+  const mintRps = codes.length / ((performance.now() - mintStart) / 1000);
+
+  // The exchange: form parse, client lookup, PKCE check, atomic consume, ES256 access token, RS256 ID token.
+  let next = 0;
+  const cpuBefore = { server: cpuSeconds(serverPid), bench: process.cpuUsage() };
+  const exchange = await load({
+    url: `${issuer}/oauth/token`,
+    connections: Number(process.env.BENCH_CONN ?? 16),
+    requests: [
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        setupRequest: (req) => {
+          const code = codes[next++];
+          if (code === undefined) throw new Error('ran out of codes: raise BENCH_CODES');
+          return {
+            ...req,
+            body: `grant_type=authorization_code&client_id=authcli&redirect_uri=${encodeURIComponent(redirectUri)}&code_verifier=${verifier}&code=${code}`,
+          };
+        },
+      },
+    ],
+  });
+  const serverCores = (cpuSeconds(serverPid) - cpuBefore.server) / DURATION;
+  const benchUsage = process.cpuUsage(cpuBefore.bench);
+  const loadCores = (benchUsage.user + benchUsage.system) / 1e6 / DURATION;
+  const rows: Row[] = [['POST /oauth/token authorization_code (16 conn)', exchange]];
+  const notes = [
+    `codes minted through GET /oauth/authorize: ${codes.length} at ${mintRps.toFixed(0)}/s; exchanged: ${next}`,
+    `RS256 ID-token signatures alone, one process: ${bound.sequential.toFixed(0)}/s on the main thread, ${bound.pooled.toFixed(0)}/s through the thread pool`,
+    `exchange / bare route: ${(exchange.rps / baselines.bare.rps).toFixed(3)}`,
+    `exchange / signing-only HTTP route under the same load: ${(exchange.rps / baselines.sign.rps).toFixed(3)}`,
+    `exchange / RS256 signatures (main thread): ${(exchange.rps / bound.sequential).toFixed(3)}  (target >= 0.80)`,
+    `exchange / RS256 signatures (thread pool): ${(exchange.rps / bound.pooled).toFixed(3)}`,
+    `exchange p99 ${exchange.p99} ms (target < 50 ms)`,
+    `CPU during the exchange: server ${serverCores.toFixed(2)} cores (event loop + thread pool), load generator ${loadCores.toFixed(2)} cores`,
+  ];
+  return { rows, notes, raw: { exchange, mintRps, serverCores, loadCores } };
+}
+
+/** Device flow: pending polls (all on time) and device authorization requests, 32 connections. */
+async function deviceScenario(issuer: string, databaseUrl: string, baselines: { bare32: Figures }) {
+  // Pending device authorizations, written straight into the server's store (another process, same SQLite file).
+  const store = await openStore(databaseUrl);
+  const codes = await seedPending(store, Number(process.env.BENCH_DEVICE_CODES ?? 200_000), 1_000_000);
+  await store.close();
+  const polls = await pollPending(issuer, codes, DURATION, 32);
+  const auth = await deviceAuthorizations(issuer, DURATION, 32);
+  const rows: Row[] = [
+    ['POST /oauth/token device_code, pending (32 conn)', polls.figures],
+    ['POST /oauth/device/authorization (32 conn)', auth],
+  ];
+  const notes = [
+    `pending polls: ${JSON.stringify(polls.answers)}; each code polled every ${polls.cycleSeconds.toFixed(1)} s (>= 5 s: on time)`,
+    `pending polls / bare route (32 conn): ${(polls.figures.rps / baselines.bare32.rps).toFixed(3)}  (target >= 0.50)`,
+    `pending polls p99 ${polls.figures.p99} ms (target < 25 ms)`,
+  ];
+  return { rows, notes, raw: { polls, auth } };
+}
+
 async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'authcli-bench-'));
   const port = await freePort();
-  const env = { DATABASE_URL: join(dir, 'bench.db'), PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' };
+  const databaseUrl = join(dir, 'bench.db');
+  const env = { DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' };
   const issuer = `http://127.0.0.1:${port}`;
   await run([SERVER, 'users', 'add', 'bench', '--password-stdin'], env, `${PASSWORD}\n`);
-  const server = spawn(process.execPath, [...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []), SERVER, 'start'], { env: { ...process.env, ...env }, stdio: 'ignore' });
+  const server = spawn(process.execPath, [...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []), SERVER, 'start'], {
+    env: { ...process.env, ...env },
+    stdio: 'ignore',
+  });
   const barePort = await freePort();
   const bare = spawn(process.execPath, ['--import', 'tsx', join(here, 'bare-server.ts'), String(barePort)], { stdio: 'ignore' });
   const children = [server, bare];
   try {
     await waitReady(`${issuer}/readyz`, server);
     await waitReady(`http://127.0.0.1:${barePort}/bare`, bare);
+    const rows: Row[] = [];
+    const notes: string[] = [];
+    const raw: Record<string, unknown> = {};
 
-    // A signed-in session that has approved the built-in public application.
-    const jar = new Browser(issuer);
-    const page = await jar.get('/signin');
-    await jar.postForm('/signin', { _csrf: hidden(page.text, '_csrf'), return_to: '/', username: 'bench', password: PASSWORD });
-    const verifier = generateVerifier();
-    const challenge = await challengeS256(verifier);
-    const redirectUri = 'http://127.0.0.1:1/callback';
-    const authorizeUrl = `${issuer}/oauth/authorize?${new URLSearchParams({
-      response_type: 'code',
-      client_id: 'authcli',
-      redirect_uri: redirectUri,
-      scope: process.env.BENCH_SCOPE ?? 'openid profile',
-      state: 'bench',
-      nonce: 'n'.repeat(43),
-      code_challenge: challenge,
-      code_challenge_method: 'S256',
-    })}`;
-    const consent = await jar.get(authorizeUrl);
-    await jar.postForm('/consent', { _csrf: hidden(consent.text, '_csrf'), request: hidden(consent.text, 'request'), decision: 'approve' });
-
-    // Mint codes through the real authorize route (consent remembered: one 303 each), 16 at a time.
-    const want = Number(process.env.BENCH_CODES ?? 30_000);
-    const codes: string[] = [];
-    const mintStart = performance.now();
-    await Promise.all(
-      Array.from({ length: 16 }, async () => {
-        while (codes.length < want) {
-          const r = await jar.get(authorizeUrl);
-          if (r.status !== 303 || !r.location) throw new Error(`authorize answered ${r.status}`);
-          codes.push(new URL(r.location).searchParams.get('code')!);
-        }
-      }),
-    );
-    const mintRps = codes.length / ((performance.now() - mintStart) / 1000);
-
-    // The exchange: form parse, client lookup, PKCE check, atomic consume, ES256 access token, RS256 ID token.
-    let next = 0;
-    let ran = 0;
-    const cpuBefore = { server: cpuSeconds(server.pid!), bench: process.cpuUsage() };
-    const exchange = await load({
-      url: `${issuer}/oauth/token`,
-      connections: Number(process.env.BENCH_CONN ?? 16),
-      requests: [
-        {
-          method: 'POST',
-          headers: { 'content-type': 'application/x-www-form-urlencoded' },
-          setupRequest: (req) => {
-            const code = codes[next++];
-            if (code === undefined) throw new Error('ran out of codes: raise BENCH_CODES');
-            ran++;
-            return {
-              ...req,
-              body: `grant_type=authorization_code&client_id=authcli&redirect_uri=${encodeURIComponent(redirectUri)}&code_verifier=${verifier}&code=${code}`,
-            };
-          },
-        },
-      ],
-    });
-    const serverCores = (cpuSeconds(server.pid!) - cpuBefore.server) / DURATION;
-    const benchUsage = process.cpuUsage(cpuBefore.bench);
-    const loadCores = (benchUsage.user + benchUsage.system) / 1e6 / DURATION;
     const bareRoute = await load({ url: `http://127.0.0.1:${barePort}/bare`, connections: 16 });
-    const signRoute = await load({ url: `http://127.0.0.1:${barePort}/sign`, connections: 16 });
-    const bound = JSON.parse(await run(['--import', 'tsx', join(here, 'sign-bound.ts'), '6'], {})) as { sequential: number; pooled: number };
+    rows.push(['bare Fastify GET /bare (16 conn)', bareRoute]);
+    if (SCENARIOS.has('code')) {
+      const signRoute = await load({ url: `http://127.0.0.1:${barePort}/sign`, connections: 16 });
+      rows.push(['GET /sign: one RS256 ID-token signature, nothing else (16 conn)', signRoute]);
+      const bound = JSON.parse(await run(['--import', 'tsx', join(here, 'sign-bound.ts'), '6'], {})) as { sequential: number; pooled: number };
+      const code = await codeScenario(issuer, server.pid!, bound, { bare: bareRoute, sign: signRoute });
+      rows.push(...code.rows);
+      notes.push(...code.notes);
+      Object.assign(raw, code.raw, { bound, signRoute });
+    }
+    if (SCENARIOS.has('device')) {
+      const bare32 = await load({ url: `http://127.0.0.1:${barePort}/bare`, connections: 32 });
+      rows.push(['bare Fastify GET /bare (32 conn)', bare32]);
+      const device = await deviceScenario(issuer, databaseUrl, { bare32 });
+      rows.push(...device.rows);
+      notes.push(...device.notes);
+      Object.assign(raw, device.raw);
+      const bytes = await bytesPerPending();
+      notes.push(`embedded store: ${bytes.bytesPerRow.toFixed(0)} bytes per pending device authorization (100,000 of them, indexes included)`);
+      raw.bytes = bytes;
+    }
+    raw.bareRoute = bareRoute;
 
-    const rows = [
-      ['bare Fastify GET /bare (16 conn)', bareRoute],
-      ['GET /sign: one RS256 ID-token signature, nothing else (16 conn)', signRoute],
-      ['POST /oauth/token authorization_code (16 conn)', exchange],
-    ] as const;
     const lines = [
       `authcli bench — ${new Date().toISOString()} — node ${process.version}, ${DURATION}s per scenario, embedded SQLite`,
       '',
@@ -154,18 +215,11 @@ async function main() {
       '|---|---:|---:|---:|---:|---:|',
       ...rows.map(([name, f]) => `| ${name} | ${f.rps.toFixed(0)} | ${f.p50} | ${f.p99} | ${f.errors} | ${f.non2xx} |`),
       '',
-      `codes minted through GET /oauth/authorize: ${codes.length} at ${mintRps.toFixed(0)}/s; exchanged: ${ran}`,
-      `RS256 ID-token signatures alone, one process: ${bound.sequential.toFixed(0)}/s on the main thread, ${bound.pooled.toFixed(0)}/s through the thread pool`,
-      `exchange / bare route: ${(exchange.rps / bareRoute.rps).toFixed(3)}`,
-      `exchange / signing-only HTTP route under the same load: ${(exchange.rps / signRoute.rps).toFixed(3)}`,
-      `exchange / RS256 signatures (main thread): ${(exchange.rps / bound.sequential).toFixed(3)}  (target >= 0.80)`,
-      `exchange / RS256 signatures (thread pool): ${(exchange.rps / bound.pooled).toFixed(3)}`,
-      `exchange p99 ${exchange.p99} ms (target < 50 ms)`,
-      `CPU during the exchange: server ${serverCores.toFixed(2)} cores (event loop + thread pool), load generator ${loadCores.toFixed(2)} cores`,
+      ...notes,
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
     mkdirSync(join(here, 'results'), { recursive: true });
-    writeFileSync(join(here, 'results', 'latest.json'), JSON.stringify({ exchange, bareRoute, signRoute, bound, mintRps, serverCores, loadCores }, null, 2));
+    writeFileSync(join(here, 'results', 'latest.json'), JSON.stringify(raw, null, 2));
   } finally {
     for (const c of children) c.kill('SIGTERM');
     rmSync(dir, { recursive: true, force: true });

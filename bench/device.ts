@@ -1,0 +1,134 @@
+// Device-flow scenarios for `pnpm bench`.
+import autocannon from 'autocannon';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { bootstrapStore, openStore, type Store } from '@authcli/server';
+
+const ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';
+const DEVICE = 'urn:ietf:params:oauth:grant-type:device_code';
+
+/** A distinct user code per index (bench rows only; the server draws them at random). */
+function userCodeFor(i: number): string {
+  let s = '';
+  for (let k = 0; k < 8; k++) {
+    s += ALPHABET[i % 20];
+    i = Math.floor(i / 20);
+  }
+  return s;
+}
+
+/** The row the device authorization endpoint writes for one pending request. */
+function pendingRow(i: number, deviceCode: string, now: number) {
+  return {
+    device_code_hash: createHash('sha256').update(deviceCode).digest('hex'),
+    user_code: userCodeFor(i),
+    client_id: 'authcli',
+    scope: 'openid profile offline_access',
+    status: 'pending' as const,
+    user_id: null,
+    auth_time: null,
+    created_at: now,
+    expires_at: now + 600_000,
+    interval_s: 5,
+    last_poll_at: null,
+    last_poll_slowed: 0,
+    grant_id: null,
+  };
+}
+
+/** Inserts `n` pending device authorizations in batches; returns their device codes. */
+export async function seedPending(store: Store, n: number, offset = 0): Promise<string[]> {
+  const now = Date.now();
+  const codes: string[] = [];
+  for (let start = 0; start < n; start += 500) {
+    const rows: ReturnType<typeof pendingRow>[] = [];
+    for (let i = start; i < Math.min(n, start + 500); i++) {
+      const code = randomBytes(32).toString('base64url');
+      codes.push(code);
+      rows.push(pendingRow(offset + i, code, now));
+    }
+    await store.db.transaction().execute((trx) => trx.insertInto('device_authorizations').values(rows).execute());
+  }
+  return codes;
+}
+
+export interface LoadFigures {
+  rps: number;
+  p50: number;
+  p99: number;
+  errors: number;
+  non2xx: number;
+}
+
+/**
+ * Polls pending device codes round-robin: with M codes at R polls/s each code
+ * comes back every M/R seconds, so M is chosen well above 5·R and every poll
+ * is on time. Answers are counted: all must be authorization_pending.
+ */
+export async function pollPending(issuer: string, codes: string[], seconds: number, connections: number) {
+  let next = 0;
+  const answers = new Map<string, number>();
+  const r = await autocannon({
+    url: `${issuer}/oauth/token`,
+    connections,
+    duration: seconds,
+    requests: [
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        setupRequest: (req) => ({
+          ...req,
+          body: `grant_type=${encodeURIComponent(DEVICE)}&client_id=authcli&device_code=${codes[next++ % codes.length]}`,
+        }),
+        onResponse: (_status, body) => {
+          const error = /"error":"([a-z_]+)"/.exec(body)?.[1] ?? 'other';
+          answers.set(error, (answers.get(error) ?? 0) + 1);
+        },
+      },
+    ],
+  });
+  const figures: LoadFigures = { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx };
+  return { figures, answers: Object.fromEntries(answers), cycleSeconds: codes.length / r.requests.average };
+}
+
+/** POST /oauth/device/authorization for the built-in public client. */
+export async function deviceAuthorizations(issuer: string, seconds: number, connections: number): Promise<LoadFigures> {
+  const r = await autocannon({
+    url: `${issuer}/oauth/device/authorization`,
+    connections,
+    duration: seconds,
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'client_id=authcli&scope=openid%20profile%20offline_access',
+  });
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx };
+}
+
+/**
+ * Bytes the embedded store spends per pending device authorization: 100,000
+ * rows as the endpoint writes them (with their indexes), file growth after a
+ * checkpoint, divided by the count.
+ */
+export async function bytesPerPending(n = 100_000): Promise<{ bytesPerRow: number; fileBytes: number }> {
+  const dir = mkdtempSync(join(tmpdir(), 'authcli-bytes-'));
+  const file = join(dir, 'size.db');
+  const store = await openStore(file);
+  try {
+    await store.migrate();
+    await bootstrapStore(store, Date.now());
+    const size = async () => {
+      await sql`pragma wal_checkpoint(TRUNCATE)`.execute(store.db);
+      return statSync(file).size;
+    };
+    const before = await size();
+    await seedPending(store, n);
+    const after = await size();
+    return { bytesPerRow: (after - before) / n, fileBytes: after };
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
