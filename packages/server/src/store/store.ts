@@ -65,6 +65,17 @@ function isUniqueViolation(err: unknown): boolean {
 /** Rolls back a redemption that another request won. */
 class LostRace extends Error {}
 
+/** Runs a transaction that throws LostRace when a conditional update found nothing; false in that case. */
+async function wonRace(db: Kysely<Database>, work: (trx: Kysely<Database>) => Promise<void>): Promise<boolean> {
+  try {
+    await db.transaction().execute(work);
+    return true;
+  } catch (err) {
+    if (err instanceof LostRace) return false;
+    throw err;
+  }
+}
+
 async function consume(db: Kysely<Database>, codeHash: string, grantId: string, now: number): Promise<boolean> {
   const r = await db
     .updateTable('authorization_codes')
@@ -74,18 +85,6 @@ async function consume(db: Kysely<Database>, codeHash: string, grantId: string, 
     .where('expires_at', '>', now)
     .executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
-}
-
-function normalizeDevice(row: DeviceAuthorization): DeviceAuthorization {
-  return {
-    ...row,
-    auth_time: row.auth_time === null ? null : Number(row.auth_time),
-    created_at: Number(row.created_at),
-    expires_at: Number(row.expires_at),
-    interval_s: Number(row.interval_s),
-    last_poll_at: row.last_poll_at === null ? null : Number(row.last_poll_at),
-    last_poll_slowed: Number(row.last_poll_slowed),
-  };
 }
 
 function toApplication(row: ApplicationRow): Application {
@@ -99,8 +98,8 @@ function toApplication(row: ApplicationRow): Application {
     scopes: row.scopes.split(' ').filter(Boolean),
     grantTypes: JSON.parse(row.grant_types) as GrantType[],
     idTokenAlg: row.id_token_alg,
-    createdAt: Number(row.created_at),
-    updatedAt: Number(row.updated_at),
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
   };
 }
 
@@ -290,22 +289,16 @@ export class Store {
       .executeTakeFirst();
     if (!row) return undefined;
     return {
-      session: {
-        id_hash: row.id_hash,
-        user_id: row.user_id,
-        auth_time: Number(row.auth_time),
-        created_at: Number(row.created_at),
-        expires_at: Number(row.expires_at),
-      },
+      session: { id_hash: row.id_hash, user_id: row.user_id, auth_time: row.auth_time, created_at: row.created_at, expires_at: row.expires_at },
       user: {
         id: row.u_id,
         username: row.u_username,
         password_hash: row.u_password_hash,
         name: row.u_name,
         email: row.u_email,
-        is_admin: Number(row.u_is_admin),
+        is_admin: row.u_is_admin,
         disabled_at: row.u_disabled_at,
-        created_at: Number(row.u_created_at),
+        created_at: row.u_created_at,
       },
     };
   }
@@ -352,7 +345,7 @@ export class Store {
       .selectAll()
       .where('code_hash', '=', codeHash)
       .executeTakeFirst();
-    return row && { ...row, auth_time: Number(row.auth_time), created_at: Number(row.created_at), expires_at: Number(row.expires_at) };
+    return row;
   }
 
   /**
@@ -370,17 +363,11 @@ export class Store {
    * behind, and a replay always finds the winner's grant to revoke.
    */
   async redeemCode(codeHash: string, grant: Grant, now: number, refresh?: RefreshToken): Promise<boolean> {
-    try {
-      await this.db.transaction().execute(async (trx) => {
-        await trx.insertInto('grants').values(grant).execute();
-        if (!(await consume(trx, codeHash, grant.id, now))) throw new LostRace();
-        if (refresh) await trx.insertInto('refresh_tokens').values(refresh).execute();
-      });
-      return true;
-    } catch (err) {
-      if (err instanceof LostRace) return false;
-      throw err;
-    }
+    return wonRace(this.db, async (trx) => {
+      await trx.insertInto('grants').values(grant).execute();
+      if (!(await consume(trx, codeHash, grant.id, now))) throw new LostRace();
+      if (refresh) await trx.insertInto('refresh_tokens').values(refresh).execute();
+    });
   }
 
   // ---- grants --------------------------------------------------------------
@@ -390,16 +377,7 @@ export class Store {
   }
 
   async findGrant(id: string): Promise<Grant | undefined> {
-    const row = await this.db.selectFrom('grants').selectAll().where('id', '=', id).executeTakeFirst();
-    return (
-      row && {
-        ...row,
-        auth_time: Number(row.auth_time),
-        created_at: Number(row.created_at),
-        expires_at: Number(row.expires_at),
-        revoked_at: row.revoked_at === null ? null : Number(row.revoked_at),
-      }
-    );
+    return this.db.selectFrom('grants').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
   /** Revokes a grant and with it every token issued under it. Idempotent. */
@@ -419,13 +397,11 @@ export class Store {
   }
 
   async findDeviceByCodeHash(hash: string): Promise<DeviceAuthorization | undefined> {
-    const row = await this.db.selectFrom('device_authorizations').selectAll().where('device_code_hash', '=', hash).executeTakeFirst();
-    return row && normalizeDevice(row);
+    return this.db.selectFrom('device_authorizations').selectAll().where('device_code_hash', '=', hash).executeTakeFirst();
   }
 
   async findDeviceByUserCode(userCode: string): Promise<DeviceAuthorization | undefined> {
-    const row = await this.db.selectFrom('device_authorizations').selectAll().where('user_code', '=', userCode).executeTakeFirst();
-    return row && normalizeDevice(row);
+    return this.db.selectFrom('device_authorizations').selectAll().where('user_code', '=', userCode).executeTakeFirst();
   }
 
   /**
@@ -438,7 +414,7 @@ export class Store {
    */
   async recordDevicePoll(hash: string, clientId: string, now: number): Promise<{ interval_s: number; slowed: boolean } | undefined> {
     const [row] = (await this.q.devicePoll.execute(this.db, { hash, clientId, now })).rows;
-    return row && { interval_s: Number(row.interval_s), slowed: Number(row.last_poll_slowed) === 1 };
+    return row && { interval_s: row.interval_s, slowed: row.last_poll_slowed === 1 };
   }
 
   /** Approves or denies a pending, unexpired device authorization; false when it was not pending. */
@@ -466,24 +442,18 @@ export class Store {
    * token) in one transaction; among concurrent pollers exactly one wins.
    */
   async redeemDevice(hash: string, grant: Grant, now: number, refresh?: RefreshToken): Promise<boolean> {
-    try {
-      await this.db.transaction().execute(async (trx) => {
-        await trx.insertInto('grants').values(grant).execute();
-        const r = await trx
-          .updateTable('device_authorizations')
-          .set({ status: 'consumed', grant_id: grant.id })
-          .where('device_code_hash', '=', hash)
-          .where('status', '=', 'approved')
-          .where('expires_at', '>', now)
-          .executeTakeFirst();
-        if (Number(r.numUpdatedRows) !== 1) throw new LostRace();
-        if (refresh) await trx.insertInto('refresh_tokens').values(refresh).execute();
-      });
-      return true;
-    } catch (err) {
-      if (err instanceof LostRace) return false;
-      throw err;
-    }
+    return wonRace(this.db, async (trx) => {
+      await trx.insertInto('grants').values(grant).execute();
+      const r = await trx
+        .updateTable('device_authorizations')
+        .set({ status: 'consumed', grant_id: grant.id })
+        .where('device_code_hash', '=', hash)
+        .where('status', '=', 'approved')
+        .where('expires_at', '>', now)
+        .executeTakeFirst();
+      if (Number(r.numUpdatedRows) !== 1) throw new LostRace();
+      if (refresh) await trx.insertInto('refresh_tokens').values(refresh).execute();
+    });
   }
 
   // ---- refresh tokens ----------------------------------------------------------
@@ -493,15 +463,7 @@ export class Store {
   }
 
   async findRefreshToken(hash: string): Promise<RefreshToken | undefined> {
-    const row = await this.db.selectFrom('refresh_tokens').selectAll().where('token_hash', '=', hash).executeTakeFirst();
-    return (
-      row && {
-        ...row,
-        created_at: Number(row.created_at),
-        expires_at: Number(row.expires_at),
-        used_at: row.used_at === null ? null : Number(row.used_at),
-      }
-    );
+    return this.db.selectFrom('refresh_tokens').selectAll().where('token_hash', '=', hash).executeTakeFirst();
   }
 
   /**
@@ -510,22 +472,16 @@ export class Store {
    * already used, i.e. a reuse, which the caller answers by revoking the family.
    */
   async rotateRefreshToken(oldHash: string, successor: RefreshToken, now: number): Promise<boolean> {
-    try {
-      await this.db.transaction().execute(async (trx) => {
-        const r = await trx
-          .updateTable('refresh_tokens')
-          .set({ used_at: now })
-          .where('token_hash', '=', oldHash)
-          .where('used_at', 'is', null)
-          .executeTakeFirst();
-        if (Number(r.numUpdatedRows) !== 1) throw new LostRace();
-        await trx.insertInto('refresh_tokens').values(successor).execute();
-      });
-      return true;
-    } catch (err) {
-      if (err instanceof LostRace) return false;
-      throw err;
-    }
+    return wonRace(this.db, async (trx) => {
+      const r = await trx
+        .updateTable('refresh_tokens')
+        .set({ used_at: now })
+        .where('token_hash', '=', oldHash)
+        .where('used_at', 'is', null)
+        .executeTakeFirst();
+      if (Number(r.numUpdatedRows) !== 1) throw new LostRace();
+      await trx.insertInto('refresh_tokens').values(successor).execute();
+    });
   }
 
   // ---- access token revocation (RFC 7009) -------------------------------------
@@ -559,7 +515,7 @@ export class Store {
       )
       .returning('count')
       .executeTakeFirstOrThrow();
-    return Number(row.count);
+    return row.count;
   }
 
   /** The count in the live window under `key` (0 when none). */
@@ -570,7 +526,7 @@ export class Store {
       .where('key', '=', key)
       .where('window_start', '>', now - windowMs)
       .executeTakeFirst();
-    return row ? Number(row.count) : 0;
+    return row?.count ?? 0;
   }
 
   // ---- signing keys --------------------------------------------------------
@@ -581,18 +537,13 @@ export class Store {
 
   /** Keys that are active, or retired after `publishedSince` (still verifying issued tokens). */
   async listSigningKeys(publishedSince: number): Promise<SigningKeyRow[]> {
-    const rows = await this.db
+    return this.db
       .selectFrom('signing_keys')
       .selectAll()
       .where((eb) => eb.or([eb('retired_at', 'is', null), eb('retired_at', '>', publishedSince)]))
       .orderBy('created_at', 'desc')
       .orderBy('kid')
       .execute();
-    return rows.map((r) => ({
-      ...r,
-      created_at: Number(r.created_at),
-      retired_at: r.retired_at === null ? null : Number(r.retired_at),
-    }));
   }
 
   /**

@@ -89,6 +89,26 @@ export function SignInPage(props: { csrf: string; returnTo: string; username?: s
   );
 }
 
+/** The explicit Approve / Deny choice of consent and device confirmation (CSRF-protected POST). */
+function DecisionForm(props: { action: string; csrf: string; fields: Record<string, string> }) {
+  return (
+    <form method="post" action={props.action}>
+      <input type="hidden" name="_csrf" value={props.csrf} />
+      {Object.entries(props.fields).map(([name, value]) => (
+        <input type="hidden" name={name} value={value} />
+      ))}
+      <div class="actions">
+        <button type="submit" name="decision" value="approve">
+          Approve
+        </button>
+        <button type="submit" name="decision" value="deny" class="secondary">
+          Deny
+        </button>
+      </div>
+    </form>
+  );
+}
+
 export function ScopeList(props: { scopes: readonly string[] }) {
   return (
     <ul class="scopes">
@@ -123,18 +143,7 @@ export function ConsentPage(props: {
         <p class="muted">
           After you decide, you will be sent back to <code>{props.redirectHost}</code>.
         </p>
-        <form method="post" action="/consent">
-          <input type="hidden" name="_csrf" value={props.viewer.csrf} />
-          <input type="hidden" name="request" value={props.request} />
-          <div class="actions">
-            <button type="submit" name="decision" value="approve">
-              Approve
-            </button>
-            <button type="submit" name="decision" value="deny" class="secondary">
-              Deny
-            </button>
-          </div>
-        </form>
+        <DecisionForm action="/consent" csrf={props.viewer.csrf} fields={{ request: props.request }} />
       </div>
     </Layout>
   );
@@ -261,18 +270,7 @@ export function DeviceConfirmPage(props: { viewer: Viewer; appName: string; clie
         </p>
         <ScopeList scopes={props.scopes} />
         <p class="muted">Only approve if you started this sign-in yourself.</p>
-        <form method="post" action="/device/decision">
-          <input type="hidden" name="_csrf" value={props.viewer.csrf} />
-          <input type="hidden" name="user_code" value={props.userCode} />
-          <div class="actions">
-            <button type="submit" name="decision" value="approve">
-              Approve
-            </button>
-            <button type="submit" name="decision" value="deny" class="secondary">
-              Deny
-            </button>
-          </div>
-        </form>
+        <DecisionForm action="/device/decision" csrf={props.viewer.csrf} fields={{ user_code: props.userCode }} />
       </div>
     </Layout>
   );
