@@ -1,0 +1,74 @@
+import { readFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { CliError } from './errors.js';
+
+export const DEFAULT_ISSUER = 'http://127.0.0.1:8080';
+export const DEFAULT_CLIENT_ID = 'authcli';
+
+/** `$XDG_CONFIG_HOME/authcli` (default `~/.config/authcli`): config.json and credentials.json. */
+export function configDir(env: NodeJS.ProcessEnv = process.env): string {
+  const base = env.XDG_CONFIG_HOME && env.XDG_CONFIG_HOME.startsWith('/') ? env.XDG_CONFIG_HOME : join(homedir(), '.config');
+  return join(base, 'authcli');
+}
+
+export interface ClientSettings {
+  issuer: string;
+  clientId: string;
+  clientSecret: string | undefined;
+}
+
+export interface SettingFlags {
+  issuer?: string | undefined;
+  clientId?: string | undefined;
+  clientSecret?: string | undefined;
+}
+
+interface ConfigFile {
+  issuer?: string;
+  client_id?: string;
+  client_secret?: string;
+}
+
+async function readConfigFile(env: NodeJS.ProcessEnv): Promise<ConfigFile> {
+  const file = join(configDir(env), 'config.json');
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    throw new CliError('config', `cannot read ${file}: ${(err as Error).message}`);
+  }
+  try {
+    const parsed = JSON.parse(text) as unknown;
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not an object');
+    return parsed as ConfigFile;
+  } catch (err) {
+    throw new CliError('config', `${file} is not valid JSON: ${(err as Error).message}`);
+  }
+}
+
+/** An issuer identifier: https, or http on loopback; no query or fragment; no trailing slash. */
+export function normalizeIssuer(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new CliError('config', `issuer ${JSON.stringify(value)} is not a URL`);
+  }
+  const loopback = url.hostname === 'localhost' || url.hostname === '[::1]' || /^127\./.test(url.hostname);
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) {
+    throw new CliError('config', `issuer must use https (http only on this machine): ${value}`);
+  }
+  if (url.search || url.hash) throw new CliError('config', `issuer must not have a query or fragment: ${value}`);
+  return url.href.replace(/\/+$/, '');
+}
+
+/** Flags > env (AUTHCLI_ISSUER, AUTHCLI_CLIENT_ID, AUTHCLI_CLIENT_SECRET) > config file > built-in defaults. */
+export async function resolveSettings(flags: SettingFlags, env: NodeJS.ProcessEnv = process.env): Promise<ClientSettings> {
+  const file = await readConfigFile(env);
+  const issuer = flags.issuer ?? env.AUTHCLI_ISSUER ?? file.issuer ?? DEFAULT_ISSUER;
+  const clientId = flags.clientId ?? env.AUTHCLI_CLIENT_ID ?? file.client_id ?? DEFAULT_CLIENT_ID;
+  const clientSecret = flags.clientSecret ?? env.AUTHCLI_CLIENT_SECRET ?? file.client_secret;
+  return { issuer: normalizeIssuer(issuer), clientId, clientSecret: clientSecret || undefined };
+}

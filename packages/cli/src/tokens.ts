@@ -1,0 +1,91 @@
+import { createRemoteJWKSet, decodeJwt, jwtVerify } from 'jose';
+import type { ClientSettings } from './config.js';
+import type { StoredSession } from './credentials.js';
+import type { ServerMetadata } from './discovery.js';
+import { CliError } from './errors.js';
+
+/** RFC 6749 §5.1 token response, as received. */
+export interface TokenResponse {
+  access_token: string;
+  token_type: string;
+  expires_in?: number;
+  refresh_token?: string;
+  id_token?: string;
+  scope?: string;
+}
+
+export function asTokenResponse(body: unknown): TokenResponse {
+  const b = body as Partial<TokenResponse> | undefined;
+  if (!b || typeof b.access_token !== 'string' || typeof b.token_type !== 'string') {
+    throw new CliError('protocol', 'the token endpoint answered without an access token');
+  }
+  if (b.token_type.toLowerCase() !== 'bearer') throw new CliError('protocol', `unsupported token_type ${b.token_type}`);
+  return b as TokenResponse;
+}
+
+/**
+ * Verifies an ID token before anything is stored (OIDC Core §3.1.3.7):
+ * signature against the issuer's JWKS, iss, aud (and azp), exp, and the nonce
+ * when one was sent.
+ */
+export async function verifyIdToken(
+  idToken: string,
+  meta: ServerMetadata,
+  settings: ClientSettings,
+  expectedNonce: string | undefined,
+  now: () => number = Date.now,
+): Promise<{ sub: string; username: string | undefined }> {
+  if (!meta.jwks_uri) throw new CliError('id_token', 'the server sent an ID token but publishes no jwks_uri to verify it');
+  try {
+    const { payload } = await jwtVerify(idToken, createRemoteJWKSet(new URL(meta.jwks_uri)), {
+      issuer: settings.issuer,
+      audience: settings.clientId,
+      currentDate: new Date(now()),
+      requiredClaims: ['sub', 'exp', 'iat'],
+    });
+    if (Array.isArray(payload.aud) && payload.aud.length > 1 && payload.azp !== settings.clientId) {
+      throw new CliError('id_token', 'the ID token is for another party (azp)');
+    }
+    if (expectedNonce !== undefined && payload.nonce !== expectedNonce) throw new CliError('id_token', 'the ID token nonce does not match this sign-in');
+    const username = typeof payload.preferred_username === 'string' ? payload.preferred_username : typeof payload.email === 'string' ? payload.email : undefined;
+    return { sub: payload.sub!, username };
+  } catch (err) {
+    if (err instanceof CliError) throw err;
+    throw new CliError('id_token', `the ID token did not verify: ${(err as Error).message}`, { cause: err });
+  }
+}
+
+/** Verifies what must be verified, then shapes the session to store. */
+export async function sessionFromTokens(
+  tokens: TokenResponse,
+  meta: ServerMetadata,
+  settings: ClientSettings,
+  opts: { nonce?: string | undefined; previous?: StoredSession | undefined; now?: () => number } = {},
+): Promise<StoredSession> {
+  const now = opts.now ?? Date.now;
+  let subject = opts.previous?.subject;
+  let username = opts.previous?.username;
+  if (tokens.id_token) {
+    ({ sub: subject, username } = await verifyIdToken(tokens.id_token, meta, settings, opts.nonce, now));
+    if (opts.previous?.subject && opts.previous.subject !== subject) throw new CliError('id_token', 'the refreshed ID token is for a different user');
+  } else if (!subject) {
+    // No ID token (no openid scope): the JWT access token, if it is one, still names the user.
+    try {
+      subject = decodeJwt(tokens.access_token).sub;
+    } catch {
+      subject = undefined;
+    }
+  }
+  return {
+    client_id: settings.clientId,
+    access_token: tokens.access_token,
+    token_type: 'Bearer',
+    expires_at: now() + (tokens.expires_in ?? 3600) * 1000,
+    scope: tokens.scope ?? opts.previous?.scope ?? '',
+    refresh_token: tokens.refresh_token ?? opts.previous?.refresh_token,
+    id_token: tokens.id_token ?? opts.previous?.id_token,
+    subject,
+    username,
+    obtained_at: now(),
+  };
+}
