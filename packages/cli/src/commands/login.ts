@@ -1,0 +1,75 @@
+import { createInterface } from 'node:readline';
+import { browserLogin } from '../browser/login.js';
+import { resolveSettings, type SettingFlags } from '../config.js';
+import { writeSession } from '../credentials.js';
+import { deviceLogin } from '../device/login.js';
+import { realClock } from '../device/poll.js';
+import { discover } from '../discovery.js';
+import { CliError } from '../errors.js';
+import { httpTransport } from '../http.js';
+import { hasDisplay, openInBrowser, terminalOutput } from '../output.js';
+import { sessionFromTokens } from '../tokens.js';
+
+export interface LoginFlags extends SettingFlags {
+  browser?: boolean;
+  scope: string;
+  open: boolean;
+  port?: string;
+  json?: boolean;
+}
+
+export const BROWSER_TIMEOUT_MS = 5 * 60_000;
+
+function parsePort(value: string | undefined): number {
+  if (value === undefined) return 0;
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || n < 1 || n > 65535) throw new CliError('config', `--port must be 1-65535, got ${value}`);
+  return n;
+}
+
+/** `authcli login`: device flow by default, `--browser` for the loopback code flow. */
+export async function login(flags: LoginFlags, signal: AbortSignal): Promise<void> {
+  const out = terminalOutput();
+  const settings = await resolveSettings(flags);
+  const meta = await discover(settings.issuer, httpTransport);
+  let tokens;
+  let nonce: string | undefined;
+  if (flags.browser) {
+    if (flags.open && !hasDisplay()) {
+      throw new CliError('no_browser', 'no browser can be opened here (no display, e.g. an SSH session); run `authcli login` for the device flow, or `--browser --no-open` to open the URL yourself');
+    }
+    ({ tokens, nonce } = await browserLogin(meta, settings, httpTransport, {
+      scope: flags.scope,
+      port: parsePort(flags.port),
+      openBrowser: flags.open ? openInBrowser : undefined,
+      say: out.say,
+      timeoutMs: BROWSER_TIMEOUT_MS,
+      signal,
+    }));
+  } else {
+    const offerBrowser =
+      process.stdin.isTTY && hasDisplay() && flags.open
+        ? (url: string) => {
+            out.say('Press Enter to open it in the browser on this machine.');
+            const rl = createInterface({ input: process.stdin });
+            rl.once('line', () => void openInBrowser(url));
+            signal.addEventListener('abort', () => rl.close(), { once: true });
+            (rl as unknown as { unref?: () => void }).unref?.();
+            done = () => rl.close();
+          }
+        : undefined;
+    let done = () => {};
+    try {
+      tokens = await deviceLogin(meta, settings, httpTransport, out, { scope: flags.scope, clock: realClock, signal, offerBrowser });
+    } finally {
+      done();
+    }
+  }
+  const session = await sessionFromTokens(tokens, meta, settings, { nonce });
+  await writeSession(settings.issuer, session);
+  if (flags.json) {
+    process.stdout.write(`${JSON.stringify({ issuer: settings.issuer, subject: session.subject, username: session.username, scope: session.scope, expires_at: new Date(session.expires_at).toISOString() })}\n`);
+  } else {
+    process.stdout.write(`Signed in to ${settings.issuer}${session.username ? ` as ${session.username}` : ''}.\n`);
+  }
+}

@@ -1,0 +1,90 @@
+import type { ClientSettings } from '../config.js';
+import type { ServerMetadata } from '../discovery.js';
+import { CliError } from '../errors.js';
+import { clientAuth, oauthError, type Transport } from '../http.js';
+import type { Output } from '../output.js';
+import type { TokenResponse } from '../tokens.js';
+import { pollForTokens, type Clock } from './poll.js';
+
+export const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+
+interface DeviceAuthorizationResponse {
+  device_code: string;
+  user_code: string;
+  verification_uri: string;
+  verification_uri_complete?: string;
+  expires_in: number;
+  interval?: number;
+}
+
+function asDeviceResponse(body: unknown): DeviceAuthorizationResponse {
+  const b = body as Partial<DeviceAuthorizationResponse> | undefined;
+  if (!b || typeof b.device_code !== 'string' || typeof b.user_code !== 'string' || typeof b.verification_uri !== 'string' || typeof b.expires_in !== 'number') {
+    throw new CliError('protocol', 'the device authorization response is incomplete');
+  }
+  return b as DeviceAuthorizationResponse;
+}
+
+async function qr(text: string): Promise<string> {
+  const { default: qrcode } = await import('qrcode-terminal');
+  return new Promise((resolve) => qrcode.generate(text, { small: true }, resolve));
+}
+
+function mmss(ms: number): string {
+  const s = Math.max(0, Math.ceil(ms / 1000));
+  return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
+}
+
+/**
+ * Device authorization grant (RFC 8628) for a terminal: ask for codes, show
+ * the user code, the verification URI and a QR code of the complete URI,
+ * count down to expiry, and poll until the person approves or denies.
+ */
+export async function deviceLogin(
+  meta: ServerMetadata,
+  settings: ClientSettings,
+  transport: Transport,
+  out: Output,
+  opts: { scope: string; clock: Clock; signal?: AbortSignal | undefined; offerBrowser?: ((url: string) => void) | undefined },
+): Promise<TokenResponse> {
+  if (!meta.device_authorization_endpoint) {
+    throw new CliError('discovery', `${settings.issuer} does not offer the device flow; try \`authcli login --browser\``);
+  }
+  const auth = clientAuth(settings, { scope: opts.scope });
+  const res = await transport(meta.device_authorization_endpoint, { method: 'POST', headers: auth.headers, form: auth.form });
+  if (res.status !== 200) {
+    const e = oauthError(res);
+    if (e?.error === 'invalid_client' || e?.error === 'unauthorized_client') {
+      throw new CliError('invalid_client', `the server refused this client for the device flow (${e.error}${e.description ? `: ${e.description}` : ''})`);
+    }
+    throw new CliError('protocol', `device authorization failed: ${e ? `${e.error}${e.description ? `: ${e.description}` : ''}` : `HTTP ${res.status}`}`);
+  }
+  const d = asDeviceResponse(res.body);
+  const expiresAt = opts.clock.now() + d.expires_in * 1000;
+  const complete = d.verification_uri_complete ?? d.verification_uri;
+
+  out.say(`To sign in, open ${d.verification_uri} on any device and enter the code:\n`);
+  out.say(`    ${out.bold(d.user_code)}\n`);
+  out.say(`Or scan this QR code:\n${await qr(complete)}`);
+  opts.offerBrowser?.(complete);
+
+  const tick = out.tty ? setInterval(() => out.status(`Waiting for approval… the code expires in ${mmss(expiresAt - opts.clock.now())}`), 1000) : undefined;
+  try {
+    const polled = clientAuth(settings, { grant_type: DEVICE_GRANT, device_code: d.device_code });
+    return await pollForTokens(
+      { tokenEndpoint: meta.token_endpoint, form: polled.form, headers: polled.headers, interval: d.interval ?? 5, expiresAt },
+      transport,
+      opts.clock,
+      opts.signal,
+      {
+        onWait: ({ reason, intervalSeconds }) => {
+          if (reason === 'slow_down' || reason === 'rate_limited') out.say(`The server asked to poll more slowly: every ${intervalSeconds} s from now on.`);
+          if (reason === 'network') out.say('The server did not answer; retrying…');
+        },
+      },
+    );
+  } finally {
+    if (tick) clearInterval(tick);
+    out.endStatus();
+  }
+}
