@@ -85,6 +85,10 @@ export function loadConfig(
   const issuer = normalizeIssuer(flags.issuer ?? env.AUTHCLI_ISSUER ?? defaultIssuer);
   const logLevel = (env.LOG_LEVEL ?? 'info') as ServerConfig['logLevel'];
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
+  const accessTokenTtl = env.AUTHCLI_ACCESS_TOKEN_TTL ?? '900';
+  if (!/^\d{1,6}$/.test(accessTokenTtl) || Number(accessTokenTtl) < 1 || Number(accessTokenTtl) > 86400) {
+    throw new ConfigError('AUTHCLI_ACCESS_TOKEN_TTL must be 1-86400 seconds');
+  }
   const accessTokenAlg = env.AUTHCLI_ACCESS_TOKEN_ALG ?? 'ES256';
   if (accessTokenAlg !== 'ES256' && accessTokenAlg !== 'RS256') throw new ConfigError('AUTHCLI_ACCESS_TOKEN_ALG must be ES256 or RS256');
   return {
@@ -93,7 +97,7 @@ export function loadConfig(
     port,
     databaseUrl: flags.database ?? env.DATABASE_URL ?? './data/authcli.db',
     codeTtlSeconds: 60,
-    accessTokenTtlSeconds: 900,
+    accessTokenTtlSeconds: Number(accessTokenTtl),
     idTokenTtlSeconds: 900,
     grantTtlSeconds: 30 * 24 * 3600,
     sessionTtlSeconds: 12 * 3600,

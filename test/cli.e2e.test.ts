@@ -1,0 +1,178 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Browser as Chromium } from 'playwright-core';
+import { launchChromium, screenshotPath } from './support/chromium.js';
+import { runCli, tempConfigHome } from './support/cli-process.js';
+import { approveInBrowser, Browser } from './support/http.js';
+import { serverCommand, startServerProcess, type ServerProcess } from './support/server-process.js';
+
+const PASSWORD = 'cli e2e password';
+
+describe('authcli against a started authcli-server', () => {
+  let server: ServerProcess;
+  let chromium: Chromium;
+
+  beforeAll(async () => {
+    // Short-lived access tokens so `authcli token` has to refresh within the test.
+    server = await startServerProcess({ env: { AUTHCLI_ACCESS_TOKEN_TTL: '3' } });
+    const added = await serverCommand(['users', 'add', 'alice', '--password-stdin'], server.env, `${PASSWORD}\n`);
+    expect(added.code, added.stderr).toBe(0);
+    chromium = await launchChromium();
+  });
+  afterAll(async () => {
+    await chromium?.close();
+    await server?.stop();
+  });
+
+  const envFor = (home: string) => ({ XDG_CONFIG_HOME: home, AUTHCLI_ISSUER: server.issuer });
+
+  /** The person's side of the device flow, in Chromium at the verification URI the CLI printed. */
+  async function actInChromium(url: string, code: string, decision: 'Approve' | 'Deny', shot?: string) {
+    const context = await chromium.newContext();
+    const page = await context.newPage();
+    try {
+      await page.goto(url);
+      await page.getByLabel('Username').fill('alice');
+      await page.getByLabel('Password').fill(PASSWORD);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByLabel('Code').fill(code);
+      await page.getByRole('button', { name: 'Continue' }).click();
+      await page.getByRole('button', { name: decision }).click();
+      await page.getByRole('heading').first().waitFor();
+      if (shot) await page.screenshot({ path: screenshotPath(shot) });
+    } finally {
+      await context.close();
+    }
+  }
+
+  it('device login approved in a real browser; status, token (with refresh after expiry) and logout', async () => {
+    const home = tempConfigHome();
+    const login = runCli(['login'], envFor(home));
+    const [, url] = await login.waitFor(/open (\S+) on any device/);
+    const [, code] = await login.waitFor(/^\s+([BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4})\s*$/m);
+    expect(url).toBe(`${server.issuer}/device`);
+    await login.waitFor(/▄/); // the QR code
+    await actInChromium(url!, code!, 'Approve', 'cli-device-approved');
+    const done = await login.exit;
+    expect(done.code, done.stderr).toBe(0);
+    expect(done.stdout).toBe(`Signed in to ${server.issuer} as alice.\n`);
+
+    // Credentials: per issuer, mode 0600, in the XDG folder.
+    const file = join(home, 'authcli', 'credentials.json');
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const stored = JSON.parse(readFileSync(file, 'utf8')).sessions[server.issuer];
+    expect(stored.refresh_token).toBeTruthy();
+
+    const status = await runCli(['status', '--json'], envFor(home)).exit;
+    expect(status.code).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({ signed_in: true, issuer: server.issuer, username: 'alice', refreshable: true });
+
+    // The access token lives 3 s: after that `token` refreshes it through the refresh token.
+    await new Promise((r) => setTimeout(r, 3500));
+    const token = await runCli(['token'], envFor(home)).exit;
+    expect(token.code, token.stderr).toBe(0);
+    const fresh = token.stdout.trim();
+    expect(fresh).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
+    expect(fresh).not.toBe(stored.access_token);
+    const info = await fetch(`${server.issuer}/oauth/userinfo`, { headers: { authorization: `Bearer ${fresh}` } });
+    expect(info.status).toBe(200);
+    const rotated = JSON.parse(readFileSync(file, 'utf8')).sessions[server.issuer].refresh_token as string;
+    expect(rotated).not.toBe(stored.refresh_token);
+
+    const logout = await runCli(['logout'], envFor(home)).exit;
+    expect(logout.code).toBe(0);
+    expect(logout.stdout).toContain('Signed out');
+    // The server rejects the refresh token the CLI revoked.
+    const reuse = await fetch(`${server.issuer}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: rotated, client_id: 'authcli' }),
+    });
+    expect((await reuse.json()).error).toBe('invalid_grant');
+    const after = await runCli(['status'], envFor(home)).exit;
+    expect(after.code).toBe(1);
+    expect(after.stdout).toContain('Not signed in');
+    const noToken = await runCli(['token'], envFor(home)).exit;
+    expect(noToken.code).toBe(1);
+    expect(noToken.stdout).toBe('');
+    expect(noToken.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('device login denied in the browser: one clear line, exit 1, nothing stored', async () => {
+    const home = tempConfigHome();
+    const login = runCli(['login'], envFor(home));
+    const [, url] = await login.waitFor(/open (\S+) on any device/);
+    const [, code] = await login.waitFor(/^\s+([BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4})\s*$/m);
+    await actInChromium(url!, code!, 'Deny');
+    const done = await login.exit;
+    expect(done.code).toBe(1);
+    expect(done.stderr).toMatch(/authcli: the sign-in was denied/);
+    expect((await runCli(['status'], envFor(home)).exit).code).toBe(1);
+  });
+
+  it('browser login: the test plays the browser, the CLI takes the loopback callback and signs in', async () => {
+    const home = tempConfigHome();
+    const login = runCli(['login', '--browser', '--no-open', '--json'], envFor(home));
+    const [, url] = await login.waitFor(/^\s+(http:\/\/\S+\/oauth\/authorize\?\S+)$/m);
+    const authorize = new URL(url!);
+    expect(authorize.searchParams.get('code_challenge_method')).toBe('S256');
+    expect(authorize.searchParams.get('redirect_uri')).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback$/);
+    const callback = await approveInBrowser(new Browser(server.issuer), url!, 'alice', PASSWORD);
+    expect(new URL(callback).searchParams.get('iss')).toBe(server.issuer);
+    // A stray request first: ignored, the CLI keeps waiting for the callback.
+    expect((await fetch(new URL('/favicon.ico', callback))).status).toBe(404);
+    const page = await fetch(callback);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('Signed in');
+    const done = await login.exit;
+    expect(done.code, done.stderr).toBe(0);
+    expect(JSON.parse(done.stdout)).toMatchObject({ issuer: server.issuer, username: 'alice' });
+    const token = await runCli(['token'], envFor(home)).exit;
+    expect(token.stdout.trim()).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
+    // The listener is closed after the one callback.
+    await expect(fetch(callback)).rejects.toThrow();
+  });
+
+  it('browser login: a callback with the wrong state is rejected (error page, exit 1, nothing stored)', async () => {
+    const home = tempConfigHome();
+    const login = runCli(['login', '--browser', '--no-open'], envFor(home));
+    const [, url] = await login.waitFor(/^\s+(http:\/\/\S+\/oauth\/authorize\?\S+)$/m);
+    const redirect = new URL(url!).searchParams.get('redirect_uri')!;
+    const forged = await fetch(`${redirect}?code=attacker-code&state=not-ours&iss=${encodeURIComponent(server.issuer)}`);
+    expect(forged.status).toBe(400);
+    expect(await forged.text()).toContain('Sign-in failed');
+    const done = await login.exit;
+    expect(done.code).toBe(1);
+    expect(done.stderr).toMatch(/state does not match/);
+    expect((await runCli(['status'], envFor(home)).exit).code).toBe(1);
+  });
+
+  it('rfc9207 browser login: a callback whose iss is not the issuer is rejected (mix-up)', async () => {
+    const home = tempConfigHome();
+    const login = runCli(['login', '--browser', '--no-open'], envFor(home));
+    const [, url] = await login.waitFor(/^\s+(http:\/\/\S+\/oauth\/authorize\?\S+)$/m);
+    const callback = new URL(await approveInBrowser(new Browser(server.issuer), url!, 'alice', PASSWORD));
+    callback.searchParams.set('iss', 'https://evil.example');
+    const page = await fetch(callback);
+    expect(page.status).toBe(400);
+    const done = await login.exit;
+    expect(done.code).toBe(1);
+    expect(done.stderr).toMatch(/RFC 9207/);
+    expect((await runCli(['status'], envFor(home)).exit).code).toBe(1);
+  });
+
+  it('an unreachable issuer or an unknown client is one clear line and exit 1', async () => {
+    const home = tempConfigHome();
+    const down = await runCli(['login', '--issuer', 'http://127.0.0.1:9'], { XDG_CONFIG_HOME: home }).exit;
+    expect(down.code).toBe(1);
+    expect(down.stderr).toMatch(/^authcli: cannot reach http:\/\/127\.0\.0\.1:9/);
+    expect(down.stderr.trim().split('\n')).toHaveLength(1);
+    const unknown = await runCli(['login', '--client-id', 'nope'], envFor(home)).exit;
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/refused this client/);
+    const http = await runCli(['login', '--issuer', 'http://example.com'], { XDG_CONFIG_HOME: home }).exit;
+    expect(http.code).toBe(1);
+    expect(http.stderr).toMatch(/https/);
+  });
+});
