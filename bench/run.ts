@@ -11,12 +11,13 @@ import { challengeS256, generateVerifier } from '@authcli/pkce';
 import { openStore } from '@authcli/server';
 import { Browser, freePort, hidden } from '../test/support/http.js';
 import { bytesPerPending, deviceAuthorizations, pollPending, seedPending } from './device.js';
+import { cliStartup } from './cli-startup.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const SERVER = join(here, '../packages/server/dist/main.js');
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 const PASSWORD = 'bench password 1';
-const SCENARIOS = new Set((process.env.BENCH_SCENARIOS ?? 'code,device').split(','));
+const SCENARIOS = new Set((process.env.BENCH_SCENARIOS ?? 'code,device,cli').split(','));
 
 function run(args: string[], env: NodeJS.ProcessEnv, input = ''): Promise<string> {
   return new Promise((res, rej) => {
@@ -207,6 +208,11 @@ async function main() {
       raw.bytes = bytes;
     }
     raw.bareRoute = bareRoute;
+    if (SCENARIOS.has('cli')) {
+      const startup = cliStartup(join(here, '../packages/cli/dist/cli.js'));
+      for (const s of startup) notes.push(`cold start, ${s.name}: median ${s.medianMs.toFixed(0)} ms, min ${s.minMs.toFixed(0)} ms over ${s.runs} runs${s.name === 'authcli --help' ? ' (target < 150 ms)' : ''}`);
+      raw.startup = startup;
+    }
 
     const lines = [
       `authcli bench — ${new Date().toISOString()} — node ${process.version}, ${DURATION}s per scenario, embedded SQLite`,

@@ -34,7 +34,7 @@ export function program(signal: AbortSignal): Command {
 
   common(cli.command('status').description('who is signed in where, token expiry, scopes'))
     .option('--json', 'print JSON')
-    .action(async (flags) => (await import('./commands/session.js')).status(flags));
+    .action(async (flags) => (await import('./commands/status.js')).status(flags));
 
   common(cli.command('token').description('print a valid access token (refreshing it if needed), e.g. $(authcli token)')).action(async (flags: CommonFlags) =>
     (await import('./commands/session.js')).token(flags),

@@ -1,8 +1,9 @@
-import { createRemoteJWKSet, decodeJwt, jwtVerify } from 'jose';
+import { createLocalJWKSet, decodeJwt, jwtVerify, type JSONWebKeySet } from 'jose';
 import type { ClientSettings } from './config.js';
 import type { StoredSession } from './credentials.js';
 import type { ServerMetadata } from './discovery.js';
 import { CliError } from './errors.js';
+import { httpTransport, type Transport } from './http.js';
 
 /** RFC 6749 §5.1 token response, as received. */
 export interface TokenResponse {
@@ -34,10 +35,16 @@ export async function verifyIdToken(
   settings: ClientSettings,
   expectedNonce: string | undefined,
   now: () => number = Date.now,
+  transport: Transport = httpTransport,
 ): Promise<{ sub: string; username: string | undefined }> {
   if (!meta.jwks_uri) throw new CliError('id_token', 'the server sent an ID token but publishes no jwks_uri to verify it');
+  // The key set comes through the CLI's own transport, so proxies (HTTPS_PROXY/NO_PROXY) apply here too.
+  const jwks = await transport(meta.jwks_uri, { method: 'GET' });
+  if (jwks.status !== 200 || typeof jwks.body !== 'object' || jwks.body === null || !Array.isArray((jwks.body as JSONWebKeySet).keys)) {
+    throw new CliError('id_token', `cannot load the issuer's keys from ${meta.jwks_uri} (HTTP ${jwks.status})`);
+  }
   try {
-    const { payload } = await jwtVerify(idToken, createRemoteJWKSet(new URL(meta.jwks_uri)), {
+    const { payload } = await jwtVerify(idToken, createLocalJWKSet(jwks.body as JSONWebKeySet), {
       issuer: settings.issuer,
       audience: settings.clientId,
       currentDate: new Date(now()),
