@@ -96,3 +96,26 @@ export async function sessionFromTokens(
     obtained_at: now(),
   };
 }
+
+/**
+ * A name to show for the signed-in user when the ID token carries none:
+ * the userinfo endpoint (OIDC Core §5.3), whose `sub` must match the ID
+ * token's (§5.3.2). Best effort: undefined on any failure.
+ */
+export async function displayNameFromUserinfo(
+  meta: ServerMetadata,
+  accessToken: string,
+  subject: string | undefined,
+  transport: Transport = httpTransport,
+): Promise<string | undefined> {
+  if (!meta.userinfo_endpoint) return undefined;
+  try {
+    const res = await transport(meta.userinfo_endpoint, { method: 'GET', headers: { authorization: `Bearer ${accessToken}` } });
+    const info = res.body as { sub?: unknown; preferred_username?: unknown; email?: unknown; name?: unknown } | undefined;
+    if (res.status !== 200 || !info || typeof info !== 'object' || (subject !== undefined && info.sub !== subject)) return undefined;
+    const name = [info.preferred_username, info.email, info.name].find((v) => typeof v === 'string');
+    return name as string | undefined;
+  } catch {
+    return undefined;
+  }
+}

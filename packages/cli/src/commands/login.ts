@@ -8,7 +8,7 @@ import { discover } from '../discovery.js';
 import { CliError } from '../errors.js';
 import { httpTransport } from '../http.js';
 import { hasDisplay, openInBrowser, terminalOutput } from '../output.js';
-import { sessionFromTokens } from '../tokens.js';
+import { displayNameFromUserinfo, sessionFromTokens } from '../tokens.js';
 
 export interface LoginFlags extends SettingFlags {
   browser?: boolean;
@@ -66,6 +66,9 @@ export async function login(flags: LoginFlags, signal: AbortSignal): Promise<voi
     }
   }
   const session = await sessionFromTokens(tokens, meta, settings, { nonce });
+  if (!session.username && session.scope.split(' ').includes('openid')) {
+    session.username = await displayNameFromUserinfo(meta, session.access_token, session.subject);
+  }
   await writeSession(settings.issuer, session);
   if (flags.json) {
     process.stdout.write(`${JSON.stringify({ issuer: settings.issuer, subject: session.subject, username: session.username, scope: session.scope, expires_at: new Date(session.expires_at).toISOString() })}\n`);
