@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync, statSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Browser as Chromium } from 'playwright-core';
 import { launchChromium, screenshotPath } from './support/chromium.js';
@@ -57,6 +59,8 @@ describe('authcli against a started authcli-server', () => {
     const done = await login.exit;
     expect(done.code, done.stderr).toBe(0);
     expect(done.stdout).toBe(`Signed in to ${server.issuer} as alice.\n`);
+    // Not a terminal: no colour codes, no countdown line rewriting.
+    expect(done.stderr).not.toContain('\x1b[');
 
     // Credentials: per issuer, mode 0600, in the XDG folder.
     const file = join(home, 'authcli', 'credentials.json');
@@ -160,6 +164,38 @@ describe('authcli against a started authcli-server', () => {
     expect(done.code).toBe(1);
     expect(done.stderr).toMatch(/RFC 9207/);
     expect((await runCli(['status'], envFor(home)).exit).code).toBe(1);
+  });
+
+  it('HTTP_PROXY is honoured, and NO_PROXY bypasses it', async () => {
+    const seen: string[] = [];
+    // undici tunnels through the proxy with CONNECT; this one records the target and refuses.
+    const proxy = createServer((req, res) => {
+      seen.push(req.url ?? '');
+      res.writeHead(502).end();
+    });
+    proxy.on('connect', (req, socket) => {
+      seen.push(req.url ?? '');
+      socket.end('HTTP/1.1 502 Bad Gateway\r\n\r\n');
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', () => r()));
+    const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    try {
+      const home = tempConfigHome();
+      const viaProxy = await runCli(['login', '--browser', '--no-open'], { ...envFor(home), HTTP_PROXY: proxyUrl, http_proxy: proxyUrl }).exit;
+      expect(viaProxy.code).toBe(1);
+      expect(viaProxy.stderr).toMatch(/^authcli: /);
+      expect(seen).toContain(new URL(server.issuer).host);
+      seen.length = 0;
+      const bypass = runCli(['login', '--browser', '--no-open'], { ...envFor(home), HTTP_PROXY: proxyUrl, NO_PROXY: '127.0.0.1' });
+      await bypass.waitFor(/oauth\/authorize/);
+      bypass.child.kill('SIGINT');
+      const stopped = await bypass.exit;
+      expect(stopped.code).toBe(130);
+      expect(stopped.stderr).toMatch(/cancelled/);
+      expect(seen).toEqual([]);
+    } finally {
+      proxy.close();
+    }
   });
 
   it('an unreachable issuer or an unknown client is one clear line and exit 1', async () => {
