@@ -166,6 +166,26 @@ describe('authcli against a started authcli-server', () => {
     expect((await runCli(['status'], envFor(home)).exit).code).toBe(1);
   });
 
+  it('rfc6749 §2.3.1 a confidential client signs in with HTTP Basic; a wrong secret is refused', async () => {
+    const added = await serverCommand(
+      ['apps', 'add', '--name', 'Build bot', '--kind', 'confidential', '--scope', 'openid profile', '--grant', 'urn:ietf:params:oauth:grant-type:device_code', '--grant', 'refresh_token', '--json'],
+      server.env,
+    );
+    const app = JSON.parse(added.stdout) as { client_id: string; client_secret: string };
+    const home = tempConfigHome();
+    const wrong = await runCli(['login', '--client-id', app.client_id, '--client-secret', 'wrong'], envFor(home)).exit;
+    expect(wrong.code).toBe(1);
+    expect(wrong.stderr).toMatch(/refused this client/);
+    const login = runCli(['login', '--scope', 'openid profile'], { ...envFor(home), AUTHCLI_CLIENT_ID: app.client_id, AUTHCLI_CLIENT_SECRET: app.client_secret });
+    const [, url] = await login.waitFor(/open (\S+) on any device/);
+    const [, code] = await login.waitFor(/^\s+([BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4})\s*$/m);
+    await actInChromium(url!, code!, 'Approve');
+    const done = await login.exit;
+    expect(done.code, done.stderr).toBe(0);
+    const status = JSON.parse((await runCli(['status', '--json'], envFor(home)).exit).stdout);
+    expect(status).toMatchObject({ signed_in: true, client_id: app.client_id });
+  });
+
   it('HTTP_PROXY is honoured, and NO_PROXY bypasses it', async () => {
     const seen: string[] = [];
     // undici tunnels through the proxy with CONNECT; this one records the target and refuses.
