@@ -47,22 +47,18 @@ export async function login(flags: LoginFlags, signal: AbortSignal): Promise<voi
       signal,
     }));
   } else {
-    const offerBrowser =
-      process.stdin.isTTY && hasDisplay() && flags.open
-        ? (url: string) => {
-            out.say('Press Enter to open it in the browser on this machine.');
-            const rl = createInterface({ input: process.stdin });
-            rl.once('line', () => void openInBrowser(url));
-            signal.addEventListener('abort', () => rl.close(), { once: true });
-            (rl as unknown as { unref?: () => void }).unref?.();
-            done = () => rl.close();
-          }
-        : undefined;
-    let done = () => {};
+    // On a terminal with a display, Enter opens the verification page in the local browser.
+    const prompt = process.stdin.isTTY && hasDisplay() && flags.open ? createInterface({ input: process.stdin }) : undefined;
+    const offerBrowser = prompt
+      ? (url: string) => {
+          out.say('Press Enter to open it in the browser on this machine.');
+          prompt.once('line', () => void openInBrowser(url));
+        }
+      : undefined;
     try {
       tokens = await deviceLogin(meta, settings, httpTransport, out, { scope: flags.scope, clock: realClock, signal, offerBrowser });
     } finally {
-      done();
+      prompt?.close();
     }
   }
   const session = await sessionFromTokens(tokens, meta, settings, { nonce });
