@@ -48,6 +48,15 @@ function Layout(props: { title: string; viewer?: Viewer | undefined; wide?: bool
   );
 }
 
+/** An error the person must read, announced to screen readers; nothing when there is none. */
+function Alert(props: { message?: string | undefined }) {
+  return props.message ? (
+    <p class="alert" role="alert">
+      {props.message}
+    </p>
+  ) : null;
+}
+
 export function SignInPage(props: { csrf: string; returnTo: string; username?: string; error?: string; appName?: string }) {
   return (
     <Layout title="Sign in">
@@ -58,11 +67,7 @@ export function SignInPage(props: { csrf: string; returnTo: string; username?: s
             to continue to <strong>{props.appName}</strong>
           </p>
         )}
-        {props.error && (
-          <p class="alert" role="alert">
-            {props.error}
-          </p>
-        )}
+        <Alert message={props.error} />
         <form method="post" action="/signin">
           <input type="hidden" name="_csrf" value={props.csrf} />
           <input type="hidden" name="return_to" value={props.returnTo} />
@@ -223,11 +228,7 @@ export function DeviceEntryPage(props: { viewer: Viewer; code: string; error?: s
       <div class="card">
         <h1>Connect a device</h1>
         <p>Enter the code shown on your device.</p>
-        {props.error && (
-          <p class="alert" role="alert">
-            {props.error}
-          </p>
-        )}
+        <Alert message={props.error} />
         <form method="post" action="/device">
           <input type="hidden" name="_csrf" value={props.viewer.csrf} />
           <label for="user_code">Code</label>
