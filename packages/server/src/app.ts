@@ -16,6 +16,7 @@ import { userinfoRoutes } from './oauth/userinfo.js';
 import type { Store } from './store/store.js';
 import { pageErrorHandler, pageRoutes } from './web/pages.js';
 import { devicePageRoutes } from './web/device.js';
+import { dashboardRoutes } from './web/dashboard.js';
 import { Sessions } from './web/session.js';
 
 /** Maps anything thrown in a JSON endpoint to an RFC 6749 §5.2 error; never leaks internals. */
@@ -133,6 +134,7 @@ export async function buildApp(config: ServerConfig, store: Store): Promise<Fast
     pages.setErrorHandler(pageErrorHandler(ctx));
     await pages.register(pageRoutes, ctx);
     await pages.register(devicePageRoutes, ctx);
+    await pages.register(dashboardRoutes, ctx);
   });
   return app;
 }

@@ -72,23 +72,29 @@ export interface NewAppInput {
   ownerId?: string | null;
 }
 
-/** Validates and registers an application; returns it with the one-time plaintext secret for confidential ones. */
-export async function registerApplication(
-  store: Store,
-  input: NewAppInput,
-  now: number,
-): Promise<{ app: Application; clientSecret: string | undefined }> {
+export interface ApplicationFields {
+  name: string;
+  callbackUrls: string[];
+  scopes: string[];
+  grantTypes: GrantType[];
+  idTokenAlg: 'RS256' | 'ES256';
+}
+
+/** Checks what a person or operator typed for an application; the same rules for the CLI and the dashboard. */
+export function validateApplicationFields(input: Omit<NewAppInput, 'kind' | 'ownerId'>): ApplicationFields {
   const name = input.name.trim();
   if (!name || name.length > 100) throw new InputError('name must be 1-100 characters');
-  if (input.kind !== 'public' && input.kind !== 'confidential') throw new InputError('kind must be public or confidential');
   const grantTypes = input.grantTypes ?? ['authorization_code', 'refresh_token'];
+  if (grantTypes.length === 0) throw new InputError('allow at least one grant type');
   for (const g of grantTypes) {
     if (!(GRANT_TYPES as readonly string[]).includes(g)) throw new InputError(`unknown grant type ${g} (one of ${GRANT_TYPES.join(', ')})`);
   }
-  if (grantTypes.includes('authorization_code') && input.callbackUrls.length === 0) {
+  const callbackUrls = [...new Set(input.callbackUrls.map((u) => u.trim()).filter(Boolean))];
+  if (grantTypes.includes('authorization_code') && callbackUrls.length === 0) {
     throw new InputError('at least one callback URL is required for the authorization code grant');
   }
-  for (const url of input.callbackUrls) {
+  if (callbackUrls.length > 20) throw new InputError('at most 20 callback URLs');
+  for (const url of callbackUrls) {
     const problem = callbackUrlProblem(url);
     if (problem) throw new InputError(problem);
   }
@@ -98,18 +104,31 @@ export async function registerApplication(
   }
   const idTokenAlg = input.idTokenAlg ?? 'RS256';
   if (idTokenAlg !== 'RS256' && idTokenAlg !== 'ES256') throw new InputError('ID token algorithm must be RS256 or ES256');
-  const clientSecret = input.kind === 'confidential' ? randomToken(32) : undefined;
+  return { name, callbackUrls, scopes: [...new Set(input.scopes)], grantTypes: [...new Set(grantTypes)] as GrantType[], idTokenAlg };
+}
+
+/** A fresh client secret (256 bits) and the SHA-256 that is all the store keeps of it. */
+export function newClientSecret(): { secret: string; hash: string } {
+  const secret = randomToken(32);
+  return { secret, hash: sha256Hex(secret) };
+}
+
+/** Validates and registers an application; returns it with the one-time plaintext secret for confidential ones. */
+export async function registerApplication(
+  store: Store,
+  input: NewAppInput,
+  now: number,
+): Promise<{ app: Application; clientSecret: string | undefined }> {
+  if (input.kind !== 'public' && input.kind !== 'confidential') throw new InputError('kind must be public or confidential');
+  const fields = validateApplicationFields(input);
+  const secret = input.kind === 'confidential' ? newClientSecret() : undefined;
   const app = await store.createApplication({
     clientId: randomToken(16),
     ownerId: input.ownerId ?? null,
-    name,
     kind: input.kind,
-    secretHash: clientSecret ? sha256Hex(clientSecret) : null,
-    callbackUrls: [...new Set(input.callbackUrls)],
-    scopes: [...new Set(input.scopes)],
-    grantTypes: [...new Set(grantTypes)] as GrantType[],
-    idTokenAlg,
+    secretHash: secret?.hash ?? null,
+    ...fields,
     createdAt: now,
   });
-  return { app, clientSecret };
+  return { app, clientSecret: secret?.secret };
 }

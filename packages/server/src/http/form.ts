@@ -16,6 +16,8 @@ export interface ParsedForm {
   readonly params: Readonly<Record<string, string>>;
   /** Names that occurred more than once. */
   readonly repeated: ReadonlySet<string>;
+  /** Every value of every name, in order (checkbox groups on pages). */
+  readonly lists: Readonly<Record<string, readonly string[]>>;
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
@@ -43,7 +45,8 @@ export function parseForm(input: string | Uint8Array): ParsedForm {
   }
   const params: Record<string, string> = Object.create(null) as Record<string, string>;
   const repeated = new Set<string>();
-  if (text === '') return { params, repeated };
+  const lists: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
+  if (text === '') return { params, repeated, lists };
   for (const pair of text.split('&')) {
     if (pair === '') continue;
     const eq = pair.indexOf('=');
@@ -51,8 +54,9 @@ export function parseForm(input: string | Uint8Array): ParsedForm {
     const value = eq === -1 ? '' : decodeComponent(pair.slice(eq + 1));
     if (name in params) repeated.add(name);
     else params[name] = value;
+    (lists[name] ??= []).push(value);
   }
-  return { params, repeated };
+  return { params, repeated, lists };
 }
 
 /** The query string of a raw request URL, parsed strictly. */

@@ -45,6 +45,10 @@ pre { background: var(--code); padding: .75rem 1rem; border-radius: 8px; overflo
 .usercode { font-size: 2rem; letter-spacing: .2em; font-weight: 700; text-align: center; margin: 1rem 0; font-family: ui-monospace, monospace; }
 table { width: 100%; border-collapse: collapse; }
 th, td { text-align: left; padding: .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
+fieldset { border: 1px solid var(--line); border-radius: 8px; margin: 1rem 0 0; padding: .25rem 1rem .75rem; }
+legend { font-weight: 600; padding: 0 .35rem; }
+fieldset label { font-weight: 400; margin: .45rem 0; display: flex; gap: .6rem; align-items: center; }
+a { color: var(--accent); }
 footer { text-align: center; padding: 1rem; color: var(--muted); font-size: .85rem; }
 `;
 

@@ -12,7 +12,7 @@ export interface Viewer {
   csrf: string;
 }
 
-function Layout(props: { title: string; viewer?: Viewer | undefined; wide?: boolean; children: ComponentChildren }) {
+export function Layout(props: { title: string; viewer?: Viewer | undefined; wide?: boolean; children: ComponentChildren }) {
   return (
     <html lang="en">
       <head>
@@ -29,6 +29,7 @@ function Layout(props: { title: string; viewer?: Viewer | undefined; wide?: bool
           </a>
           {props.viewer && (
             <nav aria-label="Account">
+              <a href="/dashboard">Applications</a>
               <span class="muted">
                 Signed in as <strong>{props.viewer.username}</strong>
               </span>
@@ -49,7 +50,7 @@ function Layout(props: { title: string; viewer?: Viewer | undefined; wide?: bool
 }
 
 /** An error the person must read, announced to screen readers; nothing when there is none. */
-function Alert(props: { message?: string | undefined }) {
+export function Alert(props: { message?: string | undefined }) {
   return props.message ? (
     <p class="alert" role="alert">
       {props.message}

@@ -1,0 +1,178 @@
+import { SUPPORTED_SCOPES } from '../oauth/scopes.js';
+import { GRANT_TYPES, type Application } from '../store/store.js';
+import { Alert, Layout, type Viewer } from './views.js';
+
+const GRANT_LABELS: Record<string, string> = {
+  authorization_code: 'Authorization code (browser sign-in, PKCE)',
+  refresh_token: 'Refresh token',
+  'urn:ietf:params:oauth:grant-type:device_code': 'Device code (sign-in on a second screen)',
+};
+
+export function DashboardPage(props: { viewer: Viewer; apps: Application[]; all: boolean }) {
+  return (
+    <Layout title="Applications" viewer={props.viewer} wide>
+      <div class="card">
+        <h1>Applications</h1>
+        <p class="muted">{props.all ? 'As an administrator you see every application.' : 'The applications you registered.'}</p>
+        {props.apps.length === 0 ? (
+          <p>No applications yet.</p>
+        ) : (
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Client ID</th>
+                <th scope="col">Kind</th>
+                <th scope="col">Grants</th>
+              </tr>
+            </thead>
+            <tbody>
+              {props.apps.map((a) => (
+                <tr>
+                  <td>
+                    <a href={`/dashboard/apps/${encodeURIComponent(a.clientId)}`}>{a.name}</a>
+                  </td>
+                  <td>
+                    <code>{a.clientId}</code>
+                  </td>
+                  <td>{a.kind}</td>
+                  <td class="muted">{a.grantTypes.map((g) => (g.startsWith('urn:') ? 'device_code' : g)).join(', ')}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+        <div class="actions">
+          <a class="button" href="/dashboard/apps/new">
+            Register an application
+          </a>
+        </div>
+      </div>
+    </Layout>
+  );
+}
+
+export interface AppFormValues {
+  name: string;
+  kind: 'public' | 'confidential';
+  callbackUrls: string;
+  scopes: readonly string[];
+  grantTypes: readonly string[];
+  idTokenAlg: string;
+}
+
+export function AppFormPage(props: { viewer: Viewer; values: AppFormValues; error?: string | undefined; app?: Application | undefined }) {
+  const v = props.values;
+  const editing = props.app !== undefined;
+  const action = editing ? `/dashboard/apps/${encodeURIComponent(props.app!.clientId)}` : '/dashboard/apps';
+  return (
+    <Layout title={editing ? props.app!.name : 'Register an application'} viewer={props.viewer} wide>
+      <div class="card">
+        <h1>{editing ? props.app!.name : 'Register an application'}</h1>
+        {editing && (
+          <p>
+            Client ID <code>{props.app!.clientId}</code> · {props.app!.kind}
+          </p>
+        )}
+        <Alert message={props.error} />
+        <form method="post" action={action}>
+          <input type="hidden" name="_csrf" value={props.viewer.csrf} />
+          <label for="name">Name</label>
+          <input id="name" name="name" type="text" required maxLength={100} value={v.name} />
+          {!editing && (
+            <fieldset>
+              <legend>Kind</legend>
+              <label>
+                <input type="radio" name="kind" value="public" checked={v.kind === 'public'} /> Public (native apps, CLIs, browser apps: no secret)
+              </label>
+              <label>
+                <input type="radio" name="kind" value="confidential" checked={v.kind === 'confidential'} /> Confidential (servers that keep a secret)
+              </label>
+            </fieldset>
+          )}
+          <label for="callback_urls">Callback URLs</label>
+          <textarea id="callback_urls" name="callback_urls" rows={4} class="mono" aria-describedby="callback-help">
+            {v.callbackUrls}
+          </textarea>
+          <p id="callback-help" class="muted">
+            One per line: absolute, no fragment, https or loopback http (http://127.0.0.1/… matches any port).
+          </p>
+          <fieldset>
+            <legend>Allowed scopes</legend>
+            {SUPPORTED_SCOPES.map((s) => (
+              <label>
+                <input type="checkbox" name="scope" value={s} checked={v.scopes.includes(s)} /> <code>{s}</code>
+              </label>
+            ))}
+          </fieldset>
+          <fieldset>
+            <legend>Grants allowed</legend>
+            {GRANT_TYPES.map((g) => (
+              <label>
+                <input type="checkbox" name="grant" value={g} checked={v.grantTypes.includes(g)} /> {GRANT_LABELS[g]}
+              </label>
+            ))}
+          </fieldset>
+          <label for="id_token_alg">ID token signature</label>
+          <select id="id_token_alg" name="id_token_alg">
+            <option value="RS256" selected={v.idTokenAlg === 'RS256'}>
+              RS256 (accepted by every OpenID Connect client)
+            </option>
+            <option value="ES256" selected={v.idTokenAlg === 'ES256'}>
+              ES256
+            </option>
+          </select>
+          <div class="actions">
+            <button type="submit">{editing ? 'Save' : 'Register'}</button>
+            <a class="button secondary" href="/dashboard">
+              Cancel
+            </a>
+          </div>
+        </form>
+        {editing && (
+          <>
+            {props.app!.kind === 'confidential' && (
+              <form method="post" action={`${action}/rotate-secret`}>
+                <input type="hidden" name="_csrf" value={props.viewer.csrf} />
+                <h2>Client secret</h2>
+                <p class="muted">The secret is shown only once. Rotating it ends the old one at once.</p>
+                <button type="submit" class="secondary">
+                  Rotate secret
+                </button>
+              </form>
+            )}
+            <form method="post" action={`${action}/delete`}>
+              <input type="hidden" name="_csrf" value={props.viewer.csrf} />
+              <h2>Delete</h2>
+              <p class="muted">Deleting the application ends every sign-in made through it.</p>
+              <button type="submit" class="danger">
+                Delete application
+              </button>
+            </form>
+          </>
+        )}
+      </div>
+    </Layout>
+  );
+}
+
+export function SecretPage(props: { viewer: Viewer; app: Application; secret: string; rotated: boolean }) {
+  return (
+    <Layout title="Client secret" viewer={props.viewer} wide>
+      <div class="card">
+        <h1>{props.rotated ? 'New client secret' : 'Application registered'}</h1>
+        <p>
+          <strong>{props.app.name}</strong> · client ID <code>{props.app.clientId}</code>
+        </p>
+        <p class="alert success">Copy the client secret now: it is shown only this once and cannot be recovered.</p>
+        <label for="client_secret">Client secret</label>
+        <input id="client_secret" type="text" class="mono" readOnly value={props.secret} />
+        <div class="actions">
+          <a class="button" href={`/dashboard/apps/${encodeURIComponent(props.app.clientId)}`}>
+            Done
+          </a>
+        </div>
+      </div>
+    </Layout>
+  );
+}

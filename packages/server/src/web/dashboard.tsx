@@ -1,0 +1,129 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { InputError, newClientSecret, registerApplication, validateApplicationFields } from '../bootstrap.js';
+import type { AppContext } from '../context.js';
+import { isParsedForm } from '../http/form.js';
+import type { Application } from '../store/store.js';
+import { AppFormPage, DashboardPage, SecretPage, type AppFormValues } from './dashboard-views.js';
+import { sendPage } from './pages.js';
+import type { CurrentSession } from './session.js';
+import type { Viewer } from './views.js';
+
+type WithId = { Params: { clientId: string } };
+
+/**
+ * /dashboard: the applications a user registered (administrators see all).
+ * Someone else's application answers 404, never 403, so client ids of other
+ * users cannot be probed. Secrets are shown once, on no-store pages.
+ */
+export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  const { store, sessions, config } = ctx;
+
+  async function signedIn(req: FastifyRequest, reply: FastifyReply): Promise<CurrentSession | undefined> {
+    const current = await sessions.current(req);
+    if (!current) await reply.redirect(`/signin?return_to=${encodeURIComponent(req.method === 'GET' ? req.url : '/dashboard')}`, 303);
+    return current;
+  }
+  const viewerOf = (reply: FastifyReply, c: CurrentSession): Viewer => ({ username: c.user.username, csrf: reply.generateCsrf() });
+  const mayManage = (c: CurrentSession, a: Application | undefined): a is Application => a !== undefined && (c.user.is_admin === 1 || a.ownerId === c.user.id);
+
+  function formValues(req: FastifyRequest, base?: Application): AppFormValues {
+    const lists = isParsedForm(req.body) ? req.body.lists : {};
+    const one = (name: string) => lists[name]?.[0] ?? '';
+    return {
+      name: one('name'),
+      kind: base?.kind ?? (one('kind') === 'confidential' ? 'confidential' : 'public'),
+      callbackUrls: one('callback_urls'),
+      scopes: lists.scope ?? [],
+      grantTypes: lists.grant ?? [],
+      idTokenAlg: one('id_token_alg') || 'RS256',
+    };
+  }
+  const fieldsOf = (v: AppFormValues) => ({
+    name: v.name,
+    callbackUrls: v.callbackUrls.split(/\r?\n/),
+    scopes: [...v.scopes],
+    grantTypes: [...v.grantTypes],
+    idTokenAlg: v.idTokenAlg,
+  });
+  const valuesOf = (a: Application): AppFormValues => ({
+    name: a.name,
+    kind: a.kind,
+    callbackUrls: a.callbackUrls.join('\n'),
+    scopes: a.scopes,
+    grantTypes: a.grantTypes,
+    idTokenAlg: a.idTokenAlg,
+  });
+  const notFound = (reply: FastifyReply) => reply.code(404).type('text/plain').send('Not found');
+
+  app.get('/dashboard', async (req, reply) => {
+    const c = await signedIn(req, reply);
+    if (!c) return reply;
+    const all = c.user.is_admin === 1;
+    const apps = await store.listApplications(all ? undefined : c.user.id);
+    return sendPage(reply, <DashboardPage viewer={viewerOf(reply, c)} apps={apps} all={all} />);
+  });
+
+  app.get('/dashboard/apps/new', async (req, reply) => {
+    const c = await signedIn(req, reply);
+    if (!c) return reply;
+    const values: AppFormValues = { name: '', kind: 'public', callbackUrls: '', scopes: ['openid', 'profile'], grantTypes: ['authorization_code', 'refresh_token'], idTokenAlg: 'RS256' };
+    return sendPage(reply, <AppFormPage viewer={viewerOf(reply, c)} values={values} />);
+  });
+
+  app.post('/dashboard/apps', { preHandler: app.csrfProtection }, async (req, reply) => {
+    const c = await signedIn(req, reply);
+    if (!c) return reply;
+    const values = formValues(req);
+    try {
+      const { app: created, clientSecret } = await registerApplication(store, { ...fieldsOf(values), kind: values.kind, ownerId: c.user.id }, config.now());
+      if (clientSecret) return sendPage(reply, <SecretPage viewer={viewerOf(reply, c)} app={created} secret={clientSecret} rotated={false} />);
+      return reply.redirect(`/dashboard/apps/${encodeURIComponent(created.clientId)}`, 303);
+    } catch (err) {
+      if (!(err instanceof InputError)) throw err;
+      return sendPage(reply, <AppFormPage viewer={viewerOf(reply, c)} values={values} error={err.message} />, 400);
+    }
+  });
+
+  app.get<WithId>('/dashboard/apps/:clientId', async (req, reply) => {
+    const c = await signedIn(req, reply);
+    if (!c) return reply;
+    const a = await store.getApplication(req.params.clientId);
+    if (!mayManage(c, a)) return notFound(reply);
+    return sendPage(reply, <AppFormPage viewer={viewerOf(reply, c)} values={valuesOf(a)} app={a} />);
+  });
+
+  app.post<WithId>('/dashboard/apps/:clientId', { preHandler: app.csrfProtection }, async (req, reply) => {
+    const c = await signedIn(req, reply);
+    if (!c) return reply;
+    const a = await store.getApplication(req.params.clientId);
+    if (!mayManage(c, a)) return notFound(reply);
+    const values = formValues(req, a);
+    try {
+      await store.updateApplication(a.clientId, validateApplicationFields(fieldsOf(values)), config.now());
+      return reply.redirect(`/dashboard/apps/${encodeURIComponent(a.clientId)}`, 303);
+    } catch (err) {
+      if (!(err instanceof InputError)) throw err;
+      return sendPage(reply, <AppFormPage viewer={viewerOf(reply, c)} values={values} app={a} error={err.message} />, 400);
+    }
+  });
+
+  app.post<WithId>('/dashboard/apps/:clientId/rotate-secret', { preHandler: app.csrfProtection }, async (req, reply) => {
+    const c = await signedIn(req, reply);
+    if (!c) return reply;
+    const a = await store.getApplication(req.params.clientId);
+    if (!mayManage(c, a)) return notFound(reply);
+    if (a.kind !== 'confidential') return reply.code(400).type('text/plain').send('Public applications have no secret');
+    const { secret, hash } = newClientSecret();
+    const updated = await store.updateApplication(a.clientId, { secretHash: hash }, config.now());
+    return sendPage(reply, <SecretPage viewer={viewerOf(reply, c)} app={updated} secret={secret} rotated />);
+  });
+
+  app.post<WithId>('/dashboard/apps/:clientId/delete', { preHandler: app.csrfProtection }, async (req, reply) => {
+    const c = await signedIn(req, reply);
+    if (!c) return reply;
+    const a = await store.getApplication(req.params.clientId);
+    if (!mayManage(c, a)) return notFound(reply);
+    await store.deleteApplication(a.clientId);
+    return reply.redirect('/dashboard', 303);
+  });
+}

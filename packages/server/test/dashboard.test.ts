@@ -1,0 +1,157 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sha256Hex } from '../src/util/crypto.js';
+import { basic, Browser, deviceAuthorization, dialects, hidden, seedUser, signIn, startServer, type Res, type TestServer } from './helpers.js';
+
+const DEVICE = 'urn:ietf:params:oauth:grant-type:device_code';
+
+describe.each(dialects())('dashboard: applications (%s)', (dialect) => {
+  let server: TestServer;
+
+  beforeAll(async () => {
+    server = await startServer(dialect);
+    await seedUser(server, 'alice');
+    await seedUser(server, 'bob');
+    await seedUser(server, 'root', { admin: true });
+  });
+  afterAll(async () => server.close());
+
+  async function as(username: string): Promise<Browser> {
+    const b = new Browser(server.url);
+    expect((await signIn(b, username)).status).toBe(303);
+    return b;
+  }
+
+  /** Submits the registration form the way a browser does: checkbox groups repeat their name. */
+  async function register(b: Browser, fields: { name: string; kind?: string; callbacks?: string; scopes?: string[]; grants?: string[] }): Promise<Res> {
+    const page = await b.get('/dashboard/apps/new');
+    const body = new URLSearchParams({ _csrf: hidden(page.text, '_csrf'), name: fields.name, kind: fields.kind ?? 'public', callback_urls: fields.callbacks ?? 'https://app.example/cb', id_token_alg: 'RS256' });
+    for (const s of fields.scopes ?? ['openid', 'profile']) body.append('scope', s);
+    for (const g of fields.grants ?? ['authorization_code', 'refresh_token']) body.append('grant', g);
+    return b.request('POST', '/dashboard/apps', body.toString(), { 'content-type': 'application/x-www-form-urlencoded' });
+  }
+
+  it('signed-out visitors are sent to sign in', async () => {
+    const res = await new Browser(server.url).get('/dashboard');
+    expect(res.status).toBe(303);
+    expect(res.location).toMatch(/^\/signin\?return_to=%2Fdashboard/);
+  });
+
+  it('register a public application: listed, editable, no secret', async () => {
+    const b = await as('alice');
+    const res = await register(b, { name: 'My CLI', callbacks: 'http://127.0.0.1/callback\nhttps://app.example/cb', grants: ['authorization_code', DEVICE] });
+    expect(res.status).toBe(303);
+    const clientId = decodeURIComponent(res.location!.split('/').pop()!);
+    const app = await server.store.getApplication(clientId);
+    expect(app).toMatchObject({ name: 'My CLI', kind: 'public', secretHash: null, callbackUrls: ['http://127.0.0.1/callback', 'https://app.example/cb'], grantTypes: ['authorization_code', DEVICE] });
+    const list = await b.get('/dashboard');
+    expect(list.text).toContain('My CLI');
+    expect(list.text).toContain(clientId);
+    const edit = await b.get(res.location!);
+    expect(edit.text).toContain('http://127.0.0.1/callback');
+    expect(edit.text).not.toContain('Rotate secret');
+  });
+
+  it('a confidential secret is shown once, on a no-store page, and only its hash is kept', async () => {
+    const b = await as('alice');
+    const res = await register(b, { name: 'Backend', kind: 'confidential', grants: ['authorization_code', DEVICE] });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    const secret = /id="client_secret"[^>]*value="([^"]+)"/.exec(res.text)![1]!;
+    const clientId = /client ID <code>([^<]+)<\/code>/.exec(res.text)![1]!;
+    expect(secret).toMatch(/^[\w-]{43}$/);
+    expect((await server.store.getApplication(clientId))!.secretHash).toBe(sha256Hex(secret));
+    const again = await b.get(`/dashboard/apps/${clientId}`);
+    expect(again.text).not.toContain(secret);
+    expect((await b.get('/dashboard')).text).not.toContain(secret);
+    // The secret works for client authentication.
+    expect((await deviceAuthorization(server, clientId, 'openid', { authorization: basic(clientId, secret) })).status).toBe(200);
+  });
+
+  it('rotate secret: a new one shown once; the old one stops working at once', async () => {
+    const b = await as('alice');
+    const created = await register(b, { name: 'Rotating', kind: 'confidential', grants: ['authorization_code', DEVICE] });
+    const old = /id="client_secret"[^>]*value="([^"]+)"/.exec(created.text)![1]!;
+    const clientId = /client ID <code>([^<]+)<\/code>/.exec(created.text)![1]!;
+    const page = await b.get(`/dashboard/apps/${clientId}`);
+    const rotated = await b.postForm(`/dashboard/apps/${clientId}/rotate-secret`, { _csrf: hidden(page.text, '_csrf') });
+    expect(rotated.status).toBe(200);
+    expect(rotated.headers.get('cache-control')).toBe('no-store');
+    const fresh = /id="client_secret"[^>]*value="([^"]+)"/.exec(rotated.text)![1]!;
+    expect(fresh).not.toBe(old);
+    expect((await deviceAuthorization(server, clientId, 'openid', { authorization: basic(clientId, old) })).status).toBe(401);
+    expect((await deviceAuthorization(server, clientId, 'openid', { authorization: basic(clientId, fresh) })).status).toBe(200);
+  });
+
+  it('callback URLs are validated: absolute, no fragment, https or loopback http', async () => {
+    const b = await as('alice');
+    for (const bad of ['http://app.example/cb', 'https://app.example/cb#frag', '/relative', 'javascript:alert(1)']) {
+      const res = await register(b, { name: 'Bad', callbacks: bad });
+      expect(res.status, bad).toBe(400);
+      expect(res.text).toContain('role="alert"');
+      expect(res.text).toContain('value="Bad"');
+    }
+    const noScope = await register(b, { name: 'No scope', scopes: [] });
+    expect(noScope.status).toBe(400);
+    const unknownScope = await register(b, { name: 'Odd scope', scopes: ['openid', 'admin'] });
+    expect(unknownScope.status).toBe(400);
+  });
+
+  it('edit: changes are saved and validated', async () => {
+    const b = await as('alice');
+    const res = await register(b, { name: 'Editable' });
+    const path = res.location!;
+    const page = await b.get(path);
+    const body = new URLSearchParams({ _csrf: hidden(page.text, '_csrf'), name: 'Edited', callback_urls: 'https://new.example/cb', id_token_alg: 'ES256' });
+    body.append('scope', 'openid');
+    body.append('grant', 'authorization_code');
+    const saved = await b.request('POST', path, body.toString(), { 'content-type': 'application/x-www-form-urlencoded' });
+    expect(saved.status).toBe(303);
+    const clientId = decodeURIComponent(path.split('/').pop()!);
+    expect(await server.store.getApplication(clientId)).toMatchObject({ name: 'Edited', callbackUrls: ['https://new.example/cb'], scopes: ['openid'], idTokenAlg: 'ES256', kind: 'public' });
+    body.set('callback_urls', 'http://evil.example/cb');
+    const refused = await b.request('POST', path, body.toString(), { 'content-type': 'application/x-www-form-urlencoded' });
+    expect(refused.status).toBe(400);
+    expect((await server.store.getApplication(clientId))!.callbackUrls).toEqual(['https://new.example/cb']);
+  });
+
+  it('csrf: a form POST without the token changes nothing', async () => {
+    const b = await as('alice');
+    const res = await b.postForm('/dashboard/apps', { name: 'Forged', kind: 'public', callback_urls: 'https://a.example/cb', scope: 'openid', grant: 'authorization_code' });
+    expect(res.status).toBe(403);
+    expect((await server.store.listApplications()).map((a) => a.name)).not.toContain('Forged');
+  });
+
+  it("a user cannot see or change another user's application; an administrator can", async () => {
+    const alice = await as('alice');
+    const created = await register(alice, { name: 'Alice private' });
+    const path = created.location!;
+    const clientId = decodeURIComponent(path.split('/').pop()!);
+    const bob = await as('bob');
+    expect((await bob.get('/dashboard')).text).not.toContain('Alice private');
+    expect((await bob.get(path)).status).toBe(404);
+    const bobPage = await bob.get('/dashboard');
+    const csrf = hidden(bobPage.text, '_csrf');
+    expect((await bob.postForm(path, { _csrf: csrf, name: 'Hijacked', callback_urls: 'https://evil.example/cb', scope: 'openid', grant: 'authorization_code' })).status).toBe(404);
+    expect((await bob.postForm(`${path}/delete`, { _csrf: csrf })).status).toBe(404);
+    expect((await bob.postForm(`${path}/rotate-secret`, { _csrf: csrf })).status).toBe(404);
+    expect((await server.store.getApplication(clientId))!.name).toBe('Alice private');
+    const root = await as('root');
+    const all = await root.get('/dashboard');
+    expect(all.text).toContain('Alice private');
+    expect(all.text).toContain('authcli');
+    expect((await root.get(path)).status).toBe(200);
+  });
+
+  it('delete removes the application and its sign-ins', async () => {
+    const b = await as('alice');
+    const created = await register(b, { name: 'Short-lived', grants: [DEVICE] , callbacks: '' });
+    const path = created.location!;
+    const clientId = decodeURIComponent(path.split('/').pop()!);
+    expect((await deviceAuthorization(server, clientId, 'openid')).status).toBe(200);
+    const page = await b.get(path);
+    const res = await b.postForm(`${path}/delete`, { _csrf: hidden(page.text, '_csrf') });
+    expect(res.status).toBe(303);
+    expect(await server.store.getApplication(clientId)).toBeUndefined();
+    expect((await deviceAuthorization(server, clientId, 'openid')).json.error).toBe('invalid_client');
+  });
+});
