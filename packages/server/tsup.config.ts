@@ -1,11 +1,25 @@
 import { defineConfig } from 'tsup';
 
-export default defineConfig({
-  entry: ['src/main.ts', 'src/index.ts'],
-  format: ['esm'],
-  target: 'node20',
-  platform: 'node',
-  clean: true,
-  sourcemap: true,
-  // Dependencies stay external: native better-sqlite3 and pg are loaded from node_modules.
-});
+export default defineConfig([
+  {
+    entry: ['src/main.ts', 'src/index.ts'],
+    format: ['esm'],
+    target: 'node20',
+    platform: 'node',
+    // `pnpm build` empties dist first; the two builds here run side by side and must not clean each other.
+    clean: false,
+    sourcemap: true,
+  },
+  {
+    // The playground's browser module: one file with @authcli/pkce and jose inside, served at /assets/playground.js.
+    entry: { playground: 'src/web/playground/main.ts' },
+    outDir: 'dist/public',
+    format: ['esm'],
+    target: 'es2022',
+    platform: 'browser',
+    noExternal: [/.*/],
+    minify: true,
+    sourcemap: false,
+    clean: false,
+  },
+]);

@@ -17,6 +17,7 @@ import type { Store } from './store/store.js';
 import { pageErrorHandler, pageRoutes } from './web/pages.js';
 import { devicePageRoutes } from './web/device.js';
 import { dashboardRoutes } from './web/dashboard.js';
+import { playgroundRoutes } from './web/playground.js';
 import { Sessions } from './web/session.js';
 
 /** Maps anything thrown in a JSON endpoint to an RFC 6749 §5.2 error; never leaks internals. */
@@ -135,6 +136,7 @@ export async function buildApp(config: ServerConfig, store: Store): Promise<Fast
     await pages.register(pageRoutes, ctx);
     await pages.register(devicePageRoutes, ctx);
     await pages.register(dashboardRoutes, ctx);
+    await pages.register(playgroundRoutes, ctx);
   });
   return app;
 }

@@ -135,6 +135,10 @@ describe.each(dialects())('dashboard: applications (%s)', (dialect) => {
     expect((await bob.postForm(`${path}/delete`, { _csrf: csrf })).status).toBe(404);
     expect((await bob.postForm(`${path}/rotate-secret`, { _csrf: csrf })).status).toBe(404);
     expect((await server.store.getApplication(clientId))!.name).toBe('Alice private');
+    expect((await bob.get(`/developer/playground/apps/${clientId}`)).status).toBe(404);
+    expect((await bob.get('/developer/playground')).text).not.toContain('Alice private');
+    expect((await alice.get(`/developer/playground/apps/${clientId}`)).status).toBe(200);
+    expect((await new Browser(server.url).get(`/developer/playground/apps/${clientId}`)).status).toBe(401);
     const root = await as('root');
     const all = await root.get('/dashboard');
     expect(all.text).toContain('Alice private');

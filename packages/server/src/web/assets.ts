@@ -49,6 +49,12 @@ fieldset { border: 1px solid var(--line); border-radius: 8px; margin: 1rem 0 0; 
 legend { font-weight: 600; padding: 0 .35rem; }
 fieldset label { font-weight: 400; margin: .45rem 0; display: flex; gap: .6rem; align-items: center; }
 a { color: var(--accent); }
+.step { margin-top: 1rem; }
+.step h3 { font-size: .95rem; margin: 1rem 0 .35rem; color: var(--muted); }
+ul.checks { list-style: none; padding: 0; }
+li.check { padding: .35rem 0; }
+li.check.ok { color: var(--ok); }
+li.check.fail { color: var(--danger); }
 footer { text-align: center; padding: 1rem; color: var(--muted); font-size: .85rem; }
 `;
 
