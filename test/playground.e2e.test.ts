@@ -67,7 +67,7 @@ describe('Developer > OAuth playground in a real Chromium', () => {
     await page.getByText('Client ID').waitFor();
     clientId = (await page.locator('p code').first().textContent())!;
     await page.goto(`${server.issuer}/dashboard`);
-    await expect.poll(() => page.getByRole('link', { name: 'Developer › OAuth playground' }).count()).toBe(1);
+    await expect.poll(() => page.getByRole('link', { name: 'Developer > OAuth playground' }).count()).toBe(1);
     await page.screenshot({ path: screenshotPath('dashboard'), fullPage: true });
     await page.close();
     expect(clientId).toMatch(/^[\w-]{22}$/);
@@ -125,6 +125,26 @@ describe('Developer > OAuth playground in a real Chromium', () => {
     await page.close();
   });
 
+  it('a saved request older than 10 minutes is not used', async () => {
+    const page = await context.newPage();
+    const url = await callbackUrl(page);
+    const sent = tokenRequests(page);
+    await page.goto(`${server.issuer}/developer/playground`);
+    await page.evaluate(() => {
+      for (let i = 0; i < sessionStorage.length; i++) {
+        const key = sessionStorage.key(i)!;
+        const saved = JSON.parse(sessionStorage.getItem(key)!);
+        saved.created_at -= 10 * 60_000 + 1000;
+        sessionStorage.setItem(key, JSON.stringify(saved));
+      }
+    });
+    await page.goto(url);
+    await page.locator('#playground[data-done]').waitFor();
+    expect(await page.locator('#blocked').textContent()).toMatch(/No saved request/);
+    expect(sent).toEqual([]);
+    await page.close();
+  });
+
   it('a missing iss is blocked too', async () => {
     const page = await context.newPage();
     const url = new URL(await callbackUrl(page));
@@ -146,6 +166,43 @@ describe('Developer > OAuth playground in a real Chromium', () => {
     await page.locator('#playground[data-done]').waitFor();
     expect(await page.locator('#auth-error').textContent()).toContain('access_denied');
     await page.close();
+  });
+
+  it('csrf: a dashboard form with a forged token is refused', async () => {
+    const page = await context.newPage();
+    await page.goto(`${server.issuer}/dashboard/apps/new`);
+    await page.getByLabel('Name').fill('Forged in the browser');
+    await page.getByLabel('Callback URLs').fill('https://forged.example/cb');
+    await page.evaluate(() => {
+      (document.querySelector('form[action="/dashboard/apps"] input[name=_csrf]') as HTMLInputElement).value = 'forged';
+    });
+    await page.getByRole('button', { name: 'Register' }).click();
+    await page.getByRole('heading', { name: 'Form expired' }).waitFor();
+    await page.goto(`${server.issuer}/dashboard`);
+    expect(await page.content()).not.toContain('Forged in the browser');
+    await page.close();
+  });
+
+  it("another user's application is not reachable, in the dashboard or the playground", async () => {
+    expect((await serverCommand(['users', 'add', 'eve', '--password-stdin'], server.env, `${PASSWORD}\n`)).code).toBe(0);
+    const eve = await chromium.newContext();
+    const page = await eve.newPage();
+    try {
+      await page.goto(`${server.issuer}/signin`);
+      await page.getByLabel('Username').fill('eve');
+      await page.getByLabel('Password').fill(PASSWORD);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.goto(`${server.issuer}/dashboard`);
+      expect(await page.content()).not.toContain('Playground app');
+      const direct = await page.goto(`${server.issuer}/dashboard/apps/${clientId}`);
+      expect(direct!.status()).toBe(404);
+      const json = await page.goto(`${server.issuer}/developer/playground/apps/${clientId}`);
+      expect(json!.status()).toBe(404);
+      await page.goto(`${server.issuer}/developer/playground`);
+      expect(await page.content()).not.toContain(clientId);
+    } finally {
+      await eve.close();
+    }
   });
 
   it('a confidential secret is shown once, then never', async () => {

@@ -36,7 +36,7 @@ function PlaygroundPage(props: { viewer: Viewer; issuer: string; callback: strin
     <Layout title="OAuth playground" viewer={props.viewer} wide>
       <div id="playground" data-issuer={props.issuer} data-redirect-uri={props.callback}>
         <div class="card">
-          <p class="muted">Developer › OAuth playground</p>
+          <p class="muted">{'Developer > OAuth playground'}</p>
           <h1>OAuth playground</h1>
           <p>
             Run the authorization code flow with PKCE as one of your public applications and watch every step. Redirect URI:{' '}

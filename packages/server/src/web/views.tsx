@@ -30,7 +30,7 @@ export function Layout(props: { title: string; viewer?: Viewer | undefined; wide
           {props.viewer && (
             <nav aria-label="Account">
               <a href="/dashboard">Applications</a>
-              <a href="/developer/playground">Developer › OAuth playground</a>
+              <a href="/developer/playground">{'Developer > OAuth playground'}</a>
               <span class="muted">
                 Signed in as <strong>{props.viewer.username}</strong>
               </span>

@@ -133,6 +133,11 @@ async function start(form: HTMLFormElement): Promise<void> {
     code_challenge_method: 'S256',
   });
   for (const [k, v] of new URLSearchParams(extra)) params.set(k, v);
+  // What was really sent is what the exchange must repeat, edited parameters included.
+  saved.client_id = params.get('client_id') ?? clientId;
+  saved.redirect_uri = params.get('redirect_uri') ?? redirectUri;
+  saved.scope = params.get('scope') ?? scope;
+  saved.nonce = params.get('nonce') ?? saved.nonce;
   const url = `${issuer}/oauth/authorize?${params}`;
   saved.url = url;
   sessionStorage.setItem(PREFIX + saved.state, JSON.stringify(saved));
