@@ -5,7 +5,7 @@ import { isParsedForm } from '../http/form.js';
 import type { Application } from '../store/store.js';
 import { AppFormPage, DashboardPage, SecretPage, type AppFormValues } from './dashboard-views.js';
 import { sendPage } from './pages.js';
-import type { CurrentSession } from './session.js';
+import { requireSignIn, type CurrentSession } from './session.js';
 import type { Viewer } from './views.js';
 
 type WithId = { Params: { clientId: string } };
@@ -18,11 +18,7 @@ type WithId = { Params: { clientId: string } };
 export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   const { store, sessions, config } = ctx;
 
-  async function signedIn(req: FastifyRequest, reply: FastifyReply): Promise<CurrentSession | undefined> {
-    const current = await sessions.current(req);
-    if (!current) await reply.redirect(`/signin?return_to=${encodeURIComponent(req.method === 'GET' ? req.url : '/dashboard')}`, 303);
-    return current;
-  }
+  const signedIn = (req: FastifyRequest, reply: FastifyReply) => requireSignIn(sessions, req, reply, req.method === 'GET' ? req.url : '/dashboard');
   const viewerOf = (reply: FastifyReply, c: CurrentSession): Viewer => ({ username: c.user.username, csrf: reply.generateCsrf() });
   const mayManage = (c: CurrentSession, a: Application | undefined): a is Application => a !== undefined && (c.user.is_admin === 1 || a.ownerId === c.user.id);
 

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.js';
 import { formatUserCode, normalizeUserCode } from '../oauth/user-code.js';
 import type { DeviceAuthorization } from '../store/store.js';
-import type { CurrentSession } from './session.js';
+import { requireSignIn, type CurrentSession } from './session.js';
 import { pageForm, sendPage } from './pages.js';
 import { DeviceConfirmPage, DeviceEntryPage, MessagePage, type Viewer } from './views.js';
 
@@ -21,14 +21,7 @@ export async function devicePageRoutes(app: FastifyInstance, ctx: AppContext): P
   const viewerOf = (reply: FastifyReply, current: CurrentSession): Viewer => ({ username: current.user.username, csrf: reply.generateCsrf() });
   const rateKey = (req: FastifyRequest) => `device-entry:${req.ip}`;
 
-  async function requireSession(req: FastifyRequest, reply: FastifyReply, returnTo: string): Promise<CurrentSession | undefined> {
-    const current = await sessions.current(req);
-    if (!current) {
-      await reply.redirect(`/signin?return_to=${encodeURIComponent(returnTo)}`, 303);
-      return undefined;
-    }
-    return current;
-  }
+  const requireSession = (req: FastifyRequest, reply: FastifyReply, returnTo: string) => requireSignIn(sessions, req, reply, returnTo);
 
   /** Why a code cannot be confirmed now, in words for the person at the browser; undefined if it can. */
   function problem(row: DeviceAuthorization | undefined, now: number): string | undefined {

@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.js';
 import type { Application } from '../store/store.js';
 import { sendPage } from './pages.js';
-import type { CurrentSession } from './session.js';
+import { requireSignIn, type CurrentSession } from './session.js';
 import { Layout, type Viewer } from './views.js';
 
 /** The callback URL an application must register to be used from the playground. */
@@ -88,11 +88,7 @@ export async function playgroundRoutes(app: FastifyInstance, ctx: AppContext): P
   const callback = playgroundCallback(config.issuer);
   let bundle: Promise<string> | undefined;
 
-  const signedIn = async (req: FastifyRequest, reply: FastifyReply): Promise<CurrentSession | undefined> => {
-    const current = await sessions.current(req);
-    if (!current) await reply.redirect(`/signin?return_to=${encodeURIComponent('/developer/playground')}`, 303);
-    return current;
-  };
+  const signedIn = (req: FastifyRequest, reply: FastifyReply) => requireSignIn(sessions, req, reply, '/developer/playground');
   const appsOf = (c: CurrentSession) => store.listApplications(c.user.is_admin === 1 ? undefined : c.user.id);
 
   app.get('/assets/playground.js', async (_req, reply) => {

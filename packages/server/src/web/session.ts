@@ -56,3 +56,15 @@ export class Sessions {
     reply.clearCookie(this.cookieName, this.cookieOptions());
   }
 }
+
+/** The signed-in user of a page request, or a redirect to sign-in that comes back to `returnTo`. */
+export async function requireSignIn(
+  sessions: Sessions,
+  req: FastifyRequest,
+  reply: FastifyReply,
+  returnTo: string,
+): Promise<CurrentSession | undefined> {
+  const current = await sessions.current(req);
+  if (!current) await reply.redirect(`/signin?return_to=${encodeURIComponent(returnTo)}`, 303);
+  return current;
+}
