@@ -224,6 +224,24 @@ describe.each(dialects())('authorization endpoint (%s)', (dialect) => {
     expect(unknown.text).toContain('Invalid username or password');
   });
 
+  it('password guessing: failed sign-ins are limited per IP and account, in the store', async () => {
+    await seedUser(server, 'target');
+    const b = new Browser(server.url);
+    for (let i = 0; i < 10; i++) expect((await signIn(b, 'target', `guess ${i}`)).status).toBe(401);
+    const locked = await signIn(b, 'target', 'correct horse battery');
+    expect(locked.status).toBe(429);
+    expect(locked.text).toContain('Too many failed sign-ins');
+    expect(b.cookies.has('authcli_session')).toBe(false);
+    // Another account from the same address is not locked out by this one.
+    expect((await signIn(new Browser(server.url), 'alice')).status).toBe(303);
+    server.clock.advance(15 * 60_000 + 1);
+    try {
+      expect((await signIn(new Browser(server.url), 'target')).status).toBe(303);
+    } finally {
+      server.clock.advance(-(15 * 60_000 + 1));
+    }
+  });
+
   it('sign-in never redirects off-site (open redirect)', async () => {
     const b = new Browser(server.url);
     for (const target of ['https://evil.example/', '//evil.example/', '/\\evil.example']) {

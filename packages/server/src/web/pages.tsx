@@ -42,6 +42,11 @@ function viewer(reply: FastifyReply, current: CurrentSession | undefined): Viewe
 const MAX_USERNAME = 128;
 const MAX_PASSWORD = 1024;
 
+/** Failed sign-ins allowed per window: per client IP and username, and per client IP overall (kept in the store). */
+export const SIGNIN_WINDOW_MS = 15 * 60_000;
+export const SIGNIN_MAX_FAILURES_PER_ACCOUNT = 10;
+export const SIGNIN_MAX_FAILURES_PER_IP = 100;
+
 /** Errors on pages become pages: a redirect to the client when the request allows it, else an HTML message. */
 export function pageErrorHandler(ctx: AppContext) {
   return async (err: Error & { statusCode?: number; code?: string }, req: FastifyRequest, reply: FastifyReply) => {
@@ -95,11 +100,25 @@ export async function pageRoutes(app: FastifyInstance, ctx: AppContext): Promise
     const retry = async (error: string, status: number) =>
       sendPage(reply, <SignInPage csrf={reply.generateCsrf()} returnTo={returnTo} username={username.slice(0, MAX_USERNAME)} error={error} appName={await appNameFor(returnTo)} />, status);
     if (!username || !password) return retry('Enter your username and password.', 400);
-    if (username.length > MAX_USERNAME || password.length > MAX_PASSWORD) return retry('Invalid username or password.', 401);
+    const now = config.now();
+    const accountKey = `signin:${req.ip}:${username.toLowerCase().slice(0, MAX_USERNAME)}`;
+    const ipKey = `signin:${req.ip}`;
+    if (
+      (await store.peekRateLimit(accountKey, SIGNIN_WINDOW_MS, now)) >= SIGNIN_MAX_FAILURES_PER_ACCOUNT ||
+      (await store.peekRateLimit(ipKey, SIGNIN_WINDOW_MS, now)) >= SIGNIN_MAX_FAILURES_PER_IP
+    ) {
+      return retry('Too many failed sign-ins. Wait 15 minutes and try again.', 429);
+    }
+    const failed = async () => {
+      await store.hitRateLimit(accountKey, SIGNIN_WINDOW_MS, now);
+      await store.hitRateLimit(ipKey, SIGNIN_WINDOW_MS, now);
+      return retry('Invalid username or password.', 401);
+    };
+    if (username.length > MAX_USERNAME || password.length > MAX_PASSWORD) return failed();
     const user = await store.findUserByUsername(username);
     // Hash even for unknown users so response time does not reveal which usernames exist.
     const ok = await verifyPassword(password, user?.password_hash ?? DUMMY_PASSWORD_HASH);
-    if (!user || !ok) return retry('Invalid username or password.', 401);
+    if (!user || !ok) return failed();
     if (user.disabled_at !== null) return retry('This account is disabled.', 403);
     await sessions.start(reply, user);
     return reply.redirect(returnTo, 303);
