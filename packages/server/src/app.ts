@@ -1,4 +1,5 @@
 import cookie from '@fastify/cookie';
+import cors from '@fastify/cors';
 import csrf from '@fastify/csrf-protection';
 import helmet from '@fastify/helmet';
 import Fastify, { LogController, type FastifyInstance } from 'fastify';
@@ -43,6 +44,9 @@ async function oauthApi(app: FastifyInstance, ctx: AppContext): Promise<void> {
     const { status, headers, body } = oauthErrorResponse(oauthErr);
     return reply.code(status).headers(headers).send(body);
   });
+  // Browser-based clients on other origins call these endpoints (OIDC Discovery, RFC 8414, token, userinfo,
+  // revocation). Nothing here uses cookies, so any origin may read the answers; credentials are never allowed.
+  await app.register(cors, { origin: '*', methods: ['GET', 'POST'], allowedHeaders: ['authorization', 'content-type'], credentials: false, maxAge: 600 });
   await app.register(discoveryRoutes, ctx);
   await app.register(tokenRoutes, ctx);
   await app.register(deviceAuthorizationRoutes, ctx);

@@ -82,6 +82,25 @@ describe.each(dialects())('metadata, keys and probes (%s)', (dialect) => {
     expect(still).toContain(before);
   });
 
+  it('CORS: browser clients on other origins may read the protocol endpoints, never with credentials; pages stay same-origin', async () => {
+    const origin = { origin: 'https://spa.example' };
+    for (const path of ['/.well-known/openid-configuration', '/oauth/jwks']) {
+      const res = await fetch(`${server.url}${path}`, { headers: origin });
+      expect(res.headers.get('access-control-allow-origin'), path).toBe('*');
+      expect(res.headers.get('access-control-allow-credentials')).toBeNull();
+    }
+    const token = await fetch(`${server.url}/oauth/token`, { method: 'POST', headers: { ...origin, 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=x' });
+    expect(token.headers.get('access-control-allow-origin')).toBe('*');
+    const preflight = await fetch(`${server.url}/oauth/userinfo`, {
+      method: 'OPTIONS',
+      headers: { ...origin, 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' },
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-headers')).toMatch(/authorization/);
+    const page = await fetch(`${server.url}/signin`, { headers: origin });
+    expect(page.headers.get('access-control-allow-origin')).toBeNull();
+  });
+
   it('healthz answers; readyz checks the store', async () => {
     expect(await (await fetch(`${server.url}/healthz`)).json()).toEqual({ status: 'ok' });
     expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
