@@ -1,0 +1,61 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomBytes } from 'node:crypto';
+import { Browser, hidden, seedUser, signIn, startServer, type TestServer } from './helpers.js';
+
+/** A deterministic stream of hostile form bodies: random bytes, broken escapes, odd names, huge values. */
+function* hostileBodies(n: number): Generator<Buffer> {
+  const pieces = ['grant_type=', 'code=', 'client_id=authcli', 'device_code=', 'token=', '%', '%zz', '%C3%28', '&&&', '==', '+', '__proto__=1', 'constructor=x', 'scope=openid', 'refresh_token=', '\u0000', 'é'];
+  for (let i = 0; i < n; i++) {
+    if (i % 3 === 0) {
+      yield randomBytes(1 + (i % 200));
+    } else {
+      let s = '';
+      for (let k = 0; k < 1 + (i % 12); k++) s += pieces[(i * 7 + k * 13) % pieces.length]! + (k % 2 ? '&' : '');
+      yield Buffer.from(s);
+    }
+  }
+}
+
+describe('bad input never crashes the server or gets a 5xx', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer('sqlite');
+    await seedUser(server);
+  });
+  afterAll(async () => server.close());
+
+  it('hostile form bodies at every form endpoint get a 4xx (or a valid protocol answer)', async () => {
+    const b = new Browser(server.url);
+    await signIn(b);
+    const page = await b.get('/device');
+    const csrf = hidden(page.text, '_csrf');
+    const targets = ['/oauth/token', '/oauth/device/authorization', '/oauth/revoke', '/oauth/userinfo', '/signin', '/consent', '/device', '/device/decision', '/dashboard/apps'];
+    const statuses = new Map<number, number>();
+    for (const body of hostileBodies(120)) {
+      for (const path of targets) {
+        const withCsrf = path.startsWith('/oauth') ? body : Buffer.concat([Buffer.from(`_csrf=${csrf}&`), body]);
+        const res = await fetch(`${server.url}${path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: b.cookieHeader() },
+          body: withCsrf,
+        });
+        await res.arrayBuffer();
+        statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+        expect(res.status, `${path} ${JSON.stringify(withCsrf.toString('latin1'))}`).toBeLessThan(500);
+      }
+    }
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+    // The stored state is intact: the built-in application and the user still work.
+    expect((await server.store.getApplication('authcli'))?.name).toBe('authcli');
+    expect((await signIn(new Browser(server.url))).status).toBe(303);
+  });
+
+  it('hostile query strings at the authorization endpoint get a page, never a 5xx', async () => {
+    const b = new Browser(server.url);
+    await signIn(b);
+    for (const q of ['%', '%%%', 'client_id=%C3%28', 'client_id=authcli&redirect_uri=%', 'a'.repeat(8000), '__proto__[x]=1', 'client_id=authcli&client_id=authcli']) {
+      const res = await b.get(`/oauth/authorize?${q}`);
+      expect(res.status, q).toBeLessThan(500);
+    }
+  });
+});
