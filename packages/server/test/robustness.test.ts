@@ -37,7 +37,7 @@ describe('bad input never crashes the server or gets a 5xx', () => {
         const res = await fetch(`${server.url}${path}`, {
           method: 'POST',
           headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: b.cookieHeader() },
-          body: withCsrf,
+          body: new Uint8Array(withCsrf),
         });
         await res.arrayBuffer();
         statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
