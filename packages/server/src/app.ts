@@ -100,9 +100,9 @@ export async function buildApp(config: ServerConfig, store: Store): Promise<Fast
     },
   });
   // API responses (JSON) only need nosniff; the pages get the full set of security headers.
-  app.addHook('onSend', async (_req, reply, payload) => {
+  app.addHook('onSend', (_req, reply, payload, done) => {
     reply.header('x-content-type-options', 'nosniff');
-    return payload;
+    done(null, payload);
   });
 
   app.get('/healthz', async () => ({ status: 'ok' }));

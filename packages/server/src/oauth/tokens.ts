@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { ServerConfig } from '../config.js';
 import type { Application, User } from '../store/store.js';
 import { randomToken } from '../util/crypto.js';
@@ -39,7 +39,7 @@ export function scopedClaims(user: User, scopes: readonly string[]): Record<stri
 
 /** OIDC Core §3.1.3.6: at_hash is the left half of SHA-256 of the access token, base64url. */
 export function atHash(accessToken: string): string {
-  return createHash('sha256').update(accessToken, 'ascii').digest().subarray(0, 16).toString('base64url');
+  return hash('sha256', accessToken, 'buffer').subarray(0, 16).toString('base64url');
 }
 
 /** Mints access and ID tokens with the shared key ring. */

@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import type { SyncConnection } from './prepared.js';
 import type { Database } from './schema.js';
 import { Store, StoreError } from './store.js';
 
@@ -57,16 +58,22 @@ export async function openStore(databaseUrl: string): Promise<Store> {
   sqlite.pragma('busy_timeout = 5000');
   // Kysely prepares every query anew; caching statements by SQL text saves that work on every request.
   const statements = new Map<string, ReturnType<typeof sqlite.prepare>>();
-  const database = {
-    close: () => sqlite.close(),
-    prepare: (sql: string) => {
-      let stmt = statements.get(sql);
-      if (!stmt) {
-        stmt = sqlite.prepare(sql);
-        if (statements.size < 500) statements.set(sql, stmt);
-      }
-      return stmt;
-    },
+  const prepare = (sql: string) => {
+    let stmt = statements.get(sql);
+    if (!stmt) {
+      stmt = sqlite.prepare(sql);
+      if (statements.size < 500) statements.set(sql, stmt);
+    }
+    return stmt;
   };
-  return new Store(new Kysely<Database>({ dialect: new SqliteDialect({ database }) }), 'sqlite');
+  const transaction = sqlite.transaction((work: () => void) => work());
+  const sync: SyncConnection = {
+    get inTransaction() {
+      return sqlite.inTransaction;
+    },
+    prepare,
+    atomically: (work) => transaction(work),
+  };
+  const database = { close: () => sqlite.close(), prepare };
+  return new Store(new Kysely<Database>({ dialect: new SqliteDialect({ database }) }), 'sqlite', sync);
 }

@@ -1,4 +1,27 @@
-import type { CompiledQuery, Kysely, QueryResult } from 'kysely';
+import type { CompiledQuery, Kysely } from 'kysely';
+
+/**
+ * The embedded store's own connection, for running prepared statements
+ * synchronously: a statement runs to completion before anything else can
+ * touch the database, without Kysely's per-query promise chain.
+ */
+export interface SyncConnection {
+  /** True while a (Kysely) transaction is open on the connection: synchronous work must then queue behind it. */
+  readonly inTransaction: boolean;
+  prepare(sql: string): {
+    readonly reader: boolean;
+    all(...params: unknown[]): unknown[];
+    run(...params: unknown[]): { changes: number };
+  };
+  /** Runs `work` in one transaction (rolled back if it throws). */
+  atomically(work: () => void): void;
+}
+
+/** What a statement returned: its rows (SELECT, RETURNING) and how many rows it changed. */
+export interface Rows<R> {
+  rows: R[];
+  changes: number;
+}
 
 /**
  * A query Kysely builds and compiles once, then runs with fresh parameter
@@ -16,18 +39,38 @@ export class Prepared<P extends string, R> {
     private readonly build: (db: Kysely<any>, p: Record<P, any>) => { compile(): CompiledQuery },
   ) {}
 
-  /** Runs on `db` (the store's Kysely instance or a transaction of it). */
-  async execute(db: Kysely<any>, values: Record<P, unknown>): Promise<QueryResult<R>> {
+  private compile(db: Kysely<any>): CompiledQuery {
     if (!this.compiled) {
       const sentinels = Object.fromEntries(this.names.map((n) => [n, `\u0000param:${n}\u0000`])) as Record<P, string>;
       this.compiled = this.build(db, sentinels).compile();
       this.slots = this.compiled.parameters.map((v) => this.names.find((n) => sentinels[n] === v));
     }
-    const template = this.compiled;
-    const parameters = template.parameters.map((v, i) => {
+    return this.compiled;
+  }
+
+  private parameters(template: CompiledQuery, values: Record<P, unknown>): unknown[] {
+    return template.parameters.map((v, i) => {
       const slot = this.slots[i];
       return slot === undefined ? v : values[slot];
     });
-    return db.executeQuery<R>({ ...template, parameters });
+  }
+
+  /** Runs through Kysely on `db` (the store's instance or a transaction of it). */
+  async execute(db: Kysely<any>, values: Record<P, unknown>): Promise<Rows<R>> {
+    const template = this.compile(db);
+    const r = await db.executeQuery<R>({ ...template, parameters: this.parameters(template, values) });
+    return { rows: r.rows, changes: Number(r.numAffectedRows ?? r.rows.length) };
+  }
+
+  /** Runs synchronously on the embedded store's connection (`db` only compiles the statement, once). */
+  executeSync(conn: SyncConnection, db: Kysely<any>, values: Record<P, unknown>): Rows<R> {
+    const template = this.compile(db);
+    const stmt = conn.prepare(template.sql);
+    const parameters = this.parameters(template, values);
+    if (stmt.reader) {
+      const rows = stmt.all(...parameters) as R[];
+      return { rows, changes: rows.length };
+    }
+    return { rows: [], changes: stmt.run(...parameters).changes };
   }
 }

@@ -1,6 +1,6 @@
 import { Migrator, sql, type Kysely } from 'kysely';
 import { migrationProvider } from './migrations.js';
-import { Prepared } from './prepared.js';
+import { Prepared, type Rows, type SyncConnection } from './prepared.js';
 import type {
   ApplicationRow,
   AuthorizationCode,
@@ -65,26 +65,24 @@ function isUniqueViolation(err: unknown): boolean {
 /** Rolls back a redemption that another request won. */
 class LostRace extends Error {}
 
-/** Runs a transaction that throws LostRace when a conditional update found nothing; false in that case. */
-async function wonRace(db: Kysely<Database>, work: (trx: Kysely<Database>) => Promise<void>): Promise<boolean> {
-  try {
-    await db.transaction().execute(work);
-    return true;
-  } catch (err) {
-    if (err instanceof LostRace) return false;
-    throw err;
-  }
+/** Every column of a table, checked at compile time so that a prepared insert never leaves one out. */
+type AllColumns<T, L extends readonly (keyof T & string)[]> = Exclude<keyof T, L[number]> extends never ? L : never;
+
+/** A prepared INSERT of one whole row of `table`. */
+function insertRow<T extends keyof Database, L extends readonly (keyof Database[T] & string)[]>(
+  table: T,
+  columns: AllColumns<Database[T], L>,
+): Prepared<L[number], never> {
+  return new Prepared<L[number], never>(columns, (db, p) =>
+    db.insertInto(table).values(Object.fromEntries(columns.map((c) => [c, p[c as L[number]]]))),
+  );
 }
 
-async function consume(db: Kysely<Database>, codeHash: string, grantId: string, now: number): Promise<boolean> {
-  const r = await db
-    .updateTable('authorization_codes')
-    .set({ consumed_at: now, grant_id: grantId })
-    .where('code_hash', '=', codeHash)
-    .where('consumed_at', 'is', null)
-    .where('expires_at', '>', now)
-    .executeTakeFirst();
-  return Number(r.numUpdatedRows) === 1;
+/** One statement of an atomic sequence; `mustChange` steps that change no row roll the whole sequence back. */
+interface Step {
+  q: Prepared<string, unknown>;
+  values: Record<string, unknown>;
+  mustChange?: boolean;
 }
 
 function toApplication(row: ApplicationRow): Application {
@@ -133,12 +131,92 @@ export class Store {
           .returning(['interval_s', 'last_poll_slowed']);
       },
     ),
+    code: new Prepared<'hash', AuthorizationCode>(['hash'], (db, p) =>
+      db.selectFrom('authorization_codes').selectAll().where('code_hash', '=', p.hash),
+    ),
+    consumeCode: new Prepared<'hash' | 'grantId' | 'now', never>(['hash', 'grantId', 'now'], (db, p) =>
+      db
+        .updateTable('authorization_codes')
+        .set({ consumed_at: p.now, grant_id: p.grantId })
+        .where('code_hash', '=', p.hash)
+        .where('consumed_at', 'is', null)
+        .where('expires_at', '>', p.now),
+    ),
+    userById: new Prepared<'id', User>(['id'], (db, p) => db.selectFrom('users').selectAll().where('id', '=', p.id)),
+    deviceByHash: new Prepared<'hash', DeviceAuthorization>(['hash'], (db, p) =>
+      db.selectFrom('device_authorizations').selectAll().where('device_code_hash', '=', p.hash),
+    ),
+    redeemDevice: new Prepared<'hash' | 'grantId' | 'now', never>(['hash', 'grantId', 'now'], (db, p) =>
+      db
+        .updateTable('device_authorizations')
+        .set({ status: 'consumed', grant_id: p.grantId })
+        .where('device_code_hash', '=', p.hash)
+        .where('status', '=', 'approved')
+        .where('expires_at', '>', p.now),
+    ),
+    useRefreshToken: new Prepared<'hash' | 'now', never>(['hash', 'now'], (db, p) =>
+      db.updateTable('refresh_tokens').set({ used_at: p.now }).where('token_hash', '=', p.hash).where('used_at', 'is', null),
+    ),
+    insertGrant: insertRow('grants', ['id', 'client_id', 'user_id', 'scope', 'auth_time', 'created_at', 'expires_at', 'revoked_at'] as const),
+    insertRefreshToken: insertRow('refresh_tokens', ['token_hash', 'grant_id', 'created_at', 'expires_at', 'used_at'] as const),
+    insertDevice: insertRow('device_authorizations', [
+      'device_code_hash',
+      'user_code',
+      'client_id',
+      'scope',
+      'status',
+      'user_id',
+      'auth_time',
+      'created_at',
+      'expires_at',
+      'interval_s',
+      'last_poll_at',
+      'last_poll_slowed',
+      'grant_id',
+    ] as const),
   };
 
   constructor(
     readonly db: Kysely<Database>,
     readonly dialect: Dialect,
+    /** The embedded store's connection: hot-path statements run on it synchronously when no transaction is open. */
+    private readonly sync?: SyncConnection,
   ) {}
+
+  /** Runs a prepared statement: synchronously on the embedded store when it is free, else through Kysely. */
+  private async run<P extends string, R>(q: Prepared<P, R>, values: Record<P, unknown>): Promise<Rows<R>> {
+    const conn = this.sync;
+    if (conn && !conn.inTransaction) return q.executeSync(conn, this.db, values);
+    return q.execute(this.db, values);
+  }
+
+  /**
+   * Runs `steps` as one transaction. When a `mustChange` step (a conditional
+   * UPDATE) changes no row, another request won the race: everything is rolled
+   * back and the answer is false.
+   */
+  private async atomically(steps: readonly Step[]): Promise<boolean> {
+    const conn = this.sync;
+    try {
+      if (conn && !conn.inTransaction) {
+        conn.atomically(() => {
+          for (const s of steps) {
+            if (s.q.executeSync(conn, this.db, s.values).changes !== 1 && s.mustChange) throw new LostRace();
+          }
+        });
+      } else {
+        await this.db.transaction().execute(async (trx) => {
+          for (const s of steps) {
+            if ((await s.q.execute(trx, s.values)).changes !== 1 && s.mustChange) throw new LostRace();
+          }
+        });
+      }
+      return true;
+    } catch (err) {
+      if (err instanceof LostRace) return false;
+      throw err;
+    }
+  }
 
   /** Brings the schema up to date; safe to run concurrently from several instances on PostgreSQL. */
   async migrate(): Promise<void> {
@@ -178,7 +256,7 @@ export class Store {
   }
 
   async findUserById(id: string): Promise<User | undefined> {
-    return this.db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+    return (await this.run(this.q.userById, { id })).rows[0];
   }
 
   async setUserDisabled(username: string, disabledAt: number | null): Promise<void> {
@@ -223,7 +301,7 @@ export class Store {
   }
 
   async getApplication(clientId: string): Promise<Application | undefined> {
-    const [row] = (await this.q.application.execute(this.db, { clientId })).rows;
+    const [row] = (await this.run(this.q.application, { clientId })).rows;
     return row && toApplication(row);
   }
 
@@ -340,12 +418,7 @@ export class Store {
   }
 
   async findCode(codeHash: string): Promise<AuthorizationCode | undefined> {
-    const row = await this.db
-      .selectFrom('authorization_codes')
-      .selectAll()
-      .where('code_hash', '=', codeHash)
-      .executeTakeFirst();
-    return row;
+    return (await this.run(this.q.code, { hash: codeHash })).rows[0];
   }
 
   /**
@@ -354,7 +427,7 @@ export class Store {
    * one gets `true`.
    */
   async consumeCode(codeHash: string, grantId: string, now: number): Promise<boolean> {
-    return consume(this.db, codeHash, grantId, now);
+    return (await this.run(this.q.consumeCode, { hash: codeHash, grantId, now })).changes === 1;
   }
 
   /**
@@ -363,17 +436,17 @@ export class Store {
    * behind, and a replay always finds the winner's grant to revoke.
    */
   async redeemCode(codeHash: string, grant: Grant, now: number, refresh?: RefreshToken): Promise<boolean> {
-    return wonRace(this.db, async (trx) => {
-      await trx.insertInto('grants').values(grant).execute();
-      if (!(await consume(trx, codeHash, grant.id, now))) throw new LostRace();
-      if (refresh) await trx.insertInto('refresh_tokens').values(refresh).execute();
-    });
+    return this.atomically([
+      { q: this.q.insertGrant, values: grant },
+      { q: this.q.consumeCode, values: { hash: codeHash, grantId: grant.id, now }, mustChange: true },
+      ...(refresh ? [{ q: this.q.insertRefreshToken, values: refresh }] : []),
+    ]);
   }
 
   // ---- grants --------------------------------------------------------------
 
   async insertGrant(grant: Grant): Promise<void> {
-    await this.db.insertInto('grants').values(grant).execute();
+    await this.run(this.q.insertGrant, grant);
   }
 
   async findGrant(id: string): Promise<Grant | undefined> {
@@ -389,7 +462,7 @@ export class Store {
 
   async insertDeviceAuthorization(row: DeviceAuthorization): Promise<void> {
     try {
-      await this.db.insertInto('device_authorizations').values(row).execute();
+      await this.run(this.q.insertDevice, row);
     } catch (err) {
       if (isUniqueViolation(err)) throw new StoreError('duplicate', 'user_code or device_code already in use');
       throw err;
@@ -397,7 +470,7 @@ export class Store {
   }
 
   async findDeviceByCodeHash(hash: string): Promise<DeviceAuthorization | undefined> {
-    return this.db.selectFrom('device_authorizations').selectAll().where('device_code_hash', '=', hash).executeTakeFirst();
+    return (await this.run(this.q.deviceByHash, { hash })).rows[0];
   }
 
   async findDeviceByUserCode(userCode: string): Promise<DeviceAuthorization | undefined> {
@@ -413,7 +486,7 @@ export class Store {
    * no such pending row exists (then the caller looks at why).
    */
   async recordDevicePoll(hash: string, clientId: string, now: number): Promise<{ interval_s: number; slowed: boolean } | undefined> {
-    const [row] = (await this.q.devicePoll.execute(this.db, { hash, clientId, now })).rows;
+    const [row] = (await this.run(this.q.devicePoll, { hash, clientId, now })).rows;
     return row && { interval_s: row.interval_s, slowed: row.last_poll_slowed === 1 };
   }
 
@@ -442,24 +515,17 @@ export class Store {
    * token) in one transaction; among concurrent pollers exactly one wins.
    */
   async redeemDevice(hash: string, grant: Grant, now: number, refresh?: RefreshToken): Promise<boolean> {
-    return wonRace(this.db, async (trx) => {
-      await trx.insertInto('grants').values(grant).execute();
-      const r = await trx
-        .updateTable('device_authorizations')
-        .set({ status: 'consumed', grant_id: grant.id })
-        .where('device_code_hash', '=', hash)
-        .where('status', '=', 'approved')
-        .where('expires_at', '>', now)
-        .executeTakeFirst();
-      if (Number(r.numUpdatedRows) !== 1) throw new LostRace();
-      if (refresh) await trx.insertInto('refresh_tokens').values(refresh).execute();
-    });
+    return this.atomically([
+      { q: this.q.insertGrant, values: grant },
+      { q: this.q.redeemDevice, values: { hash, grantId: grant.id, now }, mustChange: true },
+      ...(refresh ? [{ q: this.q.insertRefreshToken, values: refresh }] : []),
+    ]);
   }
 
   // ---- refresh tokens ----------------------------------------------------------
 
   async insertRefreshToken(row: RefreshToken): Promise<void> {
-    await this.db.insertInto('refresh_tokens').values(row).execute();
+    await this.run(this.q.insertRefreshToken, row);
   }
 
   async findRefreshToken(hash: string): Promise<RefreshToken | undefined> {
@@ -472,16 +538,10 @@ export class Store {
    * already used, i.e. a reuse, which the caller answers by revoking the family.
    */
   async rotateRefreshToken(oldHash: string, successor: RefreshToken, now: number): Promise<boolean> {
-    return wonRace(this.db, async (trx) => {
-      const r = await trx
-        .updateTable('refresh_tokens')
-        .set({ used_at: now })
-        .where('token_hash', '=', oldHash)
-        .where('used_at', 'is', null)
-        .executeTakeFirst();
-      if (Number(r.numUpdatedRows) !== 1) throw new LostRace();
-      await trx.insertInto('refresh_tokens').values(successor).execute();
-    });
+    return this.atomically([
+      { q: this.q.useRefreshToken, values: { hash: oldHash, now }, mustChange: true },
+      { q: this.q.insertRefreshToken, values: successor },
+    ]);
   }
 
   // ---- access token revocation (RFC 7009) -------------------------------------

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 
 /** 256 bits from the CSPRNG, base64url: codes, device codes, secrets, session ids. */
 export function randomToken(bytes = 32): string {
@@ -7,7 +7,7 @@ export function randomToken(bytes = 32): string {
 
 /** SHA-256 hex: how high-entropy secrets (codes, client secrets, session ids) are stored. */
 export function sha256Hex(value: string): string {
-  return createHash('sha256').update(value).digest('hex');
+  return hash('sha256', value, 'hex');
 }
 
 /** Compares two SHA-256 hex digests in constant time. */

@@ -1,5 +1,5 @@
 import { isValidChallenge, isValidVerifier } from '@authcli/pkce';
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import type { AppContext } from '../../context.js';
 import type { Application } from '../../store/store.js';
 import { sha256Hex } from '../../util/crypto.js';
@@ -18,7 +18,7 @@ type Params = Readonly<Record<string, string>>;
  */
 function verifyS256(verifier: string, challenge: string): boolean {
   if (!isValidVerifier(verifier) || !isValidChallenge(challenge)) return false;
-  const computed = createHash('sha256').update(verifier, 'ascii').digest();
+  const computed = hash('sha256', verifier, 'buffer');
   const expected = Buffer.from(challenge, 'base64url');
   return expected.length === computed.length && timingSafeEqual(computed, expected);
 }
