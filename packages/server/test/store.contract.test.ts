@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addUser, bootstrapStore, registerApplication } from '../src/bootstrap.js';
-import { parseDatabaseUrl } from '../src/store/open.js';
-import { StoreError, type Store } from '../src/store/store.js';
+import { openStore, parseDatabaseUrl } from '../src/store/open.js';
+import { APPLICATION_CACHE_MS, StoreError, type Store } from '../src/store/store.js';
 import { generateSigningKey } from '../src/oauth/keys.js';
 import { sha256Hex } from '../src/util/crypto.js';
 import { dialects, freshStore } from './helpers.js';
@@ -25,11 +25,12 @@ describe('DATABASE_URL parsing', () => {
 
 describe.each(dialects())('store contract (%s)', (dialect) => {
   let store: Store;
+  let url: string;
   let cleanup: () => Promise<void>;
   const now = Date.now();
 
   beforeAll(async () => {
-    ({ store, cleanup } = await freshStore(dialect));
+    ({ store, url, cleanup } = await freshStore(dialect));
     await bootstrapStore(store, now);
   });
   afterAll(async () => cleanup());
@@ -169,5 +170,82 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
   it('settings: the first writer wins under concurrency', async () => {
     const values = await Promise.all(Array.from({ length: 8 }, (_, i) => store.getOrCreateSetting('race', () => `v${i}`)));
     expect(new Set(values).size).toBe(1);
+  });
+
+  it("applications: this instance's changes count at once, another instance's within the lookup cache time", async () => {
+    const { app } = await registerApplication(store, { name: 'Cached', kind: 'public', callbackUrls: ['http://127.0.0.1/cb'], scopes: ['openid'] }, now);
+    expect((await store.getApplication(app.clientId))!.name).toBe('Cached');
+    await store.updateApplication(app.clientId, { name: 'Renamed' }, now + 1);
+    expect((await store.getApplication(app.clientId))!.name).toBe('Renamed');
+    expect(Object.isFrozen((await store.getApplication(app.clientId))!.callbackUrls)).toBe(true);
+
+    const other = await openStore(url);
+    try {
+      await other.updateApplication(app.clientId, { name: 'Elsewhere' }, now + 2);
+      await other.deleteApplication(app.clientId);
+      await new Promise((r) => setTimeout(r, APPLICATION_CACHE_MS + 50));
+      expect(await store.getApplication(app.clientId)).toBeUndefined();
+    } finally {
+      await other.close();
+    }
+    await store.deleteApplication('nope').catch(() => undefined);
+    expect(await store.getApplication(app.clientId)).toBeUndefined();
+  });
+
+  let deviceClient: string;
+  it('device polls that arrive together are each answered on their own and all recorded (RFC 8628 §3.5)', async () => {
+    deviceClient = (await registerApplication(store, { name: 'TV', kind: 'public', callbackUrls: ['http://127.0.0.1/cb'], scopes: ['openid'] }, now)).app.clientId;
+    const row = (hash: string, userCode: string) => ({
+      device_code_hash: hash,
+      user_code: userCode,
+      client_id: deviceClient,
+      scope: 'openid',
+      status: 'pending' as const,
+      user_id: null,
+      auth_time: null,
+      created_at: now,
+      expires_at: now + 600_000,
+      interval_s: 5,
+      last_poll_at: null,
+      last_poll_slowed: 0,
+      grant_id: null,
+    });
+    await store.insertDeviceAuthorization(row('dA', 'BBBBCCCC'));
+    await store.insertDeviceAuthorization(row('dB', 'BBBBDDDD'));
+    const answers = await Promise.all([
+      store.recordDevicePoll('dA', deviceClient, now + 1000),
+      store.recordDevicePoll('dA', deviceClient, now + 1001),
+      store.recordDevicePoll('dB', deviceClient, now + 1000),
+      store.recordDevicePoll('dB', 'someone-else', now + 1000),
+      store.recordDevicePoll('missing', deviceClient, now + 1000),
+    ]);
+    expect(answers).toEqual([{ interval_s: 5, slowed: false }, { interval_s: 10, slowed: true }, { interval_s: 5, slowed: false }, undefined, undefined]);
+    expect(await store.findDeviceByCodeHash('dA')).toMatchObject({ interval_s: 10, last_poll_at: now + 1001, last_poll_slowed: 1 });
+    expect(await store.findDeviceByCodeHash('dB')).toMatchObject({ interval_s: 5, last_poll_at: now + 1000, last_poll_slowed: 0 });
+  });
+
+  it('work issued while a transaction is open neither joins it nor is lost when it rolls back', async () => {
+    let began!: () => void;
+    const open = new Promise<void>((r) => (began = r));
+    const doomed = store.db
+      .transaction()
+      .execute(async (trx) => {
+        await trx.updateTable('device_authorizations').set({ scope: 'changed' }).where('device_code_hash', '=', 'dB').execute();
+        began();
+        await new Promise((r) => setTimeout(r, 50));
+        throw new Error('roll back');
+      })
+      .catch((err: Error) => err.message);
+    await open;
+    const [poll, grantAdded] = await Promise.all([
+      store.recordDevicePoll('dB', deviceClient, now + 20_000),
+      store.insertGrant({ id: 'outside', client_id: deviceClient, user_id: (await store.findUserByUsername('frank'))!.id, scope: 'openid', auth_time: now, created_at: now, expires_at: now + 1000, revoked_at: null }),
+      doomed,
+    ]);
+    expect(await doomed).toBe('roll back');
+    expect(poll).toEqual({ interval_s: 5, slowed: false });
+    expect(grantAdded).toBeUndefined();
+    expect(await store.findDeviceByCodeHash('dB')).toMatchObject({ scope: 'openid', last_poll_at: now + 20_000 });
+    expect(await store.findGrant('outside')).toMatchObject({ id: 'outside' });
   });
 });

@@ -23,6 +23,7 @@ export interface ParsedForm {
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 function decodeComponent(raw: string): string {
+  if (raw.indexOf('%') === -1 && raw.indexOf('+') === -1) return raw;
   const plus = raw.replace(/\+/g, ' ');
   try {
     return decodeURIComponent(plus);

@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.js';
 import { isParsedForm } from '../http/form.js';
 import { authenticateClient } from './client-auth.js';
-import { InvalidRequest, UnauthorizedClient, UnsupportedGrantType } from './errors.js';
+import { InvalidRequest, OAuthError, UnauthorizedClient, UnsupportedGrantType, oauthErrorResponse } from './errors.js';
 import { authorizationCodeGrant } from './grants/authorization-code.js';
 import { deviceCodeGrant } from './grants/device-code.js';
 import { refreshTokenGrant } from './grants/refresh-token.js';
@@ -31,16 +31,28 @@ export function formParams(req: FastifyRequest): Readonly<Record<string, string>
 /** POST /oauth/token (RFC 6749 §3.2, §5). */
 export async function tokenRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   app.post('/oauth/token', async (req: FastifyRequest, reply: FastifyReply) => {
-    const params = formParams(req);
-    const grantType = params.grant_type;
-    if (!grantType) throw new InvalidRequest('grant_type is missing');
-    const handler = Object.hasOwn(GRANT_HANDLERS, grantType) ? GRANT_HANDLERS[grantType as GrantType] : undefined;
-    if (!handler) throw new UnsupportedGrantType(`grant_type ${grantType} is not supported`);
-    const client = await authenticateClient(ctx.store, req.headers.authorization, params);
-    if (!client.grantTypes.includes(grantType as GrantType)) {
-      throw new UnauthorizedClient(`this application may not use the ${grantType} grant`);
+    try {
+      return await token(ctx, req, reply);
+    } catch (err) {
+      // Expected protocol answers (authorization_pending on every device poll) skip Fastify's error path.
+      if (!(err instanceof OAuthError)) throw err;
+      const { status, headers, body } = oauthErrorResponse(err);
+      return reply.code(status).headers(headers).send(body);
     }
-    const body = await handler(ctx, client, params);
-    return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(body);
   });
+}
+
+/** One token request; protocol errors are thrown as OAuthError. */
+async function token(ctx: AppContext, req: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const params = formParams(req);
+  const grantType = params.grant_type;
+  if (!grantType) throw new InvalidRequest('grant_type is missing');
+  const handler = Object.hasOwn(GRANT_HANDLERS, grantType) ? GRANT_HANDLERS[grantType as GrantType] : undefined;
+  if (!handler) throw new UnsupportedGrantType(`grant_type ${grantType} is not supported`);
+  const client = await authenticateClient(ctx.store, req.headers.authorization, params);
+  if (!client.grantTypes.includes(grantType as GrantType)) {
+    throw new UnauthorizedClient(`this application may not use the ${grantType} grant`);
+  }
+  const body = await handler(ctx, client, params);
+  return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(body);
 }

@@ -1,5 +1,6 @@
 import { Migrator, sql, type Kysely } from 'kysely';
 import { migrationProvider } from './migrations.js';
+import { GroupCommit } from './group-commit.js';
 import { Prepared, type Rows, type SyncConnection } from './prepared.js';
 import type {
   ApplicationRow,
@@ -78,6 +79,19 @@ function insertRow<T extends keyof Database, L extends readonly (keyof Database[
   );
 }
 
+/** How long an application read from the store answers lookups (ms), and how many are kept. */
+export const APPLICATION_CACHE_MS = 1000;
+const APPLICATION_CACHE_SIZE = 1000;
+
+function freezeApplication(app: Application): Application {
+  Object.freeze(app.callbackUrls);
+  Object.freeze(app.scopes);
+  Object.freeze(app.grantTypes);
+  return Object.freeze(app);
+}
+
+type DevicePollRow = { interval_s: number; last_poll_slowed: number };
+
 /** One statement of an atomic sequence; `mustChange` steps that change no row roll the whole sequence back. */
 interface Step {
   q: Prepared<string, unknown>;
@@ -113,7 +127,7 @@ export class Store {
     application: new Prepared<'clientId', ApplicationRow>(['clientId'], (db, p) =>
       db.selectFrom('applications').selectAll().where('client_id', '=', p.clientId),
     ),
-    devicePoll: new Prepared<'hash' | 'clientId' | 'now', { interval_s: number; last_poll_slowed: number }>(
+    devicePoll: new Prepared<'hash' | 'clientId' | 'now', DevicePollRow>(
       ['hash', 'clientId', 'now'],
       (db, p) => {
         const early = sql<boolean>`last_poll_at is not null and last_poll_at + interval_s * 1000 > ${p.now}`;
@@ -175,6 +189,9 @@ export class Store {
       'grant_id',
     ] as const),
   };
+
+  /** Recently read applications by client_id (see getApplication). */
+  private readonly applications = new Map<string, { app: Application; at: number }>();
 
   constructor(
     readonly db: Kysely<Database>,
@@ -297,12 +314,34 @@ export class Store {
       if (isUniqueViolation(err)) throw new StoreError('duplicate', `client_id ${app.clientId} already exists`);
       throw err;
     }
-    return (await this.getApplication(app.clientId))!;
+    return (await this.reloadApplication(app.clientId))!;
   }
 
+  /**
+   * The application with this client_id. Every token, device and revocation
+   * request looks its client up, so answers are kept for
+   * {@link APPLICATION_CACHE_MS}; this instance's own changes take effect at
+   * once, another instance's within that time.
+   */
   async getApplication(clientId: string): Promise<Application | undefined> {
+    const now = performance.now();
+    const hit = this.applications.get(clientId);
+    if (hit && now - hit.at < APPLICATION_CACHE_MS) return hit.app;
     const [row] = (await this.run(this.q.application, { clientId })).rows;
-    return row && toApplication(row);
+    if (!row) {
+      this.applications.delete(clientId);
+      return undefined;
+    }
+    const app = freezeApplication(toApplication(row));
+    if (this.applications.size >= APPLICATION_CACHE_SIZE) this.applications.clear();
+    this.applications.set(clientId, { app, at: now });
+    return app;
+  }
+
+  /** Reads the application past the cache (after changing it). */
+  private async reloadApplication(clientId: string): Promise<Application | undefined> {
+    this.applications.delete(clientId);
+    return this.getApplication(clientId);
   }
 
   /** Applications owned by `ownerId`, or all of them when `ownerId` is undefined. */
@@ -330,12 +369,14 @@ export class Store {
       })
       .where('client_id', '=', clientId)
       .executeTakeFirst();
+    this.applications.delete(clientId);
     if (Number(r.numUpdatedRows) === 0) throw new StoreError('not_found', `no application ${clientId}`);
-    return (await this.getApplication(clientId))!;
+    return (await this.reloadApplication(clientId))!;
   }
 
   async deleteApplication(clientId: string): Promise<void> {
     const r = await this.db.deleteFrom('applications').where('client_id', '=', clientId).executeTakeFirst();
+    this.applications.delete(clientId);
     if (Number(r.numDeletedRows) === 0) throw new StoreError('not_found', `no application ${clientId}`);
   }
 
@@ -484,11 +525,26 @@ export class Store {
    * "previous poll". SET expressions see the row as it was, so the check and
    * the update are one atomic step across instances. Returns undefined when
    * no such pending row exists (then the caller looks at why).
+   *
+   * On the embedded store the polls that arrive in one turn of the event loop
+   * are committed together (group commit): each poll is still its own
+   * statement, and its answer is given only after the commit.
    */
   async recordDevicePoll(hash: string, clientId: string, now: number): Promise<{ interval_s: number; slowed: boolean } | undefined> {
-    const [row] = (await this.run(this.q.devicePoll, { hash, clientId, now })).rows;
+    const values = { hash, clientId, now };
+    const [row] = this.sync ? await this.pollBatch.add(values) : (await this.run(this.q.devicePoll, values)).rows;
     return row && { interval_s: row.interval_s, slowed: row.last_poll_slowed === 1 };
   }
+
+  private readonly pollBatch = new GroupCommit<Record<'hash' | 'clientId' | 'now', unknown>, DevicePollRow[]>((batch) => {
+    const conn = this.sync!;
+    if (conn.inTransaction) return undefined; // a Kysely transaction holds the connection: each poll queues behind it
+    const results: DevicePollRow[][] = [];
+    conn.atomically(() => {
+      for (const values of batch) results.push(this.q.devicePoll.executeSync(conn, this.db, values).rows);
+    });
+    return results;
+  }, async (values) => (await this.run(this.q.devicePoll, values)).rows);
 
   /** Approves or denies a pending, unexpired device authorization; false when it was not pending. */
   async decideDevice(
