@@ -14,7 +14,7 @@ import { bytesPerPending, deviceAuthorizations, pollPending, seedPending } from 
 import { cliStartup } from './cli-startup.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const SERVER = join(here, '../packages/server/dist/main.js');
+const SERVER = join(here, '../packages/server/bin/authcli-server.cjs');
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 const PASSWORD = 'bench password 1';
 const SCENARIOS = new Set((process.env.BENCH_SCENARIOS ?? 'code,device,cli').split(','));

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as client from 'openid-client';
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
@@ -13,7 +14,8 @@ describe('authorization code flow against a started authcli-server process', () 
   let pub: { client_id: string };
 
   beforeAll(async () => {
-    server = await startServerProcess();
+    // An empty UV_THREADPOOL_SIZE: the launcher chooses (one thread per core but one).
+    server = await startServerProcess({ env: { UV_THREADPOOL_SIZE: '' } });
     const user = await serverCommand(['users', 'add', 'alice', '--password-stdin', '--email', 'alice@example.com'], server.env, `${PASSWORD}\n`);
     expect(user.code, user.stderr).toBe(0);
     const added = await serverCommand(
@@ -72,6 +74,18 @@ describe('authorization code flow against a started authcli-server process', () 
     const { payload } = await jwtVerify(body.id_token, jwks, { issuer: server.issuer, audience: pub.client_id });
     expect(payload.nonce).toBe(nonce);
     expect(payload.preferred_username).toBe('alice');
+  });
+
+  it("the launcher leaves a core to the event loop unless the operator sizes libuv's pool", async () => {
+    expect(server.output()).toContain(`signing threads: ${Math.max(1, availableParallelism() - 1)}\n`);
+    const sized = await startServerProcess({ database: server.env.DATABASE_URL!, env: { UV_THREADPOOL_SIZE: '3' } });
+    try {
+      // The banner follows the listen by a store round trip.
+      for (let i = 0; i < 50 && !sized.output().includes('signing threads'); i++) await new Promise((r) => setTimeout(r, 100));
+      expect(sized.output()).toContain('signing threads: 3\n');
+    } finally {
+      await sized.stop();
+    }
   });
 
   it('apps list shows the built-in authcli application and the new ones', async () => {

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from './http.js';
 
 const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
-export const SERVER_BIN = join(root, 'packages/server/dist/main.js');
+export const SERVER_BIN = join(root, 'packages/server/bin/authcli-server.cjs');
 
 export interface CommandResult {
   code: number | null;

@@ -79,6 +79,8 @@ export function program(): Command {
           `authcli-server listening on ${config.host}:${app.server.address() && typeof app.server.address() === 'object' ? (app.server.address() as { port: number }).port : config.port}`,
           `issuer: ${config.issuer}`,
           `database: ${store.dialect === 'sqlite' ? config.databaseUrl : 'PostgreSQL'}`,
+          // Set by bin/authcli-server.cjs before libuv starts its pool (RS256 signatures, scrypt).
+          `signing threads: ${process.env.UV_THREADPOOL_SIZE || '4 (libuv default)'}`,
           users === 0
             ? 'no users yet: add one with `authcli-server users add <username>`, then sign in at ' + `${config.issuer}/signin`
             : `sign in at ${config.issuer}/signin`,
