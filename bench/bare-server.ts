@@ -1,7 +1,10 @@
 // Baselines on the same machine, same Node, same run:
 //   GET /bare  a bare Fastify route;
 //   GET /sign  a Fastify route that does nothing but one RS256 ID-token signature
-//              through the same node:crypto thread-pool path as the server's KeyRing.
+//              through the same node:crypto thread-pool path as the server's KeyRing;
+//   POST /oauth/token  a Fastify route that reads a form body and answers what a pending
+//              device poll gets (400 authorization_pending), with nothing behind it: the
+//              polls' load shape (a distinct body per request) against a bare route.
 import Fastify from 'fastify';
 import { generateKeyPairSync, sign } from 'node:crypto';
 
@@ -11,6 +14,13 @@ let n = 0;
 
 const app = Fastify({ logger: false });
 app.get('/bare', async () => ({ ok: true }));
+app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (_req, body, done) => done(null, body));
+app.post('/oauth/token', async (_req, reply) =>
+  reply
+    .code(400)
+    .header('cache-control', 'no-store')
+    .send({ error: 'authorization_pending', error_description: 'the user has not yet approved the request' }),
+);
 app.get('/sign', async () => {
   const input = `${b64({ alg: 'RS256', typ: 'JWT', kid: 'k' })}.${b64({
     iss: 'http://127.0.0.1:8080', sub: 'b3c6c8a4-0f34-4c43-9d7c-6f8d1b2a9e11', aud: 'authcli', azp: 'authcli',
