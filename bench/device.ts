@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { bootstrapStore, openStore, type Store } from '@authcli/server';
+import { bootstrapStore, openStore, pendingDeviceAuthorization, type Store } from '@authcli/server';
 
 const ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';
 const DEVICE = 'urn:ietf:params:oauth:grant-type:device_code';
@@ -22,21 +22,13 @@ function userCodeFor(i: number): string {
 
 /** The row the device authorization endpoint writes for one pending request. */
 function pendingRow(i: number, deviceCode: string, now: number) {
-  return {
-    device_code_hash: createHash('sha256').update(deviceCode).digest('hex'),
-    user_code: userCodeFor(i),
-    client_id: 'authcli',
+  return pendingDeviceAuthorization({
+    deviceCodeHash: createHash('sha256').update(deviceCode).digest('hex'),
+    userCode: userCodeFor(i),
+    clientId: 'authcli',
     scope: 'openid profile offline_access',
-    status: 'pending' as const,
-    user_id: null,
-    auth_time: null,
-    created_at: now,
-    expires_at: now + 600_000,
-    interval_s: 5,
-    last_poll_at: null,
-    last_poll_slowed: 0,
-    grant_id: null,
-  };
+    now,
+  });
 }
 
 /** Inserts `n` pending device authorizations in batches; returns their device codes. */

@@ -3,6 +3,7 @@ import { addUser, bootstrapStore, registerApplication } from '../src/bootstrap.j
 import { openStore, parseDatabaseUrl } from '../src/store/open.js';
 import { APPLICATION_CACHE_MS, StoreError, type Store } from '../src/store/store.js';
 import { generateSigningKey } from '../src/oauth/keys.js';
+import { pendingDeviceAuthorization } from '../src/oauth/device-authorization.js';
 import { sha256Hex } from '../src/util/crypto.js';
 import { dialects, freshStore } from './helpers.js';
 
@@ -195,21 +196,8 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
   let deviceClient: string;
   it('device polls that arrive together are each answered on their own and all recorded (RFC 8628 §3.5)', async () => {
     deviceClient = (await registerApplication(store, { name: 'TV', kind: 'public', callbackUrls: ['http://127.0.0.1/cb'], scopes: ['openid'] }, now)).app.clientId;
-    const row = (hash: string, userCode: string) => ({
-      device_code_hash: hash,
-      user_code: userCode,
-      client_id: deviceClient,
-      scope: 'openid',
-      status: 'pending' as const,
-      user_id: null,
-      auth_time: null,
-      created_at: now,
-      expires_at: now + 600_000,
-      interval_s: 5,
-      last_poll_at: null,
-      last_poll_slowed: 0,
-      grant_id: null,
-    });
+    const row = (hash: string, userCode: string) =>
+      pendingDeviceAuthorization({ deviceCodeHash: hash, userCode, clientId: deviceClient, scope: 'openid', now });
     await store.insertDeviceAuthorization(row('dA', 'BBBBCCCC'));
     await store.insertDeviceAuthorization(row('dB', 'BBBBDDDD'));
     const answers = await Promise.all([

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
-import { StoreError } from '../store/store.js';
+import { StoreError, type DeviceAuthorization } from '../store/store.js';
 import { randomToken, sha256Hex } from '../util/crypto.js';
 import { authenticateClient } from './client-auth.js';
 import { UnauthorizedClient } from './errors.js';
@@ -13,6 +13,31 @@ export const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 export const DEVICE_CODE_TTL_SECONDS = 600;
 /** RFC 8628 §3.2: minimum seconds between polls. */
 export const DEVICE_POLL_INTERVAL_SECONDS = 5;
+
+/** The row a device authorization request stores: pending, for 600 s, polled every 5 s at first. */
+export function pendingDeviceAuthorization(input: {
+  deviceCodeHash: string;
+  userCode: string;
+  clientId: string;
+  scope: string;
+  now: number;
+}): DeviceAuthorization {
+  return {
+    device_code_hash: input.deviceCodeHash,
+    user_code: input.userCode,
+    client_id: input.clientId,
+    scope: input.scope,
+    status: 'pending',
+    user_id: null,
+    auth_time: null,
+    created_at: input.now,
+    expires_at: input.now + DEVICE_CODE_TTL_SECONDS * 1000,
+    interval_s: DEVICE_POLL_INTERVAL_SECONDS,
+    last_poll_at: null,
+    last_poll_slowed: 0,
+    grant_id: null,
+  };
+}
 
 /** POST /oauth/device/authorization (RFC 8628 §3.1–3.2). */
 export async function deviceAuthorizationRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
@@ -27,21 +52,9 @@ export async function deviceAuthorizationRoutes(app: FastifyInstance, ctx: AppCo
     for (let attempt = 0; ; attempt++) {
       const userCode = generateUserCode();
       try {
-        await ctx.store.insertDeviceAuthorization({
-          device_code_hash: sha256Hex(deviceCode),
-          user_code: userCode,
-          client_id: client.clientId,
-          scope: scopes.join(' '),
-          status: 'pending',
-          user_id: null,
-          auth_time: null,
-          created_at: now,
-          expires_at: now + DEVICE_CODE_TTL_SECONDS * 1000,
-          interval_s: DEVICE_POLL_INTERVAL_SECONDS,
-          last_poll_at: null,
-          last_poll_slowed: 0,
-          grant_id: null,
-        });
+        await ctx.store.insertDeviceAuthorization(
+          pendingDeviceAuthorization({ deviceCodeHash: sha256Hex(deviceCode), userCode, clientId: client.clientId, scope: scopes.join(' '), now }),
+        );
         const shown = formatUserCode(userCode);
         const verificationUri = `${ctx.config.issuer}/device`;
         return reply
