@@ -3,7 +3,7 @@
 //   GET /sign  a Fastify route that does nothing but one RS256 ID-token signature
 //              through the same node:crypto thread-pool path as the server's KeyRing;
 //   POST /oauth/token  a Fastify route that reads a form body and answers what a pending
-//              device poll gets (400 authorization_pending), with nothing behind it: the
+//              device poll gets (400 authorization_pending, the same headers), with nothing behind it: the
 //              polls' load shape (a distinct body per request) against a bare route.
 import Fastify from 'fastify';
 import { generateKeyPairSync, sign } from 'node:crypto';
@@ -18,7 +18,7 @@ app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string
 app.post('/oauth/token', async (_req, reply) =>
   reply
     .code(400)
-    .header('cache-control', 'no-store')
+    .headers({ 'access-control-allow-origin': '*', 'cache-control': 'no-store', pragma: 'no-cache', 'x-content-type-options': 'nosniff' })
     .send({ error: 'authorization_pending', error_description: 'the user has not yet approved the request' }),
 );
 app.get('/sign', async () => {

@@ -1,11 +1,11 @@
 // Device-flow scenarios for `pnpm bench`.
-import autocannon from 'autocannon';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { bootstrapStore, openStore, pendingDeviceAuthorization, type Store } from '@authcli/server';
+import { distinctPosts, repeated, type LoadFigures } from './load.js';
 
 const ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';
 const DEVICE = 'urn:ietf:params:oauth:grant-type:device_code';
@@ -47,48 +47,46 @@ export async function seedPending(store: Store, n: number, offset = 0): Promise<
   return codes;
 }
 
-export interface LoadFigures {
-  rps: number;
-  p50: number;
-  p99: number;
-  errors: number;
-  non2xx: number;
+/** The form body of one device-code poll by the built-in public client. */
+export function pollBody(deviceCode: string): string {
+  return `grant_type=${encodeURIComponent(DEVICE)}&client_id=authcli&device_code=${deviceCode}`;
 }
 
 /**
  * Polls pending device codes round-robin: with M codes at R polls/s each code
  * comes back every M/R seconds, so M is chosen well above 5·R and every poll
- * is on time. Answers are counted: all must be authorization_pending.
+ * is on time. Every answer must be authorization_pending (anything else is
+ * counted in `mismatches`).
  */
 export async function pollPending(issuer: string, codes: string[], seconds: number, connections: number) {
-  let next = 0;
-  const answers = new Map<string, number>();
-  const r = await autocannon({
+  const figures = await distinctPosts({
     url: `${issuer}/oauth/token`,
     connections,
-    duration: seconds,
-    requests: [
-      {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        setupRequest: (req) => ({
-          ...req,
-          body: `grant_type=${encodeURIComponent(DEVICE)}&client_id=authcli&device_code=${codes[next++ % codes.length]}`,
-        }),
-        onResponse: (_status, body) => {
-          const error = /"error":"([a-z_]+)"/.exec(body)?.[1] ?? 'other';
-          answers.set(error, (answers.get(error) ?? 0) + 1);
-        },
-      },
-    ],
+    seconds,
+    bodies: codes.map(pollBody),
+    verify: (body) => String(body).includes('"error":"authorization_pending"'),
   });
-  const figures: LoadFigures = { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx };
-  return { figures, answers: Object.fromEntries(answers), cycleSeconds: codes.length / r.requests.average };
+  return { figures, cycleSeconds: codes.length / figures.rps };
+}
+
+/**
+ * What the store says about the polls: device authorizations whose interval
+ * grew (each such growth is a slow_down answer), and how many were polled.
+ */
+export async function pollOutcome(store: Store): Promise<{ slowedDown: number; polled: number }> {
+  const row = await store.db
+    .selectFrom('device_authorizations')
+    .select((eb) => [
+      eb.fn.countAll<number>().filterWhere('interval_s', '>', 5).as('slowedDown'),
+      eb.fn.countAll<number>().filterWhere('last_poll_at', 'is not', null).as('polled'),
+    ])
+    .executeTakeFirstOrThrow();
+  return { slowedDown: Number(row.slowedDown), polled: Number(row.polled) };
 }
 
 /** POST /oauth/device/authorization for the built-in public client. */
 export async function deviceAuthorizations(issuer: string, seconds: number, connections: number): Promise<LoadFigures> {
-  const r = await autocannon({
+  return repeated({
     url: `${issuer}/oauth/device/authorization`,
     connections,
     duration: seconds,
@@ -96,7 +94,6 @@ export async function deviceAuthorizations(issuer: string, seconds: number, conn
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
     body: 'client_id=authcli&scope=openid%20profile%20offline_access',
   });
-  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx };
 }
 
 /**
