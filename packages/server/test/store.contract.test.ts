@@ -139,6 +139,31 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     }
   });
 
+  it('redemptions that arrive together stand or fall each on its own: a failing one undoes only its own writes', async () => {
+    const u = await store.findUserByUsername('frank');
+    const row = await store.findCode('c1');
+    for (const h of ['c4', 'c5', 'c6']) await store.insertCode({ ...row!, code_hash: h, user_id: u!.id, consumed_at: null, grant_id: null, expires_at: now + 60_000 });
+    const grant = (id: string) => ({ id, client_id: row!.client_id, user_id: u!.id, scope: 'openid', auth_time: now, created_at: now, expires_at: now + 1000, revoked_at: null });
+    const refresh = (hash: string, grantId: string) => ({ token_hash: hash, grant_id: grantId, created_at: now, expires_at: now + 1000, used_at: null });
+    // c5's last step fails (its refresh token hash is already taken by c4's), after its grant and consumption ran.
+    const [c4, c5, c6] = await Promise.allSettled([
+      store.redeemCode('c4', grant('g4'), now, refresh('rt-taken', 'g4')),
+      store.redeemCode('c5', grant('g5'), now, refresh('rt-taken', 'g5')),
+      store.redeemCode('c6', grant('g6'), now, refresh('rt6', 'g6')),
+    ]);
+    expect(c4).toEqual({ status: 'fulfilled', value: true });
+    expect(c5.status).toBe('rejected');
+    expect(c6).toEqual({ status: 'fulfilled', value: true });
+    expect(await store.findCode('c5')).toMatchObject({ consumed_at: null, grant_id: null });
+    expect(await store.findGrant('g5')).toBeUndefined();
+    expect(await store.findCode('c4')).toMatchObject({ consumed_at: now, grant_id: 'g4' });
+    expect(await store.findCode('c6')).toMatchObject({ consumed_at: now, grant_id: 'g6' });
+    expect(await store.findRefreshToken('rt-taken')).toMatchObject({ grant_id: 'g4' });
+    expect(await store.findRefreshToken('rt6')).toMatchObject({ grant_id: 'g6' });
+    // The failed one can be redeemed afterwards: nothing of it was left half-done.
+    expect(await store.redeemCode('c5', grant('g5'), now, refresh('rt5', 'g5'))).toBe(true);
+  });
+
   it('an expired code cannot be consumed', async () => {
     const u = await store.findUserByUsername('frank');
     const row = await store.findCode('c1');

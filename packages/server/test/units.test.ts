@@ -4,7 +4,7 @@ import { FormError, parseForm } from '../src/http/form.js';
 import { callbackUrlProblem, matchRedirectUri } from '../src/oauth/redirect-uri.js';
 import { parseScope } from '../src/oauth/scopes.js';
 import { InvalidScope } from '../src/oauth/errors.js';
-import { hashPassword, verifyPassword } from '../src/util/crypto.js';
+import { hashPassword, timeOrderedId, verifyPassword } from '../src/util/crypto.js';
 
 describe('rfc6749 §3.1.2.3 redirect_uri matching', () => {
   const reg = ['https://app.example/cb', 'http://127.0.0.1/callback', 'http://[::1]:8080/callback', 'http://localhost/cb'];
@@ -100,5 +100,16 @@ describe('passwords', () => {
     expect(await verifyPassword('hunter22!', a)).toBe(true);
     expect(await verifyPassword('hunter22?', a)).toBe(false);
     expect(await verifyPassword('x', 'garbage')).toBe(false);
+  });
+});
+
+describe('time-ordered ids (grant ids)', () => {
+  it('sort as plain strings in the order they were made, and differ when made in the same millisecond', () => {
+    const times = [0, 1, 15, 16, 255, 1_700_000_000_000, 1_700_000_000_001, 1_800_000_000_000];
+    const ids = times.map((t) => timeOrderedId(t));
+    expect([...ids].sort()).toEqual(ids);
+    for (const id of ids) expect(id).toMatch(/^[0-9a-f]{12}[A-Za-z0-9_-]{16}$/);
+    const same = new Set(Array.from({ length: 1000 }, () => timeOrderedId(1_700_000_000_000)));
+    expect(same.size).toBe(1000);
   });
 });

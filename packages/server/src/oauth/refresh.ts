@@ -1,6 +1,6 @@
 import type { ServerConfig } from '../config.js';
 import type { Application, Grant, RefreshToken } from '../store/store.js';
-import { randomToken, sha256Hex } from '../util/crypto.js';
+import { randomToken, sha256Hex, timeOrderedId } from '../util/crypto.js';
 
 /** How a grant came about, for deciding whether it gets a refresh token. */
 export type GrantOrigin = { kind: 'device' } | { kind: 'code'; nativeLoopback: boolean };
@@ -29,7 +29,7 @@ export function newGrant(
   now: number,
 ): Grant {
   return {
-    id: randomToken(16),
+    id: timeOrderedId(now),
     client_id: input.clientId,
     user_id: input.userId,
     scope: input.scope,

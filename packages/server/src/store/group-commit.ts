@@ -1,41 +1,78 @@
+import type { SyncConnection } from './prepared.js';
+
+/** One piece of store work that may share a transaction with the others of its event-loop turn. */
+export interface Unit<T> {
+  /** Runs synchronously inside the batch's transaction. */
+  now(): T;
+  /** Runs on its own, when the connection is held by another transaction at flush time. */
+  alone(): Promise<T>;
+  /**
+   * Several statements that must stand or fall together: they run in a
+   * savepoint of their own, so that a unit that throws rolls back only its
+   * own work. A single statement is atomic by itself and needs none.
+   */
+  severalStatements?: boolean;
+}
+
+interface Queued {
+  unit: Unit<unknown>;
+  resolve(value: unknown): void;
+  reject(err: unknown): void;
+}
+
+type Outcome = { ok: true; value: unknown } | { ok: false; err: unknown };
+
 /**
- * Collects the operations that arrive during one turn of the event loop and
- * runs them together at the end of it (on the embedded store: in one
- * transaction, so one commit and one round of file locking serve them all).
- * Each caller gets its own result, or the batch's error, after the batch ran.
+ * Group commit for the embedded store: the writes that arrive during one turn
+ * of the event loop run together at the end of it, in one transaction, so
+ * that one commit (one round of file locks, one WAL append of the pages they
+ * share) serves them all. Each unit still gets its own answer: its value, or
+ * its own error (its savepoint rolled back), and only after the commit; when
+ * the commit itself fails, every unit of the batch gets that error.
  */
-export class GroupCommit<In, Out> {
-  private pending: { input: In; resolve: (out: Out) => void; reject: (err: unknown) => void }[] = [];
+export class GroupCommit {
+  private queue: Queued[] = [];
 
   constructor(
-    /** Runs a whole batch synchronously; undefined when it cannot run now (then each input goes to `one`). */
-    private readonly runBatch: (inputs: readonly In[]) => Out[] | undefined,
-    private readonly one: (input: In) => Promise<Out>,
+    private readonly conn: SyncConnection,
     private readonly maxBatch = 256,
   ) {}
 
-  add(input: In): Promise<Out> {
-    return new Promise<Out>((resolve, reject) => {
-      if (this.pending.push({ input, resolve, reject }) === 1) setImmediate(() => this.flush());
-      else if (this.pending.length >= this.maxBatch) this.flush();
+  run<T>(unit: Unit<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      if (this.queue.push({ unit, resolve: resolve as (v: unknown) => void, reject }) === 1) setImmediate(() => this.flush());
+      else if (this.queue.length >= this.maxBatch) this.flush();
     });
   }
 
   private flush(): void {
-    const batch = this.pending;
+    const batch = this.queue;
     if (batch.length === 0) return;
-    this.pending = [];
-    let outs: Out[] | undefined;
+    this.queue = [];
+    if (this.conn.inTransaction) {
+      // A Kysely transaction holds the connection: each unit queues behind it on its own.
+      for (const q of batch) q.unit.alone().then(q.resolve, q.reject);
+      return;
+    }
+    const outcomes: Outcome[] = [];
     try {
-      outs = this.runBatch(batch.map((b) => b.input));
+      this.conn.atomically(() => {
+        for (const { unit } of batch) {
+          try {
+            outcomes.push({ ok: true, value: unit.severalStatements ? this.conn.atomically(() => unit.now()) : unit.now() });
+          } catch (err) {
+            outcomes.push({ ok: false, err });
+          }
+        }
+      });
     } catch (err) {
-      for (const b of batch) b.reject(err);
+      for (const q of batch) q.reject(err);
       return;
     }
-    if (outs) {
-      batch.forEach((b, i) => b.resolve(outs[i]!));
-      return;
-    }
-    for (const b of batch) this.one(b.input).then(b.resolve, b.reject);
+    batch.forEach((q, i) => {
+      const o = outcomes[i]!;
+      if (o.ok) q.resolve(o.value);
+      else q.reject(o.err);
+    });
   }
 }

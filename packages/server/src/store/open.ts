@@ -66,13 +66,13 @@ export async function openStore(databaseUrl: string): Promise<Store> {
     }
     return stmt;
   };
-  const transaction = sqlite.transaction((work: () => void) => work());
+  const transaction = sqlite.transaction((work: () => unknown) => work());
   const sync: SyncConnection = {
     get inTransaction() {
       return sqlite.inTransaction;
     },
     prepare,
-    atomically: (work) => transaction(work),
+    atomically: <T>(work: () => T) => transaction(work) as T,
   };
   const database = { close: () => sqlite.close(), prepare };
   return new Store(new Kysely<Database>({ dialect: new SqliteDialect({ database }) }), 'sqlite', sync);

@@ -13,8 +13,8 @@ export interface SyncConnection {
     all(...params: unknown[]): unknown[];
     run(...params: unknown[]): { changes: number };
   };
-  /** Runs `work` in one transaction (rolled back if it throws). */
-  atomically(work: () => void): void;
+  /** Runs `work` in one transaction (rolled back if it throws); nested, in a savepoint. */
+  atomically<T>(work: () => T): T;
 }
 
 /** What a statement returned: its rows (SELECT, RETURNING) and how many rows it changed. */

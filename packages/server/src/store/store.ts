@@ -198,7 +198,12 @@ export class Store {
     readonly dialect: Dialect,
     /** The embedded store's connection: hot-path statements run on it synchronously when no transaction is open. */
     private readonly sync?: SyncConnection,
-  ) {}
+  ) {
+    this.batch = sync && new GroupCommit(sync);
+  }
+
+  /** Group commit on the embedded store: the writes of one event-loop turn share a transaction. */
+  private readonly batch: GroupCommit | undefined;
 
   /** Runs a prepared statement: synchronously on the embedded store when it is free, else through Kysely. */
   private async run<P extends string, R>(q: Prepared<P, R>, values: Record<P, unknown>): Promise<Rows<R>> {
@@ -210,29 +215,39 @@ export class Store {
   /**
    * Runs `steps` as one transaction. When a `mustChange` step (a conditional
    * UPDATE) changes no row, another request won the race: everything is rolled
-   * back and the answer is false.
+   * back and the answer is false. On the embedded store the units of one
+   * event-loop turn share one transaction (group commit), each in its own
+   * savepoint, each answered after the commit.
    */
   private async atomically(steps: readonly Step[]): Promise<boolean> {
-    const conn = this.sync;
     try {
-      if (conn && !conn.inTransaction) {
-        conn.atomically(() => {
-          for (const s of steps) {
-            if (s.q.executeSync(conn, this.db, s.values).changes !== 1 && s.mustChange) throw new LostRace();
-          }
+      if (this.batch) {
+        const conn = this.sync!;
+        await this.batch.run({
+          severalStatements: true,
+          now: () => {
+            for (const s of steps) {
+              if (s.q.executeSync(conn, this.db, s.values).changes !== 1 && s.mustChange) throw new LostRace();
+            }
+          },
+          alone: () => this.atomicallyAsync(steps),
         });
       } else {
-        await this.db.transaction().execute(async (trx) => {
-          for (const s of steps) {
-            if ((await s.q.execute(trx, s.values)).changes !== 1 && s.mustChange) throw new LostRace();
-          }
-        });
+        await this.atomicallyAsync(steps);
       }
       return true;
     } catch (err) {
       if (err instanceof LostRace) return false;
       throw err;
     }
+  }
+
+  private async atomicallyAsync(steps: readonly Step[]): Promise<void> {
+    await this.db.transaction().execute(async (trx) => {
+      for (const s of steps) {
+        if ((await s.q.execute(trx, s.values)).changes !== 1 && s.mustChange) throw new LostRace();
+      }
+    });
   }
 
   /** Brings the schema up to date; safe to run concurrently from several instances on PostgreSQL. */
@@ -532,19 +547,13 @@ export class Store {
    */
   async recordDevicePoll(hash: string, clientId: string, now: number): Promise<{ interval_s: number; slowed: boolean } | undefined> {
     const values = { hash, clientId, now };
-    const [row] = this.sync ? await this.pollBatch.add(values) : (await this.run(this.q.devicePoll, values)).rows;
+    const poll = this.q.devicePoll;
+    const { rows } = this.batch
+      ? await this.batch.run({ now: () => poll.executeSync(this.sync!, this.db, values), alone: () => poll.execute(this.db, values) })
+      : await poll.execute(this.db, values);
+    const row = rows[0];
     return row && { interval_s: row.interval_s, slowed: row.last_poll_slowed === 1 };
   }
-
-  private readonly pollBatch = new GroupCommit<Record<'hash' | 'clientId' | 'now', unknown>, DevicePollRow[]>((batch) => {
-    const conn = this.sync!;
-    if (conn.inTransaction) return undefined; // a Kysely transaction holds the connection: each poll queues behind it
-    const results: DevicePollRow[][] = [];
-    conn.atomically(() => {
-      for (const values of batch) results.push(this.q.devicePoll.executeSync(conn, this.db, values).rows);
-    });
-    return results;
-  }, async (values) => (await this.run(this.q.devicePoll, values)).rows);
 
   /** Approves or denies a pending, unexpired device authorization; false when it was not pending. */
   async decideDevice(
