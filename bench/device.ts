@@ -84,6 +84,23 @@ export async function pollOutcome(store: Store): Promise<{ slowedDown: number; p
   return { slowedDown: Number(row.slowedDown), polled: Number(row.polled) };
 }
 
+/**
+ * The same server's token endpoint answering without the store: an
+ * unsupported grant_type goes through the same HTTP stack, form parsing and
+ * error answer (same headers) as a pending poll, and stops there.
+ */
+export async function storelessTokenAnswers(issuer: string, seconds: number, connections: number): Promise<LoadFigures> {
+  return repeated({
+    url: `${issuer}/oauth/token`,
+    connections,
+    duration: seconds,
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'grant_type=urn%3Aexample%3Anone&client_id=authcli&device_code=x',
+    verifyBody: (body) => String(body).includes('"error":"unsupported_grant_type"'),
+  });
+}
+
 /** POST /oauth/device/authorization for the built-in public client. */
 export async function deviceAuthorizations(issuer: string, seconds: number, connections: number): Promise<LoadFigures> {
   return repeated({

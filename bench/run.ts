@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { challengeS256, generateVerifier } from '@authcli/pkce';
 import { openStore } from '@authcli/server';
 import { Browser, freePort, hidden } from '../test/support/http.js';
-import { bytesPerPending, deviceAuthorizations, pollOutcome, pollPending, seedPending } from './device.js';
+import { bytesPerPending, deviceAuthorizations, pollOutcome, pollPending, seedPending, storelessTokenAnswers } from './device.js';
 import { cliStartup } from './cli-startup.js';
 import { distinctPosts, repeated, type LoadFigures } from './load.js';
 
@@ -148,21 +148,24 @@ async function deviceScenario(issuer: string, databaseUrl: string, baselines: { 
   const codes = await seedPending(seeding, Number(process.env.BENCH_DEVICE_CODES ?? 200_000), 1_000_000).finally(() => seeding.close());
   const barePolls = await pollPending(baselines.bareBase, codes, DURATION, 32);
   const polls = await pollPending(issuer, codes, DURATION, 32);
+  const storeless = await storelessTokenAnswers(issuer, DURATION, 32);
   const reading = await openStore(databaseUrl);
   const outcome = await pollOutcome(reading).finally(() => reading.close());
   const auth = await deviceAuthorizations(issuer, DURATION, 32);
   const rows: Row[] = [
     ['bare Fastify POST, same request and answer as a pending poll (32 conn)', barePolls.figures],
     ['POST /oauth/token device_code, pending (32 conn)', polls.figures],
+    ['POST /oauth/token, unsupported grant_type: same server and answer path, no store (32 conn)', storeless],
     ['POST /oauth/device/authorization (32 conn)', auth],
   ];
   const notes = [
     `pending polls: ${polls.figures.non2xx} answers, ${polls.figures.mismatches} not authorization_pending; the store shows ${outcome.polled} codes polled, ${outcome.slowedDown} slowed down; each code polled every ${polls.cycleSeconds.toFixed(1)} s (>= 5 s: on time)`,
     `pending polls / bare route (32 conn): ${(polls.figures.rps / baselines.bare32.rps).toFixed(3)}  (target >= 0.50)`,
     `pending polls / bare POST route with the polls' load shape (32 conn): ${(polls.figures.rps / barePolls.figures.rps).toFixed(3)}`,
+    `pending polls / the same server's token endpoint answering without the store (32 conn): ${(polls.figures.rps / storeless.rps).toFixed(3)}; that answer / bare GET: ${(storeless.rps / baselines.bare32.rps).toFixed(3)}`,
     `pending polls p99 ${polls.figures.p99} ms (target < 25 ms)`,
   ];
-  return { rows, notes, raw: { polls, barePolls, auth, outcome } };
+  return { rows, notes, raw: { polls, barePolls, storeless, auth, outcome } };
 }
 
 async function main() {

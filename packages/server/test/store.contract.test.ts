@@ -142,7 +142,7 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
   it('redemptions that arrive together stand or fall each on its own: a failing one undoes only its own writes', async () => {
     const u = await store.findUserByUsername('frank');
     const row = await store.findCode('c1');
-    for (const h of ['c4', 'c5', 'c6']) await store.insertCode({ ...row!, code_hash: h, user_id: u!.id, consumed_at: null, grant_id: null, expires_at: now + 60_000 });
+    for (const h of ['c4', 'c5', 'c6']) await store.insertCode({ ...row!, code_hash: h, user_id: u!.id, expires_at: now + 60_000 });
     const grant = (id: string) => ({ id, client_id: row!.client_id, user_id: u!.id, scope: 'openid', auth_time: now, created_at: now, expires_at: now + 1000, revoked_at: null });
     const refresh = (hash: string, grantId: string) => ({ token_hash: hash, grant_id: grantId, created_at: now, expires_at: now + 1000, used_at: null });
     // c5's last step fails (its refresh token hash is already taken by c4's), after its grant and consumption ran.
