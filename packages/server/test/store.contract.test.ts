@@ -162,6 +162,10 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     expect(await store.findRefreshToken('rt6')).toMatchObject({ grant_id: 'g6' });
     // The failed one can be redeemed afterwards: nothing of it was left half-done.
     expect(await store.redeemCode('c5', grant('g5'), now, refresh('rt5', 'g5'))).toBe(true);
+    // Alone in its turn, a losing redemption leaves nothing behind either.
+    expect(await store.redeemCode('c5', grant('g5-again'), now, refresh('rt5-again', 'g5-again'))).toBe(false);
+    expect(await store.findGrant('g5-again')).toBeUndefined();
+    expect(await store.findRefreshToken('rt5-again')).toBeUndefined();
   });
 
   it('an expired code cannot be consumed', async () => {

@@ -4,7 +4,7 @@ import { FormError, parseForm } from '../src/http/form.js';
 import { callbackUrlProblem, matchRedirectUri } from '../src/oauth/redirect-uri.js';
 import { parseScope } from '../src/oauth/scopes.js';
 import { InvalidScope } from '../src/oauth/errors.js';
-import { hashPassword, timeOrderedId, verifyPassword } from '../src/util/crypto.js';
+import { hashPassword, randomToken, timeOrderedId, verifyPassword } from '../src/util/crypto.js';
 
 describe('rfc6749 §3.1.2.3 redirect_uri matching', () => {
   const reg = ['https://app.example/cb', 'http://127.0.0.1/callback', 'http://[::1]:8080/callback', 'http://localhost/cb'];
@@ -111,5 +111,18 @@ describe('time-ordered ids (grant ids)', () => {
     for (const id of ids) expect(id).toMatch(/^[0-9a-f]{12}[A-Za-z0-9_-]{16}$/);
     const same = new Set(Array.from({ length: 1000 }, () => timeOrderedId(1_700_000_000_000)));
     expect(same.size).toBe(1000);
+  });
+});
+
+describe('random tokens', () => {
+  it('are base64url of the asked length and never repeat, across refills of the random pool', () => {
+    const seen = new Set<string>();
+    for (let i = 0; i < 5000; i++) {
+      const t = randomToken(i % 3 === 0 ? 16 : 32);
+      expect(t).toMatch(i % 3 === 0 ? /^[A-Za-z0-9_-]{22}$/ : /^[A-Za-z0-9_-]{43}$/);
+      seen.add(t);
+    }
+    expect(seen.size).toBe(5000);
+    expect(randomToken(300)).toHaveLength(400);
   });
 });

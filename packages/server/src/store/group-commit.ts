@@ -54,6 +54,16 @@ export class GroupCommit {
       for (const q of batch) q.unit.alone().then(q.resolve, q.reject);
       return;
     }
+    if (batch.length === 1) {
+      // Alone in its turn: its own transaction is all the isolation it needs.
+      const [q] = batch as [Queued];
+      try {
+        q.resolve(this.conn.atomically(() => q.unit.now()));
+      } catch (err) {
+        q.reject(err);
+      }
+      return;
+    }
     const outcomes: Outcome[] = [];
     try {
       this.conn.atomically(() => {

@@ -1,8 +1,24 @@
 import { hash, randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
 
+// CSPRNG output is drawn 4 KiB at a time and handed out in slices, each used once: a token request needs
+// several small random values, and one draw per value costs more than the values themselves.
+let pool = Buffer.alloc(0);
+let offset = 0;
+
+/** `n` bytes from the CSPRNG, never handed out twice. */
+function randomSlice(n: number): Buffer {
+  if (n > 256) return randomBytes(n);
+  if (offset + n > pool.length) {
+    pool = randomBytes(4096);
+    offset = 0;
+  }
+  offset += n;
+  return pool.subarray(offset - n, offset);
+}
+
 /** 256 bits from the CSPRNG, base64url: codes, device codes, secrets, session ids. */
 export function randomToken(bytes = 32): string {
-  return randomBytes(bytes).toString('base64url');
+  return randomSlice(bytes).toString('base64url');
 }
 
 /**
@@ -13,7 +29,7 @@ export function randomToken(bytes = 32): string {
  * family index). For internal ids only, never for secrets.
  */
 export function timeOrderedId(now: number): string {
-  return Math.max(0, Math.floor(now)).toString(16).padStart(12, '0') + randomBytes(12).toString('base64url');
+  return Math.max(0, Math.floor(now)).toString(16).padStart(12, '0') + randomSlice(12).toString('base64url');
 }
 
 /** SHA-256 hex: how high-entropy secrets (codes, client secrets, session ids) are stored. */
