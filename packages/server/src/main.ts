@@ -54,7 +54,7 @@ export function program(): Command {
     .option('--database <url>', 'postgres:// URL or SQLite file (env DATABASE_URL, default ./data/authcli.db)')
     .action(async (opts: ConfigInput) => {
       const config = loadConfig(opts);
-      const store = await openStore(config.databaseUrl);
+      const store = await openStore(config.databaseUrl, { backgroundCheckpoints: true });
       await store.migrate();
       await bootstrapStore(store, config.now());
       const app = await buildApp(config, store);

@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import { BackgroundCheckpointer } from './checkpointer.js';
 import type { SyncConnection } from './prepared.js';
 import type { Database } from './schema.js';
 import { Store, StoreError } from './store.js';
@@ -30,8 +31,17 @@ export function parseDatabaseUrl(value: string): StoreLocation {
   return { dialect: 'sqlite', path: v === ':memory:' ? v : resolve(v) };
 }
 
+export interface OpenOptions {
+  /**
+   * Embedded store only: checkpoint the write-ahead log from a background
+   * thread instead of inside the commit that fills it (the server does this;
+   * one-shot commands keep SQLite's automatic checkpoints).
+   */
+  backgroundCheckpoints?: boolean;
+}
+
 /** Opens (without migrating) the store that `databaseUrl` names. */
-export async function openStore(databaseUrl: string): Promise<Store> {
+export async function openStore(databaseUrl: string, options: OpenOptions = {}): Promise<Store> {
   const loc = parseDatabaseUrl(databaseUrl);
   if (loc.dialect === 'postgres') {
     const pg = (await import('pg')).default;
@@ -56,6 +66,15 @@ export async function openStore(databaseUrl: string): Promise<Store> {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
+  let checkpointer: BackgroundCheckpointer | undefined;
+  if (options.backgroundCheckpoints && loc.path !== ':memory:') {
+    sqlite.pragma('wal_autocheckpoint = 0');
+    // A WAL that a long reader kept from being reset is cut back to this size once it can be.
+    sqlite.pragma('journal_size_limit = 67108864');
+    checkpointer = new BackgroundCheckpointer(loc.path, () => {
+      if (sqlite.open) sqlite.pragma('wal_autocheckpoint = 1000');
+    });
+  }
   // Kysely prepares every query anew; caching statements by SQL text saves that work on every request.
   const statements = new Map<string, ReturnType<typeof sqlite.prepare>>();
   const prepare = (sql: string) => {
@@ -75,5 +94,5 @@ export async function openStore(databaseUrl: string): Promise<Store> {
     atomically: <T>(work: () => T) => transaction(work) as T,
   };
   const database = { close: () => sqlite.close(), prepare };
-  return new Store(new Kysely<Database>({ dialect: new SqliteDialect({ database }) }), 'sqlite', sync);
+  return new Store(new Kysely<Database>({ dialect: new SqliteDialect({ database }) }), 'sqlite', sync, () => checkpointer?.stop());
 }

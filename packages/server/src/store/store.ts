@@ -198,6 +198,8 @@ export class Store {
     readonly dialect: Dialect,
     /** The embedded store's connection: hot-path statements run on it synchronously when no transaction is open. */
     private readonly sync?: SyncConnection,
+    /** Runs before the connection closes (the embedded store's background checkpointer stops). */
+    private readonly beforeClose?: () => Promise<void> | undefined,
   ) {
     this.batch = sync && new GroupCommit(sync);
   }
@@ -263,6 +265,7 @@ export class Store {
   }
 
   async close(): Promise<void> {
+    await this.beforeClose?.();
     await this.db.destroy();
   }
 
