@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { addUser, bootstrapStore, registerApplication } from '../src/bootstrap.js';
-import { openStore, parseDatabaseUrl } from '../src/store/open.js';
+import { openStore, parseDatabaseUrl, syncConnection } from '../src/store/open.js';
+import { BackgroundCheckpointer } from '../src/store/checkpointer.js';
+import { GroupCommit } from '../src/store/group-commit.js';
 import { APPLICATION_CACHE_MS, StoreError, type Store } from '../src/store/store.js';
 import { generateSigningKey } from '../src/oauth/keys.js';
 import { pendingDeviceAuthorization } from '../src/oauth/device-authorization.js';
@@ -304,6 +306,20 @@ describe('embedded store: write-ahead log checkpoints off the event loop', () =>
     }
   });
 
+  it('when the checkpoint thread cannot work, the store is told (and turns automatic checkpoints back on)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'authcli-ckpt-'));
+    try {
+      // A path the thread cannot open: its connection fails at once.
+      const failed = await new Promise<boolean>((res) => {
+        new BackgroundCheckpointer(join(dir, 'missing', 'dir', 'x.db'), () => res(true));
+        setTimeout(() => res(false), 5000);
+      });
+      expect(failed).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('one-shot commands keep SQLite’s own automatic checkpoints', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'authcli-ckpt-'));
     try {
@@ -313,6 +329,39 @@ describe('embedded store: write-ahead log checkpoints off the event loop', () =>
       await store.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('embedded store: group commit', () => {
+  it('a unit whose failure ends the whole transaction fails the batch: nothing of it is kept, nothing after it runs alone', async () => {
+    const Database = (await import('better-sqlite3')).default;
+    const sqlite = new Database(':memory:');
+    try {
+      sqlite.exec('create table t (v text primary key)');
+      const conn = syncConnection(sqlite);
+      const batch = new GroupCommit(conn);
+      const insert = (v: string) => ({ now: () => conn.prepare('insert into t (v) values (?)').run(v).changes, alone: async () => 0 });
+      const results = await Promise.allSettled([
+        batch.run(insert('a')),
+        // What SQLite does on a full disk or an I/O error: the transaction is rolled back under the batch's feet.
+        batch.run({
+          now: () => {
+            conn.prepare('rollback').run();
+            throw new Error('disk I/O error');
+          },
+          alone: async () => 0,
+        }),
+        batch.run(insert('c')),
+      ]);
+      expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected', 'rejected']);
+      expect(sqlite.prepare('select v from t').all()).toEqual([]);
+      // A unit that fails on its own (a duplicate) costs only itself.
+      const next = await Promise.allSettled([batch.run(insert('a')), batch.run(insert('a')), batch.run(insert('c'))]);
+      expect(next.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      expect(sqlite.prepare('select v from t order by v').all()).toEqual([{ v: 'a' }, { v: 'c' }]);
+    } finally {
+      sqlite.close();
     }
   });
 });

@@ -28,7 +28,8 @@ type Outcome = { ok: true; value: unknown } | { ok: false; err: unknown };
  * that one commit (one round of file locks, one WAL append of the pages they
  * share) serves them all. Each unit still gets its own answer: its value, or
  * its own error (its savepoint rolled back), and only after the commit; when
- * the commit itself fails, every unit of the batch gets that error.
+ * the commit itself fails, or a unit's failure ends the whole transaction,
+ * every unit of the batch gets that error.
  */
 export class GroupCommit {
   private queue: Queued[] = [];
@@ -71,6 +72,9 @@ export class GroupCommit {
           try {
             outcomes.push({ ok: true, value: unit.severalStatements ? this.conn.atomically(() => unit.now()) : unit.now() });
           } catch (err) {
+            // Some failures (a full disk, an I/O error) make SQLite roll back the whole transaction: what ran
+            // before is gone and what would run next would commit on its own. The batch fails as one.
+            if (!this.conn.inTransaction) throw err;
             outcomes.push({ ok: false, err });
           }
         }

@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import { BackgroundCheckpointer } from './checkpointer.js';
 import type { SyncConnection } from './prepared.js';
@@ -29,6 +30,31 @@ export function parseDatabaseUrl(value: string): StoreLocation {
     throw new StoreError('unavailable', `unsupported DATABASE_URL scheme in ${v.split(':')[0]}: (use postgres:// or a file path)`);
   }
   return { dialect: 'sqlite', path: v === ':memory:' ? v : resolve(v) };
+}
+
+/**
+ * A better-sqlite3 connection as the store runs it synchronously: statements
+ * cached by SQL text (Kysely prepares every query anew, and this saves that
+ * work on every request), transactions that nest as savepoints.
+ */
+export function syncConnection(sqlite: BetterSqlite3.Database): SyncConnection & { prepare(sql: string): BetterSqlite3.Statement } {
+  const statements = new Map<string, BetterSqlite3.Statement>();
+  const prepare = (sql: string) => {
+    let stmt = statements.get(sql);
+    if (!stmt) {
+      stmt = sqlite.prepare(sql);
+      if (statements.size < 500) statements.set(sql, stmt);
+    }
+    return stmt;
+  };
+  const transaction = sqlite.transaction((work: () => unknown) => work());
+  return {
+    get inTransaction() {
+      return sqlite.inTransaction;
+    },
+    prepare,
+    atomically: <T>(work: () => T) => transaction(work) as T,
+  };
 }
 
 export interface OpenOptions {
@@ -75,24 +101,7 @@ export async function openStore(databaseUrl: string, options: OpenOptions = {}):
       if (sqlite.open) sqlite.pragma('wal_autocheckpoint = 1000');
     });
   }
-  // Kysely prepares every query anew; caching statements by SQL text saves that work on every request.
-  const statements = new Map<string, ReturnType<typeof sqlite.prepare>>();
-  const prepare = (sql: string) => {
-    let stmt = statements.get(sql);
-    if (!stmt) {
-      stmt = sqlite.prepare(sql);
-      if (statements.size < 500) statements.set(sql, stmt);
-    }
-    return stmt;
-  };
-  const transaction = sqlite.transaction((work: () => unknown) => work());
-  const sync: SyncConnection = {
-    get inTransaction() {
-      return sqlite.inTransaction;
-    },
-    prepare,
-    atomically: <T>(work: () => T) => transaction(work) as T,
-  };
-  const database = { close: () => sqlite.close(), prepare };
+  const sync = syncConnection(sqlite);
+  const database = { close: () => sqlite.close(), prepare: sync.prepare };
   return new Store(new Kysely<Database>({ dialect: new SqliteDialect({ database }) }), 'sqlite', sync, () => checkpointer?.stop());
 }

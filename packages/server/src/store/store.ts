@@ -193,6 +193,9 @@ export class Store {
   /** Recently read applications by client_id (see getApplication). */
   private readonly applications = new Map<string, { app: Application; at: number }>();
 
+  /** Group commit on the embedded store: the writes of one event-loop turn share a transaction. */
+  private readonly batch: GroupCommit | undefined;
+
   constructor(
     readonly db: Kysely<Database>,
     readonly dialect: Dialect,
@@ -203,9 +206,6 @@ export class Store {
   ) {
     this.batch = sync && new GroupCommit(sync);
   }
-
-  /** Group commit on the embedded store: the writes of one event-loop turn share a transaction. */
-  private readonly batch: GroupCommit | undefined;
 
   /** Runs a prepared statement: synchronously on the embedded store when it is free, else through Kysely. */
   private async run<P extends string, R>(q: Prepared<P, R>, values: Record<P, unknown>): Promise<Rows<R>> {
