@@ -101,6 +101,29 @@ describe.each(dialects())('metadata, keys and probes (%s)', (dialect) => {
     expect(page.headers.get('access-control-allow-origin')).toBeNull();
   });
 
+  it('CORS and nosniff on every protocol answer, errors included; nosniff on probes and unknown paths', async () => {
+    const form = { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://spa.example' };
+    const answers = {
+      'wrong content type': await fetch(`${server.url}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }),
+      'oversize body': await fetch(`${server.url}/oauth/token`, { method: 'POST', headers: form, body: `a=${'x'.repeat(2_000_000)}` }),
+      'unknown client': await fetch(`${server.url}/oauth/device/authorization`, { method: 'POST', headers: form, body: 'client_id=nobody' }),
+      'no token': await fetch(`${server.url}/oauth/userinfo`),
+      revocation: await fetch(`${server.url}/oauth/revoke`, { method: 'POST', headers: form, body: `client_id=${clientId}&token=x` }),
+    };
+    for (const [name, res] of Object.entries(answers)) {
+      expect(res.status, name).toBeLessThan(500);
+      expect(res.headers.get('access-control-allow-origin'), name).toBe('*');
+      expect(res.headers.get('x-content-type-options'), name).toBe('nosniff');
+    }
+    expect(answers['wrong content type'].headers.get('cache-control')).toBe('no-store');
+    expect(((await answers['unknown client'].json()) as { error: string }).error).toBe('invalid_client');
+    for (const path of ['/healthz', '/readyz', '/no/such/path']) {
+      const res = await fetch(`${server.url}${path}`);
+      expect(res.headers.get('x-content-type-options'), path).toBe('nosniff');
+      expect(res.headers.get('access-control-allow-origin'), path).toBeNull();
+    }
+  });
+
   it('healthz answers; readyz checks the store', async () => {
     expect(await (await fetch(`${server.url}/healthz`)).json()).toEqual({ status: 'ok' });
     expect((await fetch(`${server.url}/readyz`)).status).toBe(200);

@@ -49,6 +49,17 @@ describe('strict form parsing', () => {
     expect(f.params.c).toBe('');
     expect([...f.repeated]).toEqual(['a']);
   });
+  it('empty pairs are skipped; only the first = splits; an empty first value still counts as given', () => {
+    const f = parseForm('&&a=&x=1=2&&a=later&%3D=eq&');
+    expect({ ...f.params }).toEqual({ a: '', x: '1=2', '=': 'eq' });
+    expect([...f.repeated]).toEqual(['a']);
+    expect(parseForm('').repeated.size).toBe(0);
+  });
+  it('every value of every name, in order, for checkbox groups', () => {
+    const f = parseForm('grant=a&scope=openid&grant=b&flag&grant=');
+    expect(f.params.grant).toBe('a');
+    expect({ ...f.lists }).toEqual({ grant: ['a', 'b', ''], scope: ['openid'], flag: [''] });
+  });
   it('rejects invalid UTF-8 and malformed escapes', () => {
     expect(() => parseForm(Buffer.from([0x61, 0x3d, 0xff]))).toThrow(FormError);
     expect(() => parseForm('a=%zz')).toThrow(FormError);

@@ -32,6 +32,34 @@ function decodeComponent(raw: string): string {
   }
 }
 
+const NO_REPEATS: ReadonlySet<string> = new Set();
+
+/** Every value of every name, in order. */
+function allValues(text: string): Record<string, string[]> {
+  const lists: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
+  for (const pair of text.split('&')) {
+    if (pair === '') continue;
+    const eq = pair.indexOf('=');
+    (lists[decodeComponent(eq === -1 ? pair : pair.slice(0, eq))] ??= []).push(eq === -1 ? '' : decodeComponent(pair.slice(eq + 1)));
+  }
+  return lists;
+}
+
+/** A parsed form; the lists (checkbox groups, pages only) are built on first use. */
+class Form implements ParsedForm {
+  private all: Record<string, string[]> | undefined;
+
+  constructor(
+    readonly params: Readonly<Record<string, string>>,
+    readonly repeated: ReadonlySet<string>,
+    private readonly text: string,
+  ) {}
+
+  get lists(): Readonly<Record<string, readonly string[]>> {
+    return (this.all ??= allValues(this.text));
+  }
+}
+
 /** Parses a form body or query string (without the leading `?`). */
 export function parseForm(input: string | Uint8Array): ParsedForm {
   let text: string;
@@ -44,20 +72,28 @@ export function parseForm(input: string | Uint8Array): ParsedForm {
       throw new FormError('form data is not valid UTF-8');
     }
   }
+  // Every token request and device poll is parsed here, so: one pass with indexOf (no array of pairs), no
+  // set until a name repeats, no lists unless asked for.
   const params: Record<string, string> = Object.create(null) as Record<string, string>;
-  const repeated = new Set<string>();
-  const lists: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
-  if (text === '') return { params, repeated, lists };
-  for (const pair of text.split('&')) {
-    if (pair === '') continue;
-    const eq = pair.indexOf('=');
-    const name = decodeComponent(eq === -1 ? pair : pair.slice(0, eq));
-    const value = eq === -1 ? '' : decodeComponent(pair.slice(eq + 1));
-    if (name in params) repeated.add(name);
-    else params[name] = value;
-    (lists[name] ??= []).push(value);
+  let repeated = NO_REPEATS as Set<string>;
+  for (let start = 0; start <= text.length; ) {
+    let end = text.indexOf('&', start);
+    if (end === -1) end = text.length;
+    if (end > start) {
+      const eq = text.indexOf('=', start);
+      const named = eq !== -1 && eq < end;
+      const name = decodeComponent(text.slice(start, named ? eq : end));
+      const value = named ? decodeComponent(text.slice(eq + 1, end)) : '';
+      if (params[name] === undefined) {
+        params[name] = value;
+      } else {
+        if (repeated === NO_REPEATS) repeated = new Set();
+        repeated.add(name);
+      }
+    }
+    start = end + 1;
   }
-  return { params, repeated, lists };
+  return new Form(params, repeated, text);
 }
 
 /** The query string of a raw request URL, parsed strictly. */

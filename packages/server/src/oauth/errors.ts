@@ -1,3 +1,5 @@
+import type { FastifyReply } from 'fastify';
+
 /**
  * OAuth 2.0 protocol errors: one class per error code (RFC 6749 §4.1.2.1,
  * §5.2; RFC 8628 §3.5; RFC 6750 §3.1), each carrying its HTTP status, turned
@@ -31,6 +33,22 @@ export abstract class OAuthError extends Error {
   /** RFC 6749 §5.2 error response body. */
   toJSON(): { error: string; error_description: string } {
     return { error: this.error, error_description: this.description };
+  }
+
+  private answer: { headers: Record<string, string>; body: string } | undefined;
+
+  /**
+   * The RFC 6749 §5.2 answer: headers (`Cache-Control: no-store`, §5.1, and
+   * this error's own) and the serialized JSON body, built once per instance,
+   * so an answer that repeats (authorization_pending on every device poll) is
+   * one constant.
+   */
+  get response(): { readonly headers: Readonly<Record<string, string>>; readonly body: string } {
+    this.answer ??= {
+      headers: { 'cache-control': 'no-store', pragma: 'no-cache', 'content-type': 'application/json; charset=utf-8', ...this.headers },
+      body: JSON.stringify(this.toJSON()),
+    };
+    return this.answer;
   }
 }
 
@@ -103,20 +121,10 @@ export class InvalidToken extends OAuthError {
   }
 }
 
-/**
- * Sets `status`, extra headers and the RFC 6749 §5.2 JSON body on a reply
- * (with `Cache-Control: no-store`, §5.1).
- */
-export function oauthErrorResponse(err: OAuthError): {
-  status: number;
-  headers: Record<string, string>;
-  body: { error: string; error_description: string };
-} {
-  return {
-    status: err.status,
-    headers: { 'cache-control': 'no-store', pragma: 'no-cache', ...err.headers },
-    body: err.toJSON(),
-  };
+/** Answers with the error's status, headers and RFC 6749 §5.2 JSON body (see {@link OAuthError.response}). */
+export function sendOAuthError(reply: FastifyReply, err: OAuthError): FastifyReply {
+  const { headers, body } = err.response;
+  return reply.code(err.status).headers(headers).send(body);
 }
 
 /** OIDC Core §3.1.2.6 */
@@ -133,6 +141,9 @@ export class RequestUriNotSupported extends OAuthError {
 export class AuthorizationPending extends OAuthError {
   readonly error = 'authorization_pending';
 }
+
+/** The one authorization_pending answer (it never varies, and every pending device poll gets it). */
+export const AUTHORIZATION_PENDING = new AuthorizationPending('the user has not yet approved the request');
 
 /** RFC 8628 §3.5: the client must add 5 seconds to its polling interval. */
 export class SlowDown extends OAuthError {

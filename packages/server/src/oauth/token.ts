@@ -2,14 +2,20 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.js';
 import { isParsedForm } from '../http/form.js';
 import { authenticateClient } from './client-auth.js';
-import { InvalidRequest, OAuthError, UnauthorizedClient, UnsupportedGrantType, oauthErrorResponse } from './errors.js';
+import { InvalidRequest, OAuthError, UnauthorizedClient, UnsupportedGrantType, sendOAuthError } from './errors.js';
 import { authorizationCodeGrant } from './grants/authorization-code.js';
 import { deviceCodeGrant } from './grants/device-code.js';
 import { refreshTokenGrant } from './grants/refresh-token.js';
 import type { TokenResponse } from './tokens.js';
 import type { Application, GrantType } from '../store/store.js';
 
-type GrantHandler = (ctx: AppContext, app: Application, params: Readonly<Record<string, string>>) => Promise<TokenResponse>;
+/**
+ * A grant's outcome: tokens, or a protocol error. Errors are thrown, except
+ * the expected answers of a device poll (authorization_pending, slow_down),
+ * which are returned: one comes back for nearly every poll, and an error
+ * thrown through two async functions costs more than the rest of the answer.
+ */
+type GrantHandler = (ctx: AppContext, app: Application, params: Readonly<Record<string, string>>) => Promise<TokenResponse | OAuthError>;
 
 /** The grant handlers by `grant_type`; each is also a grant type an application must be allowed. */
 export const GRANT_HANDLERS: Partial<Record<GrantType, GrantHandler>> = {
@@ -23,8 +29,10 @@ export function formParams(req: FastifyRequest): Readonly<Record<string, string>
   if (!isParsedForm(req.body)) {
     throw new InvalidRequest('the request body must be application/x-www-form-urlencoded');
   }
-  const [first] = req.body.repeated;
-  if (first !== undefined) throw new InvalidRequest(`parameter ${first} is repeated (RFC 6749 §3.2)`);
+  if (req.body.repeated.size > 0) {
+    const [first] = req.body.repeated;
+    throw new InvalidRequest(`parameter ${first} is repeated (RFC 6749 §3.2)`);
+  }
   return req.body.params;
 }
 
@@ -36,8 +44,7 @@ export async function tokenRoutes(app: FastifyInstance, ctx: AppContext): Promis
     } catch (err) {
       // Expected protocol answers (authorization_pending on every device poll) skip Fastify's error path.
       if (!(err instanceof OAuthError)) throw err;
-      const { status, headers, body } = oauthErrorResponse(err);
-      return reply.code(status).headers(headers).send(body);
+      return sendOAuthError(reply, err);
     }
   });
 }
@@ -54,5 +61,6 @@ async function token(ctx: AppContext, req: FastifyRequest, reply: FastifyReply):
     throw new UnauthorizedClient(`this application may not use the ${grantType} grant`);
   }
   const body = await handler(ctx, client, params);
+  if (body instanceof OAuthError) return sendOAuthError(reply, body);
   return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(body);
 }

@@ -56,10 +56,11 @@ export class GroupCommit {
       return;
     }
     if (batch.length === 1) {
-      // Alone in its turn: its own transaction is all the isolation it needs.
+      // Alone in its turn: its own transaction is all the isolation it needs, and a single statement is one
+      // already (SQLite's autocommit; the explicit BEGIN and COMMIT would only add two statements).
       const [q] = batch as [Queued];
       try {
-        q.resolve(this.conn.atomically(() => q.unit.now()));
+        q.resolve(q.unit.severalStatements ? this.conn.atomically(() => q.unit.now()) : q.unit.now());
       } catch (err) {
         q.reject(err);
       }

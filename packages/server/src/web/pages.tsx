@@ -58,7 +58,7 @@ export function pageErrorHandler(ctx: AppContext) {
       return sendPage(reply, <MessagePage title="Form expired" kind="error" message="This form has expired or was not sent from this site. Go back, reload the page and try again." />, 403);
     }
     const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
-    if (status === 500) req.log.error({ err }, 'page failed');
+    if (status === 500) req.log.error({ err, reqId: req.id }, 'page failed');
     return sendPage(reply, <MessagePage title={status === 500 ? 'Something went wrong' : 'Bad request'} kind="error" message={status === 500 ? 'The server could not complete this request. Please try again.' : err.message} />, status);
   };
 }

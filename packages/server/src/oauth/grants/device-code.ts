@@ -1,7 +1,7 @@
 import type { AppContext } from '../../context.js';
 import type { Application } from '../../store/store.js';
 import { sha256Hex } from '../../util/crypto.js';
-import { AccessDenied, AuthorizationPending, ExpiredToken, InvalidGrant, InvalidRequest, SlowDown } from '../errors.js';
+import { AUTHORIZATION_PENDING, AccessDenied, ExpiredToken, InvalidGrant, InvalidRequest, SlowDown, type OAuthError } from '../errors.js';
 import { newGrant, newRefreshToken, wantsRefreshToken } from '../refresh.js';
 import type { TokenResponse } from '../tokens.js';
 
@@ -14,9 +14,10 @@ type Params = Readonly<Record<string, string>>;
  * current interval after the previous poll (kept in the store, so it holds
  * across instances); denied codes `access_denied`; codes past their 600 s
  * `expired_token`; an approved code is redeemed once, atomically, after the
- * account is checked again.
+ * account is checked again. The two answers of a code still waiting
+ * (authorization_pending, slow_down) are returned, not thrown.
  */
-export async function deviceCodeGrant(ctx: AppContext, app: Application, params: Params): Promise<TokenResponse> {
+export async function deviceCodeGrant(ctx: AppContext, app: Application, params: Params): Promise<TokenResponse | OAuthError> {
   const { store, config } = ctx;
   const deviceCode = params.device_code;
   if (!deviceCode) throw new InvalidRequest('device_code is missing');
@@ -27,8 +28,7 @@ export async function deviceCodeGrant(ctx: AppContext, app: Application, params:
   // The common case first, in one statement: a pending code of this client being polled.
   const poll = await store.recordDevicePoll(hash, app.clientId, now);
   if (poll) {
-    if (poll.slowed) throw new SlowDown(`polling too fast: wait ${poll.interval_s} seconds between requests`);
-    throw new AuthorizationPending('the user has not yet approved the request');
+    return poll.slowed ? new SlowDown(`polling too fast: wait ${poll.interval_s} seconds between requests`) : AUTHORIZATION_PENDING;
   }
 
   const row = await store.findDeviceByCodeHash(hash);
@@ -38,7 +38,7 @@ export async function deviceCodeGrant(ctx: AppContext, app: Application, params:
   if (now >= row.expires_at) throw new ExpiredToken('the device_code has expired; start over');
   if (row.status === 'denied') throw new AccessDenied('the user denied the request');
   // Approved a moment after our poll statement saw it pending: the next poll redeems it.
-  if (row.status === 'pending') throw new AuthorizationPending('the user has not yet approved the request');
+  if (row.status === 'pending') return AUTHORIZATION_PENDING;
 
   // Approved: check the account again before anything is issued.
   const user = row.user_id ? await store.findUserById(row.user_id) : undefined;
