@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { addUser, bootstrapStore, registerApplication } from '../src/bootstrap.js';
-import { openStore, parseDatabaseUrl, syncConnection } from '../src/store/open.js';
+import { openStore, parseDatabaseUrl, syncConnection, WAL_LIMIT_PAGES } from '../src/store/open.js';
 import { BackgroundCheckpointer } from '../src/store/checkpointer.js';
 import { GroupCommit } from '../src/store/group-commit.js';
 import { APPLICATION_CACHE_MS, StoreError, type Store } from '../src/store/store.js';
@@ -290,7 +290,7 @@ describe('embedded store: write-ahead log checkpoints off the event loop', () =>
       await store.migrate();
       await bootstrapStore(store, Date.now());
       const pragma = async (name: string) => Object.values((await sql<Record<string, number>>`${sql.raw(`pragma ${name}`)}`.execute(store.db)).rows[0]!)[0];
-      expect(await pragma('wal_autocheckpoint')).toBe(0); // the commits themselves never checkpoint
+      expect(await pragma('wal_autocheckpoint')).toBe(WAL_LIMIT_PAGES); // the commits checkpoint only past the bound
       await new Promise((r) => setTimeout(r, 200));
       const before = statSync(file).size;
       const now = Date.now();
@@ -306,6 +306,35 @@ describe('embedded store: write-ahead log checkpoints off the event loop', () =>
       expect(existsSync(`${file}-wal`)).toBe(false); // the checkpointer's connection closed first: the last close cleans up
       const reopened = await openStore(file);
       expect((await reopened.findDeviceByCodeHash(sha256Hex('d1999')))?.status).toBe('pending');
+      await reopened.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('writes that never let the thread catch up still keep the log bounded: past the limit a commit finishes the checkpoint', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'authcli-ckpt-'));
+    const file = join(dir, 'c.db');
+    try {
+      // A thread that never gets to run in this test: the commits are on their own past the limit.
+      const store = await openStore(file, { backgroundCheckpoints: true, walLimitPages: 64, checkpointIntervalMs: 3_600_000 });
+      await store.migrate();
+      await bootstrapStore(store, Date.now());
+      const now = Date.now();
+      const walPages = () => Math.ceil(statSync(`${file}-wal`).size / (4096 + 24));
+      let most = 0;
+      for (let i = 0; i < 600; i++) {
+        await store.insertDeviceAuthorization(
+          pendingDeviceAuthorization({ deviceCodeHash: sha256Hex(`w${i}`), userCode: `W${i}`.padEnd(8, 'X'), clientId: 'authcli', scope: 'openid', now }),
+        );
+        most = Math.max(most, walPages());
+      }
+      // Each insert writes a few pages; without the bound the log would hold them all (well over 600 pages).
+      expect(most).toBeLessThan(64 + 16);
+      expect(await store.findDeviceByCodeHash(sha256Hex('w599'))).toMatchObject({ status: 'pending' });
+      await store.close();
+      const reopened = await openStore(file);
+      expect(await reopened.db.selectFrom('device_authorizations').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).toEqual({ n: 600 });
       await reopened.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });

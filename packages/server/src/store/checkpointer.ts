@@ -19,9 +19,10 @@ parentPort.on('message', () => { clearInterval(timer); db.close(); process.exit(
  * Checkpoints the embedded store's write-ahead log from a thread of its own,
  * so that the event loop never copies pages into the database file or waits
  * for its fsync: with SQLite's automatic checkpoint the commit that crosses
- * the WAL threshold does all of that on the request path. The caller turns
- * automatic checkpoints off while this runs, and back on (`onFailure`) if the
- * thread ever stops unasked.
+ * the WAL threshold does all of that on the request path. While this runs
+ * the caller raises the automatic checkpoint to a bound the log should never
+ * reach (see WAL_LIMIT_PAGES in open.ts), and lowers it back to SQLite's
+ * default (`onFailure`) if the thread ever stops unasked.
  */
 export class BackgroundCheckpointer {
   private readonly worker: Worker;

@@ -57,6 +57,13 @@ export function syncConnection(sqlite: BetterSqlite3.Database): SyncConnection &
   };
 }
 
+/**
+ * With background checkpoints, the most pages the write-ahead log may hold
+ * (64 MiB of 4 KiB pages) before the commit that grows it past that finishes
+ * the checkpoint itself.
+ */
+export const WAL_LIMIT_PAGES = 16_384;
+
 export interface OpenOptions {
   /**
    * Embedded store only: checkpoint the write-ahead log from a background
@@ -64,6 +71,10 @@ export interface OpenOptions {
    * one-shot commands keep SQLite's automatic checkpoints).
    */
   backgroundCheckpoints?: boolean;
+  /** With background checkpoints: see {@link WAL_LIMIT_PAGES} (tests set a small one). */
+  walLimitPages?: number;
+  /** With background checkpoints: how often the thread checkpoints (tests set a long one). */
+  checkpointIntervalMs?: number;
 }
 
 /** Opens (without migrating) the store that `databaseUrl` names. */
@@ -94,12 +105,22 @@ export async function openStore(databaseUrl: string, options: OpenOptions = {}):
   sqlite.pragma('busy_timeout = 5000');
   let checkpointer: BackgroundCheckpointer | undefined;
   if (options.backgroundCheckpoints && loc.path !== ':memory:') {
-    sqlite.pragma('wal_autocheckpoint = 0');
-    // A WAL that a long reader kept from being reset is cut back to this size once it can be.
+    // The thread copies the log into the database file, but the log only starts over when a writer finds it
+    // completely copied, and under writes that never pause (a saturated server) the thread is always a few
+    // commits behind: the log would grow for as long as the load lasts. So the commits never checkpoint until
+    // the log passes the limit; then the next commit that can (the thread is not in a checkpoint just then)
+    // copies what the thread has not, and the log starts over. Measured under saturating device polls:
+    // the log stays at 64 MiB instead of growing by ~50 MB/s, at the same throughput.
+    sqlite.pragma(`wal_autocheckpoint = ${Math.trunc(options.walLimitPages ?? WAL_LIMIT_PAGES)}`);
+    // A log that grew past this (a long reader kept it from starting over) is cut back once it can be.
     sqlite.pragma('journal_size_limit = 67108864');
-    checkpointer = new BackgroundCheckpointer(loc.path, () => {
-      if (sqlite.open) sqlite.pragma('wal_autocheckpoint = 1000');
-    });
+    checkpointer = new BackgroundCheckpointer(
+      loc.path,
+      () => {
+        if (sqlite.open) sqlite.pragma('wal_autocheckpoint = 1000');
+      },
+      options.checkpointIntervalMs,
+    );
   }
   const sync = syncConnection(sqlite);
   const database = { close: () => sqlite.close(), prepare: sync.prepare };
