@@ -22,14 +22,30 @@ export interface ParsedForm {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
+/**
+ * Recently decoded short components. Every device poll sends the same
+ * percent-encoded grant type (`urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Adevice_code`),
+ * and decoding it costs more than the rest of the form; bounded, and
+ * emptied when full.
+ */
+const decoded = new Map<string, string>();
+
 function decodeComponent(raw: string): string {
-  if (raw.indexOf('%') === -1 && raw.indexOf('+') === -1) return raw;
-  const plus = raw.replace(/\+/g, ' ');
+  const plus = raw.indexOf('+') !== -1;
+  if (!plus && raw.indexOf('%') === -1) return raw;
+  const known = decoded.get(raw);
+  if (known !== undefined) return known;
+  let value: string;
   try {
-    return decodeURIComponent(plus);
+    value = decodeURIComponent(plus ? raw.replace(/\+/g, ' ') : raw);
   } catch {
     throw new FormError('malformed percent-encoding or invalid UTF-8 in form data');
   }
+  if (raw.length <= 128) {
+    if (decoded.size >= 256) decoded.clear();
+    decoded.set(raw, value);
+  }
+  return value;
 }
 
 const NO_REPEATS: ReadonlySet<string> = new Set();

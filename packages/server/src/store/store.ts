@@ -92,6 +92,26 @@ function freezeApplication(app: Application): Application {
 
 type DevicePollRow = { interval_s: number; last_poll_slowed: number };
 
+/**
+ * RFC 8628 §3.5 in one conditional UPDATE: a pending, unexpired code of this
+ * client records the poll; polled sooner than its interval after the
+ * previous poll, its interval grows by 5 s and the poll is marked slowed.
+ */
+function devicePollUpdate(db: Kysely<Database>, p: Record<'hash' | 'clientId' | 'now', unknown>) {
+  const early = sql<boolean>`last_poll_at is not null and last_poll_at + interval_s * 1000 > ${p.now}`;
+  return db
+    .updateTable('device_authorizations')
+    .set({
+      interval_s: sql<number>`case when ${early} then interval_s + 5 else interval_s end`,
+      last_poll_slowed: sql<number>`case when ${early} then 1 else 0 end`,
+      last_poll_at: sql<number>`${p.now}`,
+    })
+    .where('device_code_hash', '=', sql<string>`${p.hash}`)
+    .where('client_id', '=', sql<string>`${p.clientId}`)
+    .where('status', '=', 'pending')
+    .where('expires_at', '>', sql<number>`${p.now}`);
+}
+
 /** One statement of an atomic sequence; `mustChange` steps that change no row roll the whole sequence back. */
 interface Step {
   q: Prepared<string, unknown>;
@@ -127,23 +147,12 @@ export class Store {
     application: new Prepared<'clientId', ApplicationRow>(['clientId'], (db, p) =>
       db.selectFrom('applications').selectAll().where('client_id', '=', p.clientId),
     ),
-    devicePoll: new Prepared<'hash' | 'clientId' | 'now', DevicePollRow>(
-      ['hash', 'clientId', 'now'],
-      (db, p) => {
-        const early = sql<boolean>`last_poll_at is not null and last_poll_at + interval_s * 1000 > ${p.now}`;
-        return db
-          .updateTable('device_authorizations')
-          .set({
-            interval_s: sql<number>`case when ${early} then interval_s + 5 else interval_s end`,
-            last_poll_slowed: sql<number>`case when ${early} then 1 else 0 end`,
-            last_poll_at: p.now,
-          })
-          .where('device_code_hash', '=', p.hash)
-          .where('client_id', '=', p.clientId)
-          .where('status', '=', 'pending')
-          .where('expires_at', '>', p.now)
-          .returning(['interval_s', 'last_poll_slowed']);
-      },
+    devicePoll: new Prepared<'hash' | 'clientId' | 'now', DevicePollRow>(['hash', 'clientId', 'now'], (db, p) =>
+      devicePollUpdate(db, p).returning(['interval_s', 'last_poll_slowed']),
+    ),
+    devicePollUpdate: new Prepared<'hash' | 'clientId' | 'now', never>(['hash', 'clientId', 'now'], devicePollUpdate),
+    devicePollState: new Prepared<'hash', DevicePollRow>(['hash'], (db, p) =>
+      db.selectFrom('device_authorizations').select(['interval_s', 'last_poll_slowed']).where('device_code_hash', '=', p.hash),
     ),
     code: new Prepared<'hash', AuthorizationCode>(['hash'], (db, p) =>
       db.selectFrom('authorization_codes').selectAll().where('code_hash', '=', p.hash),
@@ -550,10 +559,19 @@ export class Store {
    */
   async recordDevicePoll(hash: string, clientId: string, now: number): Promise<{ interval_s: number; slowed: boolean } | undefined> {
     const values = { hash, clientId, now };
-    const poll = this.q.devicePoll;
+    const { devicePoll, devicePollUpdate, devicePollState } = this.q;
+    // On the embedded store, inside the batch's transaction: the UPDATE, then its row read back (cheaper
+    // than RETURNING, which buffers its rows in a temporary table first).
     const { rows } = this.batch
-      ? await this.batch.run({ now: () => poll.executeSync(this.sync!, this.db, values), alone: () => poll.execute(this.db, values) })
-      : await poll.execute(this.db, values);
+      ? await this.batch.run({
+          readsItsWrite: true,
+          now: () =>
+            devicePollUpdate.executeSync(this.sync!, this.db, values).changes === 1
+              ? devicePollState.executeSync(this.sync!, this.db, { hash })
+              : { rows: [], changes: 0 },
+          alone: () => devicePoll.execute(this.db, values),
+        })
+      : await devicePoll.execute(this.db, values);
     const row = rows[0];
     return row && { interval_s: row.interval_s, slowed: row.last_poll_slowed === 1 };
   }
