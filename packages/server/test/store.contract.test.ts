@@ -247,8 +247,8 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     // The two polls of dA race (on PostgreSQL they run on two pooled connections in either order): whichever
     // comes second is too early and slowed down, never both, never neither.
     const [a1, a2, ...rest] = answers;
-    expect([a1, a2].sort((x, y) => x!.interval_s - y!.interval_s)).toEqual([{ interval_s: 5, slowed: false }, { interval_s: 10, slowed: true }]);
-    expect(rest).toEqual([{ interval_s: 5, slowed: false }, undefined, undefined]);
+    expect([a1, a2].sort((x, y) => Number(x!.slowed) - Number(y!.slowed))).toEqual([{ slowed: false }, { interval_s: 10, slowed: true }]);
+    expect(rest).toEqual([{ slowed: false }, undefined, undefined]);
     const dA = await store.findDeviceByCodeHash('dA');
     expect(dA).toMatchObject({ interval_s: 10, last_poll_slowed: 1 });
     expect([now + 1000, now + 1001]).toContain(dA!.last_poll_at);
@@ -274,7 +274,7 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
       doomed,
     ]);
     expect(await doomed).toBe('roll back');
-    expect(poll).toEqual({ interval_s: 5, slowed: false });
+    expect(poll).toEqual({ slowed: false });
     expect(grantAdded).toBeUndefined();
     expect(await store.findDeviceByCodeHash('dB')).toMatchObject({ scope: 'openid', last_poll_at: now + 20_000 });
     expect(await store.findGrant('outside')).toMatchObject({ id: 'outside' });

@@ -12,13 +12,6 @@ export interface Unit<T> {
    * own work. A single statement is atomic by itself and needs none.
    */
   severalStatements?: boolean;
-  /**
-   * One write, then a read of what it wrote: inside a batch's transaction
-   * nothing can come between them, but alone in its turn it needs a
-   * transaction of its own for that (no savepoint in a batch: its one write
-   * stands or falls by itself).
-   */
-  readsItsWrite?: boolean;
 }
 
 interface Queued {
@@ -63,11 +56,11 @@ export class GroupCommit {
       return;
     }
     if (batch.length === 1) {
-      // Alone in its turn: its own transaction is all the isolation it needs, and a single statement is one
-      // already (SQLite's autocommit: an explicit BEGIN and COMMIT would only add two statements).
+      // Alone in its turn: its own transaction is all the isolation it needs, and a unit whose every statement
+      // stands on its own needs none (SQLite's autocommit: BEGIN and COMMIT would only add two statements).
       const [q] = batch as [Queued];
       try {
-        q.resolve(q.unit.severalStatements || q.unit.readsItsWrite ? this.conn.atomically(() => q.unit.now()) : q.unit.now());
+        q.resolve(q.unit.severalStatements ? this.conn.atomically(() => q.unit.now()) : q.unit.now());
       } catch (err) {
         q.reject(err);
       }

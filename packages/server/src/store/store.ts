@@ -90,26 +90,24 @@ function freezeApplication(app: Application): Application {
   return Object.freeze(app);
 }
 
-type DevicePollRow = { interval_s: number; last_poll_slowed: number };
+/** What a device poll did: recorded on time, or too early (the interval it now has). */
+export type DevicePoll = { slowed: false } | { slowed: true; interval_s: number };
 
-/**
- * RFC 8628 §3.5 in one conditional UPDATE: a pending, unexpired code of this
- * client records the poll; polled sooner than its interval after the
- * previous poll, its interval grows by 5 s and the poll is marked slowed.
- */
-function devicePollUpdate(db: Kysely<Database>, p: Record<'hash' | 'clientId' | 'now', unknown>) {
-  const early = sql<boolean>`last_poll_at is not null and last_poll_at + interval_s * 1000 > ${p.now}`;
+const ON_TIME: DevicePoll = Object.freeze({ slowed: false });
+const slowedDown = (row: { interval_s: number } | undefined): DevicePoll | undefined => row && { slowed: true, interval_s: row.interval_s };
+
+type PollParams = Record<'hash' | 'clientId' | 'now', unknown>;
+
+/** A pending, unexpired device authorization of this client: the rows a poll may change. */
+function pendingOf(db: Kysely<Database>, p: PollParams, early: boolean) {
+  const last = sql`last_poll_at is not null and last_poll_at + interval_s * 1000 > ${p.now}`;
   return db
     .updateTable('device_authorizations')
-    .set({
-      interval_s: sql<number>`case when ${early} then interval_s + 5 else interval_s end`,
-      last_poll_slowed: sql<number>`case when ${early} then 1 else 0 end`,
-      last_poll_at: sql<number>`${p.now}`,
-    })
     .where('device_code_hash', '=', sql<string>`${p.hash}`)
     .where('client_id', '=', sql<string>`${p.clientId}`)
     .where('status', '=', 'pending')
-    .where('expires_at', '>', sql<number>`${p.now}`);
+    .where('expires_at', '>', sql<number>`${p.now}`)
+    .where(early ? sql<boolean>`${last}` : sql<boolean>`not (${last})`);
 }
 
 /** One statement of an atomic sequence; `mustChange` steps that change no row roll the whole sequence back. */
@@ -147,12 +145,15 @@ export class Store {
     application: new Prepared<'clientId', ApplicationRow>(['clientId'], (db, p) =>
       db.selectFrom('applications').selectAll().where('client_id', '=', p.clientId),
     ),
-    devicePoll: new Prepared<'hash' | 'clientId' | 'now', DevicePollRow>(['hash', 'clientId', 'now'], (db, p) =>
-      devicePollUpdate(db, p).returning(['interval_s', 'last_poll_slowed']),
+    // RFC 8628 §3.5 as two exclusive conditional UPDATEs: an on-time poll (the common case: one statement, no
+    // row to return) only becomes the previous poll; an early one also grows the interval by 5 s.
+    devicePollOnTime: new Prepared<'hash' | 'clientId' | 'now', never>(['hash', 'clientId', 'now'], (db, p) =>
+      pendingOf(db, p, false).set({ last_poll_at: sql<number>`${p.now}`, last_poll_slowed: 0 }),
     ),
-    devicePollUpdate: new Prepared<'hash' | 'clientId' | 'now', never>(['hash', 'clientId', 'now'], devicePollUpdate),
-    devicePollState: new Prepared<'hash', DevicePollRow>(['hash'], (db, p) =>
-      db.selectFrom('device_authorizations').select(['interval_s', 'last_poll_slowed']).where('device_code_hash', '=', p.hash),
+    devicePollEarly: new Prepared<'hash' | 'clientId' | 'now', { interval_s: number }>(['hash', 'clientId', 'now'], (db, p) =>
+      pendingOf(db, p, true)
+        .set({ last_poll_at: sql<number>`${p.now}`, last_poll_slowed: 1, interval_s: sql<number>`interval_s + 5` })
+        .returning(['interval_s']),
     ),
     code: new Prepared<'hash', AuthorizationCode>(['hash'], (db, p) =>
       db.selectFrom('authorization_codes').selectAll().where('code_hash', '=', p.hash),
@@ -546,34 +547,33 @@ export class Store {
   }
 
   /**
-   * Records a poll of a pending, unexpired device code of this client in one
-   * statement (RFC 8628 §3.5): a poll sooner than the current interval after
-   * the previous poll is slowed (interval + 5 s); every poll becomes the new
-   * "previous poll". SET expressions see the row as it was, so the check and
-   * the update are one atomic step across instances. Returns undefined when
-   * no such pending row exists (then the caller looks at why).
+   * Records a poll of a pending, unexpired device code of this client (RFC
+   * 8628 §3.5): a poll sooner than the current interval after the previous
+   * poll is slowed (interval + 5 s); every poll becomes the new "previous
+   * poll". On time and early are two exclusive conditional UPDATEs, each one
+   * atomic step across instances (a poll that finds itself early because
+   * another just landed is rightly early), so an on-time poll is never
+   * slowed. Returns undefined when no such pending row exists (then the
+   * caller looks at why).
    *
    * On the embedded store the polls that arrive in one turn of the event loop
    * are committed together (group commit): each poll is still its own
-   * statement, and its answer is given only after the commit.
+   * statements, and its answer is given only after the commit.
    */
-  async recordDevicePoll(hash: string, clientId: string, now: number): Promise<{ interval_s: number; slowed: boolean } | undefined> {
+  async recordDevicePoll(hash: string, clientId: string, now: number): Promise<DevicePoll | undefined> {
     const values = { hash, clientId, now };
-    const { devicePoll, devicePollUpdate, devicePollState } = this.q;
-    // On the embedded store, inside the batch's transaction: the UPDATE, then its row read back (cheaper
-    // than RETURNING, which buffers its rows in a temporary table first).
-    const { rows } = this.batch
-      ? await this.batch.run({
-          readsItsWrite: true,
-          now: () =>
-            devicePollUpdate.executeSync(this.sync!, this.db, values).changes === 1
-              ? devicePollState.executeSync(this.sync!, this.db, { hash })
-              : { rows: [], changes: 0 },
-          alone: () => devicePoll.execute(this.db, values),
-        })
-      : await devicePoll.execute(this.db, values);
-    const row = rows[0];
-    return row && { interval_s: row.interval_s, slowed: row.last_poll_slowed === 1 };
+    if (!this.batch) return this.pollDevice(values);
+    const conn = this.sync!;
+    const { devicePollOnTime: onTime, devicePollEarly: early } = this.q;
+    return this.batch.run({
+      now: () => (onTime.executeSync(conn, this.db, values).changes === 1 ? ON_TIME : slowedDown(early.executeSync(conn, this.db, values).rows[0])),
+      alone: () => this.pollDevice(values),
+    });
+  }
+
+  private async pollDevice(values: { hash: string; clientId: string; now: number }): Promise<DevicePoll | undefined> {
+    if ((await this.q.devicePollOnTime.execute(this.db, values)).changes === 1) return ON_TIME;
+    return slowedDown((await this.q.devicePollEarly.execute(this.db, values)).rows[0]);
   }
 
   /** Approves or denies a pending, unexpired device authorization; false when it was not pending. */
