@@ -42,7 +42,7 @@ export async function tokenRoutes(app: FastifyInstance, ctx: AppContext): Promis
     try {
       return await token(ctx, req, reply);
     } catch (err) {
-      // Expected protocol answers (authorization_pending on every device poll) skip Fastify's error path.
+      // Protocol errors are answered here, without Fastify's error path; anything else is a bug.
       if (!(err instanceof OAuthError)) throw err;
       return sendOAuthError(reply, err);
     }
@@ -60,7 +60,7 @@ async function token(ctx: AppContext, req: FastifyRequest, reply: FastifyReply):
   if (!client.grantTypes.includes(grantType as GrantType)) {
     throw new UnauthorizedClient(`this application may not use the ${grantType} grant`);
   }
-  const body = await handler(ctx, client, params);
-  if (body instanceof OAuthError) return sendOAuthError(reply, body);
-  return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(body);
+  const outcome = await handler(ctx, client, params);
+  if (outcome instanceof OAuthError) return sendOAuthError(reply, outcome);
+  return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(outcome);
 }
