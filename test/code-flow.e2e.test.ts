@@ -116,6 +116,25 @@ describe('authorization code flow against a started authcli-server process', () 
     }
   });
 
+  it('LOG_LEVEL=debug logs each request by method and path: no query string, no body, no secret', async () => {
+    const debug = await startServerProcess({ database: server.env.DATABASE_URL!, env: { LOG_LEVEL: 'debug' } });
+    try {
+      const { body, state, code, verifier } = await publicCodeFlow(debug.issuer, 'http://127.0.0.1:40001/cb', 'openid');
+      expect(body.access_token).toBeTruthy();
+      await fetch(`${debug.issuer}/device?user_code=BCDF-GHJK`);
+      await new Promise((r) => setTimeout(r, 200));
+      const log = debug.output();
+      expect(log).toMatch(/"path":"\/oauth\/authorize"/);
+      expect(log).toMatch(/"path":"\/oauth\/token"/);
+      expect(log).toMatch(/"path":"\/device"/);
+      for (const secret of [state, code, verifier, PASSWORD, body.access_token, 'BCDF-GHJK', 'code_challenge']) {
+        expect(log).not.toContain(secret);
+      }
+    } finally {
+      await debug.stop();
+    }
+  });
+
   /** The code flow as the public client over real sockets: authorize (sign in, approve), then the token request. */
   async function publicCodeFlow(issuer: string, redirectUri: string, scope: string) {
     const verifier = generateVerifier();
@@ -138,7 +157,7 @@ describe('authorization code flow against a started authcli-server process', () 
       body: new URLSearchParams({ grant_type: 'authorization_code', code: callback.searchParams.get('code')!, redirect_uri: redirectUri, client_id: pub.client_id, code_verifier: verifier }),
     });
     expect(res.status).toBe(200);
-    return { callback, state, nonce, body: (await res.json()) as { id_token: string; access_token: string } };
+    return { callback, state, nonce, verifier, code: callback.searchParams.get('code')!, body: (await res.json()) as { id_token: string; access_token: string } };
   }
 
   it('operator commands reject bad input with one clear line', async () => {

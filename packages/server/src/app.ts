@@ -2,7 +2,7 @@ import cookie from '@fastify/cookie';
 import cors from '@fastify/cors';
 import csrf from '@fastify/csrf-protection';
 import helmet from '@fastify/helmet';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { ServerConfig } from './config.js';
 import type { AppContext } from './context.js';
 import { discoveryRoutes } from './oauth/discovery.js';
@@ -79,12 +79,16 @@ export async function buildApp(config: ServerConfig, store: Store): Promise<Fast
   };
   const https = config.issuer.startsWith('https:');
 
-  // Requests carry secrets in their bodies and query strings: below debug, requests are not logged at all, and
-  // errors are logged with the request id alone. Then no request needs a child logger of its own (pino builds
-  // one per request otherwise, for its request-id binding).
+  // Requests carry secrets in their query strings (an authorization code at a callback, a user code) and
+  // bodies: requests are logged at debug and trace only, and then by method and path, never the query. Below
+  // debug, errors are logged with the request id alone, so no request needs a child logger of its own (pino
+  // builds one per request otherwise, for its request-id binding).
   const requestLogging = config.logLevel === 'debug' || config.logLevel === 'trace';
   const app = Fastify({
-    logger: config.logLevel === 'silent' ? false : { level: config.logLevel },
+    logger:
+      config.logLevel === 'silent'
+        ? false
+        : { level: config.logLevel, serializers: { req: (req: FastifyRequest) => ({ method: req.method, path: req.url.split('?', 1)[0] }) } },
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,
     logController: new LogController({ disableRequestLogging: !requestLogging }),
