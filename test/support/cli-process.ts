@@ -1,15 +1,18 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { onTestFinished } from 'vitest';
 
 const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
 export const CLI_BIN = join(root, 'packages/cli/dist/cli.js');
 
-/** A config home of its own: tests never touch the real ~/.config. */
+/** A config home of its own for the running test (tests never touch the real ~/.config), removed after it. */
 export function tempConfigHome(): string {
-  return mkdtempSync(join(tmpdir(), 'authcli-xdg-'));
+  const home = mkdtempSync(join(tmpdir(), 'authcli-xdg-'));
+  onTestFinished(() => rmSync(home, { recursive: true, force: true }));
+  return home;
 }
 
 export interface CliRun {

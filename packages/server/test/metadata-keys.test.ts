@@ -139,7 +139,7 @@ describe('readiness when the store is gone', () => {
       expect(res.status).toBe(503);
       expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
     } finally {
-      await server.app.close();
+      await server.close(); // closing the closed store again is harmless; its folder goes too
     }
   });
 });
