@@ -147,16 +147,19 @@ async function codeScenario(issuer: string, serverPid: number, baselines: { bare
 /** Device flow: pending polls (all on time) and device authorization requests, 32 connections. */
 async function deviceScenario(issuer: string, databaseUrl: string, baselines: { bare32: LoadFigures; bareBase: string; bareAgain: () => Promise<LoadFigures> }) {
   // Pending device authorizations, written straight into the server's store (another process, same SQLite
-  // file, closed while the server runs so that only the server holds it).
-  // The seeded pages are copied into the database file before anything is measured, so that no measurement
-  // pays for the seeding. Each scenario is measured warm, like the bare GET route (which runs at 16
-  // connections first): a warm-up run of WARMUP seconds first, on pending codes of its own (a code polled in
-  // the warm-up and again in the measured run less than 5 s later would rightly get slow_down).
+  // file, closed while the server runs so that only the server holds it), and copied into the database file
+  // before anything is measured, so that no measurement pays for the seeding.
   const seeding = await openStore(databaseUrl);
-  const measured = Number(process.env.BENCH_DEVICE_CODES ?? 200_000);
-  const all = await seedPending(seeding, measured + WARMUP_CODES, 1_000_000)
-    .then(async (c) => (await sql`pragma wal_checkpoint(TRUNCATE)`.execute(seeding.db), c))
-    .finally(() => seeding.close());
+  let all: string[];
+  try {
+    all = await seedPending(seeding, Number(process.env.BENCH_DEVICE_CODES ?? 200_000) + WARMUP_CODES, 1_000_000);
+    await sql`pragma wal_checkpoint(TRUNCATE)`.execute(seeding.db);
+  } finally {
+    await seeding.close();
+  }
+  // Each scenario is measured warm, like the bare GET route (which runs at 16 connections first): a warm-up
+  // run of WARMUP seconds first, on pending codes of its own (a code polled in the warm-up and again in the
+  // measured run less than 5 s later would rightly get slow_down).
   const [warmCodes, codes] = [all.slice(0, WARMUP_CODES), all.slice(WARMUP_CODES)];
   await pollPending(baselines.bareBase, warmCodes, WARMUP, 32);
   const barePolls = await pollPending(baselines.bareBase, codes, DURATION, 32);

@@ -22,44 +22,35 @@ export interface ParsedForm {
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
-/**
- * Recently decoded short components. Every device poll sends the same
- * percent-encoded grant type (`urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Adevice_code`),
- * and decoding it costs more than the rest of the form; bounded, and
- * emptied when full.
- */
-const decoded = new Map<string, string>();
-
 function decodeComponent(raw: string): string {
   const plus = raw.indexOf('+') !== -1;
   if (!plus && raw.indexOf('%') === -1) return raw;
-  const known = decoded.get(raw);
-  if (known !== undefined) return known;
-  let value: string;
   try {
-    value = decodeURIComponent(plus ? raw.replace(/\+/g, ' ') : raw);
+    return decodeURIComponent(plus ? raw.replace(/\+/g, ' ') : raw);
   } catch {
     throw new FormError('malformed percent-encoding or invalid UTF-8 in form data');
   }
-  if (raw.length <= 128) {
-    if (decoded.size >= 256) decoded.clear();
-    decoded.set(raw, value);
+}
+
+/**
+ * Calls `visit` with each decoded name and value, in order; empty pairs are
+ * skipped and only the first `=` splits. One pass with indexOf, no array of
+ * pairs: every token request and device poll is parsed here.
+ */
+function eachPair(text: string, visit: (name: string, value: string) => void): void {
+  for (let start = 0; start <= text.length; ) {
+    let end = text.indexOf('&', start);
+    if (end === -1) end = text.length;
+    if (end > start) {
+      const eq = text.indexOf('=', start);
+      const named = eq !== -1 && eq < end;
+      visit(decodeComponent(text.slice(start, named ? eq : end)), named ? decodeComponent(text.slice(eq + 1, end)) : '');
+    }
+    start = end + 1;
   }
-  return value;
 }
 
 const NO_REPEATS: ReadonlySet<string> = new Set();
-
-/** Every value of every name, in order. */
-function allValues(text: string): Record<string, string[]> {
-  const lists: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
-  for (const pair of text.split('&')) {
-    if (pair === '') continue;
-    const eq = pair.indexOf('=');
-    (lists[decodeComponent(eq === -1 ? pair : pair.slice(0, eq))] ??= []).push(eq === -1 ? '' : decodeComponent(pair.slice(eq + 1)));
-  }
-  return lists;
-}
 
 /** A parsed form; the lists (checkbox groups, pages only) are built on first use. */
 class Form implements ParsedForm {
@@ -72,7 +63,12 @@ class Form implements ParsedForm {
   ) {}
 
   get lists(): Readonly<Record<string, readonly string[]>> {
-    return (this.all ??= allValues(this.text));
+    if (!this.all) {
+      const lists: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
+      eachPair(this.text, (name, value) => (lists[name] ??= []).push(value));
+      this.all = lists;
+    }
+    return this.all;
   }
 }
 
@@ -88,28 +84,13 @@ export function parseForm(input: string | Uint8Array): ParsedForm {
       throw new FormError('form data is not valid UTF-8');
     }
   }
-  // Every token request and device poll is parsed here, so: one pass with indexOf (no array of pairs), no
-  // set until a name repeats, no lists unless asked for.
   const params: Record<string, string> = Object.create(null) as Record<string, string>;
-  let repeated = NO_REPEATS as Set<string>;
-  for (let start = 0; start <= text.length; ) {
-    let end = text.indexOf('&', start);
-    if (end === -1) end = text.length;
-    if (end > start) {
-      const eq = text.indexOf('=', start);
-      const named = eq !== -1 && eq < end;
-      const name = decodeComponent(text.slice(start, named ? eq : end));
-      const value = named ? decodeComponent(text.slice(eq + 1, end)) : '';
-      if (params[name] === undefined) {
-        params[name] = value;
-      } else {
-        if (repeated === NO_REPEATS) repeated = new Set();
-        repeated.add(name);
-      }
-    }
-    start = end + 1;
-  }
-  return new Form(params, repeated, text);
+  let repeated: Set<string> | undefined;
+  eachPair(text, (name, value) => {
+    if (params[name] === undefined) params[name] = value;
+    else (repeated ??= new Set()).add(name);
+  });
+  return new Form(params, repeated ?? NO_REPEATS, text);
 }
 
 /** The query string of a raw request URL, parsed strictly. */
