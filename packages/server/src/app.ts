@@ -3,9 +3,10 @@ import cors from '@fastify/cors';
 import csrf from '@fastify/csrf-protection';
 import helmet from '@fastify/helmet';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
-import type { ServerConfig } from './config.js';
+import type { ServerConfig } from './config/config.js';
 import type { AppContext } from './context.js';
 import { discoveryRoutes } from './oauth/discovery.js';
+import { trustProxyOption } from './http/client-ip.js';
 import { FormError, parseForm } from './http/form.js';
 import { InvalidRequest, OAuthError, ServerError, sendOAuthError } from './oauth/errors.js';
 import { KeyRing } from './oauth/keys.js';
@@ -90,7 +91,7 @@ export async function buildApp(config: ServerConfig, store: Store): Promise<Fast
         ? false
         : { level: config.logLevel, serializers: { req: (req: FastifyRequest) => ({ method: req.method, path: req.url.split('?', 1)[0] }) } },
     bodyLimit: config.bodyLimit,
-    trustProxy: config.trustProxy,
+    trustProxy: trustProxyOption(config.trustProxy),
     logController: new LogController({ disableRequestLogging: !requestLogging }),
     ...(requestLogging ? {} : { childLoggerFactory: (logger: FastifyBaseLogger) => logger }),
     return503OnClosing: true,

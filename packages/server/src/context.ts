@@ -1,4 +1,4 @@
-import type { ServerConfig } from './config.js';
+import type { ServerConfig } from './config/config.js';
 import type { KeyRing } from './oauth/keys.js';
 import type { TokenIssuer } from './oauth/tokens.js';
 import type { Store } from './store/store.js';

@@ -1,5 +1,5 @@
 export { buildApp } from './app.js';
-export { loadConfig, normalizeIssuer, ConfigError, type ServerConfig } from './config.js';
+export { loadConfig, normalizeIssuer, ConfigError, type ServerConfig } from './config/config.js';
 export { openStore, parseDatabaseUrl, type OpenOptions } from './store/open.js';
 export { Store, StoreError, GRANT_TYPES, type Application, type GrantType } from './store/store.js';
 export { bootstrapStore, addUser, registerApplication, InputError, BUILTIN_CLIENT_ID } from './bootstrap.js';

@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 import { Command, CommanderError, Option } from 'commander';
 import { buildApp } from './app.js';
+import { PURGE_INTERVAL_MS } from './config/defaults.js';
 import { addUser, bootstrapStore, InputError, registerApplication } from './bootstrap.js';
-import { ConfigError, loadConfig, type ConfigInput } from './config.js';
+import { ConfigError, loadConfig, type ConfigInput } from './config/config.js';
 import { generateSigningKey, SIGNING_ALGS } from './oauth/keys.js';
 import { openStore } from './store/open.js';
 import { StoreError, type Store } from './store/store.js';
@@ -60,7 +61,7 @@ export function program(): Command {
       const app = await buildApp(config, store);
       const purge = setInterval(() => {
         store.purgeExpired(config.now()).catch((err: unknown) => app.log.warn({ err }, 'purge failed'));
-      }, 10 * 60_000);
+      }, PURGE_INTERVAL_MS);
       purge.unref();
       let closing = false;
       const shutdown = async () => {

@@ -6,7 +6,7 @@ import pg from 'pg';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.js';
 import { addUser, bootstrapStore, registerApplication } from '../src/bootstrap.js';
-import { loadConfig, type ServerConfig } from '../src/config.js';
+import { loadConfig, type ServerConfig } from '../src/config/config.js';
 import { openStore } from '../src/store/open.js';
 import type { Store } from '../src/store/store.js';
 import { approveInBrowser, Browser, freePort, hidden, type Res } from '../../../test/support/http.js';

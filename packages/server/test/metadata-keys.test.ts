@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeProtectedHeader } from 'jose';
-import { generateSigningKey, KEY_ACTIVATION_DELAY_MS } from '../src/oauth/keys.js';
+import { KEY_ACTIVATION_DELAY_MS } from '../src/config/defaults.js';
+import { generateSigningKey } from '../src/oauth/keys.js';
 import { sha256Hex } from '../src/util/crypto.js';
 import { authorize, Browser, dialects, seedApp, seedUser, startServer, tokenRequest, type TestServer } from './helpers.js';
 

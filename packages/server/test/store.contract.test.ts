@@ -7,7 +7,8 @@ import { addUser, bootstrapStore, registerApplication } from '../src/bootstrap.j
 import { openStore, parseDatabaseUrl, syncConnection, WAL_LIMIT_PAGES } from '../src/store/open.js';
 import { BackgroundCheckpointer } from '../src/store/checkpointer.js';
 import { GroupCommit } from '../src/store/group-commit.js';
-import { APPLICATION_CACHE_MS, StoreError, type Store } from '../src/store/store.js';
+import { APPLICATION_CACHE_MS } from '../src/config/defaults.js';
+import { StoreError, type Store } from '../src/store/store.js';
 import { generateSigningKey } from '../src/oauth/keys.js';
 import { pendingDeviceAuthorization } from '../src/oauth/device-authorization.js';
 import { sha256Hex } from '../src/util/crypto.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, normalizeIssuer } from '../src/config.js';
+import { ConfigError, loadConfig, normalizeIssuer } from '../src/config/config.js';
 import { FormError, parseForm } from '../src/http/form.js';
 import { callbackUrlProblem, matchRedirectUri } from '../src/oauth/redirect-uri.js';
 import { parseScope } from '../src/oauth/scopes.js';

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
+import { DEVICE_CODE_TTL_SECONDS, DEVICE_POLL_INTERVAL_SECONDS } from '../config/defaults.js';
 import { StoreError, type DeviceAuthorization } from '../store/store.js';
 import { randomToken, sha256Hex } from '../util/crypto.js';
 import { authenticateClient } from './client-auth.js';
@@ -9,10 +10,6 @@ import { formParams } from './token.js';
 import { formatUserCode, generateUserCode } from './user-code.js';
 
 export const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
-/** RFC 8628 §3.2: lifetime of the device and user codes. */
-export const DEVICE_CODE_TTL_SECONDS = 600;
-/** RFC 8628 §3.2: minimum seconds between polls. */
-export const DEVICE_POLL_INTERVAL_SECONDS = 5;
 
 /** The row a device authorization request stores: pending, for 600 s, polled every 5 s at first. */
 export function pendingDeviceAuthorization(input: {

@@ -1,6 +1,7 @@
 import { createPrivateKey, generateKeyPair, sign, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
 import { calculateJwkThumbprint, createLocalJWKSet, type JWK } from 'jose';
+import { KEY_ACTIVATION_DELAY_MS, KEY_REFRESH_MS } from '../config/defaults.js';
 import type { Store, SigningKeyRow } from '../store/store.js';
 
 export type SigningAlg = 'RS256' | 'ES256';
@@ -8,10 +9,6 @@ export const SIGNING_ALGS: readonly SigningAlg[] = ['RS256', 'ES256'];
 
 const generateKeyPairAsync = promisify(generateKeyPair);
 
-/** How long a key stays out of use after it is created, so every instance publishes it before anyone signs with it. */
-export const KEY_ACTIVATION_DELAY_MS = 60_000;
-/** How often an instance re-reads the keys from the store. */
-const KEY_REFRESH_MS = 30_000;
 
 interface LoadedKey {
   kid: string;

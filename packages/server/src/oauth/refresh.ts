@@ -1,4 +1,4 @@
-import type { ServerConfig } from '../config.js';
+import type { ServerConfig } from '../config/config.js';
 import type { Application, Grant, RefreshToken } from '../store/store.js';
 import { randomToken, sha256Hex, timeOrderedId } from '../util/crypto.js';
 

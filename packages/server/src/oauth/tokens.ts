@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import type { ServerConfig } from '../config.js';
+import type { ServerConfig } from '../config/config.js';
 import type { Application, User } from '../store/store.js';
 import { randomToken } from '../util/crypto.js';
 import type { KeyRing, SigningAlg } from './keys.js';

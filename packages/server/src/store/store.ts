@@ -1,4 +1,5 @@
 import { Migrator, sql, type Kysely } from 'kysely';
+import { APPLICATION_CACHE_MS, REPLAY_EVIDENCE_MS } from '../config/defaults.js';
 import { migrationProvider } from './migrations.js';
 import { GroupCommit } from './group-commit.js';
 import { Prepared, type Rows, type SyncConnection } from './prepared.js';
@@ -79,8 +80,7 @@ function insertRow<T extends keyof Database, L extends readonly (keyof Database[
   );
 }
 
-/** How long an application read from the store answers lookups (ms), and how many are kept. */
-export const APPLICATION_CACHE_MS = 1000;
+/** How many applications an instance keeps (see APPLICATION_CACHE_MS). */
 const APPLICATION_CACHE_SIZE = 1000;
 
 function freezeApplication(app: Application): Application {
@@ -743,8 +743,8 @@ export class Store {
   async purgeExpired(now: number): Promise<void> {
     await this.db.deleteFrom('sessions').where('expires_at', '<=', now).execute();
     // Keep codes for a while past expiry: a late replay still finds the row and revokes its grant.
-    await this.db.deleteFrom('authorization_codes').where('expires_at', '<=', now - 24 * 3600_000).execute();
-    await this.db.deleteFrom('device_authorizations').where('expires_at', '<=', now - 24 * 3600_000).execute();
+    await this.db.deleteFrom('authorization_codes').where('expires_at', '<=', now - REPLAY_EVIDENCE_MS).execute();
+    await this.db.deleteFrom('device_authorizations').where('expires_at', '<=', now - REPLAY_EVIDENCE_MS).execute();
     await this.db.deleteFrom('revoked_access_tokens').where('expires_at', '<=', now).execute();
     await this.db.deleteFrom('rate_limits').where('window_start', '<=', now - 24 * 3600_000).execute();
     // Expired grants take their refresh tokens with them (ON DELETE CASCADE).

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ServerConfig } from '../config.js';
+import type { ServerConfig } from '../config/config.js';
 import type { Session, Store, User } from '../store/store.js';
 import { randomToken, sha256Hex } from '../util/crypto.js';
 

@@ -1,0 +1,216 @@
+import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import * as D from './defaults.js';
+
+/**
+ * One typed, validated configuration object, built from environment and
+ * flags, and passed down explicitly (no module-level singletons).
+ */
+export interface ServerConfig {
+  /** Issuer identifier (RFC 8414 §2): https URL (http for loopback) without query, fragment or trailing slash. */
+  issuer: string;
+  host: string;
+  port: number;
+  /** `DATABASE_URL`: postgres:// URL, sqlite: URL or file path. */
+  databaseUrl: string;
+  /** Authorization code lifetime (RFC 6749 §4.1.2 recommends at most 10 minutes; we use 60 s). */
+  codeTtlSeconds: number;
+  accessTokenTtlSeconds: number;
+  idTokenTtlSeconds: number;
+  /** Absolute lifetime of a grant (refresh-token family). */
+  grantTtlSeconds: number;
+  sessionTtlSeconds: number;
+  /** Largest request body accepted, in bytes (`AUTHCLI_BODY_LIMIT`). */
+  bodyLimit: number;
+  /**
+   * Which peers may say who the client is in `X-Forwarded-For`
+   * (`AUTHCLI_TRUST_PROXY`): none (`false`, the socket address is the client),
+   * a hop count (`1`: one proxy in front, the client is the rightmost entry),
+   * or the proxies' addresses and CIDRs. Never "trust every hop".
+   */
+  trustProxy: false | number | string[];
+  /** Network timeouts and caps (see config/defaults.ts). */
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+  maxConnections: number;
+  /** Database connect, pool-acquire and statement timeout. */
+  dbTimeoutMs: number;
+  /** AES-256-GCM key that encrypts private signing keys at rest; undefined: stored unencrypted (the server warns). */
+  keyEncryptionKey: Buffer | undefined;
+  /** Access token algorithm (RFC 9068 §2.1 requires RS256 support; ES256 is the default since it signs far faster). */
+  accessTokenAlg: 'ES256' | 'RS256';
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Clock in epoch milliseconds; injectable so expiry is testable without sleeping. */
+  now: () => number;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+export interface ConfigInput {
+  issuer?: string | undefined;
+  host?: string | undefined;
+  port?: string | number | undefined;
+  database?: string | undefined;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+function isLoopbackHost(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname);
+}
+
+/** Validates an issuer identifier per RFC 8414 §2 / OIDC Discovery §3. */
+export function normalizeIssuer(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(`issuer ${JSON.stringify(value)} is not an absolute URL`);
+  }
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopbackHost(url.hostname))) {
+    throw new ConfigError(`issuer must use https (http is allowed only for loopback hosts): ${value}`);
+  }
+  if (url.search || url.hash || value.includes('#') || value.includes('?')) {
+    throw new ConfigError(`issuer must not have a query or fragment: ${value}`);
+  }
+  if (url.username || url.password) throw new ConfigError('issuer must not contain credentials');
+  return url.href.replace(/\/+$/, '');
+}
+
+/** A whole number from the environment within [min, max], or `fallback` when unset. */
+function envInt(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  if (!/^\d{1,10}$/.test(raw.trim()) || Number(raw) < min || Number(raw) > max) {
+    throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got ${JSON.stringify(raw)}`);
+  }
+  return Number(raw);
+}
+
+/** Seconds from the environment, as milliseconds. */
+function envSeconds(env: NodeJS.ProcessEnv, name: string, fallbackMs: number, maxSeconds: number): number {
+  return envInt(env, name, fallbackMs / 1000, 1, maxSeconds) * 1000;
+}
+
+function isCidrOrAddress(value: string): boolean {
+  const [addr, bits, ...rest] = value.split('/');
+  if (rest.length || !addr) return false;
+  const family = isIP(addr);
+  if (family === 0) return false;
+  if (bits === undefined) return true;
+  return /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
+}
+
+/**
+ * `AUTHCLI_TRUST_PROXY`: unset, empty or `0` trusts no proxy; a number is a
+ * hop count; otherwise a comma-separated list of proxy addresses and CIDRs.
+ * `true`, `*` and the like are refused: trusting every hop lets any client
+ * choose its own IP with a header.
+ */
+export function parseTrustProxy(value: string | undefined): false | number | string[] {
+  const v = (value ?? '').trim();
+  if (v === '' || v === '0') return false;
+  if (/^\d+$/.test(v)) {
+    const hops = Number(v);
+    if (hops > 10) throw new ConfigError(`AUTHCLI_TRUST_PROXY: ${hops} proxy hops is not plausible (1-10)`);
+    return hops;
+  }
+  const list = v.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const entry of list) {
+    if (!isCidrOrAddress(entry)) {
+      throw new ConfigError(
+        `AUTHCLI_TRUST_PROXY must be a hop count (e.g. 1) or comma-separated proxy addresses/CIDRs (e.g. 10.0.0.0/8,::1), got ${JSON.stringify(entry)}`,
+      );
+    }
+  }
+  return list;
+}
+
+/**
+ * The key-encryption key: `AUTHCLI_KEY_ENCRYPTION_KEY` (32 random bytes,
+ * base64url or base64) or the file `AUTHCLI_KEY_ENCRYPTION_KEY_FILE` holding
+ * the same text (or the 32 raw bytes).
+ */
+export function readKeyEncryptionKey(env: NodeJS.ProcessEnv): Buffer | undefined {
+  const inline = env.AUTHCLI_KEY_ENCRYPTION_KEY;
+  const file = env.AUTHCLI_KEY_ENCRYPTION_KEY_FILE;
+  if (inline && file) throw new ConfigError('set AUTHCLI_KEY_ENCRYPTION_KEY or AUTHCLI_KEY_ENCRYPTION_KEY_FILE, not both');
+  let text: string;
+  if (file) {
+    let raw: Buffer;
+    try {
+      raw = readFileSync(file);
+    } catch (err) {
+      throw new ConfigError(`cannot read AUTHCLI_KEY_ENCRYPTION_KEY_FILE ${file}: ${(err as Error).message}`);
+    }
+    if (raw.length === 32) return raw;
+    text = raw.toString('utf8');
+  } else if (inline) {
+    text = inline;
+  } else {
+    return undefined;
+  }
+  const t = text.trim();
+  const key = /^[A-Za-z0-9+/_-]+={0,2}$/.test(t) ? Buffer.from(t.replace(/-/g, '+').replace(/_/g, '/'), 'base64') : Buffer.alloc(0);
+  if (key.length !== 32) {
+    throw new ConfigError('the key-encryption key must be 32 random bytes, base64url (e.g. `openssl rand -base64 32`)');
+  }
+  return key;
+}
+
+function parsePort(value: string | number): number {
+  const n = typeof value === 'number' ? value : Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535 || (typeof value === 'string' && !/^\d+$/.test(value.trim()))) {
+    throw new ConfigError(`port must be an integer 0-65535, got ${JSON.stringify(value)}`);
+  }
+  return n;
+}
+
+/**
+ * Builds the config: flags win over env, env over defaults. The default
+ * issuer is `http://<host>:<port>`.
+ */
+export function loadConfig(
+  flags: ConfigInput = {},
+  env: NodeJS.ProcessEnv = process.env,
+  overrides: Partial<ServerConfig> = {},
+): ServerConfig {
+  const host = flags.host ?? env.HOST ?? '127.0.0.1';
+  const port = parsePort(flags.port ?? env.PORT ?? 8080);
+  const defaultIssuer = `http://${host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
+  const issuer = normalizeIssuer(flags.issuer ?? env.AUTHCLI_ISSUER ?? defaultIssuer);
+  const logLevel = (env.LOG_LEVEL ?? 'info') as ServerConfig['logLevel'];
+  if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
+  const accessTokenTtl = env.AUTHCLI_ACCESS_TOKEN_TTL ?? String(D.ACCESS_TOKEN_TTL_SECONDS);
+  if (!/^\d{1,6}$/.test(accessTokenTtl) || Number(accessTokenTtl) < 1 || Number(accessTokenTtl) > 86400) {
+    throw new ConfigError('AUTHCLI_ACCESS_TOKEN_TTL must be 1-86400 seconds');
+  }
+  const accessTokenAlg = env.AUTHCLI_ACCESS_TOKEN_ALG ?? 'ES256';
+  if (accessTokenAlg !== 'ES256' && accessTokenAlg !== 'RS256') throw new ConfigError('AUTHCLI_ACCESS_TOKEN_ALG must be ES256 or RS256');
+  return {
+    issuer,
+    host,
+    port,
+    databaseUrl: flags.database ?? env.DATABASE_URL ?? './data/authcli.db',
+    codeTtlSeconds: D.CODE_TTL_SECONDS,
+    accessTokenTtlSeconds: Number(accessTokenTtl),
+    idTokenTtlSeconds: D.ID_TOKEN_TTL_SECONDS,
+    grantTtlSeconds: D.GRANT_TTL_SECONDS,
+    sessionTtlSeconds: D.SESSION_TTL_SECONDS,
+    bodyLimit: envInt(env, 'AUTHCLI_BODY_LIMIT', D.BODY_LIMIT_BYTES, 1024, 1024 * 1024),
+    trustProxy: parseTrustProxy(env.AUTHCLI_TRUST_PROXY),
+    headersTimeoutMs: envSeconds(env, 'AUTHCLI_HEADERS_TIMEOUT', D.HEADERS_TIMEOUT_MS, 600),
+    requestTimeoutMs: envSeconds(env, 'AUTHCLI_REQUEST_TIMEOUT', D.REQUEST_TIMEOUT_MS, 3600),
+    keepAliveTimeoutMs: envSeconds(env, 'AUTHCLI_KEEPALIVE_TIMEOUT', D.KEEPALIVE_TIMEOUT_MS, 600),
+    maxConnections: envInt(env, 'AUTHCLI_MAX_CONNECTIONS', D.MAX_CONNECTIONS, 16, 1_000_000),
+    dbTimeoutMs: envSeconds(env, 'AUTHCLI_DB_TIMEOUT', D.DB_TIMEOUT_MS, 600),
+    keyEncryptionKey: readKeyEncryptionKey(env),
+    accessTokenAlg,
+    logLevel,
+    now: Date.now,
+    ...overrides,
+  };
+}

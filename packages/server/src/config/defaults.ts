@@ -1,0 +1,98 @@
+/**
+ * Every lifetime, limit, window and size the server uses, each with its
+ * reason, in one place. Operators override the ones marked (env) through the
+ * environment (see config.ts); the rest are protocol or security choices.
+ */
+
+const SECOND = 1000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+// ---- lifetimes ----------------------------------------------------------------
+
+/** Authorization code: RFC 6749 §4.1.2 says at most 10 minutes; a client redeems within seconds. */
+export const CODE_TTL_SECONDS = 60;
+/** Access token (env AUTHCLI_ACCESS_TOKEN_TTL): short, because a JWT is valid until it expires. */
+export const ACCESS_TOKEN_TTL_SECONDS = 900;
+export const ID_TOKEN_TTL_SECONDS = 900;
+/** A sign-in (refresh-token family) ends after 30 days whatever its use (RFC 9700 §4.14.2). */
+export const GRANT_TTL_SECONDS = 30 * 24 * 3600;
+/** Browser session at the server's pages. */
+export const SESSION_TTL_SECONDS = 12 * 3600;
+/** RFC 8628 §3.2: lifetime of a device code and its user code. */
+export const DEVICE_CODE_TTL_SECONDS = 600;
+/** RFC 8628 §3.2: the first polling interval; §3.5: slow_down adds 5 seconds. */
+export const DEVICE_POLL_INTERVAL_SECONDS = 5;
+/** A sign-in continuation (the authorization request or page a sign-in resumes) outlives a slow typist. */
+export const CONTINUATION_TTL_MS = 15 * MINUTE;
+/** Consumed codes and device authorizations are kept this long past expiry, so a late replay still revokes. */
+export const REPLAY_EVIDENCE_MS = DAY;
+/** How often expired rows are purged. */
+export const PURGE_INTERVAL_MS = 10 * MINUTE;
+/** How long an application read from the store answers lookups on one instance (another's changes show within it). */
+export const APPLICATION_CACHE_MS = SECOND;
+/** A new signing key waits this long before use, so every instance publishes it first. */
+export const KEY_ACTIVATION_DELAY_MS = MINUTE;
+/** How often an instance re-reads the signing keys. */
+export const KEY_REFRESH_MS = 30 * SECOND;
+
+// ---- abuse limits (counted in the store, so they hold across instances) ---------
+
+/** `limit` events per fixed window of `windowMs`. */
+export interface Limit {
+  readonly limit: number;
+  readonly windowMs: number;
+}
+
+/** Failed sign-ins per client IP and username: an online guess of one password from one place. */
+export const SIGNIN_PER_IP_ACCOUNT: Limit = { limit: 10, windowMs: 15 * MINUTE };
+/** Failed sign-ins per client IP across usernames: one place spraying many accounts. */
+export const SIGNIN_PER_IP: Limit = { limit: 100, windowMs: 15 * MINUTE };
+/**
+ * Failed sign-ins per username across every IP (distributed guessing). Past
+ * it the account is not locked: it is slowed to {@link SIGNIN_ACCOUNT_SLOWED}
+ * until the window ends, so its owner can still get in.
+ */
+export const SIGNIN_PER_ACCOUNT: Limit = { limit: 50, windowMs: 15 * MINUTE };
+/** Attempts on an account past {@link SIGNIN_PER_ACCOUNT}: one every 5 seconds, from anywhere. */
+export const SIGNIN_ACCOUNT_SLOWED: Limit = { limit: 1, windowMs: 5 * SECOND };
+
+/**
+ * User-code guesses per client IP (RFC 8628 §5.1): the same budget for the
+ * code typed at /device and the code posted to /device/decision, since both
+ * guess the same secret. 20^8 codes, 10 per 10 minutes: a live code is found
+ * once in ~10^8 years of guessing from one IP.
+ */
+export const USER_CODE_PER_IP: Limit = { limit: 10, windowMs: 10 * MINUTE };
+/** User-code guesses per signed-in account across IPs. */
+export const USER_CODE_PER_ACCOUNT: Limit = { limit: 30, windowMs: 10 * MINUTE };
+
+/** Device authorizations one client IP may start for one application. */
+export const DEVICE_AUTHORIZATIONS_PER_IP: Limit = { limit: 30, windowMs: 10 * MINUTE };
+/** Device authorizations per application from everywhere (each row is kept a day). */
+export const DEVICE_AUTHORIZATIONS_PER_CLIENT: Limit = { limit: 600, windowMs: MINUTE };
+
+// ---- password hashing ----------------------------------------------------------
+
+/** scrypt cost for user passwords: N=2^17, r=8, p=1 (OWASP Password Storage Cheat Sheet minimum). */
+export const SCRYPT = { N: 1 << 17, r: 8, p: 1, keylen: 32 } as const;
+/** Password hashes in flight (running or queued) per hashing thread; past it sign-in answers 503. */
+export const PASSWORD_HASHES_QUEUED_PER_THREAD = 4;
+
+// ---- network (env overrides in config.ts) ----------------------------------------
+
+/** Largest request body, bytes (env AUTHCLI_BODY_LIMIT). Every form the server takes is far smaller. */
+export const BODY_LIMIT_BYTES = 16 * 1024;
+/** Time to receive a request's headers (env AUTHCLI_HEADERS_TIMEOUT, seconds). */
+export const HEADERS_TIMEOUT_MS = 10 * SECOND;
+/** Time to receive a whole request, body included (env AUTHCLI_REQUEST_TIMEOUT, seconds). */
+export const REQUEST_TIMEOUT_MS = 30 * SECOND;
+/** An idle kept-alive connection is closed after this (env AUTHCLI_KEEPALIVE_TIMEOUT, seconds). */
+export const KEEPALIVE_TIMEOUT_MS = 5 * SECOND;
+/** Open connections at most (env AUTHCLI_MAX_CONNECTIONS); kept below the file-descriptor limit. */
+export const MAX_CONNECTIONS = 8192;
+/** Database connect, pool-acquire and statement timeout (env AUTHCLI_DB_TIMEOUT, seconds). */
+export const DB_TIMEOUT_MS = 5 * SECOND;
+/** /readyz answers 503 when the store does not answer within this. */
+export const READY_TIMEOUT_MS = SECOND;
