@@ -2,7 +2,8 @@ import { defineConfig } from 'tsup';
 
 export default defineConfig([
   {
-    entry: ['src/main.ts', 'src/index.ts'],
+    // The password worker is an entry of its own: worker threads load it by file name (util/password-pool.ts).
+    entry: { main: 'src/main.ts', index: 'src/index.ts', 'password-worker': 'src/util/password-worker.ts' },
     format: ['esm'],
     target: 'node20',
     platform: 'node',

@@ -10,6 +10,8 @@ import { trustProxyOption } from './http/client-ip.js';
 import { FormError, parseForm } from './http/form.js';
 import { InvalidRequest, OAuthError, ServerError, sendOAuthError } from './oauth/errors.js';
 import { KeyRing } from './oauth/keys.js';
+import { AbuseLimits } from './oauth/limits.js';
+import { PasswordHasher } from './util/password-pool.js';
 import { TokenIssuer } from './oauth/tokens.js';
 import { tokenRoutes } from './oauth/token.js';
 import { deviceAuthorizationRoutes } from './oauth/device-authorization.js';
@@ -77,6 +79,8 @@ export async function buildApp(config: ServerConfig, store: Store): Promise<Fast
     keys,
     tokens: new TokenIssuer(config, keys, config.accessTokenAlg),
     sessions: new Sessions(config, store),
+    limits: new AbuseLimits(store, config.now, config.limits),
+    passwords: new PasswordHasher(),
   };
   const https = config.issuer.startsWith('https:');
 
@@ -97,6 +101,7 @@ export async function buildApp(config: ServerConfig, store: Store): Promise<Fast
     return503OnClosing: true,
     forceCloseConnections: true,
   });
+  app.addHook('onClose', async () => ctx.passwords.close());
 
   // Only strict form bodies are accepted anywhere; any other content type is a 4xx.
   app.removeAllContentTypeParsers();

@@ -1,7 +1,8 @@
 import { callbackUrlProblem } from './oauth/redirect-uri.js';
 import { SUPPORTED_SCOPES } from './oauth/scopes.js';
 import { GRANT_TYPES, StoreError, type Application, type GrantType, type Store } from './store/store.js';
-import { hashPassword, randomToken, sha256Hex } from './util/crypto.js';
+import { randomToken, sha256Hex } from './util/crypto.js';
+import { hashPassword } from './util/password.js';
 import { randomUUID } from 'node:crypto';
 
 /** The CLI's own public application, created on the first start of an empty store. */

@@ -5,7 +5,9 @@ import { challengeS256, generateNonce, generateState, generateVerifier } from '@
 import pg from 'pg';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.js';
-import { addUser, bootstrapStore, registerApplication } from '../src/bootstrap.js';
+import { randomUUID } from 'node:crypto';
+import { bootstrapStore, registerApplication } from '../src/bootstrap.js';
+import { hashPassword } from '../src/util/password.js';
 import { loadConfig, type ServerConfig } from '../src/config/config.js';
 import { openStore } from '../src/store/open.js';
 import type { Store } from '../src/store/store.js';
@@ -105,8 +107,21 @@ export async function startServer(dialect: DialectName, overrides: Partial<Serve
 
 export const PASSWORD = 'correct horse battery';
 
+/** PASSWORD hashed once per test process at the real cost (a hash takes ~0.3 s; users differ by id, not salt). */
+let passwordHash: Promise<string> | undefined;
+
 export async function seedUser(server: TestServer, username = 'alice', extra: { admin?: boolean; email?: string } = {}) {
-  return addUser(server.store, { username, password: PASSWORD, admin: extra.admin ?? false, email: extra.email ?? null }, server.clock.now());
+  passwordHash ??= hashPassword(PASSWORD);
+  return server.store.createUser({
+    id: randomUUID(),
+    username,
+    password_hash: await passwordHash,
+    name: null,
+    email: extra.email ?? null,
+    is_admin: extra.admin ? 1 : 0,
+    disabled_at: null,
+    created_at: server.clock.now(),
+  });
 }
 
 export async function seedApp(

@@ -4,7 +4,9 @@ import { FormError, parseForm } from '../src/http/form.js';
 import { callbackUrlProblem, matchRedirectUri } from '../src/oauth/redirect-uri.js';
 import { parseScope } from '../src/oauth/scopes.js';
 import { InvalidScope } from '../src/oauth/errors.js';
-import { hashPassword, randomToken, timeOrderedId, verifyPassword } from '../src/util/crypto.js';
+import { randomToken, timeOrderedId } from '../src/util/crypto.js';
+import { DUMMY_PASSWORD_HASH, hashPassword, needsRehash, parsePasswordHash, verifyPasswordSync } from '../src/util/password.js';
+import { SCRYPT } from '../src/config/defaults.js';
 
 describe('rfc6749 §3.1.2.3 redirect_uri matching', () => {
   const reg = ['https://app.example/cb', 'http://127.0.0.1/callback', 'http://[::1]:8080/callback', 'http://localhost/cb'];
@@ -108,9 +110,32 @@ describe('passwords', () => {
     const a = await hashPassword('hunter22!');
     const b = await hashPassword('hunter22!');
     expect(a).not.toBe(b);
-    expect(await verifyPassword('hunter22!', a)).toBe(true);
-    expect(await verifyPassword('hunter22?', a)).toBe(false);
-    expect(await verifyPassword('x', 'garbage')).toBe(false);
+    expect(verifyPasswordSync('hunter22!', a)).toBe(true);
+    expect(verifyPasswordSync('hunter22?', a)).toBe(false);
+    expect(verifyPasswordSync('x', 'garbage')).toBe(false);
+  });
+
+  it('OWASP minimum: new hashes use scrypt N=2^17, r=8, p=1', async () => {
+    expect(SCRYPT).toMatchObject({ N: 131072, r: 8, p: 1 });
+    expect((await hashPassword('hunter22!')).split('$').slice(0, 4)).toEqual(['scrypt', '131072', '8', '1']);
+    expect(DUMMY_PASSWORD_HASH.split('$').slice(0, 4)).toEqual(['scrypt', '131072', '8', '1']);
+  });
+
+  it('older hashes still verify and are marked for an upgrade', async () => {
+    const old = await hashPassword('hunter22!', { N: 1 << 15, r: 8, p: 1, keylen: 32 });
+    expect(verifyPasswordSync('hunter22!', old)).toBe(true);
+    expect(needsRehash(old)).toBe(true);
+    expect(needsRehash(await hashPassword('hunter22!'))).toBe(false);
+  });
+
+  it('a stored hash naming an absurd cost is refused, never computed', () => {
+    const salt = Buffer.alloc(16).toString('base64url');
+    const key = Buffer.alloc(32).toString('base64url');
+    for (const [n, r, p] of [['4294967296', '8', '1'], ['1000', '8', '1'], ['16384', '1000', '1'], ['16384', '8', '99'], ['16384', '8', '0']]) {
+      const stored = `scrypt$${n}$${r}$${p}$${salt}$${key}`;
+      expect(parsePasswordHash(stored), stored).toBeUndefined();
+      expect(verifyPasswordSync('x', stored)).toBe(false);
+    }
   });
 });
 

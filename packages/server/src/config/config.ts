@@ -29,6 +29,8 @@ export interface ServerConfig {
    * or the proxies' addresses and CIDRs. Never "trust every hop".
    */
   trustProxy: false | number | string[];
+  /** The abuse limits (config/defaults.ts); tests and embedders may pass others. */
+  limits: D.Limits;
   /** Network timeouts and caps (see config/defaults.ts). */
   headersTimeoutMs: number;
   requestTimeoutMs: number;
@@ -202,6 +204,7 @@ export function loadConfig(
     sessionTtlSeconds: D.SESSION_TTL_SECONDS,
     bodyLimit: envInt(env, 'AUTHCLI_BODY_LIMIT', D.BODY_LIMIT_BYTES, 1024, 1024 * 1024),
     trustProxy: parseTrustProxy(env.AUTHCLI_TRUST_PROXY),
+    limits: D.LIMITS,
     headersTimeoutMs: envSeconds(env, 'AUTHCLI_HEADERS_TIMEOUT', D.HEADERS_TIMEOUT_MS, 600),
     requestTimeoutMs: envSeconds(env, 'AUTHCLI_REQUEST_TIMEOUT', D.REQUEST_TIMEOUT_MS, 3600),
     keepAliveTimeoutMs: envSeconds(env, 'AUTHCLI_KEEPALIVE_TIMEOUT', D.KEEPALIVE_TIMEOUT_MS, 600),

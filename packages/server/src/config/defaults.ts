@@ -28,6 +28,8 @@ export const DEVICE_POLL_INTERVAL_SECONDS = 5;
 export const CONTINUATION_TTL_MS = 15 * MINUTE;
 /** Consumed codes and device authorizations are kept this long past expiry, so a late replay still revokes. */
 export const REPLAY_EVIDENCE_MS = DAY;
+/** Rate-limit counters are purged this long after their window started (every window is far shorter). */
+export const RATE_LIMIT_ROWS_KEPT_MS = DAY;
 /** How often expired rows are purged. */
 export const PURGE_INTERVAL_MS = 10 * MINUTE;
 /** How long an application read from the store answers lookups on one instance (another's changes show within it). */
@@ -45,33 +47,40 @@ export interface Limit {
   readonly windowMs: number;
 }
 
-/** Failed sign-ins per client IP and username: an online guess of one password from one place. */
-export const SIGNIN_PER_IP_ACCOUNT: Limit = { limit: 10, windowMs: 15 * MINUTE };
-/** Failed sign-ins per client IP across usernames: one place spraying many accounts. */
-export const SIGNIN_PER_IP: Limit = { limit: 100, windowMs: 15 * MINUTE };
 /**
- * Failed sign-ins per username across every IP (distributed guessing). Past
- * it the account is not locked: it is slowed to {@link SIGNIN_ACCOUNT_SLOWED}
- * until the window ends, so its owner can still get in.
+ * Every abuse limit, by the counter it applies to. A counter is consumed
+ * before the work it protects; the first one over its limit refuses.
  */
-export const SIGNIN_PER_ACCOUNT: Limit = { limit: 50, windowMs: 15 * MINUTE };
-/** Attempts on an account past {@link SIGNIN_PER_ACCOUNT}: one every 5 seconds, from anywhere. */
-export const SIGNIN_ACCOUNT_SLOWED: Limit = { limit: 1, windowMs: 5 * SECOND };
+export const LIMITS = {
+  /** Failed sign-ins per client IP across usernames: one place spraying many accounts. */
+  'signin-ip': { limit: 100, windowMs: 15 * MINUTE },
+  /** Failed sign-ins per client IP and username: an online guess of one password from one place. */
+  'signin-account-ip': { limit: 10, windowMs: 15 * MINUTE },
+  /**
+   * Failed sign-ins per username across every IP (distributed guessing). Past
+   * it the account is not locked: it is slowed to `signin-account-slowed`
+   * until the window ends, so its owner can still get in.
+   */
+  'signin-account': { limit: 50, windowMs: 15 * MINUTE },
+  /** Attempts on an account past `signin-account`: one every 5 seconds, from anywhere. */
+  'signin-account-slowed': { limit: 1, windowMs: 5 * SECOND },
+  /**
+   * User-code guesses per client IP (RFC 8628 §5.1): the same budget for the
+   * code typed at /device and the code posted to /device/decision, since both
+   * guess the same secret. 20^8 codes and 10 guesses per 10 minutes: finding
+   * one live code from one IP takes on the order of a million years.
+   */
+  'user-code-ip': { limit: 10, windowMs: 10 * MINUTE },
+  /** User-code guesses per signed-in account across IPs. */
+  'user-code-account': { limit: 30, windowMs: 10 * MINUTE },
+  /** Device authorizations one client IP may start for one application (a person needs a handful). */
+  'device-authz-ip': { limit: 30, windowMs: 10 * MINUTE },
+  /** Device authorizations per application from everywhere: each row is kept a day. */
+  'device-authz-client': { limit: 600, windowMs: MINUTE },
+} as const satisfies Record<string, Limit>;
 
-/**
- * User-code guesses per client IP (RFC 8628 §5.1): the same budget for the
- * code typed at /device and the code posted to /device/decision, since both
- * guess the same secret. 20^8 codes, 10 per 10 minutes: a live code is found
- * once in ~10^8 years of guessing from one IP.
- */
-export const USER_CODE_PER_IP: Limit = { limit: 10, windowMs: 10 * MINUTE };
-/** User-code guesses per signed-in account across IPs. */
-export const USER_CODE_PER_ACCOUNT: Limit = { limit: 30, windowMs: 10 * MINUTE };
-
-/** Device authorizations one client IP may start for one application. */
-export const DEVICE_AUTHORIZATIONS_PER_IP: Limit = { limit: 30, windowMs: 10 * MINUTE };
-/** Device authorizations per application from everywhere (each row is kept a day). */
-export const DEVICE_AUTHORIZATIONS_PER_CLIENT: Limit = { limit: 600, windowMs: MINUTE };
+export type CounterKind = keyof typeof LIMITS;
+export type Limits = Readonly<Record<CounterKind, Limit>>;
 
 // ---- password hashing ----------------------------------------------------------
 

@@ -4,7 +4,7 @@ import { DEVICE_CODE_TTL_SECONDS, DEVICE_POLL_INTERVAL_SECONDS } from '../config
 import { StoreError, type DeviceAuthorization } from '../store/store.js';
 import { randomToken, sha256Hex } from '../util/crypto.js';
 import { authenticateClient } from './client-auth.js';
-import { UnauthorizedClient } from './errors.js';
+import { TemporarilyUnavailable, UnauthorizedClient } from './errors.js';
 import { parseScope } from './scopes.js';
 import { formParams } from './token.js';
 import { formatUserCode, generateUserCode } from './user-code.js';
@@ -43,6 +43,14 @@ export async function deviceAuthorizationRoutes(app: FastifyInstance, ctx: AppCo
     const client = await authenticateClient(ctx.store, req.headers.authorization, params);
     if (!client.grantTypes.includes(DEVICE_GRANT)) throw new UnauthorizedClient('this application may not use the device authorization grant');
     const scopes = parseScope(params.scope, client.scopes);
+    // Each authorization is a row kept for a day: counted per client IP and per application before one is made.
+    const admission = await ctx.limits.deviceAuthorization(req.ip, client.clientId);
+    if (!admission.admitted) {
+      throw new TemporarilyUnavailable('too many device authorization requests; retry later', {
+        status: 429,
+        retryAfterSeconds: admission.retryAfterSeconds,
+      });
+    }
     const now = ctx.config.now();
     const deviceCode = randomToken(32);
     // 20^8 user codes: a collision with a live one is rare; draw again if it happens.

@@ -166,3 +166,19 @@ export class InsufficientScope extends OAuthError {
     return 403;
   }
 }
+
+/**
+ * RFC 6749 §4.1.2.1 `temporarily_unavailable`, also answered at the JSON
+ * endpoints: 429 when a client went over a limit, 503 when the server cannot
+ * serve right now; `Retry-After` (RFC 9110 §10.2.3) says when to come back.
+ */
+export class TemporarilyUnavailable extends OAuthError {
+  readonly error = 'temporarily_unavailable';
+  protected override get defaultStatus() {
+    return 503;
+  }
+  constructor(description: string, options: { status?: 429 | 503; retryAfterSeconds: number }) {
+    super(description, options.status ? { status: options.status } : {});
+    this.headers['retry-after'] = String(options.retryAfterSeconds);
+  }
+}

@@ -1,5 +1,5 @@
 import { Migrator, sql, type Kysely } from 'kysely';
-import { APPLICATION_CACHE_MS, REPLAY_EVIDENCE_MS } from '../config/defaults.js';
+import { APPLICATION_CACHE_MS, RATE_LIMIT_ROWS_KEPT_MS, REPLAY_EVIDENCE_MS } from '../config/defaults.js';
 import { migrationProvider } from './migrations.js';
 import { GroupCommit } from './group-commit.js';
 import { Prepared, type Rows, type SyncConnection } from './prepared.js';
@@ -311,6 +311,11 @@ export class Store {
       .where('username', '=', username)
       .executeTakeFirst();
     if (Number(r.numUpdatedRows) === 0) throw new StoreError('not_found', `no user ${username}`);
+  }
+
+  /** Replaces a user's password hash (an upgrade to current parameters, or a reset). */
+  async setPasswordHash(userId: string, passwordHash: string): Promise<void> {
+    await this.db.updateTable('users').set({ password_hash: passwordHash }).where('id', '=', userId).execute();
   }
 
   async countUsers(): Promise<number> {
@@ -647,8 +652,15 @@ export class Store {
 
   // ---- rate limits ---------------------------------------------------------------
 
-  /** Counts one event under `key` in a fixed window, atomically across instances; returns the window's count. */
-  async hitRateLimit(key: string, windowMs: number, now: number): Promise<number> {
+  /**
+   * Counts one event under `key` in a fixed window and returns the window's
+   * count, including this event: one `INSERT ... ON CONFLICT DO UPDATE ...
+   * RETURNING` on both engines, so the increment and the read are one atomic
+   * step across instances. Callers consume before the work the limit protects
+   * and refuse when the answer is over the limit: N parallel requests get N
+   * distinct counts, so at most `limit` of them ever pass.
+   */
+  async consumeRateLimit(key: string, windowMs: number, now: number): Promise<{ count: number; windowStart: number }> {
     const stale = sql<boolean>`rate_limits.window_start <= ${now - windowMs}`;
     const row = await this.db
       .insertInto('rate_limits')
@@ -659,20 +671,36 @@ export class Store {
           window_start: sql<number>`case when ${stale} then ${now} else rate_limits.window_start end`,
         }),
       )
-      .returning('count')
+      .returning(['count', 'window_start'])
       .executeTakeFirstOrThrow();
-    return row.count;
+    return { count: row.count, windowStart: row.window_start };
   }
 
-  /** The count in the live window under `key` (0 when none). */
-  async peekRateLimit(key: string, windowMs: number, now: number): Promise<number> {
-    const row = await this.db
-      .selectFrom('rate_limits')
-      .select('count')
+  /** Gives one event back to the live window under `key` (a success that was counted before it was known). */
+  async releaseRateLimit(key: string, windowMs: number, now: number): Promise<void> {
+    await this.db
+      .updateTable('rate_limits')
+      .set({ count: sql<number>`count - 1` })
       .where('key', '=', key)
       .where('window_start', '>', now - windowMs)
-      .executeTakeFirst();
-    return row?.count ?? 0;
+      .where('count', '>', 0)
+      .execute();
+  }
+
+  /** Every counter (operator commands: what is limited now, and clearing it). */
+  async listRateLimits(): Promise<{ key: string; window_start: number; count: number }[]> {
+    return this.db.selectFrom('rate_limits').selectAll().orderBy('key').execute();
+  }
+
+  /** Deletes the counters with these keys; returns how many there were. */
+  async deleteRateLimits(keys: readonly string[]): Promise<number> {
+    let n = 0;
+    // In slices: PostgreSQL and SQLite both cap the parameters of one statement.
+    for (let i = 0; i < keys.length; i += 500) {
+      const r = await this.db.deleteFrom('rate_limits').where('key', 'in', keys.slice(i, i + 500)).executeTakeFirst();
+      n += Number(r.numDeletedRows);
+    }
+    return n;
   }
 
   // ---- signing keys --------------------------------------------------------
@@ -746,7 +774,7 @@ export class Store {
     await this.db.deleteFrom('authorization_codes').where('expires_at', '<=', now - REPLAY_EVIDENCE_MS).execute();
     await this.db.deleteFrom('device_authorizations').where('expires_at', '<=', now - REPLAY_EVIDENCE_MS).execute();
     await this.db.deleteFrom('revoked_access_tokens').where('expires_at', '<=', now).execute();
-    await this.db.deleteFrom('rate_limits').where('window_start', '<=', now - 24 * 3600_000).execute();
+    await this.db.deleteFrom('rate_limits').where('window_start', '<=', now - RATE_LIMIT_ROWS_KEPT_MS).execute();
     // Expired grants take their refresh tokens with them (ON DELETE CASCADE).
     await this.db.deleteFrom('grants').where('expires_at', '<=', now).execute();
   }

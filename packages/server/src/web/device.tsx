@@ -4,11 +4,8 @@ import { formatUserCode, normalizeUserCode } from '../oauth/user-code.js';
 import type { DeviceAuthorization } from '../store/store.js';
 import { requireSignIn, type CurrentSession } from './session.js';
 import { pageForm, sendPage } from './pages.js';
+import { retryAfterText } from './retry-after.js';
 import { DeviceConfirmPage, DeviceEntryPage, MessagePage, type Viewer } from './views.js';
-
-/** RFC 8628 §5.1: wrong user-code entries allowed per client IP and window, counted in the store. */
-export const DEVICE_ENTRY_MAX_FAILURES = 10;
-export const DEVICE_ENTRY_WINDOW_MS = 10 * 60_000;
 
 /**
  * The second screen (RFC 8628 §3.3): the user signs in here (the device
@@ -17,9 +14,12 @@ export const DEVICE_ENTRY_WINDOW_MS = 10 * 60_000;
  * also when the code came prefilled from verification_uri_complete.
  */
 export async function devicePageRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  const { store, sessions, config } = ctx;
+  const { store, sessions, config, limits } = ctx;
   const viewerOf = (reply: FastifyReply, current: CurrentSession): Viewer => ({ username: current.user.username, csrf: reply.generateCsrf() });
-  const rateKey = (req: FastifyRequest) => `device-entry:${req.ip}`;
+  const tooMany = (reply: FastifyReply, retryAfterSeconds: number) => {
+    reply.header('retry-after', String(retryAfterSeconds));
+    return `Too many wrong codes. Try again in ${retryAfterText(retryAfterSeconds)}.`;
+  };
 
   const requireSession = (req: FastifyRequest, reply: FastifyReply, returnTo: string) => requireSignIn(sessions, req, reply, returnTo);
 
@@ -46,16 +46,16 @@ export async function devicePageRoutes(app: FastifyInstance, ctx: AppContext): P
     const typed = (pageForm(req).user_code ?? '').slice(0, 64);
     const now = config.now();
     const viewer = viewerOf(reply, current);
-    if ((await store.peekRateLimit(rateKey(req), DEVICE_ENTRY_WINDOW_MS, now)) >= DEVICE_ENTRY_MAX_FAILURES) {
-      return sendPage(reply, <DeviceEntryPage viewer={viewer} code={typed} error="Too many wrong codes from this network. Wait ten minutes and try again." />, 429);
+    // Counted before the lookup (RFC 8628 §5.1); a code that can be confirmed gives its attempt back.
+    const admission = await limits.userCodeGuess(req.ip, current.user.id);
+    if (!admission.admitted) {
+      return sendPage(reply, <DeviceEntryPage viewer={viewer} code={typed} error={tooMany(reply, admission.retryAfterSeconds)} />, 429);
     }
     const code = normalizeUserCode(typed);
     const row = code ? await store.findDeviceByUserCode(code) : undefined;
     const why = problem(row, now);
-    if (why) {
-      await store.hitRateLimit(rateKey(req), DEVICE_ENTRY_WINDOW_MS, now);
-      return sendPage(reply, <DeviceEntryPage viewer={viewer} code={typed} error={why} />, 400);
-    }
+    if (why) return sendPage(reply, <DeviceEntryPage viewer={viewer} code={typed} error={why} />, 400);
+    await admission.giveBack();
     const application = await store.getApplication(row!.client_id);
     return sendPage(
       reply,
@@ -79,6 +79,12 @@ export async function devicePageRoutes(app: FastifyInstance, ctx: AppContext): P
     if (form.decision !== 'approve' && form.decision !== 'deny') {
       return sendPage(reply, <MessagePage viewer={viewer} title="Bad request" kind="error" message="Choose Approve or Deny." />, 400);
     }
+    // The code posted here is a guess like one typed at /device, from the same budget: without it, a signed-in
+    // account could guess codes here directly and approve a stranger's device.
+    const admission = await limits.userCodeGuess(req.ip, current.user.id);
+    if (!admission.admitted) {
+      return sendPage(reply, <MessagePage viewer={viewer} title="Too many attempts" kind="error" message={tooMany(reply, admission.retryAfterSeconds)} />, 429);
+    }
     const decided = code
       ? await store.decideDevice(
           code,
@@ -92,6 +98,7 @@ export async function devicePageRoutes(app: FastifyInstance, ctx: AppContext): P
       const why = problem(code ? await store.findDeviceByUserCode(code) : undefined, now) ?? 'That code can no longer be used.';
       return sendPage(reply, <MessagePage viewer={viewer} title="Cannot continue" kind="error" message={why} />, 400);
     }
+    await admission.giveBack();
     return form.decision === 'approve'
       ? sendPage(reply, <MessagePage viewer={viewer} title="Device connected" kind="success" message="Your device is signed in. You can close this page and return to your device." />)
       : sendPage(reply, <MessagePage viewer={viewer} title="Request denied" kind="info" message="You denied the request. The device will not be signed in; you can close this page." />);

@@ -13,7 +13,9 @@ import {
   type AuthorizationRequest,
 } from '../oauth/authorize.js';
 import { ConsentRequired, LoginRequired } from '../oauth/errors.js';
-import { DUMMY_PASSWORD_HASH, verifyPassword } from '../util/crypto.js';
+import { DUMMY_PASSWORD_HASH, needsRehash } from '../util/password.js';
+import { PasswordHasherBusy } from '../util/password-pool.js';
+import { retryAfterText } from './retry-after.js';
 import { STYLESHEET, STYLESHEET_ETAG } from './assets.js';
 import type { CurrentSession } from './session.js';
 import { ConsentPage, HomePage, MessagePage, renderPage, SignInPage, SignOutPage, type Viewer } from './views.js';
@@ -42,11 +44,6 @@ function viewer(reply: FastifyReply, current: CurrentSession | undefined): Viewe
 const MAX_USERNAME = 128;
 const MAX_PASSWORD = 1024;
 
-/** Failed sign-ins allowed per window: per client IP and username, and per client IP overall (kept in the store). */
-export const SIGNIN_WINDOW_MS = 15 * 60_000;
-export const SIGNIN_MAX_FAILURES_PER_ACCOUNT = 10;
-export const SIGNIN_MAX_FAILURES_PER_IP = 100;
-
 /** Errors on pages become pages: a redirect to the client when the request allows it, else an HTML message. */
 export function pageErrorHandler(ctx: AppContext) {
   return async (err: Error & { statusCode?: number; code?: string }, req: FastifyRequest, reply: FastifyReply) => {
@@ -65,7 +62,7 @@ export function pageErrorHandler(ctx: AppContext) {
 
 /** End-user pages: sign-in, sign-out, consent and the authorization endpoint that drives them. */
 export async function pageRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  const { sessions, store, config } = ctx;
+  const { sessions, store, config, limits, passwords } = ctx;
 
   app.get('/assets/style.css', async (req, reply) => {
     reply.header('etag', STYLESHEET_ETAG).header('cache-control', 'public, max-age=3600');
@@ -100,26 +97,35 @@ export async function pageRoutes(app: FastifyInstance, ctx: AppContext): Promise
     const retry = async (error: string, status: number) =>
       sendPage(reply, <SignInPage csrf={reply.generateCsrf()} returnTo={returnTo} username={username.slice(0, MAX_USERNAME)} error={error} appName={await appNameFor(returnTo)} />, status);
     if (!username || !password) return retry('Enter your username and password.', 400);
-    const now = config.now();
-    const accountKey = `signin:${req.ip}:${username.toLowerCase().slice(0, MAX_USERNAME)}`;
-    const ipKey = `signin:${req.ip}`;
-    if (
-      (await store.peekRateLimit(accountKey, SIGNIN_WINDOW_MS, now)) >= SIGNIN_MAX_FAILURES_PER_ACCOUNT ||
-      (await store.peekRateLimit(ipKey, SIGNIN_WINDOW_MS, now)) >= SIGNIN_MAX_FAILURES_PER_IP
-    ) {
-      return retry('Too many failed sign-ins. Wait 15 minutes and try again.', 429);
+    // Counted before the password is hashed: parallel guesses cannot all pass a check not yet counted.
+    const admission = await limits.signIn(req.ip, username.slice(0, MAX_USERNAME));
+    if (!admission.admitted) {
+      reply.header('retry-after', String(admission.retryAfterSeconds));
+      return retry(`Too many failed sign-ins. Try again in ${retryAfterText(admission.retryAfterSeconds)}.`, 429);
     }
-    const failed = async () => {
-      await store.hitRateLimit(accountKey, SIGNIN_WINDOW_MS, now);
-      await store.hitRateLimit(ipKey, SIGNIN_WINDOW_MS, now);
-      return retry('Invalid username or password.', 401);
-    };
-    if (username.length > MAX_USERNAME || password.length > MAX_PASSWORD) return failed();
+    if (username.length > MAX_USERNAME || password.length > MAX_PASSWORD) return retry('Invalid username or password.', 401);
     const user = await store.findUserByUsername(username);
-    // Hash even for unknown users so response time does not reveal which usernames exist.
-    const ok = await verifyPassword(password, user?.password_hash ?? DUMMY_PASSWORD_HASH);
-    if (!user || !ok) return failed();
+    let ok: boolean;
+    try {
+      // Hash even for unknown users so response time does not reveal which usernames exist.
+      ok = await passwords.verify(password, user?.password_hash ?? DUMMY_PASSWORD_HASH);
+    } catch (err) {
+      if (!(err instanceof PasswordHasherBusy)) throw err;
+      await admission.giveBack();
+      reply.header('retry-after', '2');
+      return retry('The server is busy. Try again in a moment.', 503);
+    }
+    if (!user || !ok) return retry('Invalid username or password.', 401);
+    await admission.giveBack();
     if (user.disabled_at !== null) return retry('This account is disabled.', 403);
+    if (needsRehash(user.password_hash)) {
+      // Upgraded to the current cost while the password is at hand; when the hashers are busy, next time.
+      try {
+        await store.setPasswordHash(user.id, await passwords.hash(password));
+      } catch (err) {
+        if (!(err instanceof PasswordHasherBusy)) throw err;
+      }
+    }
     await sessions.start(reply, user);
     return reply.redirect(returnTo, 303);
   });
