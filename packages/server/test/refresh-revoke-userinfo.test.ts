@@ -209,6 +209,8 @@ describe.each(dialects())('refresh tokens, revocation and userinfo (%s)', (diale
     const res = await userinfo(undefined);
     expect(res.status).toBe(401);
     expect(res.headers.get('www-authenticate')).toBe('Bearer realm="authcli"');
+    // §3.1: "SHOULD NOT include an error code or other error information": no body either.
+    expect(await res.text()).toBe('');
   });
 
   it('rfc6750 §3.1 invalid, expired or foreign tokens: 401 invalid_token', async () => {

@@ -104,6 +104,23 @@ describe.each(dialects())('token endpoint, authorization_code grant (%s)', (dial
     }
   });
 
+  it('rfc7636 §4.6 the challenge is compared as a string: a non-canonical base64url form of the right hash fails', async () => {
+    const c = await code();
+    const row = (await server.store.findCode(sha256Hex(c.code)))!;
+    // 43 characters carry 258 bits; the last character's two low bits are padding. Setting one gives a different
+    // string that decodes to the same 32 bytes.
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const last = row.code_challenge!.at(-1)!;
+    const twin = row.code_challenge!.slice(0, 42) + alphabet[alphabet.indexOf(last) ^ 1];
+    expect(Buffer.from(twin, 'base64url').equals(Buffer.from(row.code_challenge!, 'base64url'))).toBe(true);
+    await server.store.db.updateTable('authorization_codes').set({ code_challenge: twin }).where('code_hash', '=', row.code_hash).execute();
+    const res = await exchange(c);
+    expect(res.status).toBe(400);
+    expect(res.json.error).toBe('invalid_grant');
+    await server.store.db.updateTable('authorization_codes').set({ code_challenge: row.code_challenge }).where('code_hash', '=', row.code_hash).execute();
+    expect((await exchange(c)).status).toBe(200);
+  });
+
   it('rfc9700 §2.1.1 a verifier for a code issued without challenge is rejected (PKCE downgrade)', async () => {
     const c = await code();
     const hash = sha256Hex(c.code);
@@ -223,6 +240,23 @@ describe.each(dialects())('token endpoint, authorization_code grant (%s)', (dial
     expect((await exchange(c, pub, { client_secret: 'x' })).json.error).toBe('invalid_client');
     const none = await tokenRequest(server, { grant_type: 'authorization_code', code: c.code, redirect_uri: redirectUri, code_verifier: c.verifier });
     expect(none.status).toBe(401);
+  });
+
+  it('rfc6749 §5.2 invalid_client says the same for an unknown client, a wrong secret, a missing secret and a secret for a public client', async () => {
+    const c = await code(conf.id);
+    const answers = [
+      await exchange(c, 'no-such-client'),
+      await exchange(c, conf.id, { client_secret: 'wrong' }),
+      await tokenRequest(server, { grant_type: 'authorization_code', code: c.code, redirect_uri: redirectUri, code_verifier: c.verifier }, { authorization: basic(conf.id, 'wrong') }),
+      await exchange(c, conf.id),
+      await exchange(c, pub, { client_secret: 'x' }),
+    ];
+    for (const a of answers) {
+      expect(a.status).toBe(401);
+      expect(a.json).toEqual(answers[0]!.json);
+      expect(a.headers.get('www-authenticate')).toBe(answers[0]!.headers.get('www-authenticate'));
+    }
+    expect(answers[0]!.json).toEqual({ error: 'invalid_client', error_description: 'client authentication failed' });
   });
 
   it('rfc6749 §2.3 two client authentication methods at once are invalid_request', async () => {

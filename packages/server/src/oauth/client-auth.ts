@@ -2,6 +2,9 @@ import type { Store, Application } from '../store/store.js';
 import { hashesEqual, sha256Hex } from '../util/crypto.js';
 import { InvalidClient, InvalidRequest } from './errors.js';
 
+/** The one answer to a client that did not authenticate (built once; its response is constant). */
+const CLIENT_AUTHENTICATION_FAILED = new InvalidClient('client authentication failed');
+
 /** The client credentials a request presented, before checking them (RFC 6749 §2.3). */
 export interface PresentedClient {
   clientId: string;
@@ -56,14 +59,14 @@ export async function authenticateClient(
 ): Promise<Application> {
   const presented = presentedClient(authorization, params);
   const app = await store.getApplication(presented.clientId);
-  if (!app) throw new InvalidClient('client authentication failed: unknown client');
+  // One answer for every failure: which client ids exist, and of which kind, is not for an unauthenticated caller
+  // to learn (RFC 6749 §5.2 invalid_client covers them all).
+  if (!app) throw CLIENT_AUTHENTICATION_FAILED;
   if (app.kind === 'public') {
-    if (presented.secret !== undefined) throw new InvalidClient('client authentication failed: public clients have no secret');
+    if (presented.secret !== undefined) throw CLIENT_AUTHENTICATION_FAILED;
     return app;
   }
-  if (presented.secret === undefined) throw new InvalidClient('client authentication failed: this client must authenticate');
-  if (!app.secretHash || !hashesEqual(sha256Hex(presented.secret), app.secretHash)) {
-    throw new InvalidClient('client authentication failed: wrong client secret');
-  }
+  if (presented.secret === undefined) throw CLIENT_AUTHENTICATION_FAILED;
+  if (!app.secretHash || !hashesEqual(sha256Hex(presented.secret), app.secretHash)) throw CLIENT_AUTHENTICATION_FAILED;
   return app;
 }

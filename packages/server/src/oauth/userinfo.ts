@@ -15,12 +15,9 @@ export async function userinfoRoutes(app: FastifyInstance, ctx: AppContext): Pro
     const inBody = isParsedForm(req.body) && 'access_token' in req.body.params;
     const inQuery = typeof (req.query as Record<string, unknown>).access_token === 'string';
     if (auth === undefined && !inBody && !inQuery) {
-      // RFC 6750 §3.1: no credentials at all, so no error code in the challenge.
-      return reply
-        .code(401)
-        .header('www-authenticate', 'Bearer realm="authcli"')
-        .header('cache-control', 'no-store')
-        .send({ error: 'invalid_token', error_description: 'a Bearer access token is required' });
+      // RFC 6750 §3.1: a request without any authentication gets neither an error code nor other error
+      // information: the challenge alone, and no body.
+      return reply.code(401).header('www-authenticate', 'Bearer realm="authcli"').header('cache-control', 'no-store').send();
     }
     if (inBody || inQuery) throw new InvalidRequest('send the access token in the Authorization header');
     const m = /^Bearer ([A-Za-z0-9\-._~+/]+=*)$/i.exec(auth!.trim());

@@ -11,15 +11,17 @@ import type { TokenResponse } from '../tokens.js';
 type Params = Readonly<Record<string, string>>;
 
 /**
- * RFC 7636 §4.6: BASE64URL(SHA256(verifier)) == challenge, compared in
- * constant time. node:crypto's synchronous hash here, not Web Crypto: this is
- * the token endpoint's hot path and a thread-pool round trip costs more than
- * the hash.
+ * RFC 7636 §4.6: BASE64URL-ENCODE(SHA256(ASCII(code_verifier))) == code_challenge,
+ * compared as strings (in constant time), as the RFC states it. Comparing
+ * decoded bytes instead would accept a challenge whose last character has
+ * stray low bits set (a non-canonical base64url form of the same bytes).
+ * node:crypto's synchronous hash here, not Web Crypto: this is the token
+ * endpoint's hot path and a thread-pool round trip costs more than the hash.
  */
 function verifyS256(verifier: string, challenge: string): boolean {
   if (!isValidVerifier(verifier) || !isValidChallenge(challenge)) return false;
-  const computed = hash('sha256', verifier, 'buffer');
-  const expected = Buffer.from(challenge, 'base64url');
+  const computed = Buffer.from(hash('sha256', verifier, 'base64url'));
+  const expected = Buffer.from(challenge);
   return expected.length === computed.length && timingSafeEqual(computed, expected);
 }
 
