@@ -80,7 +80,7 @@ export async function buildApp(config: ServerConfig, store: Store): Promise<Fast
     tokens: new TokenIssuer(config, keys, config.accessTokenAlg),
     sessions: new Sessions(config, store),
     limits: new AbuseLimits(store, config.now, config.limits),
-    passwords: new PasswordHasher(),
+    passwords: new PasswordHasher(config.passwordHashThreads),
   };
   const https = config.issuer.startsWith('https:');
 

@@ -1,10 +1,12 @@
 #!/usr/bin/env node
+import { isIP } from 'node:net';
 import { Command, CommanderError, Option } from 'commander';
 import { buildApp } from './app.js';
 import { PURGE_INTERVAL_MS } from './config/defaults.js';
 import { addUser, bootstrapStore, InputError, registerApplication } from './bootstrap.js';
 import { ConfigError, loadConfig, type ConfigInput } from './config/config.js';
 import { generateSigningKey, SIGNING_ALGS } from './oauth/keys.js';
+import { accountCounterKeys, describeCounter, ipCounterKeys } from './oauth/limits.js';
 import { openStore } from './store/open.js';
 import { StoreError, type Store } from './store/store.js';
 
@@ -39,6 +41,12 @@ async function promptHidden(prompt: string): Promise<string> {
 }
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];
+
+/** A text table: a header row, columns padded to their widest cell. */
+function printTable(header: string[], rows: string[][]): void {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  for (const row of [header, ...rows]) process.stdout.write(`${row.map((c, i) => (i === row.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')}\n`);
+}
 
 export function program(): Command {
   const cli = new Command('authcli-server')
@@ -126,6 +134,52 @@ export function program(): Command {
       await withStore(opts.database, async (store) => {
         await store.setUserDisabled(username, null);
         process.stdout.write(`enabled user ${username}\n`);
+      });
+    });
+
+  users
+    .command('unlock <username>')
+    .description('clear the failed sign-in counters of a user (every client IP), so sign-in is not limited or slowed')
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(async (username: string, opts: { database?: string }) => {
+      await withStore(opts.database, async (store) => {
+        const keys = accountCounterKeys((await store.listRateLimits()).map((r) => r.key), username);
+        const n = await store.deleteRateLimits(keys);
+        process.stdout.write(n ? `unlocked ${username} (${n} counter${n === 1 ? '' : 's'} cleared)\n` : `${username} had no failed sign-ins counted\n`);
+      });
+    });
+
+  const limits = cli.command('limits').description('see and clear abuse limits (failed sign-ins, user-code guesses, device authorizations)');
+  limits
+    .command('list')
+    .description('counters in their current window, with their limits')
+    .option('--json', 'print JSON')
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(async (opts: { json?: boolean; database?: string }) => {
+      await withStore(opts.database, async (store) => {
+        const now = Date.now();
+        const rows = (await store.listRateLimits()).flatMap((r) => {
+          const info = describeCounter(r.key);
+          if (!info || r.window_start + info.limit.windowMs <= now) return [];
+          const subject = info.username ?? info.userId ?? info.clientId ?? '';
+          return [{ kind: info.kind, subject, ip: info.ip ?? '', count: r.count, limit: info.limit.limit, limited: r.count >= info.limit.limit, resets_at: new Date(r.window_start + info.limit.windowMs).toISOString() }];
+        });
+        if (opts.json) {
+          process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+          return;
+        }
+        printTable(['KIND', 'SUBJECT', 'IP', 'COUNT', 'LIMIT', 'RESETS AT'], rows.map((r) => [r.kind, r.subject, r.ip, String(r.count), String(r.limit), r.resets_at]));
+      });
+    });
+  limits
+    .command('clear-ip <address>')
+    .description("clear a client IP's sign-in and user-code counters (e.g. an office locked out of /device)")
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(async (address: string, opts: { database?: string }) => {
+      if (isIP(address) === 0) throw new InputError(`${address} is not an IP address`);
+      await withStore(opts.database, async (store) => {
+        const n = await store.deleteRateLimits(ipCounterKeys((await store.listRateLimits()).map((r) => r.key), address));
+        process.stdout.write(n ? `cleared ${n} counter${n === 1 ? '' : 's'} of ${address}\n` : `${address} had nothing counted\n`);
       });
     });
 

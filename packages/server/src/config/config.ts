@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
+import { availableParallelism } from 'node:os';
 import * as D from './defaults.js';
 
 /**
@@ -31,6 +32,8 @@ export interface ServerConfig {
   trustProxy: false | number | string[];
   /** The abuse limits (config/defaults.ts); tests and embedders may pass others. */
   limits: D.Limits;
+  /** Threads that hash passwords (see config/defaults.ts). */
+  passwordHashThreads: number;
   /** Network timeouts and caps (see config/defaults.ts). */
   headersTimeoutMs: number;
   requestTimeoutMs: number;
@@ -205,6 +208,7 @@ export function loadConfig(
     bodyLimit: envInt(env, 'AUTHCLI_BODY_LIMIT', D.BODY_LIMIT_BYTES, 1024, 1024 * 1024),
     trustProxy: parseTrustProxy(env.AUTHCLI_TRUST_PROXY),
     limits: D.LIMITS,
+    passwordHashThreads: envInt(env, 'AUTHCLI_PASSWORD_HASH_THREADS', D.passwordHashThreads(availableParallelism()), 1, 256),
     headersTimeoutMs: envSeconds(env, 'AUTHCLI_HEADERS_TIMEOUT', D.HEADERS_TIMEOUT_MS, 600),
     requestTimeoutMs: envSeconds(env, 'AUTHCLI_REQUEST_TIMEOUT', D.REQUEST_TIMEOUT_MS, 3600),
     keepAliveTimeoutMs: envSeconds(env, 'AUTHCLI_KEEPALIVE_TIMEOUT', D.KEEPALIVE_TIMEOUT_MS, 600),

@@ -86,7 +86,12 @@ export type Limits = Readonly<Record<CounterKind, Limit>>;
 
 /** scrypt cost for user passwords: N=2^17, r=8, p=1 (OWASP Password Storage Cheat Sheet minimum). */
 export const SCRYPT = { N: 1 << 17, r: 8, p: 1, keylen: 32 } as const;
-/** Password hashes in flight (running or queued) per hashing thread; past it sign-in answers 503. */
+/**
+ * Password-hashing threads (env AUTHCLI_PASSWORD_HASH_THREADS): half the cores,
+ * so hashing never takes the cores that sign tokens and run the event loop.
+ */
+export const passwordHashThreads = (cores: number) => Math.max(1, Math.floor(cores / 2));
+/** Password hashes in flight (running or queued) per hashing thread; past it sign-in answers 503 at once. */
 export const PASSWORD_HASHES_QUEUED_PER_THREAD = 4;
 
 // ---- network (env overrides in config.ts) ----------------------------------------

@@ -1,4 +1,5 @@
 import { LIMITS as DEFAULT_LIMITS, type CounterKind, type Limit, type Limits } from '../config/defaults.js';
+import { ipSubject } from '../http/client-ip.js';
 import type { Store } from '../store/store.js';
 
 /**
@@ -31,6 +32,9 @@ export interface CounterInfo {
 }
 
 const key = (kind: CounterKind, ...subjects: string[]) => [kind, ...subjects].join('|');
+
+/** The IP subject of a counter (an IPv4 address or an IPv6 /64; see ipSubject). */
+const ipOf = (address: string) => ipSubject(address) ?? address;
 
 /** Usernames are counted without regard to case, and only in the form an account can have. */
 const USERNAME_FORM = /^[A-Za-z0-9._@-]{1,64}$/;
@@ -97,10 +101,10 @@ export class AbuseLimits {
    */
   async signIn(ip: string, username: string): Promise<Admission> {
     const name = username.toLowerCase();
-    if (!USERNAME_FORM.test(name)) return this.consume([['signin-ip', key('signin-ip', ip)]]);
+    if (!USERNAME_FORM.test(name)) return this.consume([['signin-ip', key('signin-ip', ipOf(ip))]]);
     const admission = await this.consume([
-      ['signin-ip', key('signin-ip', ip)],
-      ['signin-account-ip', key('signin-account-ip', name, ip)],
+      ['signin-ip', key('signin-ip', ipOf(ip))],
+      ['signin-account-ip', key('signin-account-ip', name, ipOf(ip))],
     ]);
     if (!admission.admitted) return admission;
     const account = await this.consume([['signin-account', key('signin-account', name)]]);
@@ -118,7 +122,7 @@ export class AbuseLimits {
    */
   async userCodeGuess(ip: string, userId: string): Promise<Admission> {
     return this.consume([
-      ['user-code-ip', key('user-code-ip', ip)],
+      ['user-code-ip', key('user-code-ip', ipOf(ip))],
       ['user-code-account', key('user-code-account', userId)],
     ]);
   }
@@ -126,7 +130,7 @@ export class AbuseLimits {
   /** A device authorization request (RFC 8628 §3.1), per client IP and application, then per application. */
   async deviceAuthorization(ip: string, clientId: string): Promise<Admission> {
     return this.consume([
-      ['device-authz-ip', key('device-authz-ip', clientId, ip)],
+      ['device-authz-ip', key('device-authz-ip', clientId, ipOf(ip))],
       ['device-authz-client', key('device-authz-client', clientId)],
     ]);
   }
@@ -150,8 +154,9 @@ export function accountCounterKeys(keys: readonly string[], username: string): s
 
 /** The counters that hold back this client IP (`limits clear-ip`): sign-in and user-code entry. */
 export function ipCounterKeys(keys: readonly string[], ip: string): string[] {
+  const subject = ipOf(ip);
   return keys.filter((k) => {
     const info = describeCounter(k);
-    return info?.ip === ip && info.kind !== 'device-authz-ip';
+    return info?.ip === subject && info.kind !== 'device-authz-ip';
   });
 }

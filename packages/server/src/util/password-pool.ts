@@ -1,4 +1,3 @@
-import { availableParallelism } from 'node:os';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
@@ -27,7 +26,7 @@ export class PasswordHasher {
   private readonly cap: number;
   private inFlight = 0;
 
-  constructor(threads = Math.max(1, Math.floor(availableParallelism() / 2)), queuedPerThread = PASSWORD_HASHES_QUEUED_PER_THREAD) {
+  constructor(threads: number, queuedPerThread = PASSWORD_HASHES_QUEUED_PER_THREAD) {
     if (!existsSync(WORKER)) throw new Error(`password worker ${WORKER} is missing: build the server first (pnpm build)`);
     this.cap = threads * queuedPerThread;
     this.pool = new Piscina({ filename: WORKER, minThreads: threads, maxThreads: threads, maxQueue: this.cap, idleTimeout: 60_000 });
