@@ -158,8 +158,9 @@ export function program(): Command {
     .action(async (opts: { json?: boolean; database?: string }) => {
       await withStore(opts.database, async (store) => {
         const now = Date.now();
+        const { limits: configured } = loadConfig({ database: opts.database });
         const rows = (await store.listRateLimits()).flatMap((r) => {
-          const info = describeCounter(r.key);
+          const info = describeCounter(r.key, configured);
           if (!info || r.window_start + info.limit.windowMs <= now) return [];
           const subject = info.username ?? info.userId ?? info.clientId ?? '';
           return [{ kind: info.kind, subject, ip: info.ip ?? '', count: r.count, limit: info.limit.limit, limited: r.count >= info.limit.limit, resets_at: new Date(r.window_start + info.limit.windowMs).toISOString() }];

@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LIMITS, type Limits } from '../src/config/defaults.js';
+import { LIMITS, SCRYPT, type Limits } from '../src/config/defaults.js';
+import { hashPassword, needsRehash } from '../src/util/password.js';
 import { ipSubject } from '../src/http/client-ip.js';
 import { accountCounterKeys, describeCounter, ipCounterKeys } from '../src/oauth/limits.js';
 import type { ServerConfig } from '../src/config/config.js';
@@ -140,6 +141,20 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
     // Given back: the busy addresses were not charged for an attempt that was never checked.
     const charged = (await s.store.listRateLimits()).filter((r) => r.key.startsWith('signin-ip|')).reduce((n, r) => n + r.count, 0);
     expect(charged).toBe(t[401] ?? 0);
+  });
+
+  it('a password hashed at an older cost is upgraded to scrypt N=2^17 at the next successful sign-in, and still works', async () => {
+    const s = await start();
+    const old = await hashPassword(PASSWORD, { N: 1 << 14, r: 8, p: 1, keylen: 32 });
+    const alice = (await s.store.findUserByUsername('alice'))!;
+    await s.store.setPasswordHash(alice.id, old);
+    expect((await postSignIn(await signInForm(s), 'alice', 'wrong password')).status).toBe(401);
+    expect((await s.store.findUserById(alice.id))!.password_hash).toBe(old);
+    expect((await postSignIn(await signInForm(s), 'alice', PASSWORD)).status).toBe(303);
+    const upgraded = (await s.store.findUserById(alice.id))!.password_hash;
+    expect(upgraded.split('$').slice(0, 4)).toEqual(['scrypt', String(SCRYPT.N), '8', '1']);
+    expect(needsRehash(upgraded)).toBe(false);
+    expect((await postSignIn(await signInForm(s), 'alice', PASSWORD)).status).toBe(303);
   });
 
   it('rfc8628 §5.1 parallel user-code guesses at /device/decision share the /device budget: at most the limit are looked up', async () => {

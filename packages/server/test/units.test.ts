@@ -1,12 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, normalizeIssuer } from '../src/config/config.js';
+import { ConfigError, loadConfig, normalizeIssuer, parseLimits, parseTrustProxy, readKeyEncryptionKey } from '../src/config/config.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { FormError, parseForm } from '../src/http/form.js';
 import { callbackUrlProblem, matchRedirectUri } from '../src/oauth/redirect-uri.js';
 import { parseScope } from '../src/oauth/scopes.js';
 import { InvalidScope } from '../src/oauth/errors.js';
 import { randomToken, timeOrderedId } from '../src/util/crypto.js';
 import { DUMMY_PASSWORD_HASH, hashPassword, needsRehash, parsePasswordHash, verifyPasswordSync } from '../src/util/password.js';
-import { SCRYPT } from '../src/config/defaults.js';
+import { LIMITS, SCRYPT } from '../src/config/defaults.js';
 
 describe('rfc6749 §3.1.2.3 redirect_uri matching', () => {
   const reg = ['https://app.example/cb', 'http://127.0.0.1/callback', 'http://[::1]:8080/callback', 'http://localhost/cb'];
@@ -102,6 +105,60 @@ describe('config', () => {
   });
   it('rejects a bad port', () => {
     for (const p of ['abc', '70000', '-1', '8080x']) expect(() => loadConfig({ port: p }, {}), p).toThrow(ConfigError);
+  });
+});
+
+describe('operator settings', () => {
+  it('AUTHCLI_TRUST_PROXY is a hop count or a list of proxy addresses/CIDRs, never "trust everything"', () => {
+    expect(parseTrustProxy(undefined)).toBe(false);
+    expect(parseTrustProxy('')).toBe(false);
+    expect(parseTrustProxy('0')).toBe(false);
+    expect(parseTrustProxy('1')).toBe(1);
+    expect(parseTrustProxy('2')).toBe(2);
+    expect(parseTrustProxy('10.0.0.0/8, 192.0.2.1,::1,fd00::/8')).toEqual(['10.0.0.0/8', '192.0.2.1', '::1', 'fd00::/8']);
+    for (const bad of ['true', '*', 'yes', 'loopback', '10.0.0.0/33', '::1/129', '999.1.1.1', '11', '10.0.0.0/8/1', 'proxy.example']) {
+      expect(() => parseTrustProxy(bad), bad).toThrow(ConfigError);
+    }
+  });
+
+  it('the key-encryption key is 32 bytes, base64url or base64, inline or in a file', () => {
+    const key = Buffer.alloc(32, 7);
+    expect(readKeyEncryptionKey({})).toBeUndefined();
+    expect(readKeyEncryptionKey({ AUTHCLI_KEY_ENCRYPTION_KEY: key.toString('base64url') })).toEqual(key);
+    expect(readKeyEncryptionKey({ AUTHCLI_KEY_ENCRYPTION_KEY: key.toString('base64') })).toEqual(key);
+    const dir = mkdtempSync(join(tmpdir(), 'authcli-kek-'));
+    try {
+      writeFileSync(join(dir, 'text'), `${key.toString('base64')}\n`);
+      writeFileSync(join(dir, 'raw'), key);
+      expect(readKeyEncryptionKey({ AUTHCLI_KEY_ENCRYPTION_KEY_FILE: join(dir, 'text') })).toEqual(key);
+      expect(readKeyEncryptionKey({ AUTHCLI_KEY_ENCRYPTION_KEY_FILE: join(dir, 'raw') })).toEqual(key);
+      expect(() => readKeyEncryptionKey({ AUTHCLI_KEY_ENCRYPTION_KEY_FILE: join(dir, 'missing') })).toThrow(ConfigError);
+      expect(() => readKeyEncryptionKey({ AUTHCLI_KEY_ENCRYPTION_KEY_FILE: join(dir, 'raw'), AUTHCLI_KEY_ENCRYPTION_KEY: key.toString('base64') })).toThrow(ConfigError);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    for (const bad of ['short', Buffer.alloc(16).toString('base64'), Buffer.alloc(33).toString('base64url'), 'not base64 at all!']) {
+      expect(() => readKeyEncryptionKey({ AUTHCLI_KEY_ENCRYPTION_KEY: bad }), bad).toThrow(ConfigError);
+    }
+  });
+
+  it('AUTHCLI_LIMITS overrides named limits and keeps the rest', () => {
+    expect(parseLimits(undefined)).toEqual(LIMITS);
+    const l = parseLimits('device-authz-client=3000/1m, signin-account=20/15m');
+    expect(l['device-authz-client']).toEqual({ limit: 3000, windowMs: 60_000 });
+    expect(l['signin-account']).toEqual({ limit: 20, windowMs: 900_000 });
+    expect(l['signin-ip']).toEqual(LIMITS['signin-ip']);
+    for (const bad of ['nope=1/1m', 'signin-ip=10', 'signin-ip=0/1m', 'signin-ip=10/1d', 'signin-ip=-1/1m', '__proto__=1/1m']) {
+      expect(() => parseLimits(bad), bad).toThrow(ConfigError);
+    }
+  });
+
+  it('timeouts and caps come from the environment within sane bounds', () => {
+    const c = loadConfig({}, { AUTHCLI_HEADERS_TIMEOUT: '3', AUTHCLI_REQUEST_TIMEOUT: '7', AUTHCLI_MAX_CONNECTIONS: '100', AUTHCLI_DB_TIMEOUT: '2', AUTHCLI_BODY_LIMIT: '4096' });
+    expect([c.headersTimeoutMs, c.requestTimeoutMs, c.maxConnections, c.dbTimeoutMs, c.bodyLimit]).toEqual([3000, 7000, 100, 2000, 4096]);
+    for (const [name, value] of [['AUTHCLI_REQUEST_TIMEOUT', '0'], ['AUTHCLI_MAX_CONNECTIONS', '5'], ['AUTHCLI_DB_TIMEOUT', 'soon'], ['AUTHCLI_BODY_LIMIT', '1e9']]) {
+      expect(() => loadConfig({}, { [name!]: value }), `${name}=${value}`).toThrow(ConfigError);
+    }
   });
 });
 

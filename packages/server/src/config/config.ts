@@ -166,6 +166,30 @@ export function readKeyEncryptionKey(env: NodeJS.ProcessEnv): Buffer | undefined
   return key;
 }
 
+const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000 };
+
+/**
+ * `AUTHCLI_LIMITS`: overrides of the abuse limits, comma-separated
+ * `kind=count/window`, the window in s, m or h, e.g.
+ * `device-authz-client=3000/1m,signin-account=20/15m` (kinds: config/defaults.ts LIMITS).
+ */
+export function parseLimits(value: string | undefined): D.Limits {
+  const limits: Record<D.CounterKind, D.Limit> = { ...D.LIMITS };
+  for (const entry of (value ?? '').split(',').map((s) => s.trim()).filter(Boolean)) {
+    const m = /^([a-z-]+)=(\d{1,9})\/(\d{1,6})([smh])$/.exec(entry);
+    if (!m || !Object.hasOwn(D.LIMITS, m[1]!)) {
+      throw new ConfigError(
+        `AUTHCLI_LIMITS: ${JSON.stringify(entry)} is not kind=count/window (e.g. signin-ip=100/15m); kinds: ${Object.keys(D.LIMITS).join(', ')}`,
+      );
+    }
+    const limit = Number(m[2]);
+    const windowMs = Number(m[3]) * UNIT_MS[m[4]!]!;
+    if (limit < 1 || windowMs < 1000) throw new ConfigError(`AUTHCLI_LIMITS: ${entry}: the count and the window must be at least 1`);
+    limits[m[1] as D.CounterKind] = { limit, windowMs };
+  }
+  return limits;
+}
+
 function parsePort(value: string | number): number {
   const n = typeof value === 'number' ? value : Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 65535 || (typeof value === 'string' && !/^\d+$/.test(value.trim()))) {
@@ -207,7 +231,7 @@ export function loadConfig(
     sessionTtlSeconds: D.SESSION_TTL_SECONDS,
     bodyLimit: envInt(env, 'AUTHCLI_BODY_LIMIT', D.BODY_LIMIT_BYTES, 1024, 1024 * 1024),
     trustProxy: parseTrustProxy(env.AUTHCLI_TRUST_PROXY),
-    limits: D.LIMITS,
+    limits: parseLimits(env.AUTHCLI_LIMITS),
     passwordHashThreads: envInt(env, 'AUTHCLI_PASSWORD_HASH_THREADS', D.passwordHashThreads(availableParallelism()), 1, 256),
     headersTimeoutMs: envSeconds(env, 'AUTHCLI_HEADERS_TIMEOUT', D.HEADERS_TIMEOUT_MS, 600),
     requestTimeoutMs: envSeconds(env, 'AUTHCLI_REQUEST_TIMEOUT', D.REQUEST_TIMEOUT_MS, 3600),
