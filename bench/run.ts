@@ -14,6 +14,7 @@ import { Browser, freePort, hidden } from '../test/support/http.js';
 import { bytesPerPending, deviceAuthorizations, pollOutcome, pollPending, seedPending, storelessTokenAnswers } from './device.js';
 import { cliStartup } from './cli-startup.js';
 import { distinctPosts, repeated, type LoadFigures } from './load.js';
+import { signInFlood, type FloodFigures } from './signin-flood.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const SERVER = join(here, '../packages/server/bin/authcli-server.cjs');
@@ -22,7 +23,7 @@ const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const WARMUP_CODES = 100_000;
 const PASSWORD = 'bench password 1';
-const SCENARIOS = new Set((process.env.BENCH_SCENARIOS ?? 'code,device,cli').split(','));
+const SCENARIOS = new Set((process.env.BENCH_SCENARIOS ?? 'code,mixed,device,cli').split(','));
 
 function run(args: string[], env: NodeJS.ProcessEnv, input = ''): Promise<string> {
   return new Promise((res, rej) => {
@@ -73,8 +74,8 @@ async function signBound(seconds: number): Promise<Bound> {
   return JSON.parse(await run(['--import', 'tsx', join(here, 'sign-bound.ts'), String(seconds)], {})) as Bound;
 }
 
-async function codeScenario(issuer: string, serverPid: number, baselines: { bare: LoadFigures; sign: LoadFigures }) {
-  // A signed-in session that has approved the built-in public application.
+/** A signed-in session that has approved the built-in public application, and its authorization URL. */
+async function approvedSession(issuer: string) {
   const jar = new Browser(issuer);
   const page = await jar.get('/signin');
   await jar.postForm('/signin', { _csrf: hidden(page.text, '_csrf'), return_to: '/', username: 'bench', password: PASSWORD });
@@ -93,37 +94,50 @@ async function codeScenario(issuer: string, serverPid: number, baselines: { bare
   })}`;
   const consent = await jar.get(authorizeUrl);
   await jar.postForm('/consent', { _csrf: hidden(consent.text, '_csrf'), request: hidden(consent.text, 'request'), decision: 'approve' });
+  return { jar, authorizeUrl, verifier, redirectUri };
+}
 
-  // Mint codes through the real authorize route (consent remembered: one 303 each), 16 at a time.
-  const want = Number(process.env.BENCH_CODES ?? 40_000);
+/** Mints codes through the real authorize route (consent remembered: one 303 each), 16 at a time. */
+async function mintCodes(session: Awaited<ReturnType<typeof approvedSession>>, want: number): Promise<{ codes: string[]; mintRps: number }> {
   const codes: string[] = [];
   const mintStart = performance.now();
   await Promise.all(
     Array.from({ length: 16 }, async () => {
       while (codes.length < want) {
-        const r = await jar.get(authorizeUrl);
+        const r = await session.jar.get(session.authorizeUrl);
         if (r.status !== 303 || !r.location) throw new Error(`authorize answered ${r.status}`);
         codes.push(new URL(r.location).searchParams.get('code')!);
       }
     }),
   );
-  const mintRps = codes.length / ((performance.now() - mintStart) / 1000);
+  return { codes, mintRps: codes.length / ((performance.now() - mintStart) / 1000) };
+}
+
+/** Exchanges each code once, 16 connections (or BENCH_CONN), every answer checked for an ID token. */
+function exchangeCodes(issuer: string, session: Awaited<ReturnType<typeof approvedSession>>, codes: string[], connections: number): Promise<LoadFigures> {
+  return distinctPosts({
+    url: `${issuer}/oauth/token`,
+    connections,
+    seconds: DURATION,
+    bodies: codes.map(
+      (code) =>
+        `grant_type=authorization_code&client_id=authcli&redirect_uri=${encodeURIComponent(session.redirectUri)}&code_verifier=${session.verifier}&code=${code}`,
+    ),
+    once: true, // codes are single-use: a connection that used up its share stops
+    verify: (body) => String(body).includes('"id_token":"'),
+  });
+}
+
+async function codeScenario(issuer: string, serverPid: number, baselines: { bare: LoadFigures; sign: LoadFigures }) {
+  const session = await approvedSession(issuer);
+  const { codes, mintRps } = await mintCodes(session, Number(process.env.BENCH_CODES ?? 40_000));
 
   // The exchange: form parse, client lookup, PKCE check, atomic consume, ES256 access token, RS256 ID token.
   // This machine's speed drifts (a shared VM): the ceiling is measured right before and right after, and averaged.
   const before = await signBound(4);
   const cpuBefore = { server: cpuSeconds(serverPid), bench: process.cpuUsage() };
   const connections = Number(process.env.BENCH_CONN ?? 16);
-  const exchange = await distinctPosts({
-    url: `${issuer}/oauth/token`,
-    connections,
-    seconds: DURATION,
-    bodies: codes.map(
-      (code) => `grant_type=authorization_code&client_id=authcli&redirect_uri=${encodeURIComponent(redirectUri)}&code_verifier=${verifier}&code=${code}`,
-    ),
-    once: true, // codes are single-use: a connection that used up its share stops
-    verify: (body) => String(body).includes('"id_token":"'),
-  });
+  const exchange = await exchangeCodes(issuer, session, codes, connections);
   const serverCores = (cpuSeconds(serverPid) - cpuBefore.server) / DURATION;
   const benchUsage = process.cpuUsage(cpuBefore.bench);
   const after = await signBound(4);
@@ -142,6 +156,37 @@ async function codeScenario(issuer: string, serverPid: number, baselines: { bare
     `CPU during the exchange: server ${serverCores.toFixed(2)} cores (event loop + thread pool), load generator ${loadCores.toFixed(2)} cores`,
   ];
   return { rows, notes, raw: { exchange, mintRps, serverCores, loadCores, bound: { before, after } } };
+}
+
+/**
+ * Code exchanges while wrong-password sign-ins arrive at BENCH_FLOOD_RATE a second (100 by default), each from
+ * its own address and for its own username, so that no limit refuses them and each costs a hash if the hashers
+ * can take it. Password hashing runs on threads of its own with a cap on hashes in flight: the exchange's p99
+ * must stay under 100 ms.
+ */
+async function mixedScenario(issuer: string, serverPid: number) {
+  const session = await approvedSession(issuer);
+  const { codes } = await mintCodes(session, Number(process.env.BENCH_CODES ?? 40_000));
+  const rate = Number(process.env.BENCH_FLOOD_RATE ?? 100);
+  const cpuBefore = cpuSeconds(serverPid);
+  const flood = await signInFlood(issuer, rate);
+  let exchange: LoadFigures;
+  let floodFigures: FloodFigures;
+  try {
+    exchange = await exchangeCodes(issuer, session, codes, Number(process.env.BENCH_CONN ?? 16));
+  } finally {
+    floodFigures = await flood.stop();
+  }
+  const serverCores = (cpuSeconds(serverPid) - cpuBefore) / DURATION;
+  const statuses = Object.entries(floodFigures.byStatus)
+    .map(([status, n]) => `${n} × ${status}`)
+    .join(', ');
+  const rows: Row[] = [[`POST /oauth/token authorization_code (16 conn) during ${rate} wrong-password sign-ins/s`, exchange]];
+  const notes = [
+    `mixed: ${floodFigures.sent} wrong-password sign-ins at ${floodFigures.rate.toFixed(0)}/s from as many addresses: ${statuses}${floodFigures.failures ? `, ${floodFigures.failures} failed to connect` : ''} (401 = hashed, 503 = hashers full, answered at once)`,
+    `mixed: exchange p99 ${exchange.p99} ms during the sign-in flood (target < 100 ms); ${exchange.non2xx + exchange.mismatches === 0 ? 'every answer had tokens' : `${exchange.non2xx} errors, ${exchange.mismatches} answers without an ID token`}; server ${serverCores.toFixed(2)} cores`,
+  ];
+  return { rows, notes, raw: { mixedExchange: exchange, flood: floodFigures, mixedServerCores: serverCores } };
 }
 
 /** Device flow: pending polls (all on time) and device authorization requests, 32 connections. */
@@ -197,7 +242,17 @@ async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'authcli-bench-'));
   const port = await freePort();
   const databaseUrl = join(dir, 'bench.db');
-  const env = { DATABASE_URL: databaseUrl, PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' };
+  const env = {
+    DATABASE_URL: databaseUrl,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    // The sign-in flood gives each request its own address in X-Forwarded-For, as one proxy in front would.
+    AUTHCLI_TRUST_PROXY: '1',
+    // The device scenario measures device authorization requests from one address at full speed: far past the
+    // per-IP and per-application limits, which would answer 429 instead of doing the work being measured.
+    AUTHCLI_LIMITS: 'device-authz-ip=100000000/1m,device-authz-client=100000000/1m',
+  };
   const issuer = `http://127.0.0.1:${port}`;
   await run([SERVER, 'users', 'add', 'bench', '--password-stdin'], env, `${PASSWORD}\n`);
   const server = spawn(process.execPath, [...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []), SERVER, 'start'], {
@@ -223,6 +278,12 @@ async function main() {
       rows.push(...code.rows);
       notes.push(...code.notes);
       Object.assign(raw, code.raw, { signRoute });
+    }
+    if (SCENARIOS.has('mixed')) {
+      const mixed = await mixedScenario(issuer, server.pid!);
+      rows.push(...mixed.rows);
+      notes.push(...mixed.notes);
+      Object.assign(raw, mixed.raw);
     }
     if (SCENARIOS.has('device')) {
       const bare32 = await load({ url: `http://127.0.0.1:${barePort}/bare`, connections: 32 });

@@ -29,7 +29,16 @@ export class PasswordHasher {
   constructor(threads: number, queuedPerThread = PASSWORD_HASHES_QUEUED_PER_THREAD) {
     if (!existsSync(WORKER)) throw new Error(`password worker ${WORKER} is missing: build the server first (pnpm build)`);
     this.cap = threads * queuedPerThread;
-    this.pool = new Piscina({ filename: WORKER, minThreads: threads, maxThreads: threads, maxQueue: this.cap, idleTimeout: 60_000 });
+    this.pool = new Piscina({
+      filename: WORKER,
+      minThreads: threads,
+      maxThreads: threads,
+      maxQueue: this.cap,
+      idleTimeout: 60_000,
+      // The lowest CPU priority (Linux: per thread): when cores are short, the scheduler runs the event loop and
+      // the signing threads first, and a flood of sign-ins slows only sign-ins.
+      niceIncrement: 19,
+    });
   }
 
   /** Hashes and tasks waiting for a thread right now. */
