@@ -5,12 +5,18 @@ import { PURGE_INTERVAL_MS } from './config/defaults.js';
 import { addUser, bootstrapStore, InputError, registerApplication } from './bootstrap.js';
 import { ConfigError, loadConfig, type ConfigInput } from './config/config.js';
 import { generateSigningKey, SIGNING_ALGS } from './oauth/keys.js';
-import { openStore } from './store/open.js';
+import { exposedFolderWarning } from './store/file-modes.js';
+import { openStore, parseDatabaseUrl } from './store/open.js';
 import { StoreError, type Store } from './store/store.js';
 
 /** Expected failures print one line and exit 1; anything else is a bug and prints its stack. */
 function isExpected(err: unknown): err is Error {
   return err instanceof ConfigError || err instanceof InputError || err instanceof StoreError;
+}
+
+/** Said on standard error: not part of any command's output, and shown whatever LOG_LEVEL is. */
+function warn(message: string): void {
+  process.stderr.write(`authcli-server: warning: ${message}\n`);
 }
 
 async function withStore<T>(database: string | undefined, fn: (store: Store) => Promise<T>): Promise<T> {
@@ -59,6 +65,9 @@ export function program(): Command {
       await store.migrate();
       await bootstrapStore(store, config.now());
       const app = await buildApp(config, store);
+      const loc = parseDatabaseUrl(config.databaseUrl);
+      const folderWarning = loc.dialect === 'sqlite' && loc.path !== ':memory:' ? exposedFolderWarning(loc.path) : undefined;
+      if (folderWarning) warn(folderWarning);
       const purge = setInterval(() => {
         store.purgeExpired(config.now()).catch((err: unknown) => app.log.warn({ err }, 'purge failed'));
       }, PURGE_INTERVAL_MS);
