@@ -1,10 +1,12 @@
 #!/usr/bin/env node
 import { Command, CommanderError, Option } from 'commander';
+import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import { PURGE_INTERVAL_MS } from './config/defaults.js';
 import { addUser, bootstrapStore, InputError, registerApplication } from './bootstrap.js';
-import { ConfigError, loadConfig, type ConfigInput } from './config/config.js';
-import { generateSigningKey, SIGNING_ALGS } from './oauth/keys.js';
+import { ConfigError, loadConfig, type ConfigInput, type ServerConfig } from './config/config.js';
+import { UNENCRYPTED_KEYS_WARNING } from './oauth/key-encryption.js';
+import { rotateKeys } from './oauth/keys.js';
 import { exposedFolderWarning } from './store/file-modes.js';
 import { openStore, parseDatabaseUrl } from './store/open.js';
 import { StoreError, type Store } from './store/store.js';
@@ -19,13 +21,13 @@ function warn(message: string): void {
   process.stderr.write(`authcli-server: warning: ${message}\n`);
 }
 
-async function withStore<T>(database: string | undefined, fn: (store: Store) => Promise<T>): Promise<T> {
+async function withStore<T>(database: string | undefined, fn: (store: Store, config: ServerConfig) => Promise<T>): Promise<T> {
   const config = loadConfig({ database });
   const store = await openStore(config.databaseUrl);
   try {
     await store.migrate();
     await bootstrapStore(store, Date.now());
-    return await fn(store);
+    return await fn(store, config);
   } finally {
     await store.close();
   }
@@ -62,12 +64,20 @@ export function program(): Command {
     .action(async (opts: ConfigInput) => {
       const config = loadConfig(opts);
       const store = await openStore(config.databaseUrl, { backgroundCheckpoints: true });
-      await store.migrate();
-      await bootstrapStore(store, config.now());
-      const app = await buildApp(config, store);
+      let app: FastifyInstance;
+      try {
+        await store.migrate();
+        await bootstrapStore(store, config.now());
+        // Refuses (a ConfigError) when the signing keys cannot be opened with the key-encryption key given.
+        app = await buildApp(config, store);
+      } catch (err) {
+        await store.close();
+        throw err;
+      }
       const loc = parseDatabaseUrl(config.databaseUrl);
       const folderWarning = loc.dialect === 'sqlite' && loc.path !== ':memory:' ? exposedFolderWarning(loc.path) : undefined;
       if (folderWarning) warn(folderWarning);
+      if (!config.keyEncryptionKey) warn(UNENCRYPTED_KEYS_WARNING);
       const purge = setInterval(() => {
         store.purgeExpired(config.now()).catch((err: unknown) => app.log.warn({ err }, 'purge failed'));
       }, PURGE_INTERVAL_MS);
@@ -208,11 +218,10 @@ export function program(): Command {
     .description('create new signing keys; the previous ones stay in JWKS until their tokens expire')
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(async (opts: { database?: string }) => {
-      await withStore(opts.database, async (store) => {
-        const now = Date.now();
-        const fresh = await Promise.all(SIGNING_ALGS.map((alg) => generateSigningKey(alg, now)));
-        await store.rotateSigningKeys(fresh, now);
+      await withStore(opts.database, async (store, config) => {
+        const fresh = await rotateKeys(store, Date.now(), config.keyEncryptionKey);
         for (const k of fresh) process.stdout.write(`new ${k.alg} key ${k.kid} (signs in about a minute, once every instance has published it)\n`);
+        if (!config.keyEncryptionKey) warn(UNENCRYPTED_KEYS_WARNING);
       });
     });
 

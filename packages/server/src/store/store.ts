@@ -681,6 +681,26 @@ export class Store {
     await this.db.insertInto('signing_keys').values(key).execute();
   }
 
+  /** Every stored key, retired ones included (the key-encryption check at start covers them all). */
+  async allSigningKeys(): Promise<SigningKeyRow[]> {
+    return this.db.selectFrom('signing_keys').selectAll().orderBy('created_at', 'desc').orderBy('kid').execute();
+  }
+
+  /**
+   * Replaces a key's stored private part, only if it still is `expected`:
+   * instances encrypting the same plaintext row at once store one ciphertext.
+   * Returns whether this call replaced it.
+   */
+  async replaceSigningKeyPrivate(kid: string, expected: string, privateJwk: string): Promise<boolean> {
+    const r = await this.db
+      .updateTable('signing_keys')
+      .set({ private_jwk: privateJwk })
+      .where('kid', '=', kid)
+      .where('private_jwk', '=', expected)
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) === 1;
+  }
+
   /** Keys that are active, or retired after `publishedSince` (still verifying issued tokens). */
   async listSigningKeys(publishedSince: number): Promise<SigningKeyRow[]> {
     return this.db
