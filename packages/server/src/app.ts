@@ -71,7 +71,7 @@ async function oauthApi(app: FastifyInstance, ctx: AppContext): Promise<void> {
  * pages, health probes. Creates the signing keys on first use of a store.
  */
 export async function buildApp(config: ServerConfig, store: Store): Promise<FastifyInstance> {
-  const keys = new KeyRing(store, config.now, Math.max(config.accessTokenTtlSeconds, config.idTokenTtlSeconds) * 1000);
+  const keys = new KeyRing(store, config.now, Math.max(config.accessTokenTtlSeconds, config.idTokenTtlSeconds) * 1000, config.keyEncryptionKey);
   await keys.init();
   const ctx: AppContext = {
     config,

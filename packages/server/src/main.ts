@@ -1,13 +1,16 @@
 #!/usr/bin/env node
 import { isIP } from 'node:net';
 import { Command, CommanderError, Option } from 'commander';
+import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import { PURGE_INTERVAL_MS } from './config/defaults.js';
 import { addUser, bootstrapStore, InputError, registerApplication } from './bootstrap.js';
-import { ConfigError, loadConfig, type ConfigInput } from './config/config.js';
-import { generateSigningKey, SIGNING_ALGS } from './oauth/keys.js';
+import { ConfigError, loadConfig, type ConfigInput, type ServerConfig } from './config/config.js';
+import { UNENCRYPTED_KEYS_WARNING } from './oauth/key-encryption.js';
+import { rotateKeys } from './oauth/keys.js';
 import { accountCounterKeys, describeCounter, ipCounterKeys } from './oauth/limits.js';
-import { openStore } from './store/open.js';
+import { exposedFolderWarning } from './store/file-modes.js';
+import { openStore, parseDatabaseUrl } from './store/open.js';
 import { StoreError, type Store } from './store/store.js';
 
 /** Expected failures print one line and exit 1; anything else is a bug and prints its stack. */
@@ -15,13 +18,18 @@ function isExpected(err: unknown): err is Error {
   return err instanceof ConfigError || err instanceof InputError || err instanceof StoreError;
 }
 
-async function withStore<T>(database: string | undefined, fn: (store: Store) => Promise<T>): Promise<T> {
+/** Said on standard error: not part of any command's output, and shown whatever LOG_LEVEL is. */
+function warn(message: string): void {
+  process.stderr.write(`authcli-server: warning: ${message}\n`);
+}
+
+async function withStore<T>(database: string | undefined, fn: (store: Store, config: ServerConfig) => Promise<T>): Promise<T> {
   const config = loadConfig({ database });
   const store = await openStore(config.databaseUrl);
   try {
     await store.migrate();
     await bootstrapStore(store, Date.now());
-    return await fn(store);
+    return await fn(store, config);
   } finally {
     await store.close();
   }
@@ -64,9 +72,20 @@ export function program(): Command {
     .action(async (opts: ConfigInput) => {
       const config = loadConfig(opts);
       const store = await openStore(config.databaseUrl, { backgroundCheckpoints: true });
-      await store.migrate();
-      await bootstrapStore(store, config.now());
-      const app = await buildApp(config, store);
+      let app: FastifyInstance;
+      try {
+        await store.migrate();
+        await bootstrapStore(store, config.now());
+        // Refuses (a ConfigError) when the signing keys cannot be opened with the key-encryption key given.
+        app = await buildApp(config, store);
+      } catch (err) {
+        await store.close();
+        throw err;
+      }
+      const loc = parseDatabaseUrl(config.databaseUrl);
+      const folderWarning = loc.dialect === 'sqlite' && loc.path !== ':memory:' ? exposedFolderWarning(loc.path) : undefined;
+      if (folderWarning) warn(folderWarning);
+      if (!config.keyEncryptionKey) warn(UNENCRYPTED_KEYS_WARNING);
       const purge = setInterval(() => {
         store.purgeExpired(config.now()).catch((err: unknown) => app.log.warn({ err }, 'purge failed'));
       }, PURGE_INTERVAL_MS);
@@ -156,11 +175,10 @@ export function program(): Command {
     .option('--json', 'print JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(async (opts: { json?: boolean; database?: string }) => {
-      await withStore(opts.database, async (store) => {
+      await withStore(opts.database, async (store, config) => {
         const now = Date.now();
-        const { limits: configured } = loadConfig({ database: opts.database });
         const rows = (await store.listRateLimits()).flatMap((r) => {
-          const info = describeCounter(r.key, configured);
+          const info = describeCounter(r.key, config.limits);
           if (!info || r.window_start + info.limit.windowMs <= now) return [];
           const subject = info.username ?? info.userId ?? info.clientId ?? '';
           return [{ kind: info.kind, subject, ip: info.ip ?? '', count: r.count, limit: info.limit.limit, limited: r.count >= info.limit.limit, resets_at: new Date(r.window_start + info.limit.windowMs).toISOString() }];
@@ -254,11 +272,10 @@ export function program(): Command {
     .description('create new signing keys; the previous ones stay in JWKS until their tokens expire')
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(async (opts: { database?: string }) => {
-      await withStore(opts.database, async (store) => {
-        const now = Date.now();
-        const fresh = await Promise.all(SIGNING_ALGS.map((alg) => generateSigningKey(alg, now)));
-        await store.rotateSigningKeys(fresh, now);
+      await withStore(opts.database, async (store, config) => {
+        const fresh = await rotateKeys(store, Date.now(), config.keyEncryptionKey);
         for (const k of fresh) process.stdout.write(`new ${k.alg} key ${k.kid} (signs in about a minute, once every instance has published it)\n`);
+        if (!config.keyEncryptionKey) warn(UNENCRYPTED_KEYS_WARNING);
       });
     });
 

@@ -49,6 +49,19 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     await store.ping();
   });
 
+  it("migrations find their own tables, not another schema's (PostgreSQL: two stores side by side in one database)", async () => {
+    // This store's schema already holds Kysely's migration tables; a second, empty schema in the same database
+    // must still get its own instead of taking this one's for them.
+    const second = await freshStore(dialect);
+    try {
+      await second.store.migrate();
+      await second.store.ping();
+      expect(await second.store.countUsers()).toBe(0);
+    } finally {
+      await second.cleanup();
+    }
+  });
+
   it('first start creates the built-in public authcli application, once', async () => {
     const app = await store.getApplication('authcli');
     expect(app).toMatchObject({ kind: 'public', callbackUrls: ['http://127.0.0.1/callback'], secretHash: null });

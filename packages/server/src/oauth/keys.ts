@@ -1,40 +1,104 @@
 import { createPrivateKey, generateKeyPair, sign, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
 import { calculateJwkThumbprint, createLocalJWKSet, type JWK } from 'jose';
+import { ConfigError } from '../config/config.js';
 import { KEY_ACTIVATION_DELAY_MS, KEY_REFRESH_MS } from '../config/defaults.js';
 import type { Store, SigningKeyRow } from '../store/store.js';
+import { decryptPrivateJwk, encryptPrivateJwk, isEncryptedPrivateJwk, MISSING_KEK_MESSAGE } from './key-encryption.js';
 
 export type SigningAlg = 'RS256' | 'ES256';
 export const SIGNING_ALGS: readonly SigningAlg[] = ['RS256', 'ES256'];
 
 const generateKeyPairAsync = promisify(generateKeyPair);
 
-
 interface LoadedKey {
   kid: string;
   alg: SigningAlg;
   createdAt: number;
   retiredAt: number | null;
-  privateKey: KeyObject;
+  /** Undefined: a key another process added that this one cannot decrypt (see {@link KeyRing.load}). */
+  privateKey: KeyObject | undefined;
   publicJwk: JWK;
 }
 
-/** Generates a fresh signing key row: RSA 2048 for RS256, P-256 for ES256; kid is the RFC 7638 thumbprint. */
-export async function generateSigningKey(alg: SigningAlg, now: number): Promise<SigningKeyRow> {
+/**
+ * Generates a fresh signing key row: RSA 2048 for RS256, P-256 for ES256;
+ * kid is the RFC 7638 thumbprint. With a key-encryption key the row holds
+ * the private JWK encrypted (see key-encryption.ts), and its plaintext never
+ * leaves this function.
+ */
+export async function generateSigningKey(alg: SigningAlg, now: number, kek?: Buffer): Promise<SigningKeyRow> {
   const { privateKey, publicKey } =
     alg === 'RS256'
       ? await generateKeyPairAsync('rsa', { modulusLength: 2048 })
       : await generateKeyPairAsync('ec', { namedCurve: 'P-256' });
   const publicJwk = publicKey.export({ format: 'jwk' }) as JWK;
   const kid = await calculateJwkThumbprint(publicJwk);
+  const privateJwk = JSON.stringify(privateKey.export({ format: 'jwk' }));
   return {
     kid,
     alg,
-    private_jwk: JSON.stringify(privateKey.export({ format: 'jwk' })),
+    private_jwk: kek ? encryptPrivateJwk(privateJwk, kid, kek) : privateJwk,
     public_jwk: JSON.stringify({ ...publicJwk, kid, alg, use: 'sig' }),
     created_at: now,
     retired_at: null,
   };
+}
+
+/** The private key of a stored row: decrypted under `kek` if encrypted; a `ConfigError` if it cannot be. */
+function openPrivateKey(row: SigningKeyRow, kek: Buffer | undefined): KeyObject {
+  let text = row.private_jwk;
+  if (isEncryptedPrivateJwk(text)) {
+    if (!kek) throw new ConfigError(MISSING_KEK_MESSAGE);
+    text = decryptPrivateJwk(text, row.kid, kek);
+  }
+  try {
+    return createPrivateKey({ key: JSON.parse(text) as JWK & { kty: string }, format: 'jwk' });
+  } catch {
+    // Not the parser's message: it quotes the text it failed on, which here is private key material.
+    throw new ConfigError(`signing key ${row.kid} is not a valid private JWK`);
+  }
+}
+
+/**
+ * Brings the stored keys in line with the key-encryption setting before
+ * anything signs or rotates, so a store never mixes the two states by
+ * accident. With a KEK: plaintext rows (an older store, or one run without a
+ * KEK) are encrypted in place, retired keys included (their private parts are
+ * still on disk), and every encrypted row must decrypt under it, or this
+ * refuses with a `ConfigError`. Without a KEK: any encrypted row refuses.
+ * Instances starting together on one store may race; the replacement is
+ * conditional on the row being unchanged, so one ciphertext wins and the
+ * others re-check it.
+ */
+export async function secureStoredKeys(store: Store, kek: Buffer | undefined): Promise<void> {
+  for (const row of await store.allSigningKeys()) {
+    if (isEncryptedPrivateJwk(row.private_jwk)) {
+      if (!kek) throw new ConfigError(MISSING_KEK_MESSAGE);
+      decryptPrivateJwk(row.private_jwk, row.kid, kek);
+    } else if (kek) {
+      // Opened first: only a row that really holds a private key gets encrypted (anything else refuses here).
+      openPrivateKey(row, undefined);
+      const sealed = encryptPrivateJwk(row.private_jwk, row.kid, kek);
+      if (!(await store.replaceSigningKeyPrivate(row.kid, row.private_jwk, sealed))) {
+        const current = (await store.allSigningKeys()).find((r) => r.kid === row.kid);
+        if (current) openPrivateKey(current, kek);
+      }
+    }
+  }
+}
+
+/**
+ * `keys rotate`: new RS256 and ES256 keys, encrypted under `kek` when there
+ * is one; the previous keys are retired (still published until their tokens
+ * expire). The stored keys are checked against `kek` first, so a rotation
+ * with a missing or wrong KEK changes nothing.
+ */
+export async function rotateKeys(store: Store, now: number, kek: Buffer | undefined): Promise<SigningKeyRow[]> {
+  await secureStoredKeys(store, kek);
+  const fresh = await Promise.all(SIGNING_ALGS.map((alg) => generateSigningKey(alg, now, kek)));
+  await store.rotateSigningKeys(fresh, now);
+  return fresh;
 }
 
 const b64 = (s: string) => Buffer.from(s).toString('base64url');
@@ -57,29 +121,55 @@ export class KeyRing {
     private readonly now: () => number,
     /** Retired keys stay published this long: the longest token lifetime. */
     private readonly publishRetiredMs: number,
+    /** The key-encryption key (`config.keyEncryptionKey`); undefined: keys are stored unencrypted. */
+    private readonly kek?: Buffer,
   ) {}
 
-  /** Creates the RS256 and ES256 keys on an empty store, then loads. */
+  /**
+   * Checks (and, with a KEK, encrypts) the stored keys (see
+   * {@link secureStoredKeys}), creates the RS256 and ES256 keys on an empty
+   * store, then loads. Throws a `ConfigError` when the keys cannot be opened.
+   */
   async init(): Promise<void> {
-    await this.load();
+    await secureStoredKeys(this.store, this.kek);
+    await this.load(true);
     for (const alg of SIGNING_ALGS) {
       if (!this.keys.some((k) => k.alg === alg && k.retiredAt === null)) {
-        await this.store.insertSigningKey(await generateSigningKey(alg, this.now() - KEY_ACTIVATION_DELAY_MS));
+        await this.store.insertSigningKey(await generateSigningKey(alg, this.now() - KEY_ACTIVATION_DELAY_MS, this.kek));
       }
     }
-    await this.load();
+    await this.load(true);
   }
 
-  /** Re-reads keys from the store (after a rotation by another process). */
-  async load(): Promise<void> {
+  /**
+   * Re-reads keys from the store (after a rotation by another process).
+   * Private keys already open are kept by kid (a kid is its public key's
+   * thumbprint, so its row never changes), which spares a decryption per key
+   * and refresh, and keeps a running instance signing through a rolling
+   * restart that encrypts the rows under it. A new key this instance cannot
+   * open (it runs without the KEK, or with another) is published but never
+   * signs here: `strict` (at start) refuses instead.
+   */
+  async load(strict = false): Promise<void> {
     const now = this.now();
     const rows = await this.store.listSigningKeys(now - this.publishRetiredMs - KEY_ACTIVATION_DELAY_MS);
+    const opened = new Map(this.keys.map((k) => [k.kid, k.privateKey]));
+    const privateKeyOf = (r: SigningKeyRow): KeyObject | undefined => {
+      const known = opened.get(r.kid);
+      if (known) return known;
+      try {
+        return openPrivateKey(r, this.kek);
+      } catch (err) {
+        if (strict || !(err instanceof ConfigError)) throw err;
+        return undefined;
+      }
+    };
     this.keys = rows.map((r) => ({
       kid: r.kid,
       alg: r.alg,
       createdAt: r.created_at,
       retiredAt: r.retired_at,
-      privateKey: createPrivateKey({ key: JSON.parse(r.private_jwk) as JWK & { kty: string }, format: 'jwk' }),
+      privateKey: privateKeyOf(r),
       publicJwk: JSON.parse(r.public_jwk) as JWK,
     }));
     this.verifier = createLocalJWKSet({ keys: this.keys.map((k) => k.publicJwk) });
@@ -96,12 +186,12 @@ export class KeyRing {
    * The key to sign with: the newest key of `alg` that every instance has had
    * time to publish; a just-rotated key takes over after the activation delay.
    */
-  private signingKey(alg: SigningAlg): LoadedKey {
+  private signingKey(alg: SigningAlg): LoadedKey & { privateKey: KeyObject } {
     const now = this.now();
-    const candidates = this.keys.filter((k) => k.alg === alg);
+    const candidates = this.keys.filter((k): k is LoadedKey & { privateKey: KeyObject } => k.alg === alg && k.privateKey !== undefined);
     const ready = candidates.find((k) => k.createdAt <= now - KEY_ACTIVATION_DELAY_MS);
     const key = ready ?? candidates[0];
-    if (!key) throw new Error(`no ${alg} signing key in the store`);
+    if (!key) throw new Error(`no ${alg} signing key in the store that this instance can open`);
     return key;
   }
 

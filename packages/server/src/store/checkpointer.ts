@@ -43,6 +43,9 @@ export class BackgroundCheckpointer {
   async stop(): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
+    // The thread is unreferenced so that it never holds the process open by itself; while it stops, it must,
+    // or a process with nothing else left to run (a start that refuses) exits mid-close with the wrong status.
+    this.worker.ref();
     const exited = new Promise<void>((res) => this.worker.once('exit', () => res()));
     this.worker.postMessage('stop');
     await Promise.race([exited, new Promise<void>((res) => setTimeout(res, 2000).unref())]);

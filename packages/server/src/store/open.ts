@@ -1,9 +1,9 @@
-import { mkdirSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type BetterSqlite3 from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import { BackgroundCheckpointer } from './checkpointer.js';
+import { secureDatabaseFiles } from './file-modes.js';
 import type { SyncConnection } from './prepared.js';
 import type { Database } from './schema.js';
 import { Store, StoreError } from './store.js';
@@ -77,7 +77,10 @@ export interface OpenOptions {
   checkpointIntervalMs?: number;
 }
 
-/** Opens (without migrating) the store that `databaseUrl` names. */
+/**
+ * Opens (without migrating) the store that `databaseUrl` names. An embedded
+ * store's folder and files are made private first (see file-modes.ts).
+ */
 export async function openStore(databaseUrl: string, options: OpenOptions = {}): Promise<Store> {
   const loc = parseDatabaseUrl(databaseUrl);
   if (loc.dialect === 'postgres') {
@@ -97,7 +100,8 @@ export async function openStore(databaseUrl: string, options: OpenOptions = {}):
     return new Store(new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), 'postgres');
   }
   const BetterSqlite = (await import('better-sqlite3')).default;
-  if (loc.path !== ':memory:') mkdirSync(dirname(loc.path), { recursive: true });
+  // Before SQLite sees the path: it would create the database file with its default mode (0644 less the umask).
+  if (loc.path !== ':memory:') secureDatabaseFiles(loc.path);
   const sqlite = new BetterSqlite(loc.path);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');

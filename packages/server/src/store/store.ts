@@ -264,7 +264,14 @@ export class Store {
 
   /** Brings the schema up to date; safe to run concurrently from several instances on PostgreSQL. */
   async migrate(): Promise<void> {
-    const migrator = new Migrator({ db: this.db, provider: migrationProvider });
+    // On PostgreSQL, Kysely looks for its migration tables in every schema unless told which: a database where
+    // another schema holds a `kysely_migration_lock` (another Kysely application, or another instance's schema)
+    // would make it skip creating its own and then fail. So it is told: the schema this connection uses.
+    const schema =
+      this.dialect === 'postgres'
+        ? (await sql<{ schema: string }>`select current_schema() as schema`.execute(this.db)).rows[0]?.schema
+        : undefined;
+    const migrator = new Migrator({ db: this.db, provider: migrationProvider, ...(schema && { migrationTableSchema: schema }) });
     const { error, results } = await migrator.migrateToLatest();
     if (error) {
       const failed = results?.find((r) => r.status === 'Error')?.migrationName;
@@ -707,6 +714,26 @@ export class Store {
 
   async insertSigningKey(key: SigningKeyRow): Promise<void> {
     await this.db.insertInto('signing_keys').values(key).execute();
+  }
+
+  /** Every stored key, retired ones included (the key-encryption check at start covers them all). */
+  async allSigningKeys(): Promise<SigningKeyRow[]> {
+    return this.db.selectFrom('signing_keys').selectAll().orderBy('created_at', 'desc').orderBy('kid').execute();
+  }
+
+  /**
+   * Replaces a key's stored private part, only if it still is `expected`:
+   * instances encrypting the same plaintext row at once store one ciphertext.
+   * Returns whether this call replaced it.
+   */
+  async replaceSigningKeyPrivate(kid: string, expected: string, privateJwk: string): Promise<boolean> {
+    const r = await this.db
+      .updateTable('signing_keys')
+      .set({ private_jwk: privateJwk })
+      .where('kid', '=', kid)
+      .where('private_jwk', '=', expected)
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) === 1;
   }
 
   /** Keys that are active, or retired after `publishedSince` (still verifying issued tokens). */

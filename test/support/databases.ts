@@ -1,0 +1,95 @@
+/**
+ * Stores for tests that run `authcli-server` as a process and then look at
+ * what it left in the database: an SQLite file in a fresh folder, or a fresh
+ * PostgreSQL schema. The drivers are the server package's own (this package
+ * does not depend on them), loaded through that package.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
+const fromServer = createRequire(join(root, 'packages/server/package.json'));
+
+type Row = Record<string, unknown>;
+
+/** The little of pg's Client these tests use. */
+interface PgClient {
+  connect(): Promise<void>;
+  query(sql: string): Promise<{ rows: Row[] }>;
+  end(): Promise<void>;
+}
+/** The little of better-sqlite3 these tests use. */
+interface SqliteDatabase {
+  prepare(sql: string): { all(): Row[] };
+  close(): void;
+}
+
+export type DialectName = 'sqlite' | 'postgres';
+
+/** As in packages/server/test/helpers.ts: PostgreSQL runs when AUTHCLI_TEST_POSTGRES_URL is set, and CI must set it. */
+export function dialects(): DialectName[] {
+  if (process.env.AUTHCLI_TEST_POSTGRES_URL) return ['sqlite', 'postgres'];
+  if (process.env.CI) throw new Error('CI must set AUTHCLI_TEST_POSTGRES_URL so the PostgreSQL suites run');
+  return ['sqlite'];
+}
+
+export interface TestDatabase {
+  /** The `DATABASE_URL` to give the server. */
+  url: string;
+  /** Runs a query outside the server. */
+  query(sql: string): Promise<Row[]>;
+  cleanup(): Promise<void>;
+}
+
+async function pgClient(url: string): Promise<PgClient> {
+  const pg = fromServer('pg') as { Client: new (options: { connectionString: string }) => PgClient };
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  return client;
+}
+
+/** An empty store the server will create and migrate at its first command. */
+export async function freshDatabase(dialect: DialectName): Promise<TestDatabase> {
+  if (dialect === 'sqlite') {
+    const dir = mkdtempSync(join(tmpdir(), 'authcli-e2e-db-'));
+    const url = join(dir, 'authcli.db');
+    return {
+      url,
+      query: async (sql) => {
+        const Database = fromServer('better-sqlite3') as new (path: string) => SqliteDatabase;
+        const db = new Database(url);
+        try {
+          return db.prepare(sql).all();
+        } finally {
+          db.close();
+        }
+      },
+      cleanup: async () => rmSync(dir, { recursive: true, force: true }),
+    };
+  }
+  const base = process.env.AUTHCLI_TEST_POSTGRES_URL!;
+  const schema = `t_${Math.random().toString(36).slice(2, 12)}`;
+  const admin = await pgClient(base);
+  await admin.query(`create schema ${schema}`);
+  await admin.end();
+  const url = `${base}${base.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+  return {
+    url,
+    query: async (sql) => {
+      const client = await pgClient(url);
+      try {
+        return (await client.query(sql)).rows;
+      } finally {
+        await client.end();
+      }
+    },
+    cleanup: async () => {
+      const client = await pgClient(base);
+      await client.query(`drop schema ${schema} cascade`);
+      await client.end();
+    },
+  };
+}
