@@ -8,7 +8,7 @@ import type { AppContext } from './context.js';
 import { discoveryRoutes } from './oauth/discovery.js';
 import { trustProxyOption } from './http/client-ip.js';
 import { FormError, parseForm } from './http/form.js';
-import { InvalidRequest, OAuthError, ServerError, sendOAuthError } from './oauth/errors.js';
+import { InvalidRequest, OAuthError, STORE_UNAVAILABLE, ServerError, sendOAuthError } from './oauth/errors.js';
 import { KeyRing } from './oauth/keys.js';
 import { TokenIssuer } from './oauth/tokens.js';
 import { tokenRoutes } from './oauth/token.js';
@@ -16,15 +16,21 @@ import { deviceAuthorizationRoutes } from './oauth/device-authorization.js';
 import { revocationRoutes } from './oauth/revocation.js';
 import { userinfoRoutes } from './oauth/userinfo.js';
 import type { Store } from './store/store.js';
+import { isStoreUnavailable } from './store/unavailable.js';
 import { pageErrorHandler, pageRoutes } from './web/pages.js';
 import { devicePageRoutes } from './web/device.js';
 import { dashboardRoutes } from './web/dashboard.js';
 import { playgroundRoutes } from './web/playground.js';
 import { Sessions } from './web/session.js';
 
-/** Maps anything thrown in a JSON endpoint to an RFC 6749 §5.2 error; never leaks internals. */
+/**
+ * Maps anything thrown in a JSON endpoint to an RFC 6749 §5.2 error; never
+ * leaks internals. A store that failed or did not answer in time is a 503
+ * the client may retry; any other unexpected error is a 500.
+ */
 export function toOAuthError(err: Error & { statusCode?: number; code?: string }): OAuthError {
   if (err instanceof OAuthError) return err;
+  if (isStoreUnavailable(err)) return STORE_UNAVAILABLE;
   if (err instanceof FormError) return new InvalidRequest(err.message);
   if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
     return new InvalidRequest('the request body must be application/x-www-form-urlencoded');
@@ -41,7 +47,8 @@ export function toOAuthError(err: Error & { statusCode?: number; code?: string }
 async function oauthApi(app: FastifyInstance, ctx: AppContext): Promise<void> {
   app.setErrorHandler(async (err: Error & { statusCode?: number; code?: string }, req, reply) => {
     const oauthErr = toOAuthError(err);
-    if (oauthErr.status >= 500) req.log.error({ err, reqId: req.id }, 'request failed');
+    if (oauthErr === STORE_UNAVAILABLE) req.log.warn({ reqId: req.id, reason: err.message }, 'store unavailable');
+    else if (oauthErr.status >= 500) req.log.error({ err, reqId: req.id }, 'request failed');
     return sendOAuthError(reply, oauthErr);
   });
   // Browser-based clients on other origins call these endpoints (OIDC Discovery, RFC 8414, token, userinfo,

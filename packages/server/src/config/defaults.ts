@@ -94,5 +94,11 @@ export const KEEPALIVE_TIMEOUT_MS = 5 * SECOND;
 export const MAX_CONNECTIONS = 8192;
 /** Database connect, pool-acquire and statement timeout (env AUTHCLI_DB_TIMEOUT, seconds). */
 export const DB_TIMEOUT_MS = 5 * SECOND;
+/**
+ * `Retry-After` of a 503 for a store that failed or did not answer. Not
+ * sooner: each retry during an outage holds a connection and waits up to the
+ * database timeout again.
+ */
+export const STORE_RETRY_AFTER_SECONDS = 5;
 /** /readyz answers 503 when the store does not answer within this. */
 export const READY_TIMEOUT_MS = SECOND;
