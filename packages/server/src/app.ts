@@ -72,6 +72,36 @@ async function oauthApi(app: FastifyInstance, ctx: AppContext): Promise<void> {
 }
 
 /**
+ * The time limits of a connection, all enforced by Node's HTTP server on its
+ * sockets (no hook or timer of ours on a request):
+ * - `headersTimeout`: the request line and headers must arrive within it
+ *   (a slowloris connection that trickles header bytes is cut);
+ * - `requestTimeout`: the whole request, body included (a Content-Length
+ *   whose body never comes is cut); it bounds the headers too, so the headers
+ *   timeout is never longer;
+ * - `connectionsCheckingInterval`: how often Node looks for connections past
+ *   those two; its default (30 s) would let a stalled request live up to
+ *   30 s past its timeout, so it is a quarter of the shorter one (a cut comes
+ *   at most 25 % late; the check is one pass over the connections, in C++);
+ * - `keepAliveTimeout`: an idle connection between requests is closed;
+ * - `connectionTimeout`: a socket with no traffic at all for longer than
+ *   a request may take to arrive plus one wait on the database is closed
+ *   whatever it is doing, the backstop for a client that stops reading its
+ *   answer.
+ * Node answers a request cut by the first two with 408 and closes it.
+ */
+function connectionLimits(config: ServerConfig) {
+  const requestTimeout = config.requestTimeoutMs;
+  const headersTimeout = Math.min(config.headersTimeoutMs, requestTimeout);
+  return {
+    http: { headersTimeout, requestTimeout, connectionsCheckingInterval: Math.max(100, Math.floor(headersTimeout / 4)) },
+    requestTimeout,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    connectionTimeout: requestTimeout + config.dbTimeoutMs,
+  };
+}
+
+/**
  * Builds the server (no listen): the OAuth/OIDC endpoints, the end-user
  * pages, health probes. Creates the signing keys on first use of a store.
  */
@@ -103,7 +133,11 @@ export async function buildApp(config: ServerConfig, store: Store): Promise<Fast
     ...(requestLogging ? {} : { childLoggerFactory: (logger: FastifyBaseLogger) => logger }),
     return503OnClosing: true,
     forceCloseConnections: true,
+    ...connectionLimits(config),
   });
+  // Past the cap Node closes each new connection as soon as it is accepted: a flood of connections costs the
+  // server no more descriptors than this, and /readyz and the clients already connected keep being served.
+  app.server.maxConnections = config.maxConnections;
 
   // Only strict form bodies are accepted anywhere; any other content type is a 4xx.
   app.removeAllContentTypeParsers();
