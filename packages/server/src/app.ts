@@ -4,6 +4,7 @@ import csrf from '@fastify/csrf-protection';
 import helmet from '@fastify/helmet';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { ServerConfig } from './config/config.js';
+import { READY_TIMEOUT_MS } from './config/defaults.js';
 import type { AppContext } from './context.js';
 import { discoveryRoutes } from './oauth/discovery.js';
 import { trustProxyOption } from './http/client-ip.js';
@@ -102,6 +103,28 @@ function connectionLimits(config: ServerConfig) {
 }
 
 /**
+ * Readiness: the store answers within {@link READY_TIMEOUT_MS} and its schema
+ * has every migration this version needs. A probe that waited on a stalled
+ * database as long as the requests do (the pool's own timeouts) would tell
+ * the load balancer too late.
+ */
+async function readiness(store: Store): Promise<'ready' | 'schema_outdated' | 'store_timeout' | 'store_error'> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<'store_timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('store_timeout'), READY_TIMEOUT_MS);
+  });
+  const check = store.schemaIsCurrent().then(
+    (current) => (current ? ('ready' as const) : ('schema_outdated' as const)),
+    () => 'store_error' as const,
+  );
+  try {
+    return await Promise.race([check, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
  * Builds the server (no listen): the OAuth/OIDC endpoints, the end-user
  * pages, health probes. Creates the signing keys on first use of a store.
  */
@@ -158,12 +181,8 @@ export async function buildApp(config: ServerConfig, store: Store): Promise<Fast
 
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_req, reply) => {
-    try {
-      await store.ping();
-      return { status: 'ready' };
-    } catch {
-      return reply.code(503).send({ status: 'unavailable' });
-    }
+    const outcome = await readiness(store);
+    return outcome === 'ready' ? { status: 'ready' } : reply.code(503).send({ status: 'unavailable', reason: outcome });
   });
 
   await app.register(oauthApi, ctx);
