@@ -4,11 +4,12 @@ import csrf from '@fastify/csrf-protection';
 import helmet from '@fastify/helmet';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { ServerConfig } from './config/config.js';
+import { READY_TIMEOUT_MS } from './config/defaults.js';
 import type { AppContext } from './context.js';
 import { discoveryRoutes } from './oauth/discovery.js';
 import { trustProxyOption } from './http/client-ip.js';
 import { FormError, parseForm } from './http/form.js';
-import { InvalidRequest, OAuthError, ServerError, sendOAuthError } from './oauth/errors.js';
+import { InvalidRequest, OAuthError, STORE_UNAVAILABLE, ServerError, sendOAuthError } from './oauth/errors.js';
 import { KeyRing } from './oauth/keys.js';
 import { AbuseLimits } from './oauth/limits.js';
 import { PasswordHasher } from './util/password-pool.js';
@@ -18,15 +19,21 @@ import { deviceAuthorizationRoutes } from './oauth/device-authorization.js';
 import { revocationRoutes } from './oauth/revocation.js';
 import { userinfoRoutes } from './oauth/userinfo.js';
 import type { Store } from './store/store.js';
+import { isStoreUnavailable } from './store/unavailable.js';
 import { pageErrorHandler, pageRoutes } from './web/pages.js';
 import { devicePageRoutes } from './web/device.js';
 import { dashboardRoutes } from './web/dashboard.js';
 import { playgroundRoutes } from './web/playground.js';
 import { Sessions } from './web/session.js';
 
-/** Maps anything thrown in a JSON endpoint to an RFC 6749 §5.2 error; never leaks internals. */
+/**
+ * Maps anything thrown in a JSON endpoint to an RFC 6749 §5.2 error; never
+ * leaks internals. A store that failed or did not answer in time is a 503
+ * the client may retry; any other unexpected error is a 500.
+ */
 export function toOAuthError(err: Error & { statusCode?: number; code?: string }): OAuthError {
   if (err instanceof OAuthError) return err;
+  if (isStoreUnavailable(err)) return STORE_UNAVAILABLE;
   if (err instanceof FormError) return new InvalidRequest(err.message);
   if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
     return new InvalidRequest('the request body must be application/x-www-form-urlencoded');
@@ -43,7 +50,8 @@ export function toOAuthError(err: Error & { statusCode?: number; code?: string }
 async function oauthApi(app: FastifyInstance, ctx: AppContext): Promise<void> {
   app.setErrorHandler(async (err: Error & { statusCode?: number; code?: string }, req, reply) => {
     const oauthErr = toOAuthError(err);
-    if (oauthErr.status >= 500) req.log.error({ err, reqId: req.id }, 'request failed');
+    if (oauthErr === STORE_UNAVAILABLE) req.log.warn({ reqId: req.id, reason: err.message }, 'store unavailable');
+    else if (oauthErr.status >= 500) req.log.error({ err, reqId: req.id }, 'request failed');
     return sendOAuthError(reply, oauthErr);
   });
   // Browser-based clients on other origins call these endpoints (OIDC Discovery, RFC 8414, token, userinfo,
@@ -64,6 +72,58 @@ async function oauthApi(app: FastifyInstance, ctx: AppContext): Promise<void> {
   await app.register(deviceAuthorizationRoutes, ctx);
   await app.register(revocationRoutes, ctx);
   await app.register(userinfoRoutes, ctx);
+}
+
+/**
+ * The time limits of a connection, all enforced by Node's HTTP server on its
+ * sockets (no hook or timer of ours on a request):
+ * - `headersTimeout`: the request line and headers must arrive within it
+ *   (a slowloris connection that trickles header bytes is cut);
+ * - `requestTimeout`: the whole request, body included (a Content-Length
+ *   whose body never comes is cut); it bounds the headers too, so the headers
+ *   timeout is never longer;
+ * - `connectionsCheckingInterval`: how often Node looks for connections past
+ *   those two; its default (30 s) would let a stalled request live up to
+ *   30 s past its timeout, so it is a quarter of the shorter one (a cut comes
+ *   at most 25 % late; the check is one pass over the connections, in C++);
+ * - `keepAliveTimeout`: an idle connection between requests is closed;
+ * - `connectionTimeout`: a socket with no traffic at all for longer than
+ *   a request may take to arrive plus one wait on the database is closed
+ *   whatever it is doing, the backstop for a client that stops reading its
+ *   answer.
+ * Node answers a request cut by the first two with 408 and closes it.
+ */
+function connectionLimits(config: ServerConfig) {
+  const requestTimeout = config.requestTimeoutMs;
+  const headersTimeout = Math.min(config.headersTimeoutMs, requestTimeout);
+  return {
+    http: { headersTimeout, requestTimeout, connectionsCheckingInterval: Math.max(100, Math.floor(headersTimeout / 4)) },
+    requestTimeout,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    connectionTimeout: requestTimeout + config.dbTimeoutMs,
+  };
+}
+
+/**
+ * Readiness: the store answers within {@link READY_TIMEOUT_MS} and its schema
+ * has every migration this version needs. A probe that waited on a stalled
+ * database as long as the requests do (the pool's own timeouts) would tell
+ * the load balancer too late.
+ */
+async function readiness(store: Store): Promise<'ready' | 'schema_outdated' | 'store_timeout' | 'store_error'> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<'store_timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('store_timeout'), READY_TIMEOUT_MS);
+  });
+  const check = store.schemaIsCurrent().then(
+    (current) => (current ? ('ready' as const) : ('schema_outdated' as const)),
+    () => 'store_error' as const,
+  );
+  try {
+    return await Promise.race([check, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**
@@ -100,8 +160,12 @@ export async function buildApp(config: ServerConfig, store: Store): Promise<Fast
     ...(requestLogging ? {} : { childLoggerFactory: (logger: FastifyBaseLogger) => logger }),
     return503OnClosing: true,
     forceCloseConnections: true,
+    ...connectionLimits(config),
   });
   app.addHook('onClose', async () => ctx.passwords.close());
+  // Past the cap Node closes each new connection as soon as it is accepted: a flood of connections costs the
+  // server no more descriptors than this, and /readyz and the clients already connected keep being served.
+  app.server.maxConnections = config.maxConnections;
 
   // Only strict form bodies are accepted anywhere; any other content type is a 4xx.
   app.removeAllContentTypeParsers();
@@ -122,12 +186,8 @@ export async function buildApp(config: ServerConfig, store: Store): Promise<Fast
 
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_req, reply) => {
-    try {
-      await store.ping();
-      return { status: 'ready' };
-    } catch {
-      return reply.code(503).send({ status: 'unavailable' });
-    }
+    const outcome = await readiness(store);
+    return outcome === 'ready' ? { status: 'ready' } : reply.code(503).send({ status: 'unavailable', reason: outcome });
   });
 
   await app.register(oauthApi, ctx);

@@ -10,8 +10,9 @@ import { UNENCRYPTED_KEYS_WARNING } from './oauth/key-encryption.js';
 import { rotateKeys } from './oauth/keys.js';
 import { accountCounterKeys, describeCounter, ipCounterKeys } from './oauth/limits.js';
 import { exposedFolderWarning } from './store/file-modes.js';
-import { openStore, parseDatabaseUrl } from './store/open.js';
+import { openStore, parseDatabaseUrl, type OpenOptions } from './store/open.js';
 import { StoreError, type Store } from './store/store.js';
+import { isStoreUnavailable } from './store/unavailable.js';
 
 /** Expected failures print one line and exit 1; anything else is a bug and prints its stack. */
 function isExpected(err: unknown): err is Error {
@@ -23,11 +24,42 @@ function warn(message: string): void {
   process.stderr.write(`authcli-server: warning: ${message}\n`);
 }
 
-async function withStore<T>(database: string | undefined, fn: (store: Store, config: ServerConfig) => Promise<T>): Promise<T> {
-  const config = loadConfig({ database });
-  const store = await openStore(config.databaseUrl);
+/**
+ * Opens and migrates the store. A database that cannot be reached (refused,
+ * or silent past the database timeout) is one line naming where it was
+ * looked for, not a stack or a wait without end.
+ */
+async function openMigrated(config: ServerConfig, options: OpenOptions = {}): Promise<Store> {
+  const store = await openStore(config.databaseUrl, { ...options, timeoutMs: config.dbTimeoutMs });
   try {
     await store.migrate();
+  } catch (err) {
+    await store.close().catch(() => undefined);
+    const cause = err instanceof StoreError ? err.cause : err;
+    if (store.dialect === 'postgres' && isStoreUnavailable(cause)) {
+      // pg's timeouts carry no code; a refusal or a server's own error does, and came at once.
+      const waited = (cause as { code?: unknown }).code === undefined ? ` (no answer within AUTHCLI_DB_TIMEOUT, ${config.dbTimeoutMs / 1000} s)` : '';
+      throw new StoreError('unavailable', `cannot reach the database at ${databaseHost(config.databaseUrl)}: ${(cause as Error).message}${waited}`, { cause });
+    }
+    throw err;
+  }
+  return store;
+}
+
+/** host:port of a PostgreSQL URL, for messages (never the user or password). */
+function databaseHost(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname || 'localhost'}:${u.port || '5432'}`;
+  } catch {
+    return 'the configured address';
+  }
+}
+
+async function withStore<T>(database: string | undefined, fn: (store: Store, config: ServerConfig) => Promise<T>): Promise<T> {
+  const config = loadConfig({ database });
+  const store = await openMigrated(config);
+  try {
     await bootstrapStore(store, Date.now());
     return await fn(store, config);
   } finally {
@@ -71,10 +103,9 @@ export function program(): Command {
     .option('--database <url>', 'postgres:// URL or SQLite file (env DATABASE_URL, default ./data/authcli.db)')
     .action(async (opts: ConfigInput) => {
       const config = loadConfig(opts);
-      const store = await openStore(config.databaseUrl, { backgroundCheckpoints: true });
+      const store = await openMigrated(config, { backgroundCheckpoints: true });
       let app: FastifyInstance;
       try {
-        await store.migrate();
         await bootstrapStore(store, config.now());
         // Refuses (a ConfigError) when the signing keys cannot be opened with the key-encryption key given.
         app = await buildApp(config, store);
@@ -292,6 +323,11 @@ async function main(argv: string[]): Promise<void> {
     }
     if (isExpected(err)) {
       process.stderr.write(`authcli-server: ${err.message}\n`);
+      process.exitCode = 1;
+      return;
+    }
+    if (isStoreUnavailable(err)) {
+      process.stderr.write(`authcli-server: the database failed or did not answer: ${(err as Error).message}\n`);
       process.exitCode = 1;
       return;
     }

@@ -102,11 +102,25 @@ export const BODY_LIMIT_BYTES = 16 * 1024;
 export const HEADERS_TIMEOUT_MS = 10 * SECOND;
 /** Time to receive a whole request, body included (env AUTHCLI_REQUEST_TIMEOUT, seconds). */
 export const REQUEST_TIMEOUT_MS = 30 * SECOND;
-/** An idle kept-alive connection is closed after this (env AUTHCLI_KEEPALIVE_TIMEOUT, seconds). */
-export const KEEPALIVE_TIMEOUT_MS = 5 * SECOND;
+/**
+ * An idle kept-alive connection is closed after this (env
+ * AUTHCLI_KEEPALIVE_TIMEOUT, seconds). Longer than the idle timeout of the
+ * proxies that reuse connections to a backend (60 s at AWS ALB and at
+ * nginx's upstream keepalive): a server that closes first races with the
+ * proxy's next request on that connection, and a POST lost that way is a
+ * 502. Fastify's default, for that reason. Idle connections cost a socket
+ * each and count against {@link MAX_CONNECTIONS}, which is what bounds them.
+ */
+export const KEEPALIVE_TIMEOUT_MS = 72 * SECOND;
 /** Open connections at most (env AUTHCLI_MAX_CONNECTIONS); kept below the file-descriptor limit. */
 export const MAX_CONNECTIONS = 8192;
 /** Database connect, pool-acquire and statement timeout (env AUTHCLI_DB_TIMEOUT, seconds). */
 export const DB_TIMEOUT_MS = 5 * SECOND;
+/**
+ * `Retry-After` of a 503 for a store that failed or did not answer. Not
+ * sooner: each retry during an outage holds a connection and waits up to the
+ * database timeout again.
+ */
+export const STORE_RETRY_AFTER_SECONDS = 5;
 /** /readyz answers 503 when the store does not answer within this. */
 export const READY_TIMEOUT_MS = SECOND;

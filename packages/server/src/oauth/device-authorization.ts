@@ -46,10 +46,7 @@ export async function deviceAuthorizationRoutes(app: FastifyInstance, ctx: AppCo
     // Each authorization is a row kept for a day: counted per client IP and per application before one is made.
     const admission = await ctx.limits.deviceAuthorization(req.ip, client.clientId);
     if (!admission.admitted) {
-      throw new TemporarilyUnavailable('too many device authorization requests; retry later', {
-        status: 429,
-        retryAfterSeconds: admission.retryAfterSeconds,
-      });
+      throw new TemporarilyUnavailable('too many device authorization requests; retry later', admission.retryAfterSeconds, { status: 429 });
     }
     const now = ctx.config.now();
     const deviceCode = randomToken(32);

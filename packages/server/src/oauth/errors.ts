@@ -1,4 +1,5 @@
 import type { FastifyReply } from 'fastify';
+import { STORE_RETRY_AFTER_SECONDS } from '../config/defaults.js';
 
 /**
  * OAuth 2.0 protocol errors: one class per error code (RFC 6749 §4.1.2.1,
@@ -109,6 +110,27 @@ export class ServerError extends OAuthError {
   }
 }
 
+/**
+ * `temporarily_unavailable`: 503 when the store did not answer in time or
+ * cannot be reached, 429 when a client went over a limit. RFC 6749 §4.1.2.1
+ * names the code for the authorization endpoint; the JSON endpoints use it
+ * too, as is common, so a client can tell "try again" from a server_error.
+ * `Retry-After` (RFC 9110 §10.2.3) says when.
+ */
+export class TemporarilyUnavailable extends OAuthError {
+  readonly error = 'temporarily_unavailable';
+  protected override get defaultStatus() {
+    return 503;
+  }
+  constructor(description: string, retryAfterSeconds: number, options: { status?: 429 | 503 } = {}) {
+    super(description, options);
+    this.headers['retry-after'] = String(retryAfterSeconds);
+  }
+}
+
+/** The one answer to a request the store failed (it never varies, and during an outage every request gets it). */
+export const STORE_UNAVAILABLE = new TemporarilyUnavailable('the server cannot reach its database just now; try again shortly', STORE_RETRY_AFTER_SECONDS);
+
 /** RFC 6750 §3.1: 401 with the error in `WWW-Authenticate: Bearer`. */
 export class InvalidToken extends OAuthError {
   readonly error = 'invalid_token';
@@ -164,21 +186,5 @@ export class InsufficientScope extends OAuthError {
   }
   protected override get defaultStatus() {
     return 403;
-  }
-}
-
-/**
- * RFC 6749 §4.1.2.1 `temporarily_unavailable`, also answered at the JSON
- * endpoints: 429 when a client went over a limit, 503 when the server cannot
- * serve right now; `Retry-After` (RFC 9110 §10.2.3) says when to come back.
- */
-export class TemporarilyUnavailable extends OAuthError {
-  readonly error = 'temporarily_unavailable';
-  protected override get defaultStatus() {
-    return 503;
-  }
-  constructor(description: string, options: { status?: 429 | 503; retryAfterSeconds: number }) {
-    super(description, options.status ? { status: options.status } : {});
-    this.headers['retry-after'] = String(options.retryAfterSeconds);
   }
 }

@@ -2,12 +2,13 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.js';
 import { isParsedForm } from '../http/form.js';
 import { authenticateClient } from './client-auth.js';
-import { InvalidRequest, OAuthError, UnauthorizedClient, UnsupportedGrantType, sendOAuthError } from './errors.js';
+import { InvalidRequest, OAuthError, STORE_UNAVAILABLE, UnauthorizedClient, UnsupportedGrantType, sendOAuthError } from './errors.js';
 import { authorizationCodeGrant } from './grants/authorization-code.js';
 import { deviceCodeGrant } from './grants/device-code.js';
 import { refreshTokenGrant } from './grants/refresh-token.js';
 import type { TokenResponse } from './tokens.js';
 import type { Application, GrantType } from '../store/store.js';
+import { isStoreUnavailable } from '../store/unavailable.js';
 
 /**
  * A grant's outcome: tokens, or a protocol error. Errors are thrown, except
@@ -42,9 +43,12 @@ export async function tokenRoutes(app: FastifyInstance, ctx: AppContext): Promis
     try {
       return await token(ctx, req, reply);
     } catch (err) {
-      // Protocol errors are answered here, without Fastify's error path; anything else is a bug.
-      if (!(err instanceof OAuthError)) throw err;
-      return sendOAuthError(reply, err);
+      // Protocol errors are answered here, without Fastify's error path, and so is a store that failed or did
+      // not answer in time (503 temporarily_unavailable: during an outage every poll gets it); anything else is a bug.
+      if (err instanceof OAuthError) return sendOAuthError(reply, err);
+      if (!isStoreUnavailable(err)) throw err;
+      req.log.warn({ reqId: req.id, reason: (err as Error).message }, 'store unavailable');
+      return sendOAuthError(reply, STORE_UNAVAILABLE);
     }
   });
 }

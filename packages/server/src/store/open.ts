@@ -1,12 +1,15 @@
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type BetterSqlite3 from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
+import type pg from 'pg';
+import { Kysely, PostgresDialect, SqliteDialect, type PostgresCursor, type PostgresPool, type PostgresPoolClient, type PostgresQueryResult } from 'kysely';
+import { DB_TIMEOUT_MS } from '../config/defaults.js';
 import { BackgroundCheckpointer } from './checkpointer.js';
 import { secureDatabaseFiles } from './file-modes.js';
 import type { SyncConnection } from './prepared.js';
 import type { Database } from './schema.js';
 import { Store, StoreError } from './store.js';
+import { isQueryReadTimeout } from './unavailable.js';
 
 /** Where a `DATABASE_URL` points: a PostgreSQL URL or an SQLite file. */
 export type StoreLocation = { dialect: 'postgres'; url: string } | { dialect: 'sqlite'; path: string };
@@ -75,6 +78,97 @@ export interface OpenOptions {
   walLimitPages?: number;
   /** With background checkpoints: how often the thread checkpoints (tests set a long one). */
   checkpointIntervalMs?: number;
+  /**
+   * PostgreSQL only: how long to wait for a connection (connecting, or a free
+   * one from the pool) and for a statement's answer before the call fails;
+   * see {@link postgresTimeouts}. Default {@link DB_TIMEOUT_MS}.
+   */
+  timeoutMs?: number;
+}
+
+/**
+ * The pg settings that keep a stalled database from holding requests:
+ * - `connectionTimeoutMillis`: pg-pool gives up on a caller that waited this
+ *   long for a client (a full pool), and pg on a connect not done by then
+ *   (a black-holed address accepts nothing and refuses nothing);
+ * - `statement_timeout` (sent at connect): the server cancels a statement
+ *   that ran this long (a lock wait, an overloaded server), SQLSTATE 57014,
+ *   and the connection stays usable;
+ * - `query_timeout`: pg gives up on an answer that did not come this long
+ *   after the server's own cancellation should have (the server or the
+ *   network is gone); the margin lets the server's cancellation, which leaves
+ *   a healthy connection, come first;
+ * - `idle_in_transaction_session_timeout`: the server ends a session whose
+ *   transaction waits on us longer than a statement may run, so a partition
+ *   mid-transaction does not leave its row locks held until TCP gives up;
+ * - `keepAlive`: TCP keepalive on every connection, so a peer that vanished
+ *   while a connection sat idle is found out.
+ */
+export function postgresTimeouts(timeoutMs: number) {
+  return {
+    connectionTimeoutMillis: timeoutMs,
+    statement_timeout: timeoutMs,
+    query_timeout: timeoutMs + QUERY_TIMEOUT_MARGIN_MS,
+    idle_in_transaction_session_timeout: timeoutMs,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+  };
+}
+
+/** See {@link postgresTimeouts}: enough for a cancellation to travel back over a working network. */
+const QUERY_TIMEOUT_MARGIN_MS = 250;
+
+/**
+ * The pool as Kysely sees it. A client whose query pg gave up on (the
+ * `query_timeout` above) still has that query on the wire, and the next
+ * query on it would queue behind an answer that may never come: its further
+ * queries in this checkout (a transaction's rollback) fail at once, and its
+ * release hands pg-pool the error, which makes the pool close it (pg cuts a
+ * connection with a query in flight) and connect a fresh one for the next
+ * caller. The queries go through pg's callback form, which costs what the
+ * promise form does.
+ */
+class GuardedClient implements PostgresPoolClient {
+  private abandoned: Error | undefined;
+
+  constructor(private readonly client: pg.PoolClient) {}
+
+  query<R>(sql: string, parameters: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>>;
+  query<R>(cursor: PostgresCursor<R>): PostgresCursor<R>;
+  query<R>(sqlOrCursor: string | PostgresCursor<R>, parameters?: ReadonlyArray<unknown>): Promise<PostgresQueryResult<R>> | PostgresCursor<R> {
+    // Kysely streams through a cursor only when the dialect is given a cursor class, and the store's is not.
+    if (typeof sqlOrCursor !== 'string') throw new Error('the store does not stream query results');
+    if (this.abandoned) return Promise.reject(this.abandoned);
+    return new Promise((resolve, reject) => {
+      this.client.query(sqlOrCursor, parameters as unknown[], (err: Error | undefined, result: pg.QueryResult) => {
+        if (err) {
+          if (isQueryReadTimeout(err)) this.abandoned = err;
+          reject(err);
+        } else {
+          resolve(result as unknown as PostgresQueryResult<R>);
+        }
+      });
+    });
+  }
+
+  release(): void {
+    this.client.release(this.abandoned);
+  }
+}
+
+function guardedPool(pool: pg.Pool): PostgresPool {
+  // One wrapper per pg client for its whole life, so Kysely (which keeps a connection object per client) sees
+  // the same one at every checkout.
+  const guarded = new WeakMap<pg.PoolClient, GuardedClient>();
+  return {
+    async connect() {
+      const client = await pool.connect();
+      let g = guarded.get(client);
+      if (!g) guarded.set(client, (g = new GuardedClient(client)));
+      return g;
+    },
+    end: () => pool.end(),
+  };
 }
 
 /**
@@ -89,6 +183,7 @@ export async function openStore(databaseUrl: string, options: OpenOptions = {}):
     const pool = new pg.Pool({
       connectionString: loc.url,
       max: 10,
+      ...postgresTimeouts(options.timeoutMs ?? DB_TIMEOUT_MS),
       types: {
         getTypeParser: ((oid: number, format?: string) =>
           oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
@@ -97,7 +192,7 @@ export async function openStore(databaseUrl: string, options: OpenOptions = {}):
     pool.on('error', () => {
       /* an idle client lost its connection; the pool replaces it */
     });
-    return new Store(new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), 'postgres');
+    return new Store(new Kysely<Database>({ dialect: new PostgresDialect({ pool: guardedPool(pool) }) }), 'postgres');
   }
   const BetterSqlite = (await import('better-sqlite3')).default;
   // Before SQLite sees the path: it would create the database file with its default mode (0644 less the umask).

@@ -1,4 +1,4 @@
-import { Migrator, sql, type Kysely } from 'kysely';
+import { DEFAULT_MIGRATION_TABLE, Migrator, sql, type Kysely } from 'kysely';
 import { APPLICATION_CACHE_MS, RATE_LIMIT_ROWS_KEPT_MS, REPLAY_EVIDENCE_MS } from '../config/defaults.js';
 import { migrationProvider } from './migrations.js';
 import { GroupCommit } from './group-commit.js';
@@ -286,9 +286,27 @@ export class Store {
     await this.db.destroy();
   }
 
-  /** Readiness probe: one round trip to the database. */
+  /** One round trip to the database. */
   async ping(): Promise<void> {
     await sql`select 1`.execute(this.db);
+  }
+
+  /** The newest migration this version knows (Kysely applies them in name order). */
+  private latestMigration: string | undefined;
+
+  /**
+   * Readiness: whether the newest migration this version knows is recorded
+   * as applied, in one round trip. False when it is not (a store never
+   * migrated, or one an older version migrated and this one has not yet);
+   * throws when the migration table is missing or the database fails. A
+   * newer version's migrations beyond it do not matter here.
+   */
+  async schemaIsCurrent(): Promise<boolean> {
+    this.latestMigration ??= Object.keys(await migrationProvider.getMigrations())
+      .sort((a, b) => a.localeCompare(b))
+      .at(-1);
+    const row = await sql<{ name: string }>`select name from ${sql.table(DEFAULT_MIGRATION_TABLE)} where name = ${this.latestMigration}`.execute(this.db);
+    return row.rows.length === 1;
   }
 
   // ---- users ---------------------------------------------------------------

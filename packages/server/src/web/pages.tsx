@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { VNode } from 'preact';
+import { STORE_RETRY_AFTER_SECONDS } from '../config/defaults.js';
 import type { AppContext } from '../context.js';
 import { FormError, isParsedForm } from '../http/form.js';
 import {
@@ -17,6 +18,7 @@ import { DUMMY_PASSWORD_HASH, needsRehash } from '../util/password.js';
 import { PasswordHasherBusy } from '../util/password-pool.js';
 import { retryAfterText } from './retry-after.js';
 import { STYLESHEET, STYLESHEET_ETAG } from './assets.js';
+import { isStoreUnavailable } from '../store/unavailable.js';
 import type { CurrentSession } from './session.js';
 import { ConsentPage, HomePage, MessagePage, renderPage, SignInPage, SignOutPage, type Viewer } from './views.js';
 
@@ -50,6 +52,11 @@ export function pageErrorHandler(ctx: AppContext) {
     if (err instanceof AuthorizationRedirectError) return reply.redirect(errorCallback(ctx, err), 303);
     if (err instanceof AuthorizationPageError) {
       return sendPage(reply, <MessagePage title="Cannot continue" kind="error" message={err.description} detail={`Error: ${err.error}`} />, 400);
+    }
+    if (isStoreUnavailable(err)) {
+      req.log.warn({ reqId: req.id, reason: err.message }, 'store unavailable');
+      reply.header('retry-after', String(STORE_RETRY_AFTER_SECONDS));
+      return sendPage(reply, <MessagePage title="Temporarily unavailable" kind="error" message="The server cannot complete this just now. Please try again in a few seconds." />, 503);
     }
     if (err.code?.startsWith('FST_CSRF')) {
       return sendPage(reply, <MessagePage title="Form expired" kind="error" message="This form has expired or was not sent from this site. Go back, reload the page and try again." />, 403);
