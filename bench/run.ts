@@ -77,7 +77,7 @@ async function codeScenario(issuer: string, serverPid: number, baselines: { bare
   // A signed-in session that has approved the built-in public application.
   const jar = new Browser(issuer);
   const page = await jar.get('/signin');
-  await jar.postForm('/signin', { _csrf: hidden(page.text, '_csrf'), return_to: '/', username: 'bench', password: PASSWORD });
+  await jar.postForm('/signin', { _csrf: hidden(page.text, '_csrf'), username: 'bench', password: PASSWORD });
   const verifier = generateVerifier();
   const challenge = await challengeS256(verifier);
   const redirectUri = 'http://127.0.0.1:1/callback';

@@ -20,6 +20,7 @@ import { pageErrorHandler, pageRoutes } from './web/pages.js';
 import { devicePageRoutes } from './web/device.js';
 import { dashboardRoutes } from './web/dashboard.js';
 import { playgroundRoutes } from './web/playground.js';
+import { Continuations } from './web/continuation.js';
 import { Sessions } from './web/session.js';
 
 /** Maps anything thrown in a JSON endpoint to an RFC 6749 §5.2 error; never leaks internals. */
@@ -77,6 +78,7 @@ export async function buildApp(config: ServerConfig, store: Store): Promise<Fast
     keys,
     tokens: new TokenIssuer(config, keys, config.accessTokenAlg),
     sessions: new Sessions(config, store),
+    continuations: new Continuations(config, store.db),
   };
   const https = config.issuer.startsWith('https:');
 

@@ -2,6 +2,7 @@ import type { ServerConfig } from './config/config.js';
 import type { KeyRing } from './oauth/keys.js';
 import type { TokenIssuer } from './oauth/tokens.js';
 import type { Store } from './store/store.js';
+import type { Continuations } from './web/continuation.js';
 import type { Sessions } from './web/session.js';
 
 /** What every plugin needs, passed down explicitly as plugin options. */
@@ -11,4 +12,5 @@ export interface AppContext {
   keys: KeyRing;
   tokens: TokenIssuer;
   sessions: Sessions;
+  continuations: Continuations;
 }
