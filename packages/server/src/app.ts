@@ -160,6 +160,11 @@ export async function buildApp(config: ServerConfig, store: Store): Promise<Fast
     });
 
     pages.setErrorHandler(pageErrorHandler(ctx));
+    // A path segment can carry NUL too (`/dashboard/apps/%00`), which PostgreSQL text cannot hold: a 400 page
+    // before any route runs. Queries and bodies are refused by the strict form parser.
+    pages.addHook('onRequest', async (req) => {
+      if (req.url.includes('%00')) throw new FormError('a page address must not contain NUL');
+    });
     await pages.register(pageRoutes, ctx);
     await pages.register(devicePageRoutes, ctx);
     await pages.register(dashboardRoutes, ctx);
