@@ -270,6 +270,15 @@ describe.each(dialects())('sign-in continuation (%s)', (dialect) => {
     expect((await b.get(signInPage)).text).not.toContain('name="continue"');
   });
 
+  it('a continuation id is single use under a race: of two concurrent sign-ins with it, one resumes and one goes to /', async () => {
+    const b = new Browser(server.url);
+    const { signInPage } = await startAuthorization(b);
+    const fields = signInFields((await b.get(signInPage)).text, 'alice', PASSWORD);
+    const both = await Promise.all([b.postForm('/signin', fields), b.postForm('/signin', fields)]);
+    const locations = both.map((r) => (r.location === '/' ? '/' : r.location!.split('?')[0])).sort();
+    expect(locations).toEqual(['/', '/oauth/authorize']);
+  });
+
   it('an expired continuation leads to /, and expired rows are purged', async () => {
     const b = new Browser(server.url);
     const { signInPage, id } = await startAuthorization(b);

@@ -18,7 +18,7 @@ export const DEVICE_ENTRY_WINDOW_MS = 10 * 60_000;
  * also when the code came prefilled from verification_uri_complete.
  */
 export async function devicePageRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  const { store, sessions, config } = ctx;
+  const { store, config } = ctx;
   const viewerOf = (reply: FastifyReply, current: CurrentSession): Viewer => ({ username: current.user.username, csrf: reply.generateCsrf() });
   const rateKey = (req: FastifyRequest) => `device-entry:${req.ip}`;
 

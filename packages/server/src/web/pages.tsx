@@ -104,7 +104,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: AppContext): Promise
     const username = (form.username ?? '').trim();
     const password = form.password ?? '';
     const retry = async (error: string, status: number) => {
-      // The id goes back into the form only while it is live for this browser; the successful path never reads it twice.
+      // The id goes back into the form only while it is live for this browser; a successful sign-in uses it up instead.
       const waiting = await continuations.peek(req, form.continue);
       return sendPage(reply, <SignInPage csrf={reply.generateCsrf()} continueId={waiting && form.continue} username={username.slice(0, MAX_USERNAME)} error={error} appName={await appNameOf(waiting)} />, status);
     };
