@@ -78,7 +78,7 @@ async function signBound(seconds: number): Promise<Bound> {
 async function approvedSession(issuer: string) {
   const jar = new Browser(issuer);
   const page = await jar.get('/signin');
-  await jar.postForm('/signin', { _csrf: hidden(page.text, '_csrf'), return_to: '/', username: 'bench', password: PASSWORD });
+  await jar.postForm('/signin', { _csrf: hidden(page.text, '_csrf'), username: 'bench', password: PASSWORD });
   const verifier = generateVerifier();
   const challenge = await challengeS256(verifier);
   const redirectUri = 'http://127.0.0.1:1/callback';

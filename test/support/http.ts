@@ -78,6 +78,17 @@ export function hidden(html: string, name: string): string {
 }
 
 /**
+ * The fields a sign-in form posts besides the credentials: its CSRF token and,
+ * when the page resumes something, the continuation id (the form's only
+ * other hidden field; sign-in never carries a URL).
+ */
+export function signInFields(html: string, username: string, password: string): Record<string, string> {
+  const fields: Record<string, string> = { _csrf: hidden(html, '_csrf'), username, password };
+  if (html.includes('name="continue"')) fields.continue = hidden(html, 'continue');
+  return fields;
+}
+
+/**
  * Follows an authorization URL as a user would: sign in when asked, approve
  * (or deny) consent when asked. Returns the final redirect to the client's callback.
  */
@@ -95,7 +106,7 @@ export async function approveInBrowser(
       if (next.origin !== new URL(browser.base).origin) return next.href;
       res = await browser.get(next.href);
     } else if (res.status === 200 && res.text.includes('action="/signin"')) {
-      res = await browser.postForm('/signin', { _csrf: hidden(res.text, '_csrf'), return_to: hidden(res.text, 'return_to'), username, password });
+      res = await browser.postForm('/signin', signInFields(res.text, username, password));
     } else if (res.status === 200 && res.text.includes('name="decision"')) {
       res = await browser.postForm('/consent', { _csrf: hidden(res.text, '_csrf'), request: hidden(res.text, 'request'), decision });
     } else {

@@ -24,6 +24,7 @@ import { pageErrorHandler, pageRoutes } from './web/pages.js';
 import { devicePageRoutes } from './web/device.js';
 import { dashboardRoutes } from './web/dashboard.js';
 import { playgroundRoutes } from './web/playground.js';
+import { Continuations } from './web/continuation.js';
 import { Sessions } from './web/session.js';
 
 /**
@@ -141,6 +142,7 @@ export async function buildApp(config: ServerConfig, store: Store): Promise<Fast
     sessions: new Sessions(config, store),
     limits: new AbuseLimits(store, config.now, config.limits),
     passwords: new PasswordHasher(config.passwordHashThreads),
+    continuations: new Continuations(config, store.db),
   };
   const https = config.issuer.startsWith('https:');
 
@@ -223,6 +225,11 @@ export async function buildApp(config: ServerConfig, store: Store): Promise<Fast
     });
 
     pages.setErrorHandler(pageErrorHandler(ctx));
+    // A path segment can carry NUL too (`/dashboard/apps/%00`), which PostgreSQL text cannot hold: a 400 page
+    // before any route runs. Queries and bodies are refused by the strict form parser.
+    pages.addHook('onRequest', async (req) => {
+      if (req.url.includes('%00')) throw new FormError('a page address must not contain NUL');
+    });
     await pages.register(pageRoutes, ctx);
     await pages.register(devicePageRoutes, ctx);
     await pages.register(dashboardRoutes, ctx);

@@ -4,6 +4,7 @@ import type { AbuseLimits } from './oauth/limits.js';
 import type { TokenIssuer } from './oauth/tokens.js';
 import type { Store } from './store/store.js';
 import type { PasswordHasher } from './util/password-pool.js';
+import type { Continuations } from './web/continuation.js';
 import type { Sessions } from './web/session.js';
 
 /** What every plugin needs, passed down explicitly as plugin options. */
@@ -17,4 +18,5 @@ export interface AppContext {
   limits: AbuseLimits;
   /** Password hashing on threads of its own (never behind token signing). */
   passwords: PasswordHasher;
+  continuations: Continuations;
 }

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../src/util/crypto.js';
-import { basic, Browser, deviceAuthorization, dialects, hidden, seedUser, signIn, startServer, type Res, type TestServer } from './helpers.js';
+import { basic, Browser, deviceAuthorization, dialects, hidden, PASSWORD, seedUser, signIn, startServer, type Res, type TestServer } from './helpers.js';
 
 const DEVICE = 'urn:ietf:params:oauth:grant-type:device_code';
 
@@ -31,9 +31,12 @@ describe.each(dialects())('dashboard: applications (%s)', (dialect) => {
   }
 
   it('signed-out visitors are sent to sign in', async () => {
-    const res = await new Browser(server.url).get('/dashboard');
+    const b = new Browser(server.url);
+    const res = await b.get('/dashboard');
     expect(res.status).toBe(303);
-    expect(res.location).toMatch(/^\/signin\?return_to=%2Fdashboard/);
+    expect(res.location).toMatch(/^\/signin\?continue=[\w-]{43}$/);
+    // The sign-in comes back to the dashboard.
+    expect((await signIn(b, 'alice', PASSWORD, res.location!)).location).toBe('/dashboard');
   });
 
   it('register a public application: listed, editable, no secret', async () => {

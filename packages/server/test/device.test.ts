@@ -10,6 +10,7 @@ import {
   deviceAuthorization,
   dialects,
   hidden,
+  PASSWORD,
   poll,
   seedApp,
   seedUser,
@@ -218,7 +219,9 @@ describe.each(dialects())('device authorization grant, RFC 8628 (%s)', (dialect)
     const b = new Browser(server.url);
     const res = await b.get(`/device?user_code=${d.user_code}`);
     expect(res.status).toBe(303);
-    expect(decodeURIComponent(res.location!)).toContain(`/device?user_code=${d.user_code}`);
+    expect(res.location).toMatch(/^\/signin\?continue=[\w-]{43}$/);
+    const signedIn = await signIn(b, 'alice', PASSWORD, res.location!);
+    expect(signedIn.location).toBe(`/device?user_code=${d.user_code}`);
   });
 
   it('rfc8628 §3.3.1 a prefilled code (verification_uri_complete) still needs an explicit Approve', async () => {

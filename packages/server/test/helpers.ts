@@ -11,9 +11,9 @@ import { hashPassword } from '../src/util/password.js';
 import { loadConfig, type ServerConfig } from '../src/config/config.js';
 import { openStore } from '../src/store/open.js';
 import type { Store } from '../src/store/store.js';
-import { approveInBrowser, Browser, freePort, hidden, type Res } from '../../../test/support/http.js';
+import { approveInBrowser, Browser, freePort, hidden, signInFields, type Res } from '../../../test/support/http.js';
 
-export { Browser, hidden, type Res };
+export { Browser, hidden, signInFields, type Res };
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -170,15 +170,14 @@ export async function authorizeUrl(r: AuthRequest): Promise<{ url: string; verif
   return { url: `/oauth/authorize?${q}`, verifier, state, nonce };
 }
 
-/** Signs in through the real sign-in page. */
-export async function signIn(browser: Browser, username = 'alice', password = PASSWORD, returnTo = '/'): Promise<Res> {
-  const page = await browser.get(`/signin?return_to=${encodeURIComponent(returnTo)}`);
-  return browser.postForm('/signin', {
-    _csrf: hidden(page.text, '_csrf'),
-    return_to: hidden(page.text, 'return_to'),
-    username,
-    password,
-  });
+/**
+ * Signs in through the real sign-in page: `page` is where the sign-in starts
+ * (`/signin`, or a `/signin?continue=...` a page redirected to), and the
+ * form is posted as rendered, continuation id included.
+ */
+export async function signIn(browser: Browser, username = 'alice', password = PASSWORD, page = '/signin'): Promise<Res> {
+  const form = await browser.get(page);
+  return browser.postForm('/signin', signInFields(form.text, username, password));
 }
 
 /**

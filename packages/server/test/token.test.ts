@@ -13,6 +13,7 @@ import {
   dialects,
   seedApp,
   seedUser,
+  signInFields,
   startServer,
   tokenRequest,
   type TestServer,
@@ -337,7 +338,7 @@ describe.each(dialects())('token endpoint, authorization_code grant (%s)', (dial
     const { url, verifier } = await authorizeUrl({ clientId: pub, redirectUri, scope: 'openid' });
     let res = await b.get(url);
     res = await b.get(res.location!);
-    res = await b.postForm('/signin', { _csrf: hidden(res.text, '_csrf'), return_to: hidden(res.text, 'return_to'), username: 'bob', password: PASSWORD });
+    res = await b.postForm('/signin', signInFields(res.text, 'bob', PASSWORD));
     res = await b.get(res.location!);
     res = await b.postForm('/consent', { _csrf: hidden(res.text, '_csrf'), request: hidden(res.text, 'request'), decision: 'approve' });
     const theCode = new URL(res.location!).searchParams.get('code')!;

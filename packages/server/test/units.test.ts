@@ -70,6 +70,10 @@ describe('strict form parsing', () => {
     expect(() => parseForm('a=%zz')).toThrow(FormError);
     expect(() => parseForm('a=%C3%28')).toThrow(FormError);
   });
+  it('rejects NUL, escaped or raw, in names and values (PostgreSQL text cannot hold it)', () => {
+    for (const bad of ['a=%00', '%00=1', 'a=x%00y', 'a=\u0000', Buffer.from('a=\u0000')]) expect(() => parseForm(bad)).toThrow(FormError);
+    expect(parseForm('a=%2500').params.a).toBe('%00');
+  });
   it('prototype keys are plain data', () => {
     const f = parseForm('__proto__=x&constructor=y');
     expect(f.params.__proto__).toBe('x');

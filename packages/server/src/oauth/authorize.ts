@@ -213,19 +213,25 @@ export async function issueCode(ctx: AppContext, req: AuthorizationRequest, user
   return callbackUrl(req.redirectUri, { code, state: req.state, iss: ctx.config.issuer });
 }
 
-/** The authorize URL to come back to after sign-in, without `prompt=login` so it is not asked again. */
-export function returnToAfterLogin(req: AuthorizationRequest): string {
-  const { params } = parseForm(req.rawQuery);
-  const query = new URLSearchParams();
-  for (const [k, v] of Object.entries(params)) {
-    if (k === 'prompt') {
-      const rest = v.split(' ').filter((p) => p && p !== 'login');
-      if (rest.length) query.set(k, rest.join(' '));
-    } else if (k === 'max_age') {
-      // Satisfied by the sign-in that follows.
-    } else {
-      query.set(k, v);
-    }
-  }
-  return `/oauth/authorize?${query.toString()}`;
+/**
+ * The query of the authorization request a sign-in resumes, serialized by the
+ * server from the validated fields, never the query as received: parameters
+ * this server does not use are left behind, `login` leaves `prompt` and
+ * `max_age` goes (the sign-in that follows satisfies both, so they must not
+ * ask again). GET /oauth/authorize validates the result again when it runs.
+ */
+export function resumeQuery(req: AuthorizationRequest): string {
+  const query = new URLSearchParams({
+    response_type: 'code',
+    client_id: req.app.clientId,
+    redirect_uri: req.redirectUri,
+    scope: req.scopes.join(' '),
+    code_challenge: req.codeChallenge,
+    code_challenge_method: 'S256',
+  });
+  if (req.state !== undefined) query.set('state', req.state);
+  if (req.nonce !== undefined) query.set('nonce', req.nonce);
+  const prompt = [...req.prompt].filter((p) => p !== 'login');
+  if (prompt.length) query.set('prompt', prompt.join(' '));
+  return query.toString();
 }

@@ -146,6 +146,19 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0003_continuations': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('continuations')
+        .addColumn('id_hash', 'text', (c) => c.primaryKey())
+        .addColumn('browser_hash', 'text', (c) => c.notNull())
+        .addColumn('target', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('continuations_expires').on('continuations').column('expires_at').execute();
+    },
+  },
 };
 
 /** Provides the migrations above to Kysely's Migrator. */

@@ -138,7 +138,24 @@ export interface RateLimitsTable {
   count: number;
 }
 
+/**
+ * Sign-in continuations: what a sign-in resumes (an authorization request, the
+ * device page, a dashboard page), kept on the server so that the sign-in form
+ * carries only a random id and no URL (see web/continuation.ts).
+ */
+export interface ContinuationsTable {
+  /** SHA-256 (hex) of the random id in the sign-in URL and form. */
+  id_hash: string;
+  /** SHA-256 (hex) of the browser-binding cookie: only the browser that started the sign-in may resume it. */
+  browser_hash: string;
+  /** JSON of a Continuation the server built from validated input; never a URL. */
+  target: string;
+  created_at: number;
+  expires_at: number;
+}
+
 export interface Database {
+  continuations: ContinuationsTable;
   device_authorizations: DeviceAuthorizationsTable;
   refresh_tokens: RefreshTokensTable;
   revoked_access_tokens: RevokedAccessTokensTable;

@@ -822,5 +822,7 @@ export class Store {
     await this.db.deleteFrom('rate_limits').where('window_start', '<=', now - RATE_LIMIT_ROWS_KEPT_MS).execute();
     // Expired grants take their refresh tokens with them (ON DELETE CASCADE).
     await this.db.deleteFrom('grants').where('expires_at', '<=', now).execute();
+    // Sign-in continuations (store/continuations.ts): nothing to keep once expired, a late use goes to `/` anyway.
+    await this.db.deleteFrom('continuations').where('expires_at', '<=', now).execute();
   }
 }

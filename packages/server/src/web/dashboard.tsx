@@ -5,10 +5,13 @@ import { isParsedForm } from '../http/form.js';
 import type { Application } from '../store/store.js';
 import { AppFormPage, DashboardPage, SecretPage, type AppFormValues } from './dashboard-views.js';
 import { sendPage } from './pages.js';
+import type { Continuation } from './continuation.js';
 import { requireSignIn, type CurrentSession } from './session.js';
 import type { Viewer } from './views.js';
 
 type WithId = { Params: { clientId: string } };
+
+const DASHBOARD: Continuation = { kind: 'page', page: 'dashboard' };
 
 /**
  * /dashboard: the applications a user registered (administrators see all).
@@ -16,9 +19,10 @@ type WithId = { Params: { clientId: string } };
  * users cannot be probed. Secrets are shown once, on no-store pages.
  */
 export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  const { store, sessions, config } = ctx;
+  const { store, config } = ctx;
 
-  const signedIn = (req: FastifyRequest, reply: FastifyReply) => requireSignIn(sessions, req, reply, req.method === 'GET' ? req.url : '/dashboard');
+  // Each page names what a sign-in resumes (continuation.ts); a form posted after the session ended resumes the list.
+  const signedIn = (req: FastifyRequest, reply: FastifyReply, resume: Continuation = DASHBOARD) => requireSignIn(ctx, req, reply, resume);
   const viewerOf = (reply: FastifyReply, c: CurrentSession): Viewer => ({ username: c.user.username, csrf: reply.generateCsrf() });
   const mayManage = (c: CurrentSession, a: Application | undefined): a is Application => a !== undefined && (c.user.is_admin === 1 || a.ownerId === c.user.id);
 
@@ -52,7 +56,7 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Pr
   const notFound = (reply: FastifyReply) => reply.code(404).type('text/plain').send('Not found');
 
   app.get('/dashboard', async (req, reply) => {
-    const c = await signedIn(req, reply);
+    const c = await signedIn(req, reply, DASHBOARD);
     if (!c) return reply;
     const all = c.user.is_admin === 1;
     const apps = await store.listApplications(all ? undefined : c.user.id);
@@ -60,7 +64,7 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Pr
   });
 
   app.get('/dashboard/apps/new', async (req, reply) => {
-    const c = await signedIn(req, reply);
+    const c = await signedIn(req, reply, { kind: 'page', page: 'new-application' });
     if (!c) return reply;
     const values: AppFormValues = { name: '', kind: 'public', callbackUrls: '', scopes: ['openid', 'profile'], grantTypes: ['authorization_code', 'refresh_token'], idTokenAlg: 'RS256' };
     return sendPage(reply, <AppFormPage viewer={viewerOf(reply, c)} values={values} />);
@@ -81,7 +85,7 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Pr
   });
 
   app.get<WithId>('/dashboard/apps/:clientId', async (req, reply) => {
-    const c = await signedIn(req, reply);
+    const c = await signedIn(req, reply, { kind: 'application', clientId: req.params.clientId });
     if (!c) return reply;
     const a = await store.getApplication(req.params.clientId);
     if (!mayManage(c, a)) return notFound(reply);

@@ -3,7 +3,8 @@ import type { AppContext } from '../context.js';
 import { formatUserCode, normalizeUserCode } from '../oauth/user-code.js';
 import type { DeviceAuthorization } from '../store/store.js';
 import { requireSignIn, type CurrentSession } from './session.js';
-import { pageForm, sendPage } from './pages.js';
+import { deviceContinuation, type Continuation } from './continuation.js';
+import { pageForm, pageQuery, sendPage } from './pages.js';
 import { retryAfterText } from './retry-after.js';
 import { DeviceConfirmPage, DeviceEntryPage, MessagePage, type Viewer } from './views.js';
 
@@ -14,14 +15,15 @@ import { DeviceConfirmPage, DeviceEntryPage, MessagePage, type Viewer } from './
  * also when the code came prefilled from verification_uri_complete.
  */
 export async function devicePageRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  const { store, sessions, config, limits } = ctx;
+  const { store, config, limits } = ctx;
   const viewerOf = (reply: FastifyReply, current: CurrentSession): Viewer => ({ username: current.user.username, csrf: reply.generateCsrf() });
   const tooMany = (reply: FastifyReply, retryAfterSeconds: number) => {
     reply.header('retry-after', String(retryAfterSeconds));
     return `Too many wrong codes. Try again in ${retryAfterText(retryAfterSeconds)}.`;
   };
 
-  const requireSession = (req: FastifyRequest, reply: FastifyReply, returnTo: string) => requireSignIn(sessions, req, reply, returnTo);
+  // After a sign-in the device page comes back with the code it was given, if that was a well-formed code.
+  const requireSession = (req: FastifyRequest, reply: FastifyReply, resume: Continuation) => requireSignIn(ctx, req, reply, resume);
 
   /** Why a code cannot be confirmed now, in words for the person at the browser; undefined if it can. */
   function problem(row: DeviceAuthorization | undefined, now: number): string | undefined {
@@ -31,17 +33,17 @@ export async function devicePageRoutes(app: FastifyInstance, ctx: AppContext): P
     return undefined;
   }
 
-  app.get<{ Querystring: { user_code?: string } }>('/device', async (req, reply) => {
-    const typed = typeof req.query.user_code === 'string' ? req.query.user_code : '';
-    const normalized = normalizeUserCode(typed);
+  app.get('/device', async (req, reply) => {
+    const typed = pageQuery(req).user_code;
+    const normalized = normalizeUserCode(typed ?? '');
     const prefill = normalized ? formatUserCode(normalized) : '';
-    const current = await requireSession(req, reply, prefill ? `/device?user_code=${prefill}` : '/device');
+    const current = await requireSession(req, reply, deviceContinuation(typed));
     if (!current) return reply;
     return sendPage(reply, <DeviceEntryPage viewer={viewerOf(reply, current)} code={prefill} />);
   });
 
   app.post('/device', { preHandler: app.csrfProtection }, async (req, reply) => {
-    const current = await requireSession(req, reply, '/device');
+    const current = await requireSession(req, reply, deviceContinuation(pageForm(req).user_code));
     if (!current) return reply;
     const typed = (pageForm(req).user_code ?? '').slice(0, 64);
     const now = config.now();
@@ -70,7 +72,7 @@ export async function devicePageRoutes(app: FastifyInstance, ctx: AppContext): P
   });
 
   app.post('/device/decision', { preHandler: app.csrfProtection }, async (req, reply) => {
-    const current = await requireSession(req, reply, '/device');
+    const current = await requireSession(req, reply, deviceContinuation(pageForm(req).user_code));
     if (!current) return reply;
     const form = pageForm(req);
     const code = normalizeUserCode(form.user_code ?? '');

@@ -2,14 +2,14 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { VNode } from 'preact';
 import { STORE_RETRY_AFTER_SECONDS } from '../config/defaults.js';
 import type { AppContext } from '../context.js';
-import { FormError, isParsedForm } from '../http/form.js';
+import { FormError, isParsedForm, parseQuery } from '../http/form.js';
 import {
   AuthorizationPageError,
   AuthorizationRedirectError,
   denied,
   errorCallback,
   issueCode,
-  returnToAfterLogin,
+  resumeQuery,
   validateAuthorizationRequest,
   type AuthorizationRequest,
 } from '../oauth/authorize.js';
@@ -19,6 +19,7 @@ import { PasswordHasherBusy } from '../util/password-pool.js';
 import { retryAfterText } from './retry-after.js';
 import { STYLESHEET, STYLESHEET_ETAG } from './assets.js';
 import { isStoreUnavailable } from '../store/unavailable.js';
+import type { Continuation } from './continuation.js';
 import type { CurrentSession } from './session.js';
 import { ConsentPage, HomePage, MessagePage, renderPage, SignInPage, SignOutPage, type Viewer } from './views.js';
 
@@ -33,10 +34,13 @@ export function pageForm(req: FastifyRequest): Readonly<Record<string, string>> 
   return req.body.params;
 }
 
-/** Only same-origin relative paths may be returned to after sign-in (no open redirect). */
-export function safeReturnTo(value: string | undefined): string {
-  if (!value || !value.startsWith('/') || value.startsWith('//') || value.startsWith('/\\') || /[\r\n]/.test(value)) return '/';
-  return value;
+/**
+ * The query of a page request, parsed strictly (http/form.ts) rather than by
+ * Fastify's lenient parser: malformed escapes, invalid UTF-8 and NUL are a
+ * 400 page, the same answer wherever they appear.
+ */
+export function pageQuery(req: FastifyRequest): Readonly<Record<string, string>> {
+  return parseQuery(req.raw.url ?? '').params;
 }
 
 function viewer(reply: FastifyReply, current: CurrentSession | undefined): Viewer | undefined {
@@ -69,7 +73,7 @@ export function pageErrorHandler(ctx: AppContext) {
 
 /** End-user pages: sign-in, sign-out, consent and the authorization endpoint that drives them. */
 export async function pageRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  const { sessions, store, config, limits, passwords } = ctx;
+  const { sessions, continuations, store, config, limits, passwords } = ctx;
 
   app.get('/assets/style.css', async (req, reply) => {
     reply.header('etag', STYLESHEET_ETAG).header('cache-control', 'public, max-age=3600');
@@ -84,25 +88,30 @@ export async function pageRoutes(app: FastifyInstance, ctx: AppContext): Promise
 
   // ---- sign-in / sign-out ----------------------------------------------------
 
-  async function appNameFor(returnTo: string): Promise<string | undefined> {
-    if (!returnTo.startsWith('/oauth/authorize?')) return undefined;
-    const clientId = new URLSearchParams(returnTo.slice(returnTo.indexOf('?') + 1)).get('client_id');
+  /** The application an authorization request waits for, named on the sign-in page. */
+  async function appNameOf(c: Continuation | undefined): Promise<string | undefined> {
+    if (c?.kind !== 'authorize') return undefined;
+    const clientId = new URLSearchParams(c.query).get('client_id');
     return clientId ? (await store.getApplication(clientId))?.name : undefined;
   }
 
-  app.get<{ Querystring: { return_to?: string } }>('/signin', async (req, reply) => {
-    const returnTo = safeReturnTo(typeof req.query.return_to === 'string' ? req.query.return_to : undefined);
-    const appName = await appNameFor(returnTo);
-    return sendPage(reply, <SignInPage csrf={reply.generateCsrf()} returnTo={returnTo} appName={appName} />);
+  // A sign-in resumes only a server-side continuation (continuation.ts): the page and form carry its random id.
+  // `return_to`, which old links and forms may still send, is ignored, so no request names a redirect target.
+  app.get('/signin', async (req, reply) => {
+    const id = pageQuery(req).continue;
+    const waiting = await continuations.peek(req, id);
+    return sendPage(reply, <SignInPage csrf={reply.generateCsrf()} continueId={waiting && id} appName={await appNameOf(waiting)} />);
   });
 
   app.post('/signin', { preHandler: app.csrfProtection }, async (req, reply) => {
     const form = pageForm(req);
     const username = (form.username ?? '').trim();
     const password = form.password ?? '';
-    const returnTo = safeReturnTo(form.return_to);
-    const retry = async (error: string, status: number) =>
-      sendPage(reply, <SignInPage csrf={reply.generateCsrf()} returnTo={returnTo} username={username.slice(0, MAX_USERNAME)} error={error} appName={await appNameFor(returnTo)} />, status);
+    const retry = async (error: string, status: number) => {
+      // The id goes back into the form only while it is live for this browser; a successful sign-in uses it up instead.
+      const waiting = await continuations.peek(req, form.continue);
+      return sendPage(reply, <SignInPage csrf={reply.generateCsrf()} continueId={waiting && form.continue} username={username.slice(0, MAX_USERNAME)} error={error} appName={await appNameOf(waiting)} />, status);
+    };
     if (!username || !password) return retry('Enter your username and password.', 400);
     // Counted before the password is hashed: parallel guesses cannot all pass a check not yet counted.
     const admission = await limits.signIn(req.ip, username.slice(0, MAX_USERNAME));
@@ -134,7 +143,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: AppContext): Promise
       }
     }
     await sessions.start(reply, user);
-    return reply.redirect(returnTo, 303);
+    return reply.redirect(await continuations.resume(req, form.continue), 303);
   });
 
   app.get('/signout', async (req, reply) => {
@@ -166,7 +175,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: AppContext): Promise
     const current = await sessions.current(req);
     if (needsSignIn(ar, current)) {
       if (ar.prompt.has('none')) throw new AuthorizationRedirectError(new LoginRequired('the user is not signed in'), ar.redirectUri, ar.state);
-      return reply.redirect(`/signin?return_to=${encodeURIComponent(returnToAfterLogin(ar))}`, 303);
+      return reply.redirect(await continuations.signInUrl(req, reply, { kind: 'authorize', query: resumeQuery(ar) }), 303);
     }
     const { user, session } = current!;
     if (!ar.prompt.has('consent') && (await store.hasConsent(user.id, ar.app.clientId, ar.scopes))) {
@@ -190,7 +199,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: AppContext): Promise
     const form = pageForm(req);
     const ar = await validateAuthorizationRequest(ctx, form.request ?? '');
     const current = await sessions.current(req);
-    if (!current) return reply.redirect(`/signin?return_to=${encodeURIComponent(returnToAfterLogin(ar))}`, 303);
+    if (!current) return reply.redirect(await continuations.signInUrl(req, reply, { kind: 'authorize', query: resumeQuery(ar) }), 303);
     if (form.decision === 'deny') throw denied(ar);
     if (form.decision !== 'approve') throw new FormError('decision must be approve or deny');
     await store.addConsent(current.user.id, ar.app.clientId, ar.scopes, config.now());

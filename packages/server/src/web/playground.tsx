@@ -88,7 +88,7 @@ export async function playgroundRoutes(app: FastifyInstance, ctx: AppContext): P
   const callback = playgroundCallback(config.issuer);
   let bundle: Promise<string> | undefined;
 
-  const signedIn = (req: FastifyRequest, reply: FastifyReply) => requireSignIn(sessions, req, reply, '/developer/playground');
+  const signedIn = (req: FastifyRequest, reply: FastifyReply) => requireSignIn(ctx, req, reply, { kind: 'page', page: 'playground' });
   const appsOf = (c: CurrentSession) => store.listApplications(c.user.is_admin === 1 ? undefined : c.user.id);
 
   app.get('/assets/playground.js', async (_req, reply) => {

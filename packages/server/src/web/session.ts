@@ -1,7 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerConfig } from '../config/config.js';
+import type { AppContext } from '../context.js';
 import type { Session, Store, User } from '../store/store.js';
 import { randomToken, sha256Hex } from '../util/crypto.js';
+import type { Continuation } from './continuation.js';
 
 export interface CurrentSession {
   session: Session;
@@ -57,14 +59,18 @@ export class Sessions {
   }
 }
 
-/** The signed-in user of a page request, or a redirect to sign-in that comes back to `returnTo`. */
+/**
+ * The signed-in user of a page request; without one, a redirect to sign-in
+ * that resumes `resume` afterwards. The page names what to resume as data,
+ * never as a URL from the request (see continuation.ts).
+ */
 export async function requireSignIn(
-  sessions: Sessions,
+  ctx: Pick<AppContext, 'sessions' | 'continuations'>,
   req: FastifyRequest,
   reply: FastifyReply,
-  returnTo: string,
+  resume: Continuation,
 ): Promise<CurrentSession | undefined> {
-  const current = await sessions.current(req);
-  if (!current) await reply.redirect(`/signin?return_to=${encodeURIComponent(returnTo)}`, 303);
+  const current = await ctx.sessions.current(req);
+  if (!current) await reply.redirect(await ctx.continuations.signInUrl(req, reply, resume), 303);
   return current;
 }

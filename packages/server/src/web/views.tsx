@@ -59,7 +59,8 @@ export function Alert(props: { message?: string | undefined }) {
   ) : null;
 }
 
-export function SignInPage(props: { csrf: string; returnTo: string; username?: string; error?: string; appName?: string }) {
+/** The sign-in form; `continueId` is the random id of the server-side continuation it resumes, never a URL. */
+export function SignInPage(props: { csrf: string; continueId?: string | undefined; username?: string; error?: string; appName?: string | undefined }) {
   return (
     <Layout title="Sign in">
       <div class="card">
@@ -72,7 +73,7 @@ export function SignInPage(props: { csrf: string; returnTo: string; username?: s
         <Alert message={props.error} />
         <form method="post" action="/signin">
           <input type="hidden" name="_csrf" value={props.csrf} />
-          <input type="hidden" name="return_to" value={props.returnTo} />
+          {props.continueId && <input type="hidden" name="continue" value={props.continueId} />}
           <label for="username">Username</label>
           <input
             id="username"

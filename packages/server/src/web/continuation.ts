@@ -1,0 +1,175 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Kysely } from 'kysely';
+import type { ServerConfig } from '../config/config.js';
+import { CONTINUATION_TTL_MS } from '../config/defaults.js';
+import { formatUserCode, normalizeUserCode } from '../oauth/user-code.js';
+import { ContinuationStore } from '../store/continuations.js';
+import type { Database } from '../store/schema.js';
+import { randomToken, sha256Hex } from '../util/crypto.js';
+
+/** Pages a sign-in may continue to by name, with the one path each stands for. */
+const PAGES = {
+  home: '/',
+  dashboard: '/dashboard',
+  'new-application': '/dashboard/apps/new',
+  playground: '/developer/playground',
+} as const;
+
+export type PageName = keyof typeof PAGES;
+
+/**
+ * What a sign-in resumes, as data the server checked, never as a URL: the
+ * redirect after sign-in is built from it by {@link continuationPath}, so
+ * nothing a request sends can become a redirect target.
+ */
+export type Continuation =
+  /** An authorization request: the query `resumeQuery` (oauth/authorize.ts) serialized from the validated request. */
+  | { kind: 'authorize'; query: string }
+  /** The device page, with the user code it was opened with (normalized), if any. */
+  | { kind: 'device'; userCode: string | null }
+  /** One application's page in the dashboard. */
+  | { kind: 'application'; clientId: string }
+  | { kind: 'page'; page: PageName };
+
+/** The random ids, and the browser-binding value: 256 bits, base64url (util/crypto.ts randomToken). */
+const TOKEN = /^[A-Za-z0-9_-]{43}$/;
+
+/**
+ * Client ids the server creates are base64url (and the built-in `authcli`):
+ * characters a path segment carries as they are, so the dashboard path needs
+ * no encoding and cannot be `.` or `..`. Anything else continues to the dashboard.
+ */
+const CLIENT_ID_SEGMENT = /^[A-Za-z0-9_-]{1,128}$/;
+
+function isPageName(value: unknown): value is PageName {
+  return typeof value === 'string' && Object.hasOwn(PAGES, value);
+}
+
+/**
+ * The same-origin path a continuation resumes, built here from its parts
+ * (URLSearchParams serializes the authorization query again, the user code
+ * is normalized and formatted again), so even a stored row that was tampered
+ * with yields a path on this server and a header-safe ASCII value.
+ */
+export function continuationPath(c: Continuation): string {
+  switch (c.kind) {
+    case 'authorize':
+      return `/oauth/authorize?${new URLSearchParams(c.query).toString()}`;
+    case 'device': {
+      const code = c.userCode === null ? undefined : normalizeUserCode(c.userCode);
+      return code ? `/device?user_code=${formatUserCode(code)}` : '/device';
+    }
+    case 'application':
+      return CLIENT_ID_SEGMENT.test(c.clientId) ? `/dashboard/apps/${c.clientId}` : PAGES.dashboard;
+    case 'page':
+      return PAGES[c.page];
+  }
+}
+
+/** A stored target read back, checked field by field; undefined for anything that is not a continuation. */
+export function parseContinuation(json: string): Continuation | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(json);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null) return undefined;
+  const o = value as Record<string, unknown>;
+  switch (o.kind) {
+    case 'authorize':
+      return typeof o.query === 'string' ? { kind: 'authorize', query: o.query } : undefined;
+    case 'device':
+      return o.userCode === null || typeof o.userCode === 'string' ? { kind: 'device', userCode: o.userCode } : undefined;
+    case 'application':
+      return typeof o.clientId === 'string' ? { kind: 'application', clientId: o.clientId } : undefined;
+    case 'page':
+      return isPageName(o.page) ? { kind: 'page', page: o.page } : undefined;
+    default:
+      return undefined;
+  }
+}
+
+/** The device page continuation for what someone typed or followed: only a well-formed code is kept. */
+export function deviceContinuation(typed: string | undefined): Continuation {
+  return { kind: 'device', userCode: normalizeUserCode(typed ?? '') ?? null };
+}
+
+/**
+ * Sign-in continuations. A page that needs a signed-in user stores what to
+ * resume under a random 256-bit id (kept as its SHA-256) and sends the
+ * browser to `/signin?continue=<id>`; the sign-in form carries the id; after
+ * the sign-in the server redirects to the path it builds from the stored row.
+ *
+ * The row is bound to the browser by a second cookie (HttpOnly,
+ * SameSite=Lax, `__Host-` and Secure on https issuers, like the session):
+ * an id copied out of a URL, history or a log is worth nothing elsewhere, and
+ * an attacker cannot plant one of their own in a victim's sign-in. A row is
+ * used once and lives {@link CONTINUATION_TTL_MS}. An id that is unknown,
+ * expired, used or from another browser continues to `/`, with no error that
+ * would tell which.
+ */
+export class Continuations {
+  readonly cookieName: string;
+  private readonly secure: boolean;
+  private readonly rows: ContinuationStore;
+
+  constructor(
+    private readonly config: ServerConfig,
+    db: Kysely<Database>,
+  ) {
+    this.secure = config.issuer.startsWith('https:');
+    this.cookieName = this.secure ? '__Host-authcli_continue' : 'authcli_continue';
+    this.rows = new ContinuationStore(db);
+  }
+
+  /** The SHA-256 of this browser's binding cookie; undefined without a well-formed one. */
+  private browserOf(req: FastifyRequest): string | undefined {
+    const raw = req.cookies[this.cookieName];
+    return raw !== undefined && TOKEN.test(raw) ? sha256Hex(raw) : undefined;
+  }
+
+  /**
+   * Stores `target` for this browser and returns the sign-in URL that
+   * resumes it. The binding cookie is kept when the browser has one (sign-ins
+   * started in several tabs all stay usable) and its lifetime renewed.
+   */
+  async signInUrl(req: FastifyRequest, reply: FastifyReply, target: Continuation): Promise<string> {
+    const existing = req.cookies[this.cookieName];
+    const binding = existing !== undefined && TOKEN.test(existing) ? existing : randomToken(32);
+    reply.setCookie(this.cookieName, binding, {
+      path: '/',
+      httpOnly: true,
+      sameSite: 'lax',
+      secure: this.secure,
+      maxAge: Math.ceil(CONTINUATION_TTL_MS / 1000),
+    });
+    const id = randomToken(32);
+    const now = this.config.now();
+    await this.rows.insert({
+      id_hash: sha256Hex(id),
+      browser_hash: sha256Hex(binding),
+      target: JSON.stringify(target),
+      created_at: now,
+      expires_at: now + CONTINUATION_TTL_MS,
+    });
+    return `/signin?continue=${id}`;
+  }
+
+  /** The live continuation `id` names for this browser, left usable (the sign-in page shows which application waits). */
+  async peek(req: FastifyRequest, id: string | undefined): Promise<Continuation | undefined> {
+    const browser = this.browserOf(req);
+    if (id === undefined || !TOKEN.test(id) || browser === undefined) return undefined;
+    const target = await this.rows.peek(sha256Hex(id), browser, this.config.now());
+    return target === undefined ? undefined : parseContinuation(target);
+  }
+
+  /** After a successful sign-in: uses the continuation up and returns the path to resume, `/` when there is none. */
+  async resume(req: FastifyRequest, id: string | undefined): Promise<string> {
+    const browser = this.browserOf(req);
+    if (id === undefined || !TOKEN.test(id) || browser === undefined) return PAGES.home;
+    const target = await this.rows.take(sha256Hex(id), browser, this.config.now());
+    const c = target === undefined ? undefined : parseContinuation(target);
+    return c ? continuationPath(c) : PAGES.home;
+  }
+}
