@@ -93,7 +93,10 @@ async function approvedSession(issuer: string) {
     code_challenge_method: 'S256',
   })}`;
   const consent = await jar.get(authorizeUrl);
-  await jar.postForm('/consent', { _csrf: hidden(consent.text, '_csrf'), request: hidden(consent.text, 'request'), decision: 'approve' });
+  // An earlier scenario's session may have approved the application already: then there is no consent page.
+  if (consent.status === 200) {
+    await jar.postForm('/consent', { _csrf: hidden(consent.text, '_csrf'), request: hidden(consent.text, 'request'), decision: 'approve' });
+  }
   return { jar, authorizeUrl, verifier, redirectUri };
 }
 

@@ -26,6 +26,7 @@ import { dashboardRoutes } from './web/dashboard.js';
 import { playgroundRoutes } from './web/playground.js';
 import { Continuations } from './web/continuation.js';
 import { Sessions } from './web/session.js';
+import { TrustedDevices } from './web/trusted-device.js';
 
 /**
  * Maps anything thrown in a JSON endpoint to an RFC 6749 §5.2 error; never
@@ -141,8 +142,9 @@ export async function buildApp(config: ServerConfig, store: Store): Promise<Fast
     tokens: new TokenIssuer(config, keys, config.accessTokenAlg),
     sessions: new Sessions(config, store),
     limits: new AbuseLimits(store, config.now, config.limits),
-    passwords: new PasswordHasher(config.passwordHashThreads),
+    passwords: new PasswordHasher(config.passwordHashThreads, config.passwordHashesPerClient),
     continuations: new Continuations(config, store.db),
+    trustedDevices: await TrustedDevices.open(config, store),
   };
   const https = config.issuer.startsWith('https:');
 

@@ -1,3 +1,4 @@
+import { USERNAME_PATTERN } from './config/defaults.js';
 import { callbackUrlProblem } from './oauth/redirect-uri.js';
 import { SUPPORTED_SCOPES } from './oauth/scopes.js';
 import { GRANT_TYPES, StoreError, type Application, type GrantType, type Store } from './store/store.js';
@@ -41,7 +42,6 @@ export class InputError extends Error {
 }
 
 export const MIN_PASSWORD_LENGTH = 8;
-const USERNAME = /^[A-Za-z0-9._@-]{1,64}$/;
 
 /** Creates a user with an scrypt password hash. */
 export async function addUser(
@@ -49,7 +49,7 @@ export async function addUser(
   input: { username: string; password: string; admin?: boolean; name?: string | null; email?: string | null },
   now: number,
 ) {
-  if (!USERNAME.test(input.username)) throw new InputError('username must be 1-64 characters of letters, digits and . _ @ -');
+  if (!USERNAME_PATTERN.test(input.username)) throw new InputError('username must be 1-64 characters of letters, digits and . _ @ -');
   if (input.password.length < MIN_PASSWORD_LENGTH) throw new InputError(`password must be at least ${MIN_PASSWORD_LENGTH} characters`);
   return store.createUser({
     id: randomUUID(),

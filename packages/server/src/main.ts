@@ -1,5 +1,4 @@
 #!/usr/bin/env node
-import { isIP } from 'node:net';
 import { Command, CommanderError, Option } from 'commander';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
@@ -8,6 +7,7 @@ import { addUser, bootstrapStore, InputError, registerApplication } from './boot
 import { ConfigError, loadConfig, type ConfigInput, type ServerConfig } from './config/config.js';
 import { UNENCRYPTED_KEYS_WARNING } from './oauth/key-encryption.js';
 import { rotateKeys } from './oauth/keys.js';
+import { ipSubject } from './http/client-ip.js';
 import { accountCounterKeys, describeCounter, ipCounterKeys } from './oauth/limits.js';
 import { exposedFolderWarning } from './store/file-modes.js';
 import { openStore, parseDatabaseUrl, type OpenOptions } from './store/open.js';
@@ -226,7 +226,7 @@ export function program(): Command {
     .description("clear a client IP's sign-in and user-code counters (e.g. an office locked out of /device)")
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(async (address: string, opts: { database?: string }) => {
-      if (isIP(address) === 0) throw new InputError(`${address} is not an IP address`);
+      if (ipSubject(address) === undefined) throw new InputError(`${address} is not an IP address`);
       await withStore(opts.database, async (store) => {
         const n = await store.deleteRateLimits(ipCounterKeys((await store.listRateLimits()).map((r) => r.key), address));
         process.stdout.write(n ? `cleared ${n} counter${n === 1 ? '' : 's'} of ${address}\n` : `${address} had nothing counted\n`);

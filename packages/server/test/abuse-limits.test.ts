@@ -32,10 +32,10 @@ const tally = (answers: readonly { status: number }[]) => answers.reduce<Record<
 
 describe.each(dialects())('abuse limits (%s)', (dialect) => {
   let server: TestServer | undefined;
-  // Three hashing threads hold 12 hashes in flight, more than any one limit admits: the limit, not the hashers'
-  // cap, decides these tests (the cap has a test of its own, with one thread).
+  // Three hashing threads hold 12 hashes in flight, all of which one client may take: more than any one limit
+  // admits, so the limit, not the hashers' caps, decides these tests (the caps have tests of their own).
   const start = async (overrides: Partial<ServerConfig> = {}) => {
-    server = await startServer(dialect, { passwordHashThreads: 3, ...overrides });
+    server = await startServer(dialect, { passwordHashThreads: 3, passwordHashesPerClient: 12, ...overrides });
     await seedUser(server, 'alice');
     return server;
   };
@@ -68,31 +68,57 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
     expect((await postSignIn(await signInForm(s), 'alice', `wrong again`)).status).toBe(429);
   });
 
-  it('distributed guessing: an account guessed from many IPs is slowed to one attempt per slot, not locked, and unlocked by the operator', async () => {
+  it('distributed guessing: an account guessed from many IPs is slowed for unknown browsers, never for its owner, and unlocked by the operator', async () => {
     // A small account budget keeps the test short (each checked guess costs a real hash); the rule is the same.
     const accountLimit = 5;
     const s = await start({ trustProxy: 1, limits: { ...LIMITS, 'signin-account': { limit: accountLimit, windowMs: 15 * 60_000 } } });
+    // The owner signed in on this browser before the attack: it holds a device cookie.
+    const owner = await signInForm(s);
+    expect((await postSignIn(owner, 'alice', PASSWORD, '192.0.2.77')).status).toBe(303);
+    expect([...owner.browser.cookies.keys()]).toContain('authcli_device');
     // Each guess from its own address: no per-IP limit is ever reached.
     for (let i = 0; i < accountLimit; i++) expect((await postSignIn(await signInForm(s), 'alice', `guess ${i}`, `198.51.100.${i + 1}`)).status).toBe(401);
-    // Past the account's budget, parallel guesses from fresh addresses: one is checked, the rest wait for the next slot.
+    // Past the account's budget, parallel guesses from fresh addresses: one takes the minute's slot, the rest wait.
     const forms = await Promise.all(Array.from({ length: 8 }, () => signInForm(s)));
     const slowed = await Promise.all(forms.map((f, i) => postSignIn(f, 'alice', `late guess ${i}`, `203.0.113.${i + 1}`)));
     expect(tally(slowed)).toEqual({ 401: 1, 429: 7 });
-    // The owner gets the next slot, from anywhere.
-    s.clock.advance(LIMITS['signin-account-slowed'].windowMs);
-    expect((await postSignIn(await signInForm(s), 'alice', PASSWORD, '192.0.2.77')).status).toBe(303);
-    // Another account is not slowed by alice's.
+    // While the attacker holds the slot, a new browser is slowed too, even with the right password...
+    expect((await postSignIn(await signInForm(s), 'alice', PASSWORD, '192.0.2.78')).status).toBe(429);
+    // ...but the owner's browser is not: it is counted by its device cookie, not by the account.
+    const page = await owner.browser.get('/signin');
+    expect((await postSignIn({ browser: owner.browser, csrf: hidden(page.text, '_csrf') }, 'alice', PASSWORD, '192.0.2.77')).status).toBe(303);
+    // A forged or foreign device cookie is worth nothing.
+    const forger = await signInForm(s);
+    forger.browser.cookies.set('authcli_device', owner.browser.cookies.get('authcli_device')!.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')));
+    expect((await postSignIn(forger, 'alice', PASSWORD, '192.0.2.79')).status).toBe(429);
     await seedUser(s, 'bob');
-    expect((await postSignIn(await signInForm(s), 'bob', PASSWORD, '203.0.113.1')).status).toBe(303);
-    // `users unlock` clears alice's counters (the command's own code path: the keys it deletes).
+    const bobsBrowser = await signInForm(s);
+    expect((await postSignIn(bobsBrowser, 'bob', PASSWORD, '203.0.113.50')).status).toBe(303);
+    const again = await bobsBrowser.browser.get('/signin');
+    expect((await postSignIn({ browser: bobsBrowser.browser, csrf: hidden(again.text, '_csrf') }, 'alice', PASSWORD, '203.0.113.50')).status).toBe(429);
+    // An unknown browser gets the next slot a minute later.
+    s.clock.advance(LIMITS['signin-account-slowed'].windowMs);
+    expect((await postSignIn(await signInForm(s), 'alice', PASSWORD, '192.0.2.80')).status).toBe(303);
+    // `users unlock` clears alice's counters (the command's own code path: the keys it deletes), not bob's.
     const keys = (await s.store.listRateLimits()).map((r) => r.key);
     const mine = accountCounterKeys(keys, 'ALICE');
-    expect(mine.length).toBeGreaterThan(accountLimit);
+    expect(mine).toEqual(expect.arrayContaining(['signin-account|alice', 'signin-account-slowed|alice']));
     expect(mine.every((k) => describeCounter(k)?.username === 'alice')).toBe(true);
-    expect(accountCounterKeys(keys, 'bob')).toEqual(accountCounterKeys(keys, 'bob').filter((k) => k.includes('bob')));
     await s.store.deleteRateLimits(mine);
-    const again = await Promise.all(Array.from({ length: 3 }, async (_, i) => postSignIn(await signInForm(s), 'alice', `wrong ${i}`, `203.0.113.${100 + i}`)));
-    expect(tally(again)).toEqual({ 401: 3 });
+    const fresh = await Promise.all(Array.from({ length: 3 }, async (_, i) => postSignIn(await signInForm(s), 'alice', `wrong ${i}`, `203.0.113.${100 + i}`)));
+    expect(tally(fresh)).toEqual({ 401: 3 });
+  });
+
+  it('a device cookie has a budget of its own: wrong passwords through it are limited too', async () => {
+    const s = await start({ trustProxy: 1 });
+    const owner = await signInForm(s);
+    expect((await postSignIn(owner, 'alice', PASSWORD)).status).toBe(303);
+    const csrf = hidden((await owner.browser.get('/signin')).text, '_csrf');
+    // From as many addresses, so that only the cookie's own budget can refuse them.
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => postSignIn({ browser: owner.browser, csrf }, 'alice', `wrong ${i}`, `198.51.100.${i + 1}`)),
+    );
+    expect(tally(answers)).toEqual({ 401: LIMITS['signin-device'].limit, 429: 20 - LIMITS['signin-device'].limit });
   });
 
   it('a forged X-Forwarded-For does not escape a per-IP limit behind one trusted proxy (hop count 1)', async () => {
@@ -125,6 +151,30 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
     );
     expect(tally(answers)).toEqual({ 401: LIMITS['signin-account-ip'].limit, 429: 20 - LIMITS['signin-account-ip'].limit });
     expect((await s.store.listRateLimits()).map((r) => r.key)).toContain('signin-ip|127.0.0.1');
+  });
+
+  it('a proxy list believes the entry its proxy appended: each client behind it is counted on its own', async () => {
+    // The test's connections come from 127.0.0.1: here that is the trusted proxy.
+    const s = await start({ trustProxy: ['127.0.0.1/32', '::1'] });
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, async (_, i) => postSignIn(await signInForm(s), 'alice', `wrong ${i}`, `203.0.113.250, 198.51.100.${i + 1}`)),
+    );
+    // 12 from one address would be 10 checked and 2 refused.
+    expect(tally(answers)).toEqual({ 401: 12 });
+    const keys = (await s.store.listRateLimits()).map((r) => r.key);
+    expect(keys).toContain('signin-ip|198.51.100.12');
+    expect(keys.some((k) => k.includes('127.0.0.1') || k.includes('203.0.113.250'))).toBe(false);
+  });
+
+  it('an address a proxy wrote with a port is counted without it, and a value that is no address falls back to the socket', async () => {
+    const s = await start({ trustProxy: 1 });
+    const answers = await Promise.all(
+      Array.from({ length: 15 }, async (_, i) => postSignIn(await signInForm(s), 'alice', `wrong ${i}`, `203.0.113.7:${40000 + i}`)),
+    );
+    expect(tally(answers)).toEqual({ 401: LIMITS['signin-account-ip'].limit, 429: 15 - LIMITS['signin-account-ip'].limit });
+    expect((await postSignIn(await signInForm(s), 'bob', 'wrong', 'unknown')).status).toBe(401);
+    const keys = (await s.store.listRateLimits()).map((r) => r.key);
+    expect(keys).toEqual(expect.arrayContaining(['signin-ip|203.0.113.7', 'signin-ip|127.0.0.1']));
   });
 
   it('the password hashers are bounded: past the cap sign-ins answer 503 with Retry-After at once, and the attempt is given back', async () => {
@@ -208,23 +258,38 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
     expect(Number(rows.n)).toBe(30);
   });
 
-  it('an IPv6 client is counted by its /64: rotating addresses inside it does not escape', async () => {
+  it('an IPv6 client is counted by its /56: rotating addresses and /64s inside it does not escape', async () => {
     const s = await start({ trustProxy: 1 });
     const answers = await Promise.all(
-      Array.from({ length: 25 }, async (_, i) => postSignIn(await signInForm(s), 'alice', `wrong ${i}`, `2001:db8:1:2:${(i + 1).toString(16)}::1`)),
+      Array.from({ length: 25 }, async (_, i) => postSignIn(await signInForm(s), 'alice', `wrong ${i}`, `2001:db8:1:${(0x200 + i).toString(16)}:${i + 1}::1`)),
     );
     expect(tally(answers)).toEqual({ 401: LIMITS['signin-account-ip'].limit, 429: 25 - LIMITS['signin-account-ip'].limit });
-    expect((await s.store.listRateLimits()).map((r) => r.key)).toContain('signin-ip|2001:db8:1:2::/64');
+    expect((await s.store.listRateLimits()).map((r) => r.key)).toContain('signin-ip|2001:db8:1:200::/56');
+  });
+
+  it('one client cannot take every password-hashing place: past its own share it gets 503, others still get theirs', async () => {
+    // One thread, 4 places, 2 per client.
+    const s = await start({ trustProxy: 1, passwordHashThreads: 1, passwordHashesPerClient: 2 });
+    const forms = await Promise.all(Array.from({ length: 5 }, () => signInForm(s)));
+    const [mine, other] = await Promise.all([
+      Promise.all(forms.slice(0, 4).map((f, i) => postSignIn(f, `user${i}`, 'wrong password', '198.51.100.1'))),
+      postSignIn(forms[4]!, 'someone', 'wrong password', '198.51.100.2'),
+    ]);
+    expect(tally(mine)).toEqual({ 401: 2, 503: 2 });
+    expect(other.status).toBe(401);
   });
 });
 
 describe('client IP subjects and counter keys', () => {
-  it('IPv4, IPv4-mapped IPv6 and IPv6 /64', () => {
+  it('IPv4 (bare, mapped, with a port) and IPv6 /56', () => {
     expect(ipSubject('192.0.2.1')).toBe('192.0.2.1');
     expect(ipSubject('::ffff:192.0.2.1')).toBe('192.0.2.1');
-    expect(ipSubject('2001:db8:1:2:aaaa::1')).toBe('2001:db8:1:2::/64');
-    expect(ipSubject('2001:0db8:0001:0002:0000:0000:0000:0001')).toBe('2001:db8:1:2::/64');
-    expect(ipSubject('not an ip')).toBeUndefined();
+    expect(ipSubject('192.0.2.1:8443')).toBe('192.0.2.1');
+    expect(ipSubject('[2001:db8::1]:443')).toBe('2001:db8::/56');
+    expect(ipSubject('2001:db8:1:2aa:aaaa::1')).toBe('2001:db8:1:200::/56');
+    expect(ipSubject('2001:0db8:0001:02ff:0000:0000:0000:0001')).toBe('2001:db8:1:200::/56');
+    expect(ipSubject('2001:db8:1:200::/56')).toBe('2001:db8:1:200::/56');
+    for (const bad of ['not an ip', '', 'unknown', '1.2.3.4.5', '[::1', '192.0.2.1:']) expect(ipSubject(bad), bad).toBeUndefined();
   });
 
   it('operator commands find an account or an address in the counters, and nothing else', () => {
@@ -263,12 +328,20 @@ describe.each(dialects())('the store counter (%s)', (dialect) => {
     const counts = await Promise.all(Array.from({ length: 200 }, () => server.store.consumeRateLimit('test|race', 60_000, now)));
     expect(new Set(counts.map((c) => c.count)).size).toBe(200);
     expect(Math.max(...counts.map((c) => c.count))).toBe(200);
-    await server.store.releaseRateLimit('test|race', 60_000, now);
+    const windowStart = counts[0]!.windowStart;
+    expect(counts.every((c) => c.windowStart === windowStart)).toBe(true);
+    await server.store.releaseRateLimit('test|race', windowStart);
     expect((await server.store.consumeRateLimit('test|race', 60_000, now)).count).toBe(200);
     // A new window starts over.
-    expect((await server.store.consumeRateLimit('test|race', 60_000, now + 60_000)).count).toBe(1);
-    // Giving back never goes below zero, and never touches a window that has ended.
-    await server.store.releaseRateLimit('test|race', 60_000, now + 200_000);
+    const next = await server.store.consumeRateLimit('test|race', 60_000, now + 60_000);
+    expect(next).toEqual({ count: 1, windowStart: now + 60_000 });
+    // A give-back for the window that ended does not lower the new one.
+    await server.store.releaseRateLimit('test|race', windowStart);
     expect((await server.store.consumeRateLimit('test|race', 60_000, now + 60_001)).count).toBe(2);
+    // Giving back never goes below zero.
+    await server.store.releaseRateLimit('test|race', next.windowStart);
+    await server.store.releaseRateLimit('test|race', next.windowStart);
+    await server.store.releaseRateLimit('test|race', next.windowStart);
+    expect((await server.store.consumeRateLimit('test|race', 60_000, now + 60_002)).count).toBe(1);
   });
 });

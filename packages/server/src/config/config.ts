@@ -32,8 +32,9 @@ export interface ServerConfig {
   trustProxy: false | number | string[];
   /** The abuse limits (config/defaults.ts); tests and embedders may pass others. */
   limits: D.Limits;
-  /** Threads that hash passwords (see config/defaults.ts). */
+  /** Threads that hash passwords, and the hashes one client IP may have in flight (see config/defaults.ts). */
   passwordHashThreads: number;
+  passwordHashesPerClient: number;
   /** Network timeouts and caps (see config/defaults.ts). */
   headersTimeoutMs: number;
   requestTimeoutMs: number;
@@ -185,6 +186,8 @@ export function parseLimits(value: string | undefined): D.Limits {
     const limit = Number(m[2]);
     const windowMs = Number(m[3]) * UNIT_MS[m[4]!]!;
     if (limit < 1 || windowMs < 1000) throw new ConfigError(`AUTHCLI_LIMITS: ${entry}: the count and the window must be at least 1`);
+    // Counters are purged a day after their window started: a longer window would silently start over.
+    if (windowMs > D.RATE_LIMIT_ROWS_KEPT_MS) throw new ConfigError(`AUTHCLI_LIMITS: ${entry}: a window is at most 24h`);
     limits[m[1] as D.CounterKind] = { limit, windowMs };
   }
   return limits;
@@ -232,7 +235,8 @@ export function loadConfig(
     bodyLimit: envInt(env, 'AUTHCLI_BODY_LIMIT', D.BODY_LIMIT_BYTES, 1024, 1024 * 1024),
     trustProxy: parseTrustProxy(env.AUTHCLI_TRUST_PROXY),
     limits: parseLimits(env.AUTHCLI_LIMITS),
-    passwordHashThreads: envInt(env, 'AUTHCLI_PASSWORD_HASH_THREADS', D.passwordHashThreads(availableParallelism()), 1, 256),
+    passwordHashesPerClient: D.PASSWORD_HASHES_PER_CLIENT,
+    passwordHashThreads: envInt(env, 'AUTHCLI_PASSWORD_HASH_THREADS', D.passwordHashThreads(availableParallelism()), 1, 64),
     headersTimeoutMs: envSeconds(env, 'AUTHCLI_HEADERS_TIMEOUT', D.HEADERS_TIMEOUT_MS, 600),
     requestTimeoutMs: envSeconds(env, 'AUTHCLI_REQUEST_TIMEOUT', D.REQUEST_TIMEOUT_MS, 3600),
     keepAliveTimeoutMs: envSeconds(env, 'AUTHCLI_KEEPALIVE_TIMEOUT', D.KEEPALIVE_TIMEOUT_MS, 600),

@@ -18,6 +18,8 @@ export const ACCESS_TOKEN_TTL_SECONDS = 900;
 export const ID_TOKEN_TTL_SECONDS = 900;
 /** A sign-in (refresh-token family) ends after 30 days whatever its use (RFC 9700 §4.14.2). */
 export const GRANT_TTL_SECONDS = 30 * 24 * 3600;
+/** A device cookie (a browser where a user signed in) is trusted this long after its last sign-in. */
+export const TRUSTED_DEVICE_TTL_SECONDS = 180 * 24 * 3600;
 /** Browser session at the server's pages. */
 export const SESSION_TTL_SECONDS = 12 * 3600;
 /** RFC 8628 §3.2: lifetime of a device code and its user code. */
@@ -39,6 +41,9 @@ export const KEY_ACTIVATION_DELAY_MS = MINUTE;
 /** How often an instance re-reads the signing keys. */
 export const KEY_REFRESH_MS = 30 * SECOND;
 
+/** What a username may be (letters, digits, `. _ @ -`, 1-64); per-account limits count only names of this form. */
+export const USERNAME_PATTERN = /^[A-Za-z0-9._@-]{1,64}$/;
+
 // ---- abuse limits (counted in the store, so they hold across instances) ---------
 
 /** `limit` events per fixed window of `windowMs`. */
@@ -57,13 +62,17 @@ export const LIMITS = {
   /** Failed sign-ins per client IP and username: an online guess of one password from one place. */
   'signin-account-ip': { limit: 10, windowMs: 15 * MINUTE },
   /**
-   * Failed sign-ins per username across every IP (distributed guessing). Past
-   * it the account is not locked: it is slowed to `signin-account-slowed`
-   * until the window ends, so its owner can still get in.
+   * Failed sign-ins per username across every IP (distributed guessing),
+   * from browsers where that user has not signed in before. Past it the
+   * account is slowed to `signin-account-slowed` for such browsers until the
+   * window ends; its owner, on a browser they signed in with before, is
+   * counted by `signin-device` instead and is not slowed at all.
    */
   'signin-account': { limit: 50, windowMs: 15 * MINUTE },
-  /** Attempts on an account past `signin-account`: one every 5 seconds, from anywhere. */
-  'signin-account-slowed': { limit: 1, windowMs: 5 * SECOND },
+  /** Attempts on an account past `signin-account` from unknown browsers: one a minute, from anywhere. */
+  'signin-account-slowed': { limit: 1, windowMs: MINUTE },
+  /** Failed sign-ins per device cookie (a browser where this user signed in before; web/trusted-device.ts). */
+  'signin-device': { limit: 10, windowMs: 15 * MINUTE },
   /**
    * User-code guesses per client IP (RFC 8628 §5.1): the same budget for the
    * code typed at /device and the code posted to /device/decision, since both
@@ -93,6 +102,8 @@ export const SCRYPT = { N: 1 << 17, r: 8, p: 1, keylen: 32 } as const;
 export const passwordHashThreads = (cores: number) => Math.max(1, Math.floor(cores / 2));
 /** Password hashes in flight (running or queued) per hashing thread; past it sign-in answers 503 at once. */
 export const PASSWORD_HASHES_QUEUED_PER_THREAD = 4;
+/** Password hashes in flight per client IP: one address cannot take every place and shut sign-in for all. */
+export const PASSWORD_HASHES_PER_CLIENT = 2;
 
 // ---- network (env overrides in config.ts) ----------------------------------------
 

@@ -16,18 +16,38 @@ export function trustProxyOption(trust: TrustProxy): false | string[] | ((addres
   return trust;
 }
 
+/** An address as a proxy may write it: bare, `192.0.2.1:443` or `[2001:db8::1]:443`. */
+function withoutPort(address: string): string {
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(address);
+  if (bracketed) return bracketed[1]!;
+  const v4WithPort = /^(\d{1,3}(?:\.\d{1,3}){3}):\d+$/.exec(address);
+  return v4WithPort ? v4WithPort[1]! : address;
+}
+
 /**
  * The part of a client address that per-IP limits count: an IPv4 address
- * (also when it arrives IPv4-mapped, `::ffff:192.0.2.1`), or an IPv6 /64.
- * One IPv6 host commonly holds a whole /64 and can rotate through it, so
- * counting single IPv6 addresses would let it pass every per-IP limit.
- * Undefined for a value that is not an IP address.
+ * (also when it arrives IPv4-mapped, `::ffff:192.0.2.1`, or with a port), or
+ * an IPv6 /56. One IPv6 subscriber commonly holds a /56 (a /64 at least) and
+ * can rotate through it, so counting single IPv6 addresses would let it pass
+ * every per-IP limit. Undefined for a value that is not an IP address. A
+ * subject that is already a /56 (as `limits list` shows it) is its own.
  */
 export function ipSubject(address: string): string | undefined {
-  if (!ipaddr.isValid(address)) return undefined;
-  let parsed = ipaddr.parse(address);
+  const bare = withoutPort(address.trim()).replace(/\/56$/, '');
+  if (!ipaddr.isValid(bare)) return undefined;
+  let parsed = ipaddr.parse(bare);
   if (parsed instanceof ipaddr.IPv6 && parsed.isIPv4MappedAddress()) parsed = parsed.toIPv4Address();
   if (parsed instanceof ipaddr.IPv4) return parsed.toString();
-  const prefix = new ipaddr.IPv6([...parsed.parts.slice(0, 4), 0, 0, 0, 0]);
-  return `${prefix.toString()}/64`;
+  const [a, b, c, d] = parsed.parts as [number, number, number, number];
+  const prefix = new ipaddr.IPv6([a, b, c, d & 0xff00, 0, 0, 0, 0]);
+  return `${prefix.toString()}/56`;
+}
+
+/**
+ * The client address per-IP limits count for a request: Fastify's `req.ip`
+ * (the socket peer, or the trusted proxies' entry), or the socket peer when
+ * a proxy wrote something that is not an address.
+ */
+export function clientAddress(req: { ip: string; socket: { remoteAddress?: string | undefined } }): string {
+  return ipSubject(req.ip) ?? ipSubject(req.socket.remoteAddress ?? '') ?? 'unknown';
 }

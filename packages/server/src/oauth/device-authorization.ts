@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { AppContext } from '../context.js';
+import { clientAddress } from '../http/client-ip.js';
 import { DEVICE_CODE_TTL_SECONDS, DEVICE_POLL_INTERVAL_SECONDS } from '../config/defaults.js';
 import { StoreError, type DeviceAuthorization } from '../store/store.js';
 import { randomToken, sha256Hex } from '../util/crypto.js';
@@ -44,7 +45,7 @@ export async function deviceAuthorizationRoutes(app: FastifyInstance, ctx: AppCo
     if (!client.grantTypes.includes(DEVICE_GRANT)) throw new UnauthorizedClient('this application may not use the device authorization grant');
     const scopes = parseScope(params.scope, client.scopes);
     // Each authorization is a row kept for a day: counted per client IP and per application before one is made.
-    const admission = await ctx.limits.deviceAuthorization(req.ip, client.clientId);
+    const admission = await ctx.limits.deviceAuthorization(clientAddress(req), client.clientId);
     if (!admission.admitted) {
       throw new TemporarilyUnavailable('too many device authorization requests; retry later', admission.retryAfterSeconds, { status: 429 });
     }

@@ -1,4 +1,4 @@
-import { LIMITS as DEFAULT_LIMITS, type CounterKind, type Limit, type Limits } from '../config/defaults.js';
+import { LIMITS as DEFAULT_LIMITS, USERNAME_PATTERN, type CounterKind, type Limit, type Limits } from '../config/defaults.js';
 import { ipSubject } from '../http/client-ip.js';
 import type { Store } from '../store/store.js';
 
@@ -36,8 +36,6 @@ const key = (kind: CounterKind, ...subjects: string[]) => [kind, ...subjects].jo
 /** The IP subject of a counter (an IPv4 address or an IPv6 /64; see ipSubject). */
 const ipOf = (address: string) => ipSubject(address) ?? address;
 
-/** Usernames are counted without regard to case, and only in the form an account can have. */
-const USERNAME_FORM = /^[A-Za-z0-9._@-]{1,64}$/;
 
 /** Reads a counter key back; undefined for keys this module did not write. */
 export function describeCounter(counterKey: string, limits: Limits = DEFAULT_LIMITS): CounterInfo | undefined {
@@ -55,6 +53,8 @@ export function describeCounter(counterKey: string, limits: Limits = DEFAULT_LIM
       return { kind, limit, username: a, ...(b !== undefined && { ip: b }) };
     case 'user-code-account':
       return { kind, limit, userId: a };
+    case 'signin-device':
+      return { kind, limit };
     case 'device-authz-ip':
       return { kind, limit, clientId: a, ...(b !== undefined && { ip: b }) };
     case 'device-authz-client':
@@ -72,48 +72,56 @@ export class AbuseLimits {
   /**
    * Consumes the counters in order and stops at the first that is over its
    * limit, so a refusal never touches the counters after it (one IP hammering
-   * one account is stopped per IP before it counts against the account).
+   * one account is stopped per IP before it counts against the account). A
+   * refused attempt stays counted where it was counted: it was made.
    */
   private async consume(counters: readonly [CounterKind, string][]): Promise<Admission> {
     const now = this.now();
-    const taken: [string, Limit][] = [];
+    const taken: { key: string; windowStart: number }[] = [];
     for (const [kind, k] of counters) {
       const limit = this.limits[kind];
       const { count, windowStart } = await this.store.consumeRateLimit(k, limit.windowMs, now);
       if (count > limit.limit) {
         return { admitted: false, by: kind, retryAfterSeconds: Math.max(1, Math.ceil((windowStart + limit.windowMs - now) / 1000)) };
       }
-      taken.push([k, limit]);
+      taken.push({ key: k, windowStart });
     }
     return {
       admitted: true,
+      // Best effort, and only into the window the attempt was counted in: an answer that is already decided
+      // (a device approved, a correct password) must not turn into an error because the give-back failed, and a
+      // give-back that comes after its window ended must not lower the next one.
       giveBack: async () => {
-        for (const [k, limit] of taken) await this.store.releaseRateLimit(k, limit.windowMs, now);
+        for (const t of taken) await this.store.releaseRateLimit(t.key, t.windowStart).catch(() => undefined);
       },
     };
   }
 
   /**
    * A sign-in attempt, before its password is hashed: per client IP, per IP
-   * and username, then per username across IPs. An account past its own limit
-   * (distributed guessing) is slowed to one attempt every few seconds, not
-   * locked, so its owner can still sign in; `users unlock` clears it.
+   * and username, then either per device cookie (`device`: a browser where
+   * this user signed in before, see web/trusted-device.ts) or, from any other
+   * browser, per username across IPs. An account past that budget (distributed
+   * guessing) is slowed for unknown browsers to one attempt a minute, never
+   * locked, and never slowed for its owner's known browsers; `users unlock`
+   * clears it.
    */
-  async signIn(ip: string, username: string): Promise<Admission> {
+  async signIn(ip: string, username: string, device?: string): Promise<Admission> {
     const name = username.toLowerCase();
-    if (!USERNAME_FORM.test(name)) return this.consume([['signin-ip', key('signin-ip', ipOf(ip))]]);
-    const admission = await this.consume([
-      ['signin-ip', key('signin-ip', ipOf(ip))],
+    const perIp = key('signin-ip', ipOf(ip));
+    if (!USERNAME_PATTERN.test(name)) return this.consume([['signin-ip', perIp]]);
+    const here: [CounterKind, string][] = [
+      ['signin-ip', perIp],
       ['signin-account-ip', key('signin-account-ip', name, ipOf(ip))],
-    ]);
+    ];
+    if (device !== undefined) return this.consume([...here, ['signin-device', key('signin-device', device)]]);
+    const admission = await this.consume(here);
     if (!admission.admitted) return admission;
     const account = await this.consume([['signin-account', key('signin-account', name)]]);
     if (account.admitted) return combine(admission, account);
-    // Over the account's budget: no refusal yet, but at most one attempt per slot, whoever makes it.
+    // Over the account's budget: no refusal yet, but one attempt per slot, whoever makes it.
     const slowed = await this.consume([['signin-account-slowed', key('signin-account-slowed', name)]]);
-    if (slowed.admitted) return combine(admission, slowed);
-    await admission.giveBack();
-    return slowed;
+    return slowed.admitted ? combine(admission, slowed) : slowed;
   }
 
   /**

@@ -338,9 +338,15 @@ export class Store {
     if (Number(r.numUpdatedRows) === 0) throw new StoreError('not_found', `no user ${username}`);
   }
 
-  /** Replaces a user's password hash (an upgrade to current parameters, or a reset). */
-  async setPasswordHash(userId: string, passwordHash: string): Promise<void> {
-    await this.db.updateTable('users').set({ password_hash: passwordHash }).where('id', '=', userId).execute();
+  /**
+   * Replaces a user's password hash: a reset, or (with `replacing`) an upgrade
+   * to current parameters that applies only if the hash is still the one that
+   * was checked, so it never undoes a reset made in between.
+   */
+  async setPasswordHash(userId: string, passwordHash: string, replacing?: string): Promise<void> {
+    let q = this.db.updateTable('users').set({ password_hash: passwordHash }).where('id', '=', userId);
+    if (replacing !== undefined) q = q.where('password_hash', '=', replacing);
+    await q.execute();
   }
 
   async countUsers(): Promise<number> {
@@ -701,13 +707,17 @@ export class Store {
     return { count: row.count, windowStart: row.window_start };
   }
 
-  /** Gives one event back to the live window under `key` (a success that was counted before it was known). */
-  async releaseRateLimit(key: string, windowMs: number, now: number): Promise<void> {
+  /**
+   * Gives one event back to the window it was counted in (a success that was
+   * counted before it was known); nothing when that window has since ended
+   * and another begun.
+   */
+  async releaseRateLimit(key: string, windowStart: number): Promise<void> {
     await this.db
       .updateTable('rate_limits')
       .set({ count: sql<number>`count - 1` })
       .where('key', '=', key)
-      .where('window_start', '>', now - windowMs)
+      .where('window_start', '=', windowStart)
       .where('count', '>', 0)
       .execute();
   }

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
-import { PASSWORD_HASHES_QUEUED_PER_THREAD } from '../config/defaults.js';
+import { PASSWORD_HASHES_PER_CLIENT, PASSWORD_HASHES_QUEUED_PER_THREAD } from '../config/defaults.js';
 import type { PasswordTask } from './password-worker.js';
 
 /** Thrown when the hashes in flight are at the cap: the caller answers 503 and the client retries. */
@@ -11,7 +11,7 @@ export class PasswordHasherBusy extends Error {
 }
 
 // The worker is its own bundle entry (dist/password-worker.js, next to the bundle that loads it). Tests run
-// this module from src/, where the built worker is one folder up; `pnpm test` builds first.
+// this module from src/util/, two folders below the package's dist/; `pnpm test` builds first.
 const here = import.meta.url;
 const WORKER = fileURLToPath(new URL(here.endsWith('.ts') ? '../../dist/password-worker.js' : './password-worker.js', here));
 
@@ -26,7 +26,11 @@ export class PasswordHasher {
   private readonly cap: number;
   private inFlight = 0;
 
-  constructor(threads: number, queuedPerThread = PASSWORD_HASHES_QUEUED_PER_THREAD) {
+  constructor(
+    threads: number,
+    private readonly perClient = PASSWORD_HASHES_PER_CLIENT,
+    queuedPerThread = PASSWORD_HASHES_QUEUED_PER_THREAD,
+  ) {
     if (!existsSync(WORKER)) throw new Error(`password worker ${WORKER} is missing: build the server first (pnpm build)`);
     this.cap = threads * queuedPerThread;
     this.pool = new Piscina({
@@ -46,27 +50,40 @@ export class PasswordHasher {
     return this.inFlight;
   }
 
-  private async run<T>(task: PasswordTask): Promise<T> {
-    if (this.inFlight >= this.cap) throw new PasswordHasherBusy('too many password checks in progress');
+  /** Hashes in flight by client: one client never holds more than one of the capped places. */
+  private readonly byClient = new Map<string, number>();
+
+  private async run<T>(task: PasswordTask, client: string): Promise<T> {
+    const mine = this.byClient.get(client) ?? 0;
+    if (this.inFlight >= this.cap || mine >= this.perClient) throw new PasswordHasherBusy('too many password checks in progress');
     this.inFlight++;
+    this.byClient.set(client, mine + 1);
     try {
       return (await this.pool.run(task)) as T;
     } finally {
       this.inFlight--;
+      const left = this.byClient.get(client)! - 1;
+      if (left === 0) this.byClient.delete(client);
+      else this.byClient.set(client, left);
     }
   }
 
-  /** @throws PasswordHasherBusy */
-  verify(password: string, stored: string): Promise<boolean> {
-    return this.run({ op: 'verify', password, stored });
+  /**
+   * Checks a password against a stored hash on a hashing thread; `client` is
+   * who asks (the per-IP subject), so one client cannot fill every place.
+   * @throws PasswordHasherBusy
+   */
+  verify(password: string, stored: string, client: string): Promise<boolean> {
+    return this.run({ op: 'verify', password, stored }, client);
   }
 
   /** @throws PasswordHasherBusy */
-  hash(password: string): Promise<string> {
-    return this.run({ op: 'hash', password });
+  hash(password: string, client: string): Promise<string> {
+    return this.run({ op: 'hash', password }, client);
   }
 
+  /** Lets the hashes in flight finish (the HTTP server has stopped taking requests by then), then stops the threads. */
   async close(): Promise<void> {
-    await this.pool.close({ force: true });
+    await this.pool.close();
   }
 }

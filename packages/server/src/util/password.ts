@@ -38,7 +38,9 @@ export function parsePasswordHash(stored: string): ParsedHash | undefined {
   const params = { N: Number(n), r: Number(r), p: Number(p), keylen: 0 };
   if (!isPowerOfTwo(params.N) || params.N < 1 << 10 || params.N > 1 << 20) return undefined;
   if (!Number.isInteger(params.r) || params.r < 1 || params.r > 32) return undefined;
-  if (!Number.isInteger(params.p) || params.p < 1 || params.p > 16) return undefined;
+  if (!Number.isInteger(params.p) || params.p < 1 || params.p > 4) return undefined;
+  // At most 256 MiB of memory per hash (twice the current cost), whatever N and r say.
+  if (128 * params.N * params.r > 256 * 1024 * 1024) return undefined;
   const keyBytes = Buffer.from(key, 'base64url');
   if (keyBytes.length < 16 || keyBytes.length > 64) return undefined;
   return { params: { ...params, keylen: keyBytes.length }, salt: Buffer.from(salt, 'base64url'), key: keyBytes };

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.js';
+import { clientAddress } from '../http/client-ip.js';
 import { formatUserCode, normalizeUserCode } from '../oauth/user-code.js';
 import type { DeviceAuthorization } from '../store/store.js';
 import { requireSignIn, type CurrentSession } from './session.js';
@@ -49,7 +50,7 @@ export async function devicePageRoutes(app: FastifyInstance, ctx: AppContext): P
     const now = config.now();
     const viewer = viewerOf(reply, current);
     // Counted before the lookup (RFC 8628 §5.1); a code that can be confirmed gives its attempt back.
-    const admission = await limits.userCodeGuess(req.ip, current.user.id);
+    const admission = await limits.userCodeGuess(clientAddress(req), current.user.id);
     if (!admission.admitted) {
       return sendPage(reply, <DeviceEntryPage viewer={viewer} code={typed} error={tooMany(reply, admission.retryAfterSeconds)} />, 429);
     }
@@ -83,7 +84,7 @@ export async function devicePageRoutes(app: FastifyInstance, ctx: AppContext): P
     }
     // The code posted here is a guess like one typed at /device, from the same budget: without it, a signed-in
     // account could guess codes here directly and approve a stranger's device.
-    const admission = await limits.userCodeGuess(req.ip, current.user.id);
+    const admission = await limits.userCodeGuess(clientAddress(req), current.user.id);
     if (!admission.admitted) {
       return sendPage(reply, <MessagePage viewer={viewer} title="Too many attempts" kind="error" message={tooMany(reply, admission.retryAfterSeconds)} />, 429);
     }

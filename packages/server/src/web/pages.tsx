@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { VNode } from 'preact';
 import { STORE_RETRY_AFTER_SECONDS } from '../config/defaults.js';
 import type { AppContext } from '../context.js';
+import { clientAddress } from '../http/client-ip.js';
 import { FormError, isParsedForm, parseQuery } from '../http/form.js';
 import {
   AuthorizationPageError,
@@ -73,7 +74,7 @@ export function pageErrorHandler(ctx: AppContext) {
 
 /** End-user pages: sign-in, sign-out, consent and the authorization endpoint that drives them. */
 export async function pageRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  const { sessions, continuations, store, config, limits, passwords } = ctx;
+  const { sessions, continuations, store, config, limits, passwords, trustedDevices } = ctx;
 
   app.get('/assets/style.css', async (req, reply) => {
     reply.header('etag', STYLESHEET_ETAG).header('cache-control', 'public, max-age=3600');
@@ -113,8 +114,10 @@ export async function pageRoutes(app: FastifyInstance, ctx: AppContext): Promise
       return sendPage(reply, <SignInPage csrf={reply.generateCsrf()} continueId={waiting && form.continue} username={username.slice(0, MAX_USERNAME)} error={error} appName={await appNameOf(waiting)} />, status);
     };
     if (!username || !password) return retry('Enter your username and password.', 400);
-    // Counted before the password is hashed: parallel guesses cannot all pass a check not yet counted.
-    const admission = await limits.signIn(req.ip, username.slice(0, MAX_USERNAME));
+    // Counted before the password is hashed: parallel guesses cannot all pass a check not yet counted. A browser
+    // where this user signed in before is counted on its own, never slowed by an attack on the account.
+    const client = clientAddress(req);
+    const admission = await limits.signIn(client, username.slice(0, MAX_USERNAME), trustedDevices.deviceFor(req, username));
     if (!admission.admitted) {
       reply.header('retry-after', String(admission.retryAfterSeconds));
       return retry(`Too many failed sign-ins. Try again in ${retryAfterText(admission.retryAfterSeconds)}.`, 429);
@@ -124,7 +127,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: AppContext): Promise
     let ok: boolean;
     try {
       // Hash even for unknown users so response time does not reveal which usernames exist.
-      ok = await passwords.verify(password, user?.password_hash ?? DUMMY_PASSWORD_HASH);
+      ok = await passwords.verify(password, user?.password_hash ?? DUMMY_PASSWORD_HASH, client);
     } catch (err) {
       if (!(err instanceof PasswordHasherBusy)) throw err;
       await admission.giveBack();
@@ -135,13 +138,15 @@ export async function pageRoutes(app: FastifyInstance, ctx: AppContext): Promise
     await admission.giveBack();
     if (user.disabled_at !== null) return retry('This account is disabled.', 403);
     if (needsRehash(user.password_hash)) {
-      // Upgraded to the current cost while the password is at hand; when the hashers are busy, next time.
+      // Upgraded to the current cost while the password is at hand, only over the hash just checked (a reset in
+      // between wins). The sign-in itself has succeeded: if the upgrade cannot be made now, it is made next time.
       try {
-        await store.setPasswordHash(user.id, await passwords.hash(password));
+        await store.setPasswordHash(user.id, await passwords.hash(password, client), user.password_hash);
       } catch (err) {
-        if (!(err instanceof PasswordHasherBusy)) throw err;
+        req.log.warn({ err, reqId: req.id }, 'password hash upgrade postponed');
       }
     }
+    trustedDevices.issue(reply, user.username);
     await sessions.start(reply, user);
     return reply.redirect(await continuations.resume(req, form.continue), 303);
   });
