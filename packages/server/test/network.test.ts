@@ -6,13 +6,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { buildApp } from '../src/app.js';
-import { bootstrapStore } from '../src/bootstrap.js';
 import { loadConfig, type ServerConfig } from '../src/config/config.js';
 import { STORE_RETRY_AFTER_SECONDS } from '../src/config/defaults.js';
 import { openStore } from '../src/store/open.js';
 import { StoreError, type Store } from '../src/store/store.js';
 import { isStoreUnavailable } from '../src/store/unavailable.js';
-import { freePort } from '../../../test/support/http.js';
+import { Browser, freePort, hidden, type Res } from '../../../test/support/http.js';
+import { addUser, bootstrapStore } from '../src/bootstrap.js';
 import { dialects, freshStore, startServer, type TestServer } from './helpers.js';
 
 /** What a raw connection got back, and when the server closed it (ms after the first byte was sent). */
@@ -120,16 +120,38 @@ describe('slow and stalled clients are cut by the socket timeouts', () => {
   });
   afterAll(async () => server.close());
 
-  for (const path of ['/oauth/token', '/signin']) {
-    it(`a body that never arrives is cut at the request timeout (${path})`, async () => {
-      const head = `POST ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\ngrant_type=`;
-      const { response, closedAfterMs } = await rawExchange(portOf(server), head, { giveUpMs: 10_000 });
-      expect(response).toMatch(/^HTTP\/1\.1 408 /);
+  // Every route that takes a body. The timeout is the HTTP server's, before any route runs, so each is cut alike.
+  const POST_ROUTES = [
+    '/oauth/token',
+    '/oauth/device/authorization',
+    '/oauth/revoke',
+    '/oauth/userinfo',
+    '/signin',
+    '/signout',
+    '/consent',
+    '/device',
+    '/device/decision',
+    '/dashboard/apps',
+    '/dashboard/apps/authcli',
+    '/dashboard/apps/authcli/delete',
+    '/dashboard/apps/authcli/rotate-secret',
+  ];
+
+  it(`a body that never arrives is cut at the request timeout, at every route that takes one (${POST_ROUTES.length} at once)`, async () => {
+    const outcomes = await Promise.all(
+      POST_ROUTES.map((path) =>
+        rawExchange(portOf(server), `POST ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\nx=`, {
+          giveUpMs: 10_000,
+        }),
+      ),
+    );
+    for (const [i, { response, closedAfterMs }] of outcomes.entries()) {
+      expect(response, POST_ROUTES[i]).toMatch(/^HTTP\/1\.1 408 /);
       // Not before the request timeout (so the headers timeout did not do it), at most a checking interval after.
-      expect(closedAfterMs).toBeGreaterThan(1900);
-      expect(closedAfterMs).toBeLessThan(2000 + 250 + 500);
-    });
-  }
+      expect(closedAfterMs, POST_ROUTES[i]).toBeGreaterThan(1900);
+      expect(closedAfterMs, POST_ROUTES[i]).toBeLessThan(2000 + 250 + 500);
+    }
+  });
 
   it('headers that never finish (slowloris) are cut at the headers timeout, however busy the trickle', async () => {
     const head = 'GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: ';
@@ -394,6 +416,60 @@ describe.runIf(dialects().includes('postgres'))('a stalled PostgreSQL gives quic
     expect((await pollToken(server.url)).status).toBe(400);
     expect((await fetch(`${server.url}/oauth/authorize?client_id=nobody`)).status).toBeLessThan(500);
     expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+  });
+
+  it('with the database gone, every endpoint answers within the database timeout, never a 500: 503 where it needs the store', async () => {
+    // Before the outage: a signed-in browser (session and CSRF cookies, a form token) to reach the pages with.
+    await addUser(server.store, { username: 'alice', password: 'correct horse battery' }, Date.now());
+    const browser = new Browser(server.url);
+    const signin = await browser.get('/signin');
+    const csrf = hidden(signin.text, '_csrf');
+    expect((await browser.postForm('/signin', { _csrf: csrf, username: 'alice', password: 'correct horse battery' })).status).toBe(303);
+    const devicePage = await browser.get('/device');
+    const pageCsrf = hidden(devicePage.text, '_csrf');
+    const form = (body: Record<string, string>) => new URLSearchParams(body).toString();
+    const formHeaders = { 'content-type': 'application/x-www-form-urlencoded' };
+    // Needs the store: each must say "temporarily unavailable".
+    const needsStore: Record<string, () => Promise<Res>> = {
+      'POST /oauth/token': () => browser.request('POST', '/oauth/token', POLL, formHeaders),
+      'POST /oauth/device/authorization': () => browser.request('POST', '/oauth/device/authorization', form({ client_id: `c-${Math.random()}` }), formHeaders),
+      'POST /oauth/revoke': () => browser.request('POST', '/oauth/revoke', form({ token: 'x', client_id: `c-${Math.random()}` }), formHeaders),
+      'GET /oauth/authorize': () => browser.get(`/oauth/authorize?client_id=c-${Math.random()}`),
+      'POST /signin': () => browser.postForm('/signin', { _csrf: csrf, username: 'alice', password: 'wrong password' }),
+      'GET /device': () => browser.get('/device'),
+      'POST /device': () => browser.postForm('/device', { _csrf: pageCsrf, user_code: 'BCDF-GHJK' }),
+      'POST /device/decision': () => browser.postForm('/device/decision', { _csrf: pageCsrf, user_code: 'BCDF-GHJK', decision: 'approve' }),
+      'GET /dashboard': () => browser.get('/dashboard'),
+      'GET /developer/playground': () => browser.get('/developer/playground'),
+      'GET /': () => browser.get('/'),
+      'GET /readyz': () => browser.get('/readyz'),
+    };
+    // Need nothing of it: they answer as usual.
+    const storeless: Record<string, () => Promise<Res>> = {
+      'GET /healthz': () => browser.get('/healthz'),
+      'GET /.well-known/openid-configuration': () => browser.get('/.well-known/openid-configuration'),
+      'GET /oauth/jwks': () => browser.get('/oauth/jwks'),
+      'GET /oauth/userinfo (a token that is not ours)': () => browser.request('GET', '/oauth/userinfo', undefined, { authorization: 'Bearer not.a.token' }),
+    };
+    server.proxy.stall();
+    try {
+      const run = (calls: Record<string, () => Promise<Res>>) =>
+        Promise.all(Object.entries(calls).map(async ([name, call]) => ({ name, ...(await timed(call)) })));
+      const [down, up] = await Promise.all([run(needsStore), run(storeless)]);
+      for (const { name, value, ms } of down) {
+        expect(value.status, name).toBe(503);
+        // The probe answers its load balancer, not a client that would retry.
+        if (name !== 'GET /readyz') expect(value.headers.get('retry-after'), name).toBeTruthy();
+        expect(ms, name).toBeLessThan(DB_TIMEOUT_MS + 250 + 1000);
+      }
+      for (const { name, value, ms } of up) {
+        expect(value.status, name).toBeLessThan(500);
+        expect(ms, name).toBeLessThan(1000);
+      }
+    } finally {
+      server.proxy.resume();
+    }
+    expect((await browser.get('/dashboard')).status).toBe(200);
   });
 
   it('new connections into the black hole (connect and pool acquire) give up at the database timeout, more callers than the pool holds included', async () => {
