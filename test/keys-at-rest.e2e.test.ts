@@ -8,7 +8,7 @@ import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { challengeS256, generateNonce, generateState, generateVerifier } from '@authcli/pkce';
 import { dialects, freshDatabase, type TestDatabase } from './support/databases.js';
 import { approveInBrowser, Browser, freePort } from './support/http.js';
-import { SERVER_BIN, serverCommand, startServerProcess, type CommandResult } from './support/server-process.js';
+import { SERVER_BIN, serverCommand, startServerProcess, waitUntilReady, type CommandResult } from './support/server-process.js';
 
 const PASSWORD = 'keys at rest password';
 const UNENCRYPTED = 'signing keys are stored unencrypted';
@@ -65,17 +65,7 @@ async function startUnderUmask000(env: Record<string, string>) {
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr.on('data', (d: Buffer) => (out += d.toString()));
   const issuer = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`server exited early:\n${out}`);
-    try {
-      if ((await fetch(`${issuer}/readyz`)).ok) break;
-    } catch {
-      /* not listening yet */
-    }
-    if (Date.now() > deadline) throw new Error(`server did not start:\n${out}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitUntilReady(issuer, child, () => out);
   const exit = async (signal: NodeJS.Signals) => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((r) => child.once('exit', r));

@@ -1,34 +1,13 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from './support/http.js';
+import { rawExchange } from './support/raw-http.js';
 import { serverCommand, startServerProcess, type ServerProcess } from './support/server-process.js';
 
-/** Sends `head` on a raw connection and waits for the server to close it: what came back and when (ms). */
-function sendAndWaitForClose(port: number, head: string, trickleEveryMs?: number): Promise<{ response: string; ms: number }> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1');
-    let response = '';
-    let started = 0;
-    let trickle: NodeJS.Timeout | undefined;
-    const giveUp = setTimeout(() => {
-      clearInterval(trickle);
-      socket.destroy();
-      reject(new Error(`still open after 10 s; got ${JSON.stringify(response)}`));
-    }, 10_000);
-    socket.setEncoding('latin1');
-    socket.on('data', (d: string) => (response += d));
-    socket.on('error', () => undefined);
-    socket.on('close', () => {
-      clearTimeout(giveUp);
-      clearInterval(trickle);
-      resolve({ response, ms: performance.now() - started });
-    });
-    socket.on('connect', () => {
-      started = performance.now();
-      socket.write(head);
-      if (trickleEveryMs) trickle = setInterval(() => socket.writable && socket.write('x'), trickleEveryMs);
-    });
-  });
+/** Sends `head` on a raw connection (then a byte every `trickleEveryMs`) and waits for the server to close it. */
+async function sendAndWaitForClose(port: number, head: string, trickleEveryMs?: number): Promise<{ response: string; ms: number }> {
+  const { response, closedAfterMs } = await rawExchange(port, head, { giveUpMs: 10_000, ...(trickleEveryMs && { trickleEveryMs }) });
+  return { response, ms: closedAfterMs };
 }
 
 describe('the network limits of a started authcli-server process come from its environment', () => {

@@ -28,6 +28,21 @@ export function serverCommand(args: string[], env: NodeJS.ProcessEnv, input?: st
   });
 }
 
+/** Waits (up to 20 s) until the server process answers `/readyz`; fails with its output if it exits first. */
+export async function waitUntilReady(issuer: string, child: ChildProcess, output: () => string): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`server exited early:\n${output()}`);
+    try {
+      if ((await fetch(`${issuer}/readyz`)).ok) return;
+    } catch {
+      /* not listening yet */
+    }
+    if (Date.now() > deadline) throw new Error(`server did not start:\n${output()}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
 export interface ServerProcess {
   issuer: string;
   env: NodeJS.ProcessEnv;
@@ -46,17 +61,7 @@ export async function startServerProcess(opts: { database?: string; env?: Record
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
   const issuer = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`server exited early:\n${out}`);
-    try {
-      if ((await fetch(`${issuer}/readyz`)).ok) break;
-    } catch {
-      /* not listening yet */
-    }
-    if (Date.now() > deadline) throw new Error(`server did not start:\n${out}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitUntilReady(issuer, child, () => out);
   return {
     issuer,
     env,

@@ -12,46 +12,9 @@ import { openStore } from '../src/store/open.js';
 import { StoreError, type Store } from '../src/store/store.js';
 import { isStoreUnavailable } from '../src/store/unavailable.js';
 import { Browser, freePort, hidden, type Res } from '../../../test/support/http.js';
+import { rawExchange } from '../../../test/support/raw-http.js';
 import { addUser, bootstrapStore } from '../src/bootstrap.js';
 import { dialects, freshStore, startServer, type TestServer } from './helpers.js';
-
-/** What a raw connection got back, and when the server closed it (ms after the first byte was sent). */
-interface RawOutcome {
-  response: string;
-  closedAfterMs: number;
-}
-
-/**
- * Sends `head` over a raw connection, then `trickle` one byte at a time every
- * `trickleEveryMs` (a client that never finishes), and waits for the server to
- * close the connection; fails if it is still open after `giveUpMs`.
- */
-function rawExchange(port: number, head: string, opts: { trickleEveryMs?: number; giveUpMs: number }): Promise<RawOutcome> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1');
-    let response = '';
-    let started = 0;
-    let trickle: NodeJS.Timeout | undefined;
-    const giveUp = setTimeout(() => {
-      clearInterval(trickle);
-      socket.destroy();
-      reject(new Error(`still open after ${opts.giveUpMs} ms; got ${JSON.stringify(response)}`));
-    }, opts.giveUpMs);
-    socket.setEncoding('latin1');
-    socket.on('data', (d: string) => (response += d));
-    socket.on('error', () => undefined);
-    socket.on('close', () => {
-      clearTimeout(giveUp);
-      clearInterval(trickle);
-      resolve({ response, closedAfterMs: performance.now() - started });
-    });
-    socket.on('connect', () => {
-      started = performance.now();
-      socket.write(head);
-      if (opts.trickleEveryMs) trickle = setInterval(() => socket.writable && socket.write('x'), opts.trickleEveryMs);
-    });
-  });
-}
 
 /** Opens `n` connections that each send `head` and then nothing, in batches (the listen backlog is finite). */
 async function stalledConnections(port: number, n: number, head: (i: number) => string): Promise<Socket[]> {
