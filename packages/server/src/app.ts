@@ -135,15 +135,16 @@ async function readiness(store: Store): Promise<'ready' | 'schema_outdated' | 's
 export async function buildApp(config: ServerConfig, store: Store): Promise<FastifyInstance> {
   const keys = new KeyRing(store, config.now, Math.max(config.accessTokenTtlSeconds, config.idTokenTtlSeconds) * 1000, config.keyEncryptionKey);
   await keys.init();
+  const limits = new AbuseLimits(store, config.now, config.limits);
   const ctx: AppContext = {
     config,
     store,
     keys,
     tokens: new TokenIssuer(config, keys, config.accessTokenAlg),
     sessions: new Sessions(config, store),
-    limits: new AbuseLimits(store, config.now, config.limits),
     passwords: new PasswordHasher(config.passwordHashThreads, config.passwordHashesPerClient),
-    continuations: new Continuations(config, store.db),
+    limits,
+    continuations: new Continuations(config, store.db, limits),
     trustedDevices: await TrustedDevices.open(config, store),
   };
   const https = config.issuer.startsWith('https:');

@@ -258,6 +258,22 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
     expect(Number(rows.n)).toBe(30);
   });
 
+  it('signed-out visits store at most the limit of continuations per address; past it sign-in still works, without one', async () => {
+    const s = await start({ limits: { ...LIMITS, 'continuation-ip': { limit: 20, windowMs: 600_000 } } });
+    const visits = await Promise.all(Array.from({ length: 30 }, () => new Browser(s.url).get('/dashboard')));
+    const locations = visits.map((v) => v.location ?? '');
+    expect(locations.filter((l) => /^\/signin\?continue=[A-Za-z0-9_-]{43}$/.test(l))).toHaveLength(20);
+    expect(locations.filter((l) => l === '/signin')).toHaveLength(10);
+    const rows = await s.store.db.selectFrom('continuations').select((eb) => eb.fn.countAll<string | number>().as('n')).executeTakeFirstOrThrow();
+    expect(Number(rows.n)).toBe(20);
+    // The visitor past the limit signs in all the same, and lands on the home page.
+    const b = new Browser(s.url);
+    const page = await b.get('/signin');
+    const done = await b.postForm('/signin', { _csrf: hidden(page.text, '_csrf'), username: 'alice', password: PASSWORD });
+    expect(done.status).toBe(303);
+    expect(done.location).toBe('/');
+  });
+
   it('an IPv6 client is counted by its /56: rotating addresses and /64s inside it does not escape', async () => {
     const s = await start({ trustProxy: 1 });
     const answers = await Promise.all(

@@ -45,6 +45,7 @@ export function describeCounter(counterKey: string, limits: Limits = DEFAULT_LIM
   switch (kind) {
     case 'signin-ip':
     case 'user-code-ip':
+    case 'continuation-ip':
       return { kind, limit, ip: a };
     case 'signin-account':
     case 'signin-account-slowed':
@@ -133,6 +134,11 @@ export class AbuseLimits {
       ['user-code-ip', key('user-code-ip', ipOf(ip))],
       ['user-code-account', key('user-code-account', userId)],
     ]);
+  }
+
+  /** A sign-in continuation stored for a signed-out visitor (each is a row kept 15 minutes). */
+  async continuation(ip: string): Promise<Admission> {
+    return this.consume([['continuation-ip', key('continuation-ip', ipOf(ip))]]);
   }
 
   /** A device authorization request (RFC 8628 §3.1), per client IP and application, then per application. */

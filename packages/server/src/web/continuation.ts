@@ -2,6 +2,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Kysely } from 'kysely';
 import type { ServerConfig } from '../config/config.js';
 import { CONTINUATION_TTL_MS } from '../config/defaults.js';
+import { clientAddress } from '../http/client-ip.js';
+import type { AbuseLimits } from '../oauth/limits.js';
 import { formatUserCode, normalizeUserCode } from '../oauth/user-code.js';
 import { ContinuationStore } from '../store/continuations.js';
 import type { Database } from '../store/schema.js';
@@ -117,6 +119,7 @@ export class Continuations {
   constructor(
     private readonly config: ServerConfig,
     db: Kysely<Database>,
+    private readonly limits: AbuseLimits,
   ) {
     this.secure = config.issuer.startsWith('https:');
     this.cookieName = this.secure ? '__Host-authcli_continue' : 'authcli_continue';
@@ -135,6 +138,9 @@ export class Continuations {
    * started in several tabs all stay usable) and its lifetime renewed.
    */
   async signInUrl(req: FastifyRequest, reply: FastifyReply, target: Continuation): Promise<string> {
+    // Every signed-out visit stores a row: one address may not fill the store with them. Past its limit the
+    // sign-in still works and lands on the home page.
+    if (!(await this.limits.continuation(clientAddress(req))).admitted) return '/signin';
     const existing = req.cookies[this.cookieName];
     const binding = existing !== undefined && TOKEN.test(existing) ? existing : randomToken(32);
     reply.setCookie(this.cookieName, binding, {
