@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
-import { CONTINUATION_TTL_MS } from '../src/config/defaults.js';
+import { CONTINUATION_TTL_MS, LIMITS } from '../src/config/defaults.js';
 import { sha256Hex } from '../src/util/crypto.js';
 import {
   authorizeUrl,
@@ -50,7 +50,8 @@ describe.each(dialects())('sign-in continuation (%s)', (dialect) => {
   const redirectUri = 'https://app.example/callback';
 
   beforeAll(async () => {
-    server = await startServer(dialect);
+    // This suite makes far more signed-out visits from one address than a person would; the limit has its own test.
+    server = await startServer(dialect, { limits: { ...LIMITS, 'continuation-ip': { limit: 100_000, windowMs: 600_000 } } });
     await seedUser(server);
     ({ app: { clientId } } = await seedApp(server, { name: 'Continuation App', callbackUrls: [redirectUri] }));
   });

@@ -86,7 +86,7 @@ export const LIMITS = {
    * Sign-in continuations one client IP may make (each signed-out visit to a page that needs sign-in stores
    * one, up to ~4 KB, for 15 minutes). Past it the sign-in still works; it just lands on the home page.
    */
-  'continuation-ip': { limit: 100, windowMs: 10 * MINUTE },
+  'continuation-ip': { limit: 300, windowMs: 10 * MINUTE },
   /** Device authorizations one client IP may start for one application (a person needs a handful). */
   'device-authz-ip': { limit: 30, windowMs: 10 * MINUTE },
   /** Device authorizations per application from everywhere: each row is kept a day. */
