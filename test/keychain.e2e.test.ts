@@ -171,6 +171,22 @@ describe('credential storage: the Secret Service (gnome-keyring) and the file fa
     expect(refreshed.stderr).not.toMatch(/keychain|credentials are kept/i);
   });
 
+  it('a locked keyring holding the session is said, not taken for "signed out"', async () => {
+    const ss = await secretService();
+    const home = tempConfigHome();
+    const env = { XDG_CONFIG_HOME: home, AUTHCLI_ISSUER: server.issuer, ...ss.env };
+    await login(env);
+    await ss.lock();
+    for (const command of ['token', 'status']) {
+      const locked = await runCli([command], env).exit;
+      expect(locked.code, command).toBe(1);
+      expect(locked.stdout).toBe('');
+      expect(locked.stderr).toMatch(/^authcli: the keychain \(Secret Service\) is locked \(.*IsLocked.*\); unlock it, or use --storage file\n$/);
+    }
+    await ss.unlock();
+    await tokenWorks(env);
+  });
+
   it('--storage file and AUTHCLI_STORAGE=file keep credentials in the file even with a keychain, without a notice', async () => {
     const ss = await secretService();
     const home = tempConfigHome();

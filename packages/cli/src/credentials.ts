@@ -3,7 +3,7 @@
 // this module decides between them and keeps the API every command uses.
 import { CliError } from './errors.js';
 import { credentialsPath, deleteFileSession, readFileSessions, writeFileSession } from './storage/file.js';
-import { deleteKeychainSession, keychainMayAnswer, keychainName, readKeychainSessions, writeKeychainSession } from './storage/keychain.js';
+import { deleteKeychainSession, KeychainError, keychainMayAnswer, keychainName, readKeychainSessions, writeKeychainSession } from './storage/keychain.js';
 import { fallbackAnnounced, forgetAnnounced, rememberAnnounced } from './storage/notice.js';
 import { announcesFallback, readsKeychain, storageChoice, writesKeychain, type Situation } from './storage/select.js';
 import { newer, type StoredSession } from './storage/session.js';
@@ -46,8 +46,8 @@ export async function locateSession(issuer: string, env: NodeJS.ProcessEnv = pro
   try {
     inKeychain = (await readKeychainSessions())[issuer];
   } catch (err) {
-    // Asked for the keychain and it cannot say: "not signed in" would be a guess.
-    if (s.choice === 'keychain' && !inFile) throw err;
+    // Asked for the keychain, or it is there but locked, and it cannot say: "not signed in" would be a guess.
+    if ((s.choice === 'keychain' || (err instanceof KeychainError && err.locked)) && !inFile) throw err;
     return { session: inFile, store: fileStore(env), keychainError: (err as Error).message };
   }
   const session = newer(inFile, inKeychain);

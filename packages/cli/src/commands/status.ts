@@ -14,7 +14,8 @@ function describeIn(ms: number): string {
 export async function status(flags: SettingFlags & { json?: boolean }): Promise<void> {
   const settings = await resolveSettings(flags);
   const { session, store, keychainError } = await locateSession(settings.issuer);
-  if (keychainError) process.stderr.write(`Only the file was read: ${keychainError}\n`);
+  // A locked keyring may hide a session: say why only the file was read.
+  if (keychainError && !session) process.stderr.write(`Only the file was read: ${keychainError}\n`);
   if (flags.json) {
     process.stdout.write(
       `${JSON.stringify(

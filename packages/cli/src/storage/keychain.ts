@@ -42,8 +42,23 @@ function keyring(): Promise<Keyring> {
   return loaded;
 }
 
-function failure(action: string, err: unknown): CliError {
-  return new CliError('storage', `the keychain (${keychainName()}) could not ${action}: ${(err as Error).message ?? String(err)}`, { cause: err });
+/** A keychain that failed; `locked` when it is there but locked (Secret Service `IsLocked`), so what it holds cannot be read. */
+export class KeychainError extends CliError {
+  constructor(
+    message: string,
+    readonly locked: boolean,
+    options?: { cause?: unknown },
+  ) {
+    super('storage', message, options);
+  }
+}
+
+function failure(action: string, err: unknown): KeychainError {
+  const detail = (err as Error).message ?? String(err);
+  if (/IsLocked|\blocked\b/i.test(detail)) {
+    return new KeychainError(`the keychain (${keychainName()}) is locked (${detail}); unlock it, or use --storage file`, true, { cause: err });
+  }
+  return new KeychainError(`the keychain (${keychainName()}) could not ${action}: ${detail}`, false, { cause: err });
 }
 
 function account(issuer: string, clientId: string): string {
@@ -100,11 +115,16 @@ export async function readKeychainSessions(): Promise<Record<string, StoredSessi
 export async function writeKeychainSession(issuer: string, session: StoredSession): Promise<void> {
   try {
     await (await entry(issuer, session.client_id)).setPassword(JSON.stringify(session));
+  } catch (err) {
+    throw failure('store the credentials', err);
+  }
+  // Best effort once the session is stored: an entry left behind is older, and reads take the newer.
+  try {
     for (const other of await findAll()) {
       if (other.issuer === issuer && other.clientId !== session.client_id) await (await entry(issuer, other.clientId)).deleteCredential();
     }
-  } catch (err) {
-    throw failure('store the credentials', err);
+  } catch {
+    // The session itself is stored; nothing is lost.
   }
 }
 
