@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Only commander loads at start; each command imports its modules when it runs, so `--help` stays fast.
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
 
 const VERSION = '0.1.0';
 
@@ -14,7 +14,8 @@ function common(cmd: Command): Command {
   return cmd
     .option('--issuer <url>', 'authorization server (env AUTHCLI_ISSUER, default http://127.0.0.1:8080)')
     .option('--client-id <id>', 'client id (env AUTHCLI_CLIENT_ID, default authcli)')
-    .option('--client-secret <secret>', 'client secret of a confidential client (env AUTHCLI_CLIENT_SECRET)');
+    .option('--client-secret <secret>', 'client secret of a confidential client (env AUTHCLI_CLIENT_SECRET)')
+    .addOption(new Option('--storage <where>', 'where credentials are kept (env AUTHCLI_STORAGE; default: the keychain when one answers, else the file)').choices(['file', 'keychain']));
 }
 
 export function program(signal: AbortSignal): Command {
@@ -22,7 +23,12 @@ export function program(signal: AbortSignal): Command {
     .description('Sign in to an OAuth 2.0 / OpenID Connect server from the command line')
     .version(VERSION)
     .showHelpAfterError()
-    .exitOverride();
+    .exitOverride()
+    // credentials.ts reads AUTHCLI_STORAGE; the flag overrides it for this process.
+    .hook('preAction', (_, action) => {
+      const storage = action.opts<{ storage?: string }>().storage;
+      if (storage) process.env.AUTHCLI_STORAGE = storage;
+    });
 
   common(cli.command('login').description('sign in: device flow (code + QR), or --browser for this machine\'s browser'))
     .option('--browser', 'sign in through the local browser (authorization code + PKCE, loopback redirect)')

@@ -1,91 +1,125 @@
-import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
-import { join } from 'node:path';
-import { configDir } from './config.js';
+// Where sessions are kept: the OS keychain when one answers, else the 0600 file, announced once; a failed
+// keychain write falls back to the file so a fresh token is never dropped. The backends are in storage/;
+// this module decides between them and keeps the API every command uses.
 import { CliError } from './errors.js';
+import { credentialsPath, deleteFileSession, readFileSessions, writeFileSession } from './storage/file.js';
+import { deleteKeychainSession, KeychainError, keychainMayAnswer, keychainName, readKeychainSessions, writeKeychainSession } from './storage/keychain.js';
+import { fallbackAnnounced, forgetAnnounced, rememberAnnounced } from './storage/notice.js';
+import { announcesFallback, readsKeychain, storageChoice, writesKeychain, type Situation } from './storage/select.js';
+import { newer, type StoredSession } from './storage/session.js';
 
-/** What is kept per issuer after a sign-in. */
-export interface StoredSession {
-  client_id: string;
-  access_token: string;
-  token_type: string;
-  /** Epoch ms when the access token expires. */
-  expires_at: number;
-  scope: string;
-  refresh_token?: string | undefined;
-  id_token?: string | undefined;
-  subject: string | undefined;
-  username: string | undefined;
-  obtained_at: number;
+export type { StoredSession } from './storage/session.js';
+export { credentialsPath } from './storage/file.js';
+
+/** Where a session is kept (or where a new one would go). */
+export type CredentialStore = { kind: 'keychain'; name: string } | { kind: 'file'; path: string };
+
+/** `keychain (Secret Service)` or the file's path, as `status` shows it. */
+export function describeStore(store: CredentialStore): string {
+  return store.kind === 'keychain' ? `keychain (${store.name})` : store.path;
 }
 
-interface CredentialsFile {
-  version: 1;
-  sessions: Record<string, StoredSession>;
+export interface LocatedSession {
+  session: StoredSession | undefined;
+  store: CredentialStore;
+  /** Why the keychain could not be read, when it was asked and failed (the file was used). */
+  keychainError?: string;
 }
 
-export function credentialsPath(env: NodeJS.ProcessEnv = process.env): string {
-  return join(configDir(env), 'credentials.json');
+function situation(env: NodeJS.ProcessEnv): Situation {
+  return { choice: storageChoice(env), keychainMayAnswer: keychainMayAnswer(env), fallbackAnnounced: fallbackAnnounced(env) };
 }
 
-async function load(env: NodeJS.ProcessEnv): Promise<CredentialsFile> {
-  const file = credentialsPath(env);
-  let text: string;
+const fileStore = (env: NodeJS.ProcessEnv): CredentialStore => ({ kind: 'file', path: credentialsPath(env) });
+const keychainStore = (): CredentialStore => ({ kind: 'keychain', name: keychainName() });
+
+/**
+ * The issuer's session and where it is kept. The file is read first (a stat when it is absent); the keychain
+ * is asked as `readsKeychain` decides. When both hold one, the newer wins, so a session that the file took
+ * during a keychain failure is found, and a stale copy is never used.
+ */
+export async function locateSession(issuer: string, env: NodeJS.ProcessEnv = process.env): Promise<LocatedSession> {
+  const inFile = (await readFileSessions(env))[issuer];
+  const s = situation(env);
+  if (!readsKeychain(s, inFile !== undefined)) return { session: inFile, store: fileStore(env) };
+  let inKeychain: StoredSession | undefined;
   try {
-    text = await readFile(file, 'utf8');
+    inKeychain = (await readKeychainSessions())[issuer];
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { version: 1, sessions: {} };
-    throw new CliError('config', `cannot read ${file}: ${(err as Error).message}`);
+    // Asked for the keychain, or it is there but locked, and it cannot say: "not signed in" would be a guess.
+    if ((s.choice === 'keychain' || (err instanceof KeychainError && err.locked)) && !inFile) throw err;
+    return { session: inFile, store: fileStore(env), keychainError: (err as Error).message };
   }
-  try {
-    const parsed = JSON.parse(text) as CredentialsFile;
-    if (parsed.version !== 1 || typeof parsed.sessions !== 'object' || parsed.sessions === null) throw new Error('unknown format');
-    return parsed;
-  } catch (err) {
-    throw new CliError('config', `${file} is damaged (${(err as Error).message}); delete it and sign in again`);
-  }
+  const session = newer(inFile, inKeychain);
+  return { session, store: session !== undefined && session === inFile ? fileStore(env) : keychainStore() };
 }
 
-/** Writes the whole file atomically: a 0600 temp file in the same folder, fsync, rename over the old one. */
-async function save(data: CredentialsFile, env: NodeJS.ProcessEnv): Promise<void> {
-  const dir = configDir(env);
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  const file = credentialsPath(env);
-  const tmp = join(dir, `.credentials.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
-  const handle = await open(tmp, 'wx', 0o600);
-  try {
-    await handle.writeFile(`${JSON.stringify(data, null, 2)}\n`);
-    await handle.sync();
-  } finally {
-    await handle.close();
+/** The issuer's session from wherever it is kept; undefined when signed out. */
+export async function readSession(issuer: string, env: NodeJS.ProcessEnv = process.env): Promise<StoredSession | undefined> {
+  return (await locateSession(issuer, env)).session;
+}
+
+/** Every session, by issuer, from the file and (when it may answer) the keychain; a keychain that fails only hides its own. */
+export async function allSessions(env: NodeJS.ProcessEnv = process.env): Promise<Record<string, StoredSession>> {
+  const sessions = { ...(await readFileSessions(env)) };
+  const s = situation(env);
+  if (!writesKeychain(s)) return sessions;
+  const inKeychain = await readKeychainSessions().catch(() => ({}) as Record<string, StoredSession>);
+  for (const [issuer, session] of Object.entries(inKeychain)) sessions[issuer] = newer(sessions[issuer], session)!;
+  return sessions;
+}
+
+function capitalized(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
+}
+
+/**
+ * Stores the session: in the keychain when `writesKeychain` says so, else or when that fails in the file.
+ * The fallback is said on stderr (`say`) as `announcesFallback` decides, and remembered in a marker file.
+ * Order on a keychain write: forget the marker, write the keychain, then remove the file's copy; a crash in
+ * between leaves two copies and no marker, and reads then compare them.
+ */
+export async function writeSession(
+  issuer: string,
+  session: StoredSession,
+  env: NodeJS.ProcessEnv = process.env,
+  say: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
+): Promise<void> {
+  const s = situation(env);
+  let failure: CliError | undefined;
+  if (writesKeychain(s)) {
+    if (s.fallbackAnnounced) await forgetAnnounced(env);
+    try {
+      await writeKeychainSession(issuer, session);
+    } catch (err) {
+      if (!(err instanceof CliError)) throw err;
+      failure = err;
+    }
+    if (!failure) {
+      await deleteFileSession(issuer, env);
+      return;
+    }
   }
+  await writeFileSession(issuer, session, env);
+  if (s.choice === 'file') return;
+  const path = credentialsPath(env);
+  const message = failure ? `${capitalized(failure.message)}; they are kept in ${path} instead.` : `No keychain available: credentials are kept in ${path}.`;
+  if (announcesFallback(s)) say(message);
+  await rememberAnnounced(env, message);
+}
+
+/**
+ * Forgets the issuer's session wherever it is kept (both places, so no older copy comes back). A keychain
+ * that cannot be changed is an error unless the file held the session, which is then gone.
+ */
+export async function deleteSession(issuer: string, env: NodeJS.ProcessEnv = process.env): Promise<boolean> {
+  const fromFile = await deleteFileSession(issuer, env);
+  const s = situation(env);
+  if (!writesKeychain(s)) return fromFile;
   try {
-    await chmod(tmp, 0o600);
-    await rename(tmp, file);
+    return (await deleteKeychainSession(issuer)) || fromFile;
   } catch (err) {
-    await unlink(tmp).catch(() => undefined);
+    if (fromFile) return true;
     throw err;
   }
-}
-
-export async function readSession(issuer: string, env: NodeJS.ProcessEnv = process.env): Promise<StoredSession | undefined> {
-  return (await load(env)).sessions[issuer];
-}
-
-export async function allSessions(env: NodeJS.ProcessEnv = process.env): Promise<Record<string, StoredSession>> {
-  return (await load(env)).sessions;
-}
-
-export async function writeSession(issuer: string, session: StoredSession, env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  const data = await load(env);
-  data.sessions[issuer] = session;
-  await save(data, env);
-}
-
-export async function deleteSession(issuer: string, env: NodeJS.ProcessEnv = process.env): Promise<boolean> {
-  const data = await load(env);
-  if (!(issuer in data.sessions)) return false;
-  delete data.sessions[issuer];
-  await save(data, env);
-  return true;
 }

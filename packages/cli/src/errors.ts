@@ -12,6 +12,7 @@ export type CliErrorCode =
   | 'timeout'
   | 'cancelled'
   | 'signed_out'
+  | 'storage'
   | 'no_browser';
 
 /** An expected failure: the CLI prints its message on one line and exits 1. */

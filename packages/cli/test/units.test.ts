@@ -66,7 +66,7 @@ describe('settings and credentials', () => {
   });
 
   it('credentials: per issuer, mode 0600, no temp files left, deletable', async () => {
-    const env = { XDG_CONFIG_HOME: home } as NodeJS.ProcessEnv;
+    const env = { XDG_CONFIG_HOME: home, AUTHCLI_STORAGE: 'file' } as NodeJS.ProcessEnv;
     const s: StoredSession = { client_id: 'authcli', access_token: 'a', token_type: 'Bearer', expires_at: 1, scope: 'openid', subject: 'u', username: 'alice', obtained_at: 0 };
     await writeSession('https://a.example', s, env);
     await writeSession('https://b.example', { ...s, username: 'bob' }, env);

@@ -1,6 +1,6 @@
 // Loads no HTTP or JOSE code: `authcli status` only reads the local credentials.
 import { resolveSettings, type SettingFlags } from '../config.js';
-import { allSessions, readSession } from '../credentials.js';
+import { allSessions, describeStore, locateSession } from '../credentials.js';
 
 function describeIn(ms: number): string {
   const m = Math.round(ms / 60_000);
@@ -13,7 +13,9 @@ function describeIn(ms: number): string {
 /** `authcli status`: who is signed in where, expiry, scopes. Exit 1 when signed out. */
 export async function status(flags: SettingFlags & { json?: boolean }): Promise<void> {
   const settings = await resolveSettings(flags);
-  const session = await readSession(settings.issuer);
+  const { session, store, keychainError } = await locateSession(settings.issuer);
+  // A locked keyring may hide a session: say why only the file was read.
+  if (keychainError && !session) process.stderr.write(`Only the file was read: ${keychainError}\n`);
   if (flags.json) {
     process.stdout.write(
       `${JSON.stringify(
@@ -28,8 +30,9 @@ export async function status(flags: SettingFlags & { json?: boolean }): Promise<
               expires_at: new Date(session.expires_at).toISOString(),
               expired: session.expires_at <= Date.now(),
               refreshable: Boolean(session.refresh_token),
+              storage: store,
             }
-          : { signed_in: false, issuer: settings.issuer },
+          : { signed_in: false, issuer: settings.issuer, storage: store },
       )}\n`,
     );
   } else if (session) {
@@ -40,6 +43,7 @@ export async function status(flags: SettingFlags & { json?: boolean }): Promise<
         `  access token: ${session.expires_at <= Date.now() ? 'expired' : 'valid'}, expires ${new Date(session.expires_at).toISOString()} (${describeIn(session.expires_at - Date.now())})`,
         `  refresh:      ${session.refresh_token ? 'yes (`authcli token` renews the access token)' : 'no: sign in again when it expires'}`,
         `  scopes:       ${session.scope || '(none)'}`,
+        `  stored in:    ${describeStore(store)}`,
         '',
       ].join('\n'),
     );

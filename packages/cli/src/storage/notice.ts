@@ -1,0 +1,31 @@
+// The marker that the file fallback was announced, so it is said once per config folder, not on every call.
+import { existsSync } from 'node:fs';
+import { mkdir, unlink, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { configDir } from '../config.js';
+
+function markerPath(env: NodeJS.ProcessEnv): string {
+  return join(configDir(env), 'storage-notice');
+}
+
+/** A stat, not a read: this sits on the `authcli token` path. */
+export function fallbackAnnounced(env: NodeJS.ProcessEnv): boolean {
+  return existsSync(markerPath(env));
+}
+
+/** Remembers that the user was told; the text says what the file is for whoever finds it. */
+export async function rememberAnnounced(env: NodeJS.ProcessEnv, message: string): Promise<void> {
+  await mkdir(configDir(env), { recursive: true, mode: 0o700 });
+  await writeFile(
+    markerPath(env),
+    `${new Date().toISOString()} authcli said: ${message}\nWhile this file exists it is not said again; it is removed when the keychain stores credentials again.\n`,
+    { mode: 0o600 },
+  );
+}
+
+/** After a keychain write: a later fallback is news again. */
+export async function forgetAnnounced(env: NodeJS.ProcessEnv): Promise<void> {
+  await unlink(markerPath(env)).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== 'ENOENT') throw err;
+  });
+}

@@ -1,0 +1,40 @@
+/** What is kept per issuer after a sign-in, whichever backend keeps it. */
+export interface StoredSession {
+  client_id: string;
+  access_token: string;
+  token_type: string;
+  /** Epoch ms when the access token expires. */
+  expires_at: number;
+  scope: string;
+  refresh_token?: string | undefined;
+  id_token?: string | undefined;
+  subject: string | undefined;
+  username: string | undefined;
+  /** Epoch ms of the token response; when two backends hold a session for one issuer, the newer one wins. */
+  obtained_at: number;
+}
+
+/**
+ * The newer of two copies of one issuer's session. Two copies exist after a keychain write failed and the
+ * file took the session, or after a crash between a keychain write and the removal of the file's copy;
+ * the older one's refresh token may already be rotated, and sending it would be reuse (RFC 9700 §4.14.2).
+ */
+export function newer(a: StoredSession | undefined, b: StoredSession | undefined): StoredSession | undefined {
+  if (!a) return b;
+  if (!b) return a;
+  return b.obtained_at > a.obtained_at ? b : a;
+}
+
+/** A session read from a backend we do not fully control (the keychain); undefined when it is not one of ours. */
+export function parseSession(text: string): StoredSession | undefined {
+  try {
+    const s = JSON.parse(text) as Partial<StoredSession> | null;
+    if (typeof s !== 'object' || s === null) return undefined;
+    if (typeof s.client_id !== 'string' || typeof s.access_token !== 'string' || typeof s.expires_at !== 'number' || typeof s.obtained_at !== 'number') {
+      return undefined;
+    }
+    return s as StoredSession;
+  } catch {
+    return undefined;
+  }
+}
