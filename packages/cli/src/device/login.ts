@@ -58,7 +58,9 @@ export async function deviceLogin(
   if (res.status !== 200) {
     const e = oauthError(res);
     if (e?.error === 'invalid_client' || e?.error === 'unauthorized_client') {
-      throw new CliError('invalid_client', `the server refused this client for the device flow (${e.error}${e.description ? `: ${e.description}` : ''})`);
+      throw new CliError('invalid_client', `the server refused this client for the device flow (${e.error}${e.description ? `: ${e.description}` : ''})`, {
+        hint: `Check the client id (${settings.clientId}: --client-id, AUTHCLI_CLIENT_ID or config.json) and, for a confidential client, its secret.`,
+      });
     }
     throw new CliError('protocol', `device authorization failed: ${e ? `${e.error}${e.description ? `: ${e.description}` : ''}` : `HTTP ${res.status}`}`);
   }
