@@ -1,4 +1,7 @@
+import { readFileSync } from 'node:fs';
 import { defineConfig } from 'tsup';
+
+const { version } = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')) as { version: string };
 
 export default defineConfig({
   entry: ['src/cli.ts'],
@@ -7,4 +10,6 @@ export default defineConfig({
   platform: 'node',
   clean: true,
   sourcemap: true,
+  // `authcli --version` is package.json's, fixed at build time (no file read on every start).
+  define: { __AUTHCLI_VERSION__: JSON.stringify(version) },
 });

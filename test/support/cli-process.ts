@@ -24,12 +24,13 @@ export interface CliRun {
   exit: Promise<{ code: number | null; stdout: string; stderr: string }>;
 }
 
-/** Starts the real `authcli` process (no terminal: no colour, no countdown, no prompts). */
-export function runCli(args: string[], env: Record<string, string>): CliRun {
+/** Starts the real `authcli` process (no terminal: no colour, no countdown, no prompts); `input`, when given, is its stdin. */
+export function runCli(args: string[], env: Record<string, string>, input?: string): CliRun {
   const child = spawn(process.execPath, [CLI_BIN, ...args], {
     env: { PATH: process.env.PATH ?? '', HOME: env.XDG_CONFIG_HOME ?? tmpdir(), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
   });
+  if (input !== undefined) child.stdin!.end(input);
   let out = '';
   let err = '';
   const waiters: { re: RegExp; resolve: (m: RegExpMatchArray) => void }[] = [];

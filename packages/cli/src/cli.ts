@@ -1,28 +1,36 @@
 #!/usr/bin/env node
-// Only commander loads at start; each command imports its modules when it runs, so `--help` stays fast.
+// Only commander and the small output and error modules load at start; each command imports its modules when it runs, so `--help` stays fast.
 import { Command, CommanderError, Option } from 'commander';
+import { CliError, formatError } from './errors.js';
+import { createOutput, type Output } from './output.js';
 
-const VERSION = '0.1.0';
+/** package.json's version, put in by tsup at build time (tsup.config.ts `define`): no file read at start. */
+declare const __AUTHCLI_VERSION__: string;
 
 interface CommonFlags {
   issuer?: string;
   clientId?: string;
   clientSecret?: string;
+  clientSecretStdin?: boolean;
 }
 
 function common(cmd: Command): Command {
   return cmd
     .option('--issuer <url>', 'authorization server (env AUTHCLI_ISSUER, default http://127.0.0.1:8080)')
     .option('--client-id <id>', 'client id (env AUTHCLI_CLIENT_ID, default authcli)')
-    .option('--client-secret <secret>', 'client secret of a confidential client (env AUTHCLI_CLIENT_SECRET)')
+    .addOption(new Option('--client-secret-stdin', 'read the secret of a confidential client from stdin (or env AUTHCLI_CLIENT_SECRET)').conflicts('clientSecret'))
+    // Still accepted for old scripts, with a warning: argv is visible in `ps` and shell history.
+    .addOption(new Option('--client-secret <secret>').hideHelp())
     .addOption(new Option('--storage <where>', 'where credentials are kept (env AUTHCLI_STORAGE; default: the keychain when one answers, else the file)').choices(['file', 'keychain']));
 }
 
-export function program(signal: AbortSignal): Command {
+export function program(signal: AbortSignal, out: Output): Command {
   const cli = new Command('authcli')
     .description('Sign in to an OAuth 2.0 / OpenID Connect server from the command line')
-    .version(VERSION)
-    .showHelpAfterError()
+    .version(__AUTHCLI_VERSION__)
+    .option('--debug', 'on failure, print the whole error (cause chain, stack)')
+    // Usage errors are printed by the error boundary (one line and where to look), not as the whole help.
+    .configureOutput({ outputError: () => undefined })
     .exitOverride()
     // credentials.ts reads AUTHCLI_STORAGE; the flag overrides it for this process.
     .hook('preAction', (_, action) => {
@@ -30,13 +38,21 @@ export function program(signal: AbortSignal): Command {
       if (storage) process.env.AUTHCLI_STORAGE = storage;
     });
 
+  cli.hook('preAction', (_, action) => {
+    if (action.getOptionValueSource('clientSecret') === 'cli') {
+      out.say('authcli: warning: --client-secret is visible to other users in `ps` and stays in shell history; use --client-secret-stdin or AUTHCLI_CLIENT_SECRET');
+    }
+  });
+
   common(cli.command('login').description('sign in: device flow (code + QR), or --browser for this machine\'s browser'))
     .option('--browser', 'sign in through the local browser (authorization code + PKCE, loopback redirect)')
     .option('--scope <scopes>', 'scopes to request', 'openid profile offline_access')
     .option('--no-open', 'do not open a browser; only print the URL')
+    .option('--no-qr', 'device flow: do not draw the QR code (it is drawn only on a terminal)')
     .option('--port <port>', 'loopback port for --browser (default: any free port)')
+    .option('--timeout <seconds>', 'how long --browser waits for the browser (default 300)')
     .option('--json', 'print the result as JSON')
-    .action(async (flags) => (await import('./commands/login.js')).login(flags, signal));
+    .action(async (flags) => (await import('./commands/login.js')).login(flags, signal, out));
 
   common(cli.command('status').description('who is signed in where, token expiry, scopes'))
     .option('--json', 'print JSON')
@@ -53,25 +69,42 @@ export function program(signal: AbortSignal): Command {
   return cli;
 }
 
-/** One error boundary: expected failures are one line and exit 1 (130 on Ctrl-C); anything else is a bug. */
+/** Commander's usage error as a CliError: its one line, and the help to read instead of the whole help. */
+function usageError(err: CommanderError, cli: Command, argv: readonly string[]): CliError {
+  const names = new Set(cli.commands.map((c) => c.name()));
+  const command = argv.slice(2).find((a) => names.has(a));
+  // "error: unknown command 'x'\n(Did you mean y?)" -> "unknown command 'x'. Did you mean y?"
+  const message = err.message.replace(/^error: /, '').replace(/\s*\n\((Did you mean [^)]*)\)/, '. $1').replace(/\s*\n\s*/g, ' ');
+  return new CliError('usage', message, { hint: `See \`authcli${command ? ` ${command}` : ''} --help\`.` });
+}
+
+/** One error boundary: every failure goes through formatError; exit 1 (130 on Ctrl-C, commander's code for usage, 2 for a bug). */
 async function main(): Promise<void> {
   const ac = new AbortController();
   process.once('SIGINT', () => ac.abort());
+  const out = createOutput();
+  const cli = program(ac.signal, out);
   try {
-    await program(ac.signal).parseAsync(process.argv);
-  } catch (err) {
-    if (err instanceof CommanderError) {
-      process.exitCode = err.exitCode;
-      return;
+    await cli.parseAsync(process.argv);
+  } catch (caught) {
+    let err = caught;
+    let exitCode = 1;
+    if (caught instanceof CommanderError) {
+      // --help, --version, and the help shown for a bare `authcli`: already printed.
+      if (['commander.helpDisplayed', 'commander.version', 'commander.help'].includes(caught.code)) {
+        process.exitCode = caught.exitCode;
+        return;
+      }
+      err = usageError(caught, cli, process.argv);
+      exitCode = caught.exitCode;
+    } else if (caught instanceof CliError) {
+      exitCode = caught.code === 'cancelled' ? 130 : 1;
+    } else {
+      exitCode = 2;
     }
-    const { CliError } = await import('./errors.js');
-    if (err instanceof CliError) {
-      process.stderr.write(`authcli: ${err.message}\n`);
-      process.exitCode = err.code === 'cancelled' ? 130 : 1;
-      return;
-    }
-    process.stderr.write(`authcli: unexpected error (a bug; please report it)\n${(err as Error).stack ?? String(err)}\n`);
-    process.exitCode = 2;
+    const debug = cli.opts<{ debug?: boolean }>().debug === true || process.env.AUTHCLI_DEBUG === '1';
+    out.say(await formatError(err, { debug }));
+    process.exitCode = exitCode;
   }
   // A pending prompt or keep-alive socket must not hold the process open.
   setTimeout(() => process.exit(), 200).unref();

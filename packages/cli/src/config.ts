@@ -22,6 +22,8 @@ export interface SettingFlags {
   issuer?: string | undefined;
   clientId?: string | undefined;
   clientSecret?: string | undefined;
+  /** `--client-secret-stdin`: the secret is the first line of stdin. */
+  clientSecretStdin?: boolean | undefined;
 }
 
 interface ConfigFile {
@@ -64,11 +66,40 @@ export function normalizeIssuer(value: string): string {
   return url.href.replace(/\/+$/, '');
 }
 
+const MAX_SECRET_BYTES = 64 * 1024;
+
+/**
+ * The client secret from stdin (`--client-secret-stdin`), like `docker
+ * login --password-stdin`: nothing lands in shell history or `ps`. The first
+ * line counts, so `<<< "$SECRET"` and a file with a final newline both work.
+ * Not from a terminal, where it would be echoed on the screen.
+ */
+export async function readSecretFromStdin(stdin: NodeJS.ReadableStream & { isTTY?: boolean | undefined } = process.stdin): Promise<string> {
+  if (stdin.isTTY) {
+    throw new CliError('usage', '--client-secret-stdin reads the secret from a pipe or a file, not from the terminal', {
+      hint: 'For example: authcli login --client-secret-stdin < secret.txt',
+    });
+  }
+  let text = '';
+  for await (const chunk of stdin) {
+    text += typeof chunk === 'string' ? chunk : (chunk as Buffer).toString('utf8');
+    if (text.includes('\n') || text.length > MAX_SECRET_BYTES) break;
+  }
+  const secret = text.split(/\r?\n/)[0]!;
+  if (!secret) throw new CliError('usage', '--client-secret-stdin: stdin is empty', { hint: 'Pipe the secret in, e.g. authcli login --client-secret-stdin < secret.txt' });
+  return secret;
+}
+
 /** Flags > env (AUTHCLI_ISSUER, AUTHCLI_CLIENT_ID, AUTHCLI_CLIENT_SECRET) > config file > built-in defaults. */
-export async function resolveSettings(flags: SettingFlags, env: NodeJS.ProcessEnv = process.env): Promise<ClientSettings> {
+export async function resolveSettings(
+  flags: SettingFlags,
+  env: NodeJS.ProcessEnv = process.env,
+  stdin?: NodeJS.ReadableStream & { isTTY?: boolean | undefined },
+): Promise<ClientSettings> {
   const file = await readConfigFile(env);
   const issuer = flags.issuer ?? env.AUTHCLI_ISSUER ?? file.issuer ?? DEFAULT_ISSUER;
   const clientId = flags.clientId ?? env.AUTHCLI_CLIENT_ID ?? file.client_id ?? DEFAULT_CLIENT_ID;
-  const clientSecret = flags.clientSecret ?? env.AUTHCLI_CLIENT_SECRET ?? file.client_secret;
+  const fromStdin = flags.clientSecretStdin ? await readSecretFromStdin(stdin) : undefined;
+  const clientSecret = fromStdin ?? flags.clientSecret ?? env.AUTHCLI_CLIENT_SECRET ?? file.client_secret;
   return { issuer: normalizeIssuer(issuer), clientId, clientSecret: clientSecret || undefined };
 }

@@ -1,37 +1,63 @@
-/** Where people read: stderr, so stdout stays clean for `$(authcli token)` and `--json`. */
+/** A stream the CLI writes to: process.stdout/stderr, or a capture in tests. */
+export interface OutStream {
+  write(text: string): unknown;
+  isTTY?: boolean | undefined;
+}
+
+/**
+ * The one way commands write (gh's IOStreams): `data` to stdout, for
+ * programs (`$(authcli token)`, `--json`); everything people read to
+ * stderr. Built once per run from the real streams, or from captures in
+ * tests.
+ */
 export interface Output {
+  /** Results for programs, on stdout, as given (the caller ends lines). */
+  data(text: string): void;
+  /** A line for people, on stderr. */
   say(line: string): void;
   /** Rewrites the current terminal line (countdowns); nothing when stderr is not a terminal. */
   status(line: string): void;
   endStatus(): void;
   bold(text: string): string;
+  /** stderr is a terminal: countdowns and the QR code are drawn. */
   tty: boolean;
+  /** Colours may be used on stderr (a terminal, no NO_COLOR, not TERM=dumb). */
+  colour: boolean;
 }
 
-export function terminalOutput(stream: NodeJS.WriteStream = process.stderr, env: NodeJS.ProcessEnv = process.env): Output {
-  const tty = stream.isTTY === true;
+export function createOutput(streams: { stdout: OutStream; stderr: OutStream } = process, env: NodeJS.ProcessEnv = process.env): Output {
+  const { stdout, stderr } = streams;
+  const tty = stderr.isTTY === true;
   const colour = tty && !env.NO_COLOR && env.TERM !== 'dumb';
   let statusShown = false;
+  const clearStatus = () => {
+    if (statusShown) stderr.write('\r\x1b[2K');
+    statusShown = false;
+  };
   return {
     tty,
+    colour,
+    data: (text) => {
+      clearStatus();
+      stdout.write(text);
+    },
     say: (line) => {
-      if (statusShown) {
-        stream.write('\r\x1b[2K');
-        statusShown = false;
-      }
-      stream.write(`${line}\n`);
+      clearStatus();
+      stderr.write(`${line}\n`);
     },
     status: (line) => {
       if (!tty) return;
-      stream.write(`\r\x1b[2K${line}`);
+      stderr.write(`\r\x1b[2K${line}`);
       statusShown = true;
     },
-    endStatus: () => {
-      if (statusShown) stream.write('\r\x1b[2K');
-      statusShown = false;
-    },
+    endStatus: clearStatus,
     bold: (text) => (colour ? `\x1b[1m${text}\x1b[22m` : text),
   };
+}
+
+/** The output for people on `stream` (stderr by default), with data on process.stdout. */
+export function terminalOutput(stream: OutStream = process.stderr, env: NodeJS.ProcessEnv = process.env): Output {
+  return createOutput({ stdout: process.stdout, stderr: stream }, env);
 }
 
 /** Whether a browser can be opened on this machine (no display over SSH or on a bare Linux console). */

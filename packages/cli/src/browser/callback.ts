@@ -39,7 +39,7 @@ export function validateCallback(query: URLSearchParams, expect: CallbackExpecta
   const error = one('error');
   if (error !== undefined) {
     const description = one('error_description');
-    if (error === 'access_denied') throw new CliError('access_denied', 'the sign-in was denied in the browser');
+    if (error === 'access_denied') throw new CliError('access_denied', 'you denied the sign-in in the browser');
     throw new CliError('callback', `the server returned ${error}${description ? `: ${description}` : ''}`);
   }
   const code = one('code');

@@ -7,8 +7,8 @@ import { realClock } from '../device/poll.js';
 import { discover } from '../discovery.js';
 import { CliError } from '../errors.js';
 import { httpTransport } from '../http.js';
-import { hasDisplay, openInBrowser, terminalOutput } from '../output.js';
-import { displayNameFromUserinfo, sessionFromTokens } from '../tokens.js';
+import { createOutput, hasDisplay, openInBrowser, type Output } from '../output.js';
+import { displayNameFromUserinfo, sessionFromTokens, type TokenResponse } from '../tokens.js';
 
 export interface LoginFlags extends SettingFlags {
   browser?: boolean;
@@ -16,6 +16,10 @@ export interface LoginFlags extends SettingFlags {
   open: boolean;
   port?: string;
   json?: boolean;
+  /** `--no-qr` makes this false. */
+  qr?: boolean;
+  /** `--timeout SECONDS` for --browser. */
+  timeout?: string;
 }
 
 export const BROWSER_TIMEOUT_MS = 5 * 60_000;
@@ -27,25 +31,40 @@ function parsePort(value: string | undefined): number {
   return n;
 }
 
+function parseTimeout(value: string | undefined): number {
+  if (value === undefined) return BROWSER_TIMEOUT_MS;
+  if (!/^\d+$/.test(value) || Number(value) < 1) throw new CliError('usage', `--timeout must be a whole number of seconds, got ${value}`, { hint: 'See `authcli login --help`.' });
+  return Number(value) * 1000;
+}
+
 /** `authcli login`: device flow by default, `--browser` for the loopback code flow. */
-export async function login(flags: LoginFlags, signal: AbortSignal): Promise<void> {
-  const out = terminalOutput();
+export async function login(flags: LoginFlags, signal: AbortSignal, out: Output = createOutput()): Promise<void> {
   const settings = await resolveSettings(flags);
+  const timeoutMs = parseTimeout(flags.timeout);
   const meta = await discover(settings.issuer, httpTransport);
-  let tokens;
-  let nonce: string | undefined;
+  /** Verifies the ID token, names the user and stores the sign-in; for --browser, before the browser hears "Signed in". */
+  const signIn = async (tokens: TokenResponse, nonce: string | undefined) => {
+    const session = await sessionFromTokens(tokens, meta, settings, { nonce });
+    if (!session.username && session.scope.split(' ').includes('openid')) {
+      session.username = await displayNameFromUserinfo(meta, session.access_token, session.subject);
+    }
+    await writeSession(settings.issuer, session);
+    return session;
+  };
+  let session;
   if (flags.browser) {
     if (flags.open && !hasDisplay()) {
       throw new CliError('no_browser', 'no browser can be opened here (no display, e.g. an SSH session); run `authcli login` for the device flow, or `--browser --no-open` to open the URL yourself');
     }
-    ({ tokens, nonce } = await browserLogin(meta, settings, httpTransport, {
+    session = await browserLogin(meta, settings, httpTransport, {
       scope: flags.scope,
       port: parsePort(flags.port),
       openBrowser: flags.open ? openInBrowser : undefined,
       say: out.say,
-      timeoutMs: BROWSER_TIMEOUT_MS,
+      timeoutMs,
       signal,
-    }));
+      complete: signIn,
+    });
   } else {
     // On a terminal with a display, Enter opens the verification page in the local browser.
     const prompt = process.stdin.isTTY && hasDisplay() && flags.open ? createInterface({ input: process.stdin }) : undefined;
@@ -55,20 +74,17 @@ export async function login(flags: LoginFlags, signal: AbortSignal): Promise<voi
           prompt.once('line', () => void openInBrowser(url));
         }
       : undefined;
+    let tokens;
     try {
-      tokens = await deviceLogin(meta, settings, httpTransport, out, { scope: flags.scope, clock: realClock, signal, offerBrowser });
+      tokens = await deviceLogin(meta, settings, httpTransport, out, { scope: flags.scope, clock: realClock, signal, offerBrowser, qr: flags.qr });
     } finally {
       prompt?.close();
     }
+    session = await signIn(tokens, undefined);
   }
-  const session = await sessionFromTokens(tokens, meta, settings, { nonce });
-  if (!session.username && session.scope.split(' ').includes('openid')) {
-    session.username = await displayNameFromUserinfo(meta, session.access_token, session.subject);
-  }
-  await writeSession(settings.issuer, session);
   if (flags.json) {
-    process.stdout.write(`${JSON.stringify({ issuer: settings.issuer, subject: session.subject, username: session.username, scope: session.scope, expires_at: new Date(session.expires_at).toISOString() })}\n`);
+    out.data(`${JSON.stringify({ issuer: settings.issuer, subject: session.subject, username: session.username, scope: session.scope, expires_at: new Date(session.expires_at).toISOString() })}\n`);
   } else {
-    process.stdout.write(`Signed in to ${settings.issuer}${session.username ? ` as ${session.username}` : ''}.\n`);
+    out.data(`Signed in to ${settings.issuer}${session.username ? ` as ${session.username}` : ''}.\n`);
   }
 }

@@ -25,11 +25,6 @@ function asDeviceResponse(body: unknown): DeviceAuthorizationResponse {
   return b as DeviceAuthorizationResponse;
 }
 
-async function qr(text: string): Promise<string> {
-  const { default: qrcode } = await import('qrcode-terminal');
-  return new Promise((resolve) => qrcode.generate(text, { small: true }, resolve));
-}
-
 function mmss(ms: number): string {
   const s = Math.max(0, Math.ceil(ms / 1000));
   return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
@@ -37,7 +32,8 @@ function mmss(ms: number): string {
 
 /**
  * Device authorization grant (RFC 8628) for a terminal: ask for codes, show
- * the user code, the verification URI and a QR code of the complete URI,
+ * the user code, the verification URI and a QR code of the complete URI
+ * (§3.3.1; on a terminal, else the complete URI as text),
  * count down to expiry, and poll until the person approves or denies.
  */
 export async function deviceLogin(
@@ -45,7 +41,14 @@ export async function deviceLogin(
   settings: ClientSettings,
   transport: Transport,
   out: Output,
-  opts: { scope: string; clock: Clock; signal?: AbortSignal | undefined; offerBrowser?: ((url: string) => void) | undefined },
+  opts: {
+    scope: string;
+    clock: Clock;
+    signal?: AbortSignal | undefined;
+    offerBrowser?: ((url: string) => void) | undefined;
+    /** Draw the QR code (`--no-qr` turns it off); it is drawn only where colours reach a terminal. */
+    qr?: boolean | undefined;
+  },
 ): Promise<TokenResponse> {
   if (!meta.device_authorization_endpoint) {
     throw new CliError('discovery', `${settings.issuer} does not offer the device flow; try \`authcli login --browser\``);
@@ -55,7 +58,9 @@ export async function deviceLogin(
   if (res.status !== 200) {
     const e = oauthError(res);
     if (e?.error === 'invalid_client' || e?.error === 'unauthorized_client') {
-      throw new CliError('invalid_client', `the server refused this client for the device flow (${e.error}${e.description ? `: ${e.description}` : ''})`);
+      throw new CliError('invalid_client', `the server refused this client for the device flow (${e.error}${e.description ? `: ${e.description}` : ''})`, {
+        hint: `Check the client id (${settings.clientId}: --client-id, AUTHCLI_CLIENT_ID or config.json) and, for a confidential client, its secret.`,
+      });
     }
     throw new CliError('protocol', `device authorization failed: ${e ? `${e.error}${e.description ? `: ${e.description}` : ''}` : `HTTP ${res.status}`}`);
   }
@@ -65,7 +70,13 @@ export async function deviceLogin(
 
   out.say(`To sign in, open ${d.verification_uri} on any device and enter the code:\n`);
   out.say(`    ${out.bold(d.user_code)}\n`);
-  out.say(`Or scan this QR code:\n${await qr(complete)}`);
+  // A QR code needs its explicit colours to scan; in a log or pipe it is noise, so the URL stands alone there.
+  if (opts.qr !== false && out.colour) {
+    const { terminalQr } = await import('../qr.js');
+    out.say(`Or scan this QR code:\n\n${terminalQr(complete)}\n`);
+  } else if (complete !== d.verification_uri) {
+    out.say(`Or open ${complete} (the code is filled in).\n`);
+  }
   opts.offerBrowser?.(complete);
 
   const tick = out.tty ? setInterval(() => out.status(`Waiting for approval… the code expires in ${mmss(expiresAt - opts.clock.now())}`), 1000) : undefined;

@@ -1,0 +1,186 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import type { Browser as Chromium, Page } from 'playwright-core';
+import { DARK_SCHEME, LIGHT_SCHEME, scanTerminal } from '../packages/cli/test/support/terminal.js';
+import { launchChromium, screenshotPath } from './support/chromium.js';
+import { CLI_BIN, runCli, tempConfigHome } from './support/cli-process.js';
+import { approveInBrowser, Browser } from './support/http.js';
+import { serverCommand, startServerProcess, type ServerProcess } from './support/server-process.js';
+
+const PASSWORD = 'login ux password';
+const AUTHORIZE_LINE = /^\s+(http:\/\/\S+\/oauth\/authorize\?\S+)$/m;
+
+/** `authcli` on a real pseudo-terminal (util-linux `script`): what a person at a terminal gets, colours and all. */
+function runInTerminal(args: string[], env: Record<string, string>) {
+  const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+  const child = spawn('script', ['-qfec', [process.execPath, CLI_BIN, ...args].map(quote).join(' '), '/dev/null'], {
+    env: { PATH: process.env.PATH ?? '', HOME: env.XDG_CONFIG_HOME ?? '/tmp', TERM: 'xterm-256color', ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let screen = '';
+  child.stdout.on('data', (d: Buffer) => (screen += d.toString()));
+  const exit = new Promise<number | null>((r) => child.once('close', r));
+  return {
+    screen: () => screen,
+    /** Keys typed at the terminal (\x03 is Ctrl-C). */
+    type: (keys: string) => child.stdin.write(keys),
+    exit,
+    waitFor: async (re: RegExp, timeoutMs = 15_000) => {
+      const deadline = Date.now() + timeoutMs;
+      while (!re.test(screen)) {
+        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`no ${re} on the terminal:\n${screen}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      return screen.match(re)!;
+    },
+  };
+}
+
+describe('authcli login as a person sees it', () => {
+  let server: ServerProcess;
+  let chromium: Chromium;
+
+  beforeAll(async () => {
+    server = await startServerProcess();
+    // bob never approves, so he always gets the consent page, whatever alice has approved before.
+    for (const user of ['alice', 'bob']) {
+      const added = await serverCommand(['users', 'add', user, '--password-stdin'], server.env, `${PASSWORD}\n`);
+      expect(added.code, added.stderr).toBe(0);
+    }
+    chromium = await launchChromium();
+  });
+  afterAll(async () => {
+    await chromium?.close();
+    await server?.stop();
+  });
+
+  const envFor = (home: string) => ({ XDG_CONFIG_HOME: home, AUTHCLI_ISSUER: server.issuer });
+
+  /** Signs in as `user` in Chromium at the authorization URL and takes `decision` on the consent page; returns the loopback page. */
+  async function decideInChromium(url: string, user: string, decision: 'Approve' | 'Deny'): Promise<{ page: Page; close: () => Promise<void> }> {
+    const context = await chromium.newContext();
+    const page = await context.newPage();
+    await page.goto(url);
+    await page.getByLabel('Username').fill(user);
+    await page.getByLabel('Password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.getByRole('button', { name: decision }).click();
+    await page.waitForURL(/^http:\/\/127\.0\.0\.1:\d+\/callback\?/);
+    return { page, close: () => context.close() };
+  }
+
+  it('browser login in Chromium: the waiting line, then "Signed in as alice" only once the sign-in is verified and stored', async () => {
+    const home = tempConfigHome();
+    const login = runCli(['login', '--browser', '--no-open'], envFor(home));
+    const [, url] = await login.waitFor(AUTHORIZE_LINE);
+    await login.waitFor(/^Waiting for the browser to finish signing in \(up to 5 min\)… Ctrl-C to cancel$/m);
+    const { page, close } = await decideInChromium(url!, 'alice', 'Approve');
+    try {
+      await page.getByRole('heading', { name: 'Signed in as alice' }).waitFor();
+      // The page was held until the code exchange, the ID token check and the write were done: the sign-in is there now.
+      const status = await runCli(['status', '--json'], envFor(home)).exit;
+      expect(JSON.parse(status.stdout)).toMatchObject({ signed_in: true, username: 'alice' });
+      expect(await page.locator('body').innerText()).toContain(`authcli has verified and stored the sign-in to ${server.issuer}.`);
+      await page.screenshot({ path: screenshotPath('cli-browser-signed-in') });
+    } finally {
+      await close();
+    }
+    const done = await login.exit;
+    expect(done.code, done.stderr).toBe(0);
+    expect(done.stdout).toBe(`Signed in to ${server.issuer} as alice.\n`);
+  });
+
+  it('browser login denied in Chromium: the page and the CLI both say that you denied it; nothing is stored', async () => {
+    const home = tempConfigHome();
+    const login = runCli(['login', '--browser', '--no-open'], envFor(home));
+    const [, url] = await login.waitFor(AUTHORIZE_LINE);
+    const { page, close } = await decideInChromium(url!, 'bob', 'Deny');
+    try {
+      await page.getByRole('heading', { name: 'Sign-in cancelled' }).waitFor();
+      expect(await page.locator('body').innerText()).toContain('You denied the sign-in in the browser, so authcli did not sign in.');
+      await page.screenshot({ path: screenshotPath('cli-browser-denied') });
+    } finally {
+      await close();
+    }
+    const done = await login.exit;
+    expect(done.code).toBe(1);
+    expect(done.stderr.trim().split('\n').at(-1)).toBe('authcli: you denied the sign-in in the browser');
+    expect((await runCli(['status'], envFor(home)).exit).code).toBe(1);
+  });
+
+  it('a failure after the callback is on the page with its reason, and nothing is stored', async () => {
+    const home = tempConfigHome();
+    const login = runCli(['login', '--browser', '--no-open'], envFor(home));
+    const [, url] = await login.waitFor(AUTHORIZE_LINE);
+    const callback = new URL(await approveInBrowser(new Browser(server.issuer), url!, 'alice', PASSWORD));
+    // State and iss are right, so the callback is accepted; the server will not redeem this code.
+    callback.searchParams.set('code', 'not-a-code-the-server-issued');
+    const page = await fetch(callback);
+    expect(page.status).toBe(400);
+    const html = await page.text();
+    expect(html).toContain('<h1>Sign-in failed</h1>');
+    expect(html).toMatch(/authcli could not complete the sign-in: the code exchange failed: invalid_grant/);
+    const done = await login.exit;
+    expect(done.code).toBe(1);
+    expect(done.stderr).toMatch(/^authcli: the code exchange failed: invalid_grant/m);
+    expect((await runCli(['status'], envFor(home)).exit).code).toBe(1);
+  });
+
+  it('rfc6749 §4.1.2.1 an unknown client id is caught before the browser opens, in well under a minute', async () => {
+    const started = Date.now();
+    const run = await runCli(['login', '--browser', '--no-open', '--client-id', 'no-such-client'], envFor(tempConfigHome())).exit;
+    const elapsed = Date.now() - started;
+    expect(run.code).toBe(1);
+    expect(run.stderr).not.toMatch(/oauth\/authorize/);
+    expect(run.stderr.trim()).toBe(
+      'authcli: the server refused the sign-in request with HTTP 400 (invalid_client: The application is not registered with this server (unknown client_id).); the browser was not opened. Check the client id (no-such-client: --client-id, AUTHCLI_CLIENT_ID or config.json).',
+    );
+    expect(elapsed).toBeLessThan(10_000);
+  });
+
+  it('a client without the loopback redirect URI registered: says which callback to register', async () => {
+    const added = await serverCommand(['apps', 'add', '--name', 'Web only', '--kind', 'public', '--callback', 'https://app.example/cb', '--scope', 'openid profile', '--json'], server.env);
+    const app = JSON.parse(added.stdout) as { client_id: string };
+    const run = await runCli(['login', '--browser', '--no-open', '--client-id', app.client_id], envFor(tempConfigHome())).exit;
+    expect(run.code).toBe(1);
+    expect(run.stderr.trim()).toMatch(/^authcli: the server refused the sign-in request with HTTP 400 \(invalid_request: The redirect_uri is not registered[^\n]*\); the browser was not opened\. Check that the server has http:\/\/127\.0\.0\.1\/callback \(any port\) registered as a redirect URI for client \S+\.$/);
+  });
+
+  it('--timeout 2 gives up after 2 s with one clear line', async () => {
+    const started = Date.now();
+    const login = runCli(['login', '--browser', '--no-open', '--timeout', '2'], envFor(tempConfigHome()));
+    await login.waitFor(/^Waiting for the browser to finish signing in \(up to 2 s\)… Ctrl-C to cancel$/m);
+    const done = await login.exit;
+    const elapsed = Date.now() - started;
+    expect(done.code).toBe(1);
+    expect(done.stderr.trim().split('\n').at(-1)).toBe(
+      'authcli: no answer from the browser within 2 s. If the browser shows an error page, check the client id (authcli) and that the server has http://127.0.0.1/callback registered as a redirect URI for it; to wait longer, pass --timeout SECONDS.',
+    );
+    expect(elapsed).toBeGreaterThanOrEqual(2000);
+    expect(elapsed).toBeLessThan(8000);
+    const bad = await runCli(['login', '--browser', '--no-open', '--timeout', 'soon'], envFor(tempConfigHome())).exit;
+    expect(bad.code).toBe(1);
+    expect(bad.stderr.trim()).toBe('authcli: --timeout must be a whole number of seconds, got soon. See `authcli login --help`.');
+  });
+
+  it('device login on a terminal: the QR code drawn there scans to verification_uri_complete on dark and light themes', async () => {
+    const login = runInTerminal(['login'], envFor(tempConfigHome()));
+    const [, code] = await login.waitFor(/\x1b\[1m([BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4})\x1b\[22m/);
+    await login.waitFor(/Waiting for approval/);
+    const complete = `${server.issuer}/device?user_code=${code}`;
+    expect(scanTerminal(login.screen(), DARK_SCHEME)).toBe(complete);
+    expect(scanTerminal(login.screen(), LIGHT_SCHEME)).toBe(complete);
+    login.type('\x03');
+    expect(await login.exit).toBe(130);
+  });
+
+  it('--no-qr on a terminal: the complete URI as text, no QR code', async () => {
+    const login = runInTerminal(['login', '--no-qr'], envFor(tempConfigHome()));
+    await login.waitFor(/Waiting for approval/);
+    expect(login.screen()).toMatch(/Or open http:\/\/127\.0\.0\.1:\d+\/device\?user_code=\S+ \(the code is filled in\)\./);
+    expect(login.screen()).not.toMatch(/[▀▄█]/);
+    expect(scanTerminal(login.screen(), DARK_SCHEME)).toBeUndefined();
+    login.type('\x03');
+    expect(await login.exit).toBe(130);
+  });
+});
