@@ -1,6 +1,12 @@
 #!/usr/bin/env node
 // Only commander loads at start; each command imports its modules when it runs, so `--help` stays fast.
-import { Command, CommanderError } from 'commander';
+// `authcli token` with a valid cached token answers before even commander loads (see the last line).
+import { createRequire } from 'node:module';
+import type { Command } from 'commander';
+import { cachedToken } from './commands/cached-token.js';
+
+/** commander, loaded synchronously when the command line needs it; the cached-token path does without. */
+const commander = () => createRequire(import.meta.url)('commander') as typeof import('commander');
 
 const VERSION = '0.1.0';
 
@@ -18,6 +24,7 @@ function common(cmd: Command): Command {
 }
 
 export function program(signal: AbortSignal): Command {
+  const { Command } = commander();
   const cli = new Command('authcli')
     .description('Sign in to an OAuth 2.0 / OpenID Connect server from the command line')
     .version(VERSION)
@@ -32,17 +39,18 @@ export function program(signal: AbortSignal): Command {
     .option('--json', 'print the result as JSON')
     .action(async (flags) => (await import('./commands/login.js')).login(flags, signal));
 
-  common(cli.command('status').description('who is signed in where, token expiry, scopes'))
+  common(cli.command('status').description('who is signed in where, token expiry, scopes; exit 0 valid or renewable, 1 signed out, 2 expired'))
     .option('--json', 'print JSON')
     .action(async (flags) => (await import('./commands/status.js')).status(flags));
 
-  common(cli.command('token').description('print a valid access token (refreshing it if needed), e.g. $(authcli token)')).action(async (flags: CommonFlags) =>
-    (await import('./commands/session.js')).token(flags),
-  );
+  common(cli.command('token').description('print a valid access token (refreshing it if needed), e.g. $(authcli token)'))
+    .option('--json', 'print {access_token, token_type, expires_at, expires_in, scope}')
+    .option('--format <format>', 'token, json, or exec-credential (a kubectl client.authentication.k8s.io/v1 ExecCredential)')
+    .action(async (flags: CommonFlags & { json?: boolean; format?: string }) => (await import('./commands/session.js')).token(flags));
 
-  common(cli.command('logout').description('revoke the session at the server and delete local credentials')).action(async (flags: CommonFlags) =>
-    (await import('./commands/session.js')).logout(flags),
-  );
+  common(cli.command('logout').description('revoke the session at the server and delete local credentials'))
+    .option('--local', 'only forget the session on this machine (the token stays valid at the server)')
+    .action(async (flags: CommonFlags & { local?: boolean }) => (await import('./commands/session.js')).logout(flags));
 
   return cli;
 }
@@ -54,7 +62,7 @@ async function main(): Promise<void> {
   try {
     await program(ac.signal).parseAsync(process.argv);
   } catch (err) {
-    if (err instanceof CommanderError) {
+    if (err instanceof commander().CommanderError) {
       process.exitCode = err.exitCode;
       return;
     }
@@ -71,4 +79,5 @@ async function main(): Promise<void> {
   setTimeout(() => process.exit(), 200).unref();
 }
 
-await main();
+// `authcli token` with a valid cached token is answered without commander, HTTP or JWT code: scripts and kubectl call it constantly.
+if (!(process.argv[2] === 'token' && (await cachedToken(process.argv.slice(3))))) await main();

@@ -1,13 +1,13 @@
 import { createInterface } from 'node:readline';
 import { browserLogin } from '../browser/login.js';
 import { resolveSettings, type SettingFlags } from '../config.js';
-import { writeSession } from '../credentials.js';
 import { deviceLogin } from '../device/login.js';
 import { realClock } from '../device/poll.js';
 import { discover } from '../discovery.js';
 import { CliError } from '../errors.js';
 import { httpTransport } from '../http.js';
 import { hasDisplay, openInBrowser, terminalOutput } from '../output.js';
+import { replaceSession } from '../revocation.js';
 import { displayNameFromUserinfo, sessionFromTokens } from '../tokens.js';
 
 export interface LoginFlags extends SettingFlags {
@@ -65,7 +65,8 @@ export async function login(flags: LoginFlags, signal: AbortSignal): Promise<voi
   if (!session.username && session.scope.split(' ').includes('openid')) {
     session.username = await displayNameFromUserinfo(meta, session.access_token, session.subject);
   }
-  await writeSession(settings.issuer, session);
+  // Stored under the session lock; the session it replaces is revoked after (best effort).
+  await replaceSession(settings, session, meta, out);
   if (flags.json) {
     process.stdout.write(`${JSON.stringify({ issuer: settings.issuer, subject: session.subject, username: session.username, scope: session.scope, expires_at: new Date(session.expires_at).toISOString() })}\n`);
   } else {
