@@ -108,8 +108,15 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
       const holder = runCli(['token'], envFor(home, { HTTP_PROXY: proxy.url, http_proxy: proxy.url }));
       await proxy.held;
       const waiters = Array.from({ length: 3 }, () => runCli(['token'], envFor(home)));
-      await Promise.all(waiters.map((w) => w.waitFor(new RegExp(`Waiting for another authcli process \\(pid ${holder.child.pid}\\)`))));
+      const interrupted = runCli(['token'], envFor(home));
+      await Promise.all([...waiters, interrupted].map((w) => w.waitFor(new RegExp(`Waiting for another authcli process \\(pid ${holder.child.pid}\\)`))));
       for (const w of waiters) expect(w.child.exitCode).toBeNull();
+      // Ctrl-C ends a wait for the lock.
+      interrupted.child.kill('SIGINT');
+      const cancelled = await interrupted.exit;
+      expect(cancelled.code).toBe(130);
+      expect(cancelled.stdout).toBe('');
+      expect(cancelled.stderr).toMatch(/authcli: cancelled while waiting for another authcli process/);
       const killedAt = Date.now();
       holder.child.kill('SIGKILL');
       expect((await holder.exit).stdout).toBe('');

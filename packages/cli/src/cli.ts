@@ -46,11 +46,11 @@ export function program(signal: AbortSignal): Command {
   common(cli.command('token').description('print a valid access token (refreshing it if needed), e.g. $(authcli token)'))
     .option('--json', 'print {access_token, token_type, expires_at, expires_in, scope}')
     .option('--format <format>', 'token, json, or exec-credential (a kubectl client.authentication.k8s.io/v1 ExecCredential)')
-    .action(async (flags: CommonFlags & { json?: boolean; format?: string }) => (await import('./commands/session.js')).token(flags));
+    .action(async (flags: CommonFlags & { json?: boolean; format?: string }) => (await import('./commands/session.js')).token(flags, signal));
 
   common(cli.command('logout').description('revoke the session at the server and delete local credentials'))
     .option('--local', 'only forget the session on this machine (the token stays valid at the server)')
-    .action(async (flags: CommonFlags & { local?: boolean }) => (await import('./commands/session.js')).logout(flags));
+    .action(async (flags: CommonFlags & { local?: boolean }) => (await import('./commands/session.js')).logout(flags, signal));
 
   return cli;
 }

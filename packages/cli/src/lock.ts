@@ -19,6 +19,7 @@ import { readFileSync, unlinkSync } from 'node:fs';
 import { mkdir, open, readFile, stat, unlink, utimes } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { configDir } from './config.js';
 import { CliError } from './errors.js';
 
@@ -47,6 +48,8 @@ export interface LockOptions {
   onWait?: (holder: LockHolder | undefined) => void;
   /** What the holder is doing, for the timeout message ("signing in to …"). */
   purpose?: string;
+  /** Ends the wait (Ctrl-C) with CliError('cancelled'); a lock once held is kept until released. */
+  signal?: AbortSignal | undefined;
 }
 
 export interface HeldLock {
@@ -202,12 +205,11 @@ function hold(path: string, me: LockHolder, heartbeatMs: number): HeldLock {
   };
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /**
  * Takes the lock at `path`, waiting (polling with backoff, at most
  * `timeoutMs`) while a live holder has it; a stale lock is taken over at
- * once. Throws CliError('timeout') naming the holder when the wait runs out.
+ * once. Throws CliError('timeout') naming the holder when the wait runs out,
+ * CliError('cancelled') when `signal` aborts it.
  */
 export async function acquireLock(path: string, opts: LockOptions = {}): Promise<HeldLock> {
   const timeoutMs = opts.timeoutMs ?? LOCK_TIMEOUT_MS;
@@ -219,6 +221,7 @@ export async function acquireLock(path: string, opts: LockOptions = {}): Promise
   let delay = 10;
   let noticed = false;
   for (;;) {
+    if (opts.signal?.aborted) throw new CliError('cancelled', 'cancelled while waiting for another authcli process');
     if (await tryCreate(path, me)) return hold(path, me, heartbeatMs);
     const seen = await inspectLock(path);
     if (!seen) continue; // released between our attempt and the look: try again at once
@@ -238,7 +241,11 @@ export async function acquireLock(path: string, opts: LockOptions = {}): Promise
       opts.onWait?.(seen.holder);
     }
     // Jittered backoff up to 200 ms, so waiters do not poll in step.
-    await sleep(Math.min(delay * (0.5 + Math.random()), timeoutMs - waited));
+    try {
+      await sleep(Math.min(delay * (0.5 + Math.random()), timeoutMs - waited), undefined, { signal: opts.signal });
+    } catch {
+      throw new CliError('cancelled', 'cancelled while waiting for another authcli process');
+    }
     delay = Math.min(delay * 2, 200);
   }
 }

@@ -20,8 +20,16 @@ export function notRenewable(issuer: string): CliError {
  * is sent once (RFC 9700 §4.14.2: the server revokes the whole sign-in when a
  * rotated refresh token comes back). `invalid_grant` means the sign-in has
  * ended at the server: the stored session is removed and the error says so.
+ * `signal` (Ctrl-C) ends a wait for the lock, never a refresh under way: its
+ * answer carries the only valid refresh token.
  */
-export async function refreshedSession(settings: ClientSettings, seen: StoredSession, format: TokenFormat, out: Output): Promise<StoredSession> {
+export async function refreshedSession(
+  settings: ClientSettings,
+  seen: StoredSession,
+  format: TokenFormat,
+  out: Output,
+  signal?: AbortSignal,
+): Promise<StoredSession> {
   const { issuer } = settings;
   return withSessionLock(
     issuer,
@@ -64,6 +72,7 @@ export async function refreshedSession(settings: ClientSettings, seen: StoredSes
       return refreshed;
     },
     {
+      signal,
       purpose: `refreshing the sign-in to ${issuer}`,
       onWait: (holder) => out.say(`Waiting for another authcli process${holder ? ` (pid ${holder.pid})` : ''} that is refreshing the sign-in to ${issuer}...`),
     },

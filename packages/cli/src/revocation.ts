@@ -41,7 +41,13 @@ export async function revokeSession(settings: ClientSettings, session: StoredSes
  * stored and is best effort: a failure is one line on stderr, never a failed
  * login.
  */
-export async function replaceSession(settings: ClientSettings, session: StoredSession, meta: ServerMetadata, out: Output): Promise<void> {
+export async function replaceSession(
+  settings: ClientSettings,
+  session: StoredSession,
+  meta: ServerMetadata,
+  out: Output,
+  signal?: AbortSignal,
+): Promise<void> {
   const { issuer } = settings;
   const before = await readSession(issuer);
   const previous = await withSessionLock(
@@ -53,6 +59,7 @@ export async function replaceSession(settings: ClientSettings, session: StoredSe
       return stored;
     },
     {
+      signal,
       purpose: `storing the sign-in to ${issuer}`,
       onWait: (holder) => out.say(`Waiting for another authcli process${holder ? ` (pid ${holder.pid})` : ''} to finish with the sign-in to ${issuer}...`),
     },

@@ -63,6 +63,21 @@ describe('the session lock', () => {
     await holder.release();
   });
 
+  it('Ctrl-C ends a wait at once (cancelled), the holder keeps its lock', async () => {
+    const path = sessionLockPath(ISS, 'authcli', env);
+    const holder = await acquireLock(path);
+    const ac = new AbortController();
+    const waiting = acquireLock(path, { signal: ac.signal }).catch((e: unknown) => e);
+    await sleep(200);
+    const started = Date.now();
+    ac.abort();
+    const err = await waiting;
+    expect((err as CliError).code).toBe('cancelled');
+    expect(Date.now() - started).toBeLessThan(100);
+    expect(JSON.parse(readFileSync(path, 'utf8')).pid).toBe(process.pid);
+    await holder.release();
+  });
+
   it('a waiter says once, after a second, whom it waits for', async () => {
     const path = sessionLockPath(ISS, 'authcli', env);
     const holder = await acquireLock(path);

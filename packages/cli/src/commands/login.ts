@@ -66,7 +66,7 @@ export async function login(flags: LoginFlags, signal: AbortSignal): Promise<voi
     session.username = await displayNameFromUserinfo(meta, session.access_token, session.subject);
   }
   // Stored under the session lock; the session it replaces is revoked after (best effort).
-  await replaceSession(settings, session, meta, out);
+  await replaceSession(settings, session, meta, out, signal);
   if (flags.json) {
     process.stdout.write(`${JSON.stringify({ issuer: settings.issuer, subject: session.subject, username: session.username, scope: session.scope, expires_at: new Date(session.expires_at).toISOString() })}\n`);
   } else {

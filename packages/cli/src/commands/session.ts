@@ -20,7 +20,7 @@ function signedOut(issuer: string): CliError {
  * exec-credential`), refreshed under the session lock when it is about to
  * expire (see refreshedSession).
  */
-export async function token(flags: TokenFlags): Promise<void> {
+export async function token(flags: TokenFlags, signal?: AbortSignal): Promise<void> {
   const format = tokenFormat(flags);
   const settings = await resolveSettings(flags);
   let session = await readSession(settings.issuer);
@@ -29,7 +29,7 @@ export async function token(flags: TokenFlags): Promise<void> {
     const { notRenewable, refreshedSession } = await import('../refresh.js');
     // Without a refresh token a token inside the margin is still handed out; only an expired one is an error.
     if (!session.refresh_token && hasExpired(session, format, Date.now())) throw notRenewable(settings.issuer);
-    if (session.refresh_token) session = await refreshedSession(settings, session, format, terminalOutput());
+    if (session.refresh_token) session = await refreshedSession(settings, session, format, terminalOutput(), signal);
     if (hasExpired(session, format, Date.now())) {
       throw new CliError(
         'protocol',
@@ -49,7 +49,7 @@ export async function token(flags: TokenFlags): Promise<void> {
  * the server without anyone knowing. `--local` only forgets it here, and says
  * that the token stays valid at the server.
  */
-export async function logout(flags: SettingFlags & { local?: boolean }): Promise<void> {
+export async function logout(flags: SettingFlags & { local?: boolean }, signal?: AbortSignal): Promise<void> {
   const out = terminalOutput();
   const settings = await resolveSettings(flags);
   const { issuer } = settings;
@@ -89,6 +89,6 @@ export async function logout(flags: SettingFlags & { local?: boolean }): Promise
       await deleteSession(issuer);
       process.stdout.write(`Signed out of ${issuer}.\n`);
     },
-    { purpose: `using the sign-in to ${issuer}` },
+    { signal, purpose: `using the sign-in to ${issuer}` },
   );
 }
