@@ -9,7 +9,7 @@ import { tunnelProxy } from './support/tunnel-proxy.js';
 
 const PASSWORD = 'cli session e2e password';
 /** Access tokens live this long, so tests can wait for one to expire. */
-const TTL_S = 4;
+const TTL_S = 6;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
@@ -21,7 +21,7 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
   beforeAll(async () => {
     db = await freshDatabase('sqlite');
     server = await startServerProcess({ database: db.url, env: { AUTHCLI_ACCESS_TOKEN_TTL: String(TTL_S) } });
-    for (const name of ['alice', 'bob', 'carol', 'erin', 'frank', 'grace', 'heidi']) {
+    for (const name of ['alice', 'bob', 'carol', 'erin', 'frank', 'grace', 'heidi', 'ivan']) {
       const added = await serverCommand(['users', 'add', name, '--password-stdin'], server.env, `${PASSWORD}\n`);
       expect(added.code, added.stderr).toBe(0);
     }
@@ -271,6 +271,24 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
     expect(ended.stderr).toMatch(/^authcli: the sign-in to \S+ has ended \(.*disabled.*\); run `authcli login`\n$/);
     expect(await status(home)).toMatchObject({ code: 1, json: { signed_in: false, state: 'signed_out' } });
     expect((await serverCommand(['users', 'enable', 'grace'], server.env)).code).toBe(0);
+  });
+
+  it('a valid cached token is printed without loading commander, undici or jose; a refresh loads what it needs', async () => {
+    const home = tempConfigHome();
+    await signIn(home, 'ivan');
+    // NODE_DEBUG=module,esm names every file Node loads: the packages are the node_modules folders among them.
+    const packagesLoaded = async (args: string[]) => {
+      const run = await runCli(args, envFor(home, { NODE_DEBUG: 'module,esm' })).exit;
+      expect(run.code, run.stderr.slice(-2000)).toBe(0);
+      return { token: run.stdout, packages: new Set([...run.stderr.matchAll(/node_modules\/(?:\.pnpm\/[^/]+\/node_modules\/)?((?:@[^/]+\/)?[^/"]+)/g)].map((m) => m[1])) };
+    };
+    const cached = await packagesLoaded(['token']);
+    expect(cached.token).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+\n$/);
+    expect([...cached.packages]).toEqual([]);
+    await sleep(TTL_S * 1000 + 300);
+    const refreshed = await packagesLoaded(['token']);
+    expect(refreshed.token).not.toBe(cached.token);
+    expect([...refreshed.packages].sort()).toEqual(expect.arrayContaining(['commander', 'jose', 'undici']));
   });
 
   it('token --json and --format exec-credential: the documented shapes, the ID token for Kubernetes', async () => {

@@ -3,7 +3,6 @@
 // `authcli token` with a valid cached token answers before even commander loads (see the last line).
 import { createRequire } from 'node:module';
 import type { Command } from 'commander';
-import { cachedToken } from './commands/cached-token.js';
 
 /** commander, loaded synchronously when the command line needs it; the cached-token path does without. */
 const commander = () => createRequire(import.meta.url)('commander') as typeof import('commander');
@@ -79,5 +78,9 @@ async function main(): Promise<void> {
   setTimeout(() => process.exit(), 200).unref();
 }
 
-// `authcli token` with a valid cached token is answered without commander, HTTP or JWT code: scripts and kubectl call it constantly.
-if (!(process.argv[2] === 'token' && (await cachedToken(process.argv.slice(3))))) await main();
+/** `authcli token` with a valid cached token, answered without commander, HTTP or JWT code: scripts and kubectl call it constantly. */
+async function cachedToken(): Promise<boolean> {
+  return process.argv[2] === 'token' && (await import('./commands/cached-token.js')).cachedToken(process.argv.slice(3));
+}
+
+if (!(await cachedToken())) await main();
