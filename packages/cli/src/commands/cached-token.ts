@@ -27,16 +27,26 @@ export async function cachedToken(argv: string[]): Promise<boolean> {
     const session = await readSession(settings.issuer);
     const now = Date.now();
     if (!session || needsRefresh(session, format, now)) return false;
-    const text = renderToken(session, format, now);
-    // Straight to fd 1: process.stdout, like an ESM import of node:fs (its namespace reads every lazy
-    // export), loads the stream classes for this one write; require('node:fs') does not.
-    try {
-      (createRequire(import.meta.url)('node:fs') as typeof import('node:fs')).writeSync(1, text);
-    } catch {
-      process.stdout.write(text);
-    }
+    writeOut(renderToken(session, format, now));
     return true;
   } catch {
     return false;
+  }
+}
+
+/**
+ * Writes straight to fd 1: process.stdout, like an ESM import of node:fs (its
+ * namespace reads every lazy export), loads the stream classes for this one
+ * write; require('node:fs') does not. A pipe that would block (EAGAIN) gets
+ * the rest through process.stdout.
+ */
+function writeOut(text: string): void {
+  const { writeSync } = createRequire(import.meta.url)('node:fs') as typeof import('node:fs');
+  const bytes = Buffer.from(text);
+  let written = 0;
+  try {
+    while (written < bytes.length) written += writeSync(1, bytes, written);
+  } catch {
+    process.stdout.write(bytes.subarray(written));
   }
 }
