@@ -31,14 +31,16 @@ export async function refreshedSession(
   signal?: AbortSignal,
 ): Promise<StoredSession> {
   const { issuer } = settings;
-  return withSessionLock(
+  const result = await withSessionLock(
     issuer,
     [seen.client_id],
-    async (assertHeld) => {
+    async (assertHeld): Promise<StoredSession | { otherClient: StoredSession }> => {
       const now = Date.now();
       const current = await readSession(issuer);
       if (!current) throw new CliError('signed_out', `not signed in to ${issuer} (another authcli process signed out); run \`authcli login\``);
       if (!needsRefresh(current, format, now)) return current;
+      // A login with another client replaced the session while we waited: its lock is not the one held.
+      if (current.client_id !== seen.client_id) return { otherClient: current };
       // Stored by the process we waited for: use it while it lasts rather than refresh once more.
       if (presented(current, format).token !== presented(seen, format).token && !hasExpired(current, format, now)) return current;
       if (!current.refresh_token) {
@@ -77,4 +79,6 @@ export async function refreshedSession(
       onWait: (holder) => out.say(`Waiting for another authcli process${holder ? ` (pid ${holder.pid})` : ''} that is refreshing the sign-in to ${issuer}...`),
     },
   );
+  // Retried outside the lock held so far, so no process holds one client's lock while waiting for another's.
+  return 'otherClient' in result ? refreshedSession(settings, result.otherClient, format, out, signal) : result;
 }
