@@ -1,8 +1,12 @@
 #!/usr/bin/env node
 // Only commander and the small output and error modules load at start; each command imports its modules when it runs, so `--help` stays fast.
-import { Command, CommanderError, Option } from 'commander';
-import { CliError, formatError } from './errors.js';
-import { createOutput, type Output } from './output.js';
+// `authcli token` with a valid cached token answers before any of them loads (see the last line).
+import { createRequire } from 'node:module';
+import type { Command, CommanderError } from 'commander';
+import type { Output } from './output.js';
+
+/** commander, loaded synchronously when the command line needs it; the cached-token path does without. */
+const commander = () => createRequire(import.meta.url)('commander') as typeof import('commander');
 
 /** package.json's version, put in by tsup at build time (tsup.config.ts `define`): no file read at start. */
 declare const __AUTHCLI_VERSION__: string;
@@ -15,6 +19,7 @@ interface CommonFlags {
 }
 
 function common(cmd: Command): Command {
+  const { Option } = commander();
   return cmd
     .option('--issuer <url>', 'authorization server (env AUTHCLI_ISSUER, default http://127.0.0.1:8080)')
     .option('--client-id <id>', 'client id (env AUTHCLI_CLIENT_ID, default authcli)')
@@ -25,6 +30,7 @@ function common(cmd: Command): Command {
 }
 
 export function program(signal: AbortSignal, out: Output): Command {
+  const { Command } = commander();
   const cli = new Command('authcli')
     .description('Sign in to an OAuth 2.0 / OpenID Connect server from the command line')
     .version(__AUTHCLI_VERSION__)
@@ -54,23 +60,25 @@ export function program(signal: AbortSignal, out: Output): Command {
     .option('--json', 'print the result as JSON')
     .action(async (flags) => (await import('./commands/login.js')).login(flags, signal, out));
 
-  common(cli.command('status').description('who is signed in where, token expiry, scopes'))
+  common(cli.command('status').description('who is signed in where, token expiry, scopes; exit 0 valid or renewable, 1 signed out, 2 expired'))
     .option('--json', 'print JSON')
     .action(async (flags) => (await import('./commands/status.js')).status(flags));
 
-  common(cli.command('token').description('print a valid access token (refreshing it if needed), e.g. $(authcli token)')).action(async (flags: CommonFlags) =>
-    (await import('./commands/session.js')).token(flags),
-  );
+  common(cli.command('token').description('print a valid access token (refreshing it if needed), e.g. $(authcli token)'))
+    .option('--json', 'print {access_token, token_type, expires_at, expires_in, scope}')
+    .option('--format <format>', 'token, json, or exec-credential (a kubectl client.authentication.k8s.io/v1 ExecCredential)')
+    .action(async (flags: CommonFlags & { json?: boolean; format?: string }) => (await import('./commands/session.js')).token(flags, signal));
 
-  common(cli.command('logout').description('revoke the session at the server and delete local credentials')).action(async (flags: CommonFlags) =>
-    (await import('./commands/session.js')).logout(flags),
-  );
+  common(cli.command('logout').description('revoke the session at the server and delete local credentials'))
+    .option('--local', 'only forget the session on this machine (the token stays valid at the server)')
+    .action(async (flags: CommonFlags & { local?: boolean }) => (await import('./commands/session.js')).logout(flags, signal));
 
   return cli;
 }
 
 /** Commander's usage error as a CliError: its one line, and the help to read instead of the whole help. */
-function usageError(err: CommanderError, cli: Command, argv: readonly string[]): CliError {
+async function usageError(err: CommanderError, cli: Command, argv: readonly string[]) {
+  const { CliError } = await import('./errors.js');
   const names = new Set(cli.commands.map((c) => c.name()));
   const command = argv.slice(2).find((a) => names.has(a));
   // "error: unknown command 'x'\n(Did you mean y?)" -> "unknown command 'x'. Did you mean y?"
@@ -78,10 +86,15 @@ function usageError(err: CommanderError, cli: Command, argv: readonly string[]):
   return new CliError('usage', message, { hint: `See \`authcli${command ? ` ${command}` : ''} --help\`.` });
 }
 
-/** One error boundary: every failure goes through formatError; exit 1 (130 on Ctrl-C, commander's code for usage, 2 for a bug). */
+/**
+ * One error boundary: every failure goes through formatError; exit 1 (130 on
+ * Ctrl-C, commander's code for usage, 70 for a bug: EX_SOFTWARE, apart from
+ * `status`'s own 0/1/2).
+ */
 async function main(): Promise<void> {
   const ac = new AbortController();
   process.once('SIGINT', () => ac.abort());
+  const [{ CliError, formatError }, { createOutput }] = await Promise.all([import('./errors.js'), import('./output.js')]);
   const out = createOutput();
   const cli = program(ac.signal, out);
   try {
@@ -89,18 +102,18 @@ async function main(): Promise<void> {
   } catch (caught) {
     let err = caught;
     let exitCode = 1;
-    if (caught instanceof CommanderError) {
+    if (caught instanceof commander().CommanderError) {
       // --help, --version, and the help shown for a bare `authcli`: already printed.
       if (['commander.helpDisplayed', 'commander.version', 'commander.help'].includes(caught.code)) {
         process.exitCode = caught.exitCode;
         return;
       }
-      err = usageError(caught, cli, process.argv);
+      err = await usageError(caught, cli, process.argv);
       exitCode = caught.exitCode;
     } else if (caught instanceof CliError) {
       exitCode = caught.code === 'cancelled' ? 130 : 1;
     } else {
-      exitCode = 2;
+      exitCode = 70;
     }
     const debug = cli.opts<{ debug?: boolean }>().debug === true || process.env.AUTHCLI_DEBUG === '1';
     out.say(await formatError(err, { debug }));
@@ -110,4 +123,9 @@ async function main(): Promise<void> {
   setTimeout(() => process.exit(), 200).unref();
 }
 
-await main();
+/** `authcli token` with a valid cached token, answered without commander, HTTP or JWT code: scripts and kubectl call it constantly. */
+async function cachedToken(): Promise<boolean> {
+  return process.argv[2] === 'token' && (await import('./commands/cached-token.js')).cachedToken(process.argv.slice(3));
+}
+
+if (!(await cachedToken())) await main();

@@ -1,13 +1,13 @@
 import { createInterface } from 'node:readline';
 import { browserLogin } from '../browser/login.js';
 import { resolveSettings, type SettingFlags } from '../config.js';
-import { writeSession } from '../credentials.js';
 import { deviceLogin } from '../device/login.js';
 import { realClock } from '../device/poll.js';
 import { discover } from '../discovery.js';
 import { CliError } from '../errors.js';
 import { httpTransport } from '../http.js';
 import { createOutput, hasDisplay, openInBrowser, type Output } from '../output.js';
+import { replaceSession } from '../revocation.js';
 import { displayNameFromUserinfo, sessionFromTokens, type TokenResponse } from '../tokens.js';
 
 export interface LoginFlags extends SettingFlags {
@@ -48,7 +48,8 @@ export async function login(flags: LoginFlags, signal: AbortSignal, out: Output 
     if (!session.username && session.scope.split(' ').includes('openid')) {
       session.username = await displayNameFromUserinfo(meta, session.access_token, session.subject);
     }
-    await writeSession(settings.issuer, session);
+    // Stored under the session lock; the session it replaces is revoked after (best effort).
+    await replaceSession(settings, session, meta, out, signal);
     return session;
   };
   let session;

@@ -1,68 +1,94 @@
+// Loads no HTTP or JOSE code up front: refreshing and revoking import them when they run.
 import { resolveSettings, type SettingFlags } from '../config.js';
-import { deleteSession, readSession, writeSession, type StoredSession } from '../credentials.js';
-import { discover } from '../discovery.js';
+import { deleteSession, readSession } from '../credentials.js';
 import { CliError } from '../errors.js';
-import { clientAuth, httpTransport, oauthError } from '../http.js';
+import { withSessionLock } from '../lock.js';
 import { terminalOutput } from '../output.js';
-import { asTokenResponse, sessionFromTokens } from '../tokens.js';
+import { hasExpired, needsRefresh, renderToken, tokenFormat } from '../token-output.js';
 
-/** Tokens this close to expiry are refreshed rather than handed out. */
-const EXPIRY_MARGIN_MS = 30_000;
+export interface TokenFlags extends SettingFlags {
+  json?: boolean;
+  format?: string;
+}
 
 function signedOut(issuer: string): CliError {
   return new CliError('signed_out', `not signed in to ${issuer}; run \`authcli login\``);
 }
 
-/** `authcli token`: a valid access token on stdout, refreshed through the refresh token when needed. */
-export async function token(flags: SettingFlags): Promise<void> {
+/**
+ * `authcli token`: a valid token on stdout (`--json`, `--format
+ * exec-credential`), refreshed under the session lock when it is about to
+ * expire (see refreshedSession).
+ */
+export async function token(flags: TokenFlags, signal?: AbortSignal): Promise<void> {
+  const format = tokenFormat(flags);
   const settings = await resolveSettings(flags);
-  const session = await readSession(settings.issuer);
+  let session = await readSession(settings.issuer);
   if (!session) throw signedOut(settings.issuer);
-  if (session.expires_at - EXPIRY_MARGIN_MS > Date.now()) {
-    process.stdout.write(`${session.access_token}\n`);
-    return;
-  }
-  if (!session.refresh_token) throw new CliError('signed_out', `the access token for ${settings.issuer} has expired and cannot be renewed; run \`authcli login\``);
-  const meta = await discover(settings.issuer, httpTransport);
-  const auth = clientAuth({ ...settings, clientId: session.client_id }, { grant_type: 'refresh_token', refresh_token: session.refresh_token });
-  const res = await httpTransport(meta.token_endpoint, { method: 'POST', headers: auth.headers, form: auth.form });
-  if (res.status !== 200) {
-    const e = oauthError(res);
-    if (e?.error === 'invalid_grant') {
-      await deleteSession(settings.issuer);
-      throw new CliError('signed_out', `the session at ${settings.issuer} has ended (${e.description ?? 'invalid_grant'}); run \`authcli login\``);
+  if (needsRefresh(session, format, Date.now())) {
+    const { notRenewable, refreshedSession } = await import('../refresh.js');
+    // Without a refresh token a token inside the margin is still handed out; only an expired one is an error.
+    if (!session.refresh_token && hasExpired(session, format, Date.now())) throw notRenewable(settings.issuer);
+    if (session.refresh_token) session = await refreshedSession(settings, session, format, terminalOutput(), signal);
+    if (hasExpired(session, format, Date.now())) {
+      throw new CliError(
+        'protocol',
+        format === 'exec-credential' && session.id_token
+          ? `${settings.issuer} renewed the sign-in without a new ID token, and the stored one has expired; run \`authcli login\``
+          : `${settings.issuer} renewed the sign-in with a token that has already expired; is this machine's clock right?`,
+      );
     }
-    throw new CliError('protocol', `refreshing failed: ${e ? `${e.error}${e.description ? `: ${e.description}` : ''}` : `HTTP ${res.status}`}`);
   }
-  const refreshed: StoredSession = await sessionFromTokens(asTokenResponse(res.body), meta, { ...settings, clientId: session.client_id }, { previous: session });
-  await writeSession(settings.issuer, refreshed);
-  process.stdout.write(`${refreshed.access_token}\n`);
+  process.stdout.write(renderToken(session, format, Date.now()));
 }
 
-/** `authcli logout`: revoke the refresh token (RFC 7009) when the server can, then forget the session. */
-export async function logout(flags: SettingFlags): Promise<void> {
+/**
+ * `authcli logout`: revoke the sign-in at the server (RFC 7009), then forget
+ * it here. When the server cannot be reached or refuses, the session is kept
+ * and the command fails: a local delete would leave a live refresh token at
+ * the server without anyone knowing. `--local` only forgets it here, and says
+ * that the token stays valid at the server.
+ */
+export async function logout(flags: SettingFlags & { local?: boolean }, signal?: AbortSignal): Promise<void> {
   const out = terminalOutput();
   const settings = await resolveSettings(flags);
-  const session = await readSession(settings.issuer);
-  if (!session) {
-    process.stdout.write(`Not signed in to ${settings.issuer}.\n`);
+  const { issuer } = settings;
+  const seen = await readSession(issuer);
+  if (!seen) {
+    process.stdout.write(`Not signed in to ${issuer}.\n`);
     return;
   }
-  const revocable = session.refresh_token ?? session.access_token;
-  try {
-    const meta = await discover(settings.issuer, httpTransport);
-    if (meta.revocation_endpoint) {
-      const auth = clientAuth(
-        { ...settings, clientId: session.client_id },
-        { token: revocable, token_type_hint: session.refresh_token ? 'refresh_token' : 'access_token' },
-      );
-      const res = await httpTransport(meta.revocation_endpoint, { method: 'POST', headers: auth.headers, form: auth.form });
-      if (res.status !== 200) out.say(`The server did not revoke the session (HTTP ${res.status}); forgetting it here anyway.`);
-    }
-  } catch (err) {
-    if (!(err instanceof CliError && (err.code === 'network' || err.code === 'discovery'))) throw err;
-    out.say(`Could not reach ${settings.issuer} to revoke the session (${err.message}); forgetting it here anyway.`);
-  }
-  await deleteSession(settings.issuer);
-  process.stdout.write(`Signed out of ${settings.issuer}.\n`);
+  await withSessionLock(
+    issuer,
+    [seen.client_id],
+    async () => {
+      const session = await readSession(issuer);
+      if (!session) {
+        process.stdout.write(`Not signed in to ${issuer}.\n`);
+        return;
+      }
+      if (flags.local) {
+        await deleteSession(issuer);
+        process.stdout.write(`Signed out of ${issuer} on this machine.\n`);
+        out.say(`The ${session.refresh_token ? 'refresh' : 'access'} token was not revoked: it stays valid at ${issuer} until it expires.`);
+        return;
+      }
+      const { revokeSession } = await import('../revocation.js');
+      try {
+        if ((await revokeSession(settings, session)) === 'unsupported') {
+          out.say(`${issuer} offers no token revocation (RFC 7009): the ${session.refresh_token ? 'refresh' : 'access'} token stays valid there until it expires.`);
+        }
+      } catch (err) {
+        if (!(err instanceof CliError) || !['network', 'discovery', 'protocol'].includes(err.code)) throw err;
+        throw new CliError(
+          err.code,
+          `could not revoke the sign-in at ${issuer}: ${err.message}; still signed in here (\`authcli logout --local\` forgets it on this machine only, leaving the token valid at the server)`,
+          { cause: err },
+        );
+      }
+      await deleteSession(issuer);
+      process.stdout.write(`Signed out of ${issuer}.\n`);
+    },
+    { signal, purpose: `using the sign-in to ${issuer}` },
+  );
 }

@@ -1,6 +1,21 @@
 // Loads no HTTP or JOSE code: `authcli status` only reads the local credentials.
 import { resolveSettings, type SettingFlags } from '../config.js';
-import { allSessions, describeStore, locateSession } from '../credentials.js';
+import { allSessions, describeStore, locateSession, type StoredSession } from '../credentials.js';
+
+/**
+ * Where the sign-in stands, and the exit code that says it to scripts:
+ * `valid` and `renewable` (expired, but `authcli token` renews it) 0,
+ * `signed_out` 1, `expired` (no refresh token: sign in again) 2.
+ */
+export type SessionState = 'valid' | 'renewable' | 'signed_out' | 'expired';
+
+export const STATUS_EXIT_CODES: Record<SessionState, number> = { valid: 0, renewable: 0, signed_out: 1, expired: 2 };
+
+export function sessionState(session: StoredSession | undefined, now: number): SessionState {
+  if (!session) return 'signed_out';
+  if (session.expires_at > now) return 'valid';
+  return session.refresh_token ? 'renewable' : 'expired';
+}
 
 function describeIn(ms: number): string {
   const m = Math.round(ms / 60_000);
@@ -10,37 +25,46 @@ function describeIn(ms: number): string {
   return `in ${Math.round(m / 60)} h`;
 }
 
-/** `authcli status`: who is signed in where, expiry, scopes. Exit 1 when signed out. */
+const ACCESS_LINE: Record<Exclude<SessionState, 'signed_out'>, string> = {
+  valid: 'valid',
+  renewable: 'expired (`authcli token` renews it)',
+  expired: 'expired and cannot be renewed: run `authcli login`',
+};
+
+/** `authcli status`: who is signed in where, expiry, scopes; exit code per {@link SessionState}. */
 export async function status(flags: SettingFlags & { json?: boolean }): Promise<void> {
   const settings = await resolveSettings(flags);
   const { session, store, keychainError } = await locateSession(settings.issuer);
   // A locked keyring may hide a session: say why only the file was read.
   if (keychainError && !session) process.stderr.write(`Only the file was read: ${keychainError}\n`);
+  const now = Date.now();
+  const state = sessionState(session, now);
   if (flags.json) {
     process.stdout.write(
       `${JSON.stringify(
         session
           ? {
               signed_in: true,
+              state,
               issuer: settings.issuer,
               client_id: session.client_id,
               subject: session.subject,
               username: session.username,
               scope: session.scope,
               expires_at: new Date(session.expires_at).toISOString(),
-              expired: session.expires_at <= Date.now(),
+              expired: session.expires_at <= now,
               refreshable: Boolean(session.refresh_token),
               storage: store,
             }
-          : { signed_in: false, issuer: settings.issuer, storage: store },
+          : { signed_in: false, state, issuer: settings.issuer, storage: store },
       )}\n`,
     );
-  } else if (session) {
+  } else if (session && state !== 'signed_out') {
     process.stdout.write(
       [
         `Signed in to ${settings.issuer}${session.username ? ` as ${session.username}` : ''}${session.subject ? ` (subject ${session.subject})` : ''}`,
         `  client:       ${session.client_id}`,
-        `  access token: ${session.expires_at <= Date.now() ? 'expired' : 'valid'}, expires ${new Date(session.expires_at).toISOString()} (${describeIn(session.expires_at - Date.now())})`,
+        `  access token: ${ACCESS_LINE[state]}, expires ${new Date(session.expires_at).toISOString()} (${describeIn(session.expires_at - now)})`,
         `  refresh:      ${session.refresh_token ? 'yes (`authcli token` renews the access token)' : 'no: sign in again when it expires'}`,
         `  scopes:       ${session.scope || '(none)'}`,
         `  stored in:    ${describeStore(store)}`,
@@ -51,6 +75,5 @@ export async function status(flags: SettingFlags & { json?: boolean }): Promise<
     const others = Object.keys(await allSessions());
     process.stdout.write(`Not signed in to ${settings.issuer}. Run \`authcli login\`.${others.length ? `\nSigned in elsewhere: ${others.join(', ')}` : ''}\n`);
   }
-  if (!session) process.exitCode = 1;
+  process.exitCode = STATUS_EXIT_CODES[state];
 }
-

@@ -1,0 +1,52 @@
+// The fast path of `authcli token`, run by cli.ts before commander loads: scripts and kubectl call
+// `authcli token` constantly, so with a valid cached token it loads only the settings, the
+// credentials and the output format (no commander, HTTP, JOSE or lock code).
+import { createRequire } from 'node:module';
+import { parseArgs } from 'node:util';
+import { resolveSettings } from '../config.js';
+import { readSession } from '../credentials.js';
+import { needsRefresh, renderToken, tokenFormat } from '../token-output.js';
+
+/**
+ * When the command line is one this understands and the cached token is good
+ * for the asked format, prints it and returns true; anything else (a refresh,
+ * an error, `--help`, `--client-secret`, an option it does not know) returns
+ * false and goes through commander to `token` in session.ts, which answers
+ * the same for a valid token.
+ */
+export async function cachedToken(argv: string[]): Promise<boolean> {
+  try {
+    const { values } = parseArgs({
+      args: argv,
+      options: { issuer: { type: 'string' }, 'client-id': { type: 'string' }, json: { type: 'boolean' }, format: { type: 'string' } },
+      strict: true,
+      allowPositionals: false,
+    });
+    const format = tokenFormat(values);
+    const settings = await resolveSettings({ issuer: values.issuer, clientId: values['client-id'] });
+    const session = await readSession(settings.issuer);
+    const now = Date.now();
+    if (!session || needsRefresh(session, format, now)) return false;
+    writeOut(renderToken(session, format, now));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Writes straight to fd 1: process.stdout, like an ESM import of node:fs (its
+ * namespace reads every lazy export), loads the stream classes for this one
+ * write; require('node:fs') does not. A pipe that would block (EAGAIN) gets
+ * the rest through process.stdout.
+ */
+function writeOut(text: string): void {
+  const { writeSync } = createRequire(import.meta.url)('node:fs') as typeof import('node:fs');
+  const bytes = Buffer.from(text);
+  let written = 0;
+  try {
+    while (written < bytes.length) written += writeSync(1, bytes, written);
+  } catch {
+    process.stdout.write(bytes.subarray(written));
+  }
+}

@@ -1,0 +1,84 @@
+import type { ClientSettings } from './config.js';
+import { deleteSession, readSession, writeSession, type StoredSession } from './credentials.js';
+import { discover } from './discovery.js';
+import { CliError } from './errors.js';
+import { clientAuth, httpTransport, oauthError } from './http.js';
+import { withSessionLock } from './lock.js';
+import type { Output } from './output.js';
+import { hasExpired, needsRefresh, presented, type TokenFormat } from './token-output.js';
+import { asTokenResponse, sessionFromTokens } from './tokens.js';
+
+export function notRenewable(issuer: string): CliError {
+  return new CliError('signed_out', `the token for ${issuer} has expired and cannot be renewed (no refresh token); run \`authcli login\``);
+}
+
+/**
+ * A session good for `format`, refreshed (RFC 6749 §6) under the session
+ * lock: read, and only if the stored session still needs it, refresh and
+ * write, all while holding the lock. A process that waited for the lock finds
+ * the session another process just stored and uses it, so each refresh token
+ * is sent once (RFC 9700 §4.14.2: the server revokes the whole sign-in when a
+ * rotated refresh token comes back). `invalid_grant` means the sign-in has
+ * ended at the server: the stored session is removed and the error says so.
+ * `signal` (Ctrl-C) ends a wait for the lock, never a refresh under way: its
+ * answer carries the only valid refresh token.
+ */
+export async function refreshedSession(
+  settings: ClientSettings,
+  seen: StoredSession,
+  format: TokenFormat,
+  out: Output,
+  signal?: AbortSignal,
+): Promise<StoredSession> {
+  const { issuer } = settings;
+  const result = await withSessionLock(
+    issuer,
+    [seen.client_id],
+    async (assertHeld): Promise<StoredSession | { otherClient: StoredSession }> => {
+      const now = Date.now();
+      const current = await readSession(issuer);
+      if (!current) throw new CliError('signed_out', `not signed in to ${issuer} (another authcli process signed out); run \`authcli login\``);
+      if (!needsRefresh(current, format, now)) return current;
+      // A login with another client replaced the session while we waited: its lock is not the one held.
+      if (current.client_id !== seen.client_id) return { otherClient: current };
+      // Stored by the process we waited for: use it while it lasts rather than refresh once more.
+      if (presented(current, format).token !== presented(seen, format).token && !hasExpired(current, format, now)) return current;
+      if (!current.refresh_token) {
+        if (!hasExpired(current, format, now)) return current;
+        throw notRenewable(issuer);
+      }
+      const client = { ...settings, clientId: current.client_id };
+      const meta = await discover(issuer, httpTransport);
+      const auth = clientAuth(client, { grant_type: 'refresh_token', refresh_token: current.refresh_token });
+      assertHeld();
+      const res = await httpTransport(meta.token_endpoint, { method: 'POST', headers: auth.headers, form: auth.form });
+      if (res.status !== 200) {
+        const e = oauthError(res);
+        if (e?.error === 'invalid_grant') {
+          await deleteSession(issuer);
+          throw new CliError('signed_out', `the sign-in to ${issuer} has ended (${e.description ?? 'invalid_grant'}); run \`authcli login\``);
+        }
+        throw new CliError('protocol', `refreshing failed: ${e ? `${e.error}${e.description ? `: ${e.description}` : ''}` : `HTTP ${res.status}`}`);
+      }
+      const tokens = asTokenResponse(res.body);
+      let refreshed: StoredSession;
+      try {
+        refreshed = await sessionFromTokens(tokens, meta, client, { previous: current });
+      } catch (err) {
+        // The server has rotated the refresh token: keep the new one (and nothing unverified), or the
+        // next refresh would send the retired one and end the sign-in.
+        if (tokens.refresh_token) await writeSession(issuer, { ...current, refresh_token: tokens.refresh_token });
+        throw err;
+      }
+      await writeSession(issuer, refreshed);
+      return refreshed;
+    },
+    {
+      signal,
+      purpose: `refreshing the sign-in to ${issuer}`,
+      onWait: (holder) => out.say(`Waiting for another authcli process${holder ? ` (pid ${holder.pid})` : ''} that is refreshing the sign-in to ${issuer}...`),
+    },
+  );
+  // Retried outside the lock held so far, so no process holds one client's lock while waiting for another's.
+  return 'otherClient' in result ? refreshedSession(settings, result.otherClient, format, out, signal) : result;
+}

@@ -1,0 +1,74 @@
+import type { ClientSettings } from './config.js';
+import { readSession, writeSession, type StoredSession } from './credentials.js';
+import { discover, type ServerMetadata } from './discovery.js';
+import { CliError } from './errors.js';
+import { clientAuth, httpTransport, oauthError } from './http.js';
+import { withSessionLock } from './lock.js';
+import type { Output } from './output.js';
+
+/**
+ * Revokes a stored session at the server (RFC 7009 §2.1): its refresh token,
+ * which ends the whole sign-in and its access tokens at servers that follow
+ * the §2.1 SHOULD (this one does), or its access token when it has none.
+ * 'unsupported' when the server publishes no revocation endpoint. Throws
+ * CliError('network' | 'discovery') when the server cannot be reached and
+ * CliError('protocol') when it refuses.
+ */
+export async function revokeSession(settings: ClientSettings, session: StoredSession, meta?: ServerMetadata): Promise<'revoked' | 'unsupported'> {
+  meta ??= await discover(settings.issuer, httpTransport);
+  if (!meta.revocation_endpoint) return 'unsupported';
+  // The secret belongs to the configured client: a session of another client is revoked as a public client's.
+  const client = { ...settings, clientId: session.client_id, clientSecret: session.client_id === settings.clientId ? settings.clientSecret : undefined };
+  const auth = clientAuth(client, {
+    token: session.refresh_token ?? session.access_token,
+    token_type_hint: session.refresh_token ? 'refresh_token' : 'access_token',
+  });
+  const res = await httpTransport(meta.revocation_endpoint, { method: 'POST', headers: auth.headers, form: auth.form });
+  if (res.status !== 200) {
+    const e = oauthError(res);
+    throw new CliError('protocol', `the server refused to revoke it (${e ? `${e.error}${e.description ? `: ${e.description}` : ''}` : `HTTP ${res.status}`})`);
+  }
+  return 'revoked';
+}
+
+/**
+ * Stores a new sign-in and then revokes the one it replaced: a re-login, or
+ * the earlier of two concurrent logins, must not leave a refresh token alive
+ * at the server for the rest of its lifetime. The read of the previous session
+ * and the write of the new one happen under the session lock, so concurrent
+ * logins and refreshes each see the session the other stored and every
+ * replaced session is revoked once. Revocation comes after the new session is
+ * stored and is best effort: a failure is one line on stderr, never a failed
+ * login.
+ */
+export async function replaceSession(
+  settings: ClientSettings,
+  session: StoredSession,
+  meta: ServerMetadata,
+  out: Output,
+  signal?: AbortSignal,
+): Promise<void> {
+  const { issuer } = settings;
+  const before = await readSession(issuer);
+  const previous = await withSessionLock(
+    issuer,
+    before ? [session.client_id, before.client_id] : [session.client_id],
+    async () => {
+      const stored = await readSession(issuer);
+      await writeSession(issuer, session);
+      return stored;
+    },
+    {
+      signal,
+      purpose: `storing the sign-in to ${issuer}`,
+      onWait: (holder) => out.say(`Waiting for another authcli process${holder ? ` (pid ${holder.pid})` : ''} to finish with the sign-in to ${issuer}...`),
+    },
+  );
+  if (!previous || (previous.refresh_token ?? previous.access_token) === (session.refresh_token ?? session.access_token)) return;
+  try {
+    await revokeSession(settings, previous, meta);
+  } catch (err) {
+    if (!(err instanceof CliError)) throw err;
+    out.say(`Could not revoke the previous sign-in to ${issuer} (${err.message}); its refresh token stays valid at the server until it expires.`);
+  }
+}
