@@ -1,5 +1,4 @@
 // The file backend: one JSON file, mode 0600 in a 0700 folder, replaced atomically on every write.
-import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { configDir } from '../config.js';
@@ -41,6 +40,8 @@ export async function readFileSessions(env: NodeJS.ProcessEnv): Promise<Record<s
  * removed, so that `credentials.json` exists only while it holds credentials.
  */
 async function save(sessions: Record<string, StoredSession>, env: NodeJS.ProcessEnv): Promise<void> {
+  // Loaded here, not at the top: node:crypto costs every `authcli token` ~3 ms to load, and only writes need it.
+  const { randomBytes } = await import('node:crypto');
   const file = credentialsPath(env);
   if (Object.keys(sessions).length === 0) {
     await unlink(file).catch((err: NodeJS.ErrnoException) => {
