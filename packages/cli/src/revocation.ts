@@ -49,13 +49,20 @@ export async function replaceSession(
   signal?: AbortSignal,
 ): Promise<void> {
   const { issuer } = settings;
-  const before = await readSession(issuer);
+  // What to revoke is looked up best effort: a keychain that cannot be read now (locked, gone) must not fail a
+  // sign-in that is about to be stored (writeSession falls back to the file and says so).
+  const readPrevious = () =>
+    readSession(issuer).catch((err: unknown) => {
+      if (err instanceof CliError && err.code === 'storage') return undefined;
+      throw err;
+    });
+  const before = await readPrevious();
   const previous = await withSessionLock(
     issuer,
     before ? [session.client_id, before.client_id] : [session.client_id],
     async () => {
-      const stored = await readSession(issuer);
-      await writeSession(issuer, session);
+      const stored = await readPrevious();
+      await writeSession(issuer, session, process.env, out.say);
       return stored;
     },
     {
