@@ -30,6 +30,17 @@ describe.each(dialects())('dashboard: applications (%s)', (dialect) => {
     return b.request('POST', '/dashboard/apps', body.toString(), { 'content-type': 'application/x-www-form-urlencoded' });
   }
 
+  const clientIdOf = (location: string) => decodeURIComponent(location.split('/')[3]!);
+
+  /** Follows a 303 to the secret page and reads the secret shown there. */
+  async function secretPage(b: Browser, res: Res): Promise<{ page: Res; secret: string; clientId: string }> {
+    expect(res.status).toBe(303);
+    expect(res.location).toMatch(/^\/dashboard\/apps\/[^/]+\/secret$/);
+    const page = await b.get(res.location!);
+    expect(page.status).toBe(200);
+    return { page, secret: /id="client_secret"[^>]*value="([^"]+)"/.exec(page.text)![1]!, clientId: clientIdOf(res.location!) };
+  }
+
   it('signed-out visitors are sent to sign in', async () => {
     const b = new Browser(server.url);
     const res = await b.get('/dashboard');
@@ -57,10 +68,10 @@ describe.each(dialects())('dashboard: applications (%s)', (dialect) => {
   it('a confidential secret is shown once, on a no-store page, and only its hash is kept', async () => {
     const b = await as('alice');
     const res = await register(b, { name: 'Backend', kind: 'confidential', grants: ['authorization_code', DEVICE] });
-    expect(res.status).toBe(200);
-    expect(res.headers.get('cache-control')).toBe('no-store');
-    const secret = /id="client_secret"[^>]*value="([^"]+)"/.exec(res.text)![1]!;
-    const clientId = /client ID <code>([^<]+)<\/code>/.exec(res.text)![1]!;
+    expect(res.text).toBe('');
+    const { page, secret, clientId } = await secretPage(b, res);
+    expect(page.headers.get('cache-control')).toBe('no-store');
+    expect(res.location).not.toContain(secret);
     expect(secret).toMatch(/^[\w-]{43}$/);
     expect((await server.store.getApplication(clientId))!.secretHash).toBe(sha256Hex(secret));
     const again = await b.get(`/dashboard/apps/${clientId}`);
@@ -73,13 +84,12 @@ describe.each(dialects())('dashboard: applications (%s)', (dialect) => {
   it('rotate secret: a new one shown once; the old one stops working at once', async () => {
     const b = await as('alice');
     const created = await register(b, { name: 'Rotating', kind: 'confidential', grants: ['authorization_code', DEVICE] });
-    const old = /id="client_secret"[^>]*value="([^"]+)"/.exec(created.text)![1]!;
-    const clientId = /client ID <code>([^<]+)<\/code>/.exec(created.text)![1]!;
+    const { secret: old, clientId } = await secretPage(b, created);
     const page = await b.get(`/dashboard/apps/${clientId}`);
     const rotated = await b.postForm(`/dashboard/apps/${clientId}/rotate-secret`, { _csrf: hidden(page.text, '_csrf') });
-    expect(rotated.status).toBe(200);
-    expect(rotated.headers.get('cache-control')).toBe('no-store');
-    const fresh = /id="client_secret"[^>]*value="([^"]+)"/.exec(rotated.text)![1]!;
+    const { page: shown, secret: fresh } = await secretPage(b, rotated);
+    expect(shown.headers.get('cache-control')).toBe('no-store');
+    expect(shown.text).toContain('New client secret');
     expect(fresh).not.toBe(old);
     expect((await deviceAuthorization(server, clientId, 'openid', { authorization: basic(clientId, old) })).status).toBe(401);
     expect((await deviceAuthorization(server, clientId, 'openid', { authorization: basic(clientId, fresh) })).status).toBe(200);
@@ -109,6 +119,9 @@ describe.each(dialects())('dashboard: applications (%s)', (dialect) => {
     body.append('grant', 'authorization_code');
     const saved = await b.request('POST', path, body.toString(), { 'content-type': 'application/x-www-form-urlencoded' });
     expect(saved.status).toBe(303);
+    expect(saved.location).toBe(path);
+    expect((await b.get(path)).text).toContain('Application saved');
+    expect((await b.get(path)).text).not.toContain('Application saved');
     const clientId = decodeURIComponent(path.split('/').pop()!);
     expect(await server.store.getApplication(clientId)).toMatchObject({ name: 'Edited', callbackUrls: ['https://new.example/cb'], scopes: ['openid'], idTokenAlg: 'ES256', kind: 'public' });
     body.set('callback_urls', 'http://evil.example/cb');
@@ -158,7 +171,65 @@ describe.each(dialects())('dashboard: applications (%s)', (dialect) => {
     const page = await b.get(path);
     const res = await b.postForm(`${path}/delete`, { _csrf: hidden(page.text, '_csrf') });
     expect(res.status).toBe(303);
+    expect(res.location).toBe('/dashboard');
+    expect((await b.get('/dashboard')).text).toContain('Application “Short-lived” deleted');
     expect(await server.store.getApplication(clientId)).toBeUndefined();
     expect((await deviceAuthorization(server, clientId, 'openid')).json.error).toBe('invalid_client');
+  });
+
+  it('post-redirect-get: every dashboard form answers 303 to a GET page; a reload of that page repeats nothing', async () => {
+    const b = await as('alice');
+    const before = (await server.store.listApplications()).length;
+    const created = await register(b, { name: 'Reloaded', kind: 'confidential' });
+    const { secret, clientId } = await secretPage(b, created);
+    // Reloading the page the redirect led to: no second application, and the secret is not shown again.
+    const reload = await b.get(created.location!);
+    expect(reload.status).toBe(303);
+    expect(reload.location).toBe(`/dashboard/apps/${clientId}`);
+    expect(reload.text).not.toContain(secret);
+    expect((await server.store.listApplications()).length).toBe(before + 1);
+    const hash = (await server.store.getApplication(clientId))!.secretHash;
+    expect(hash).toBe(sha256Hex(secret));
+
+    const page = await b.get(`/dashboard/apps/${clientId}`);
+    expect(page.text).not.toContain(secret);
+    const rotated = await b.postForm(`/dashboard/apps/${clientId}/rotate-secret`, { _csrf: hidden(page.text, '_csrf') });
+    const { secret: fresh } = await secretPage(b, rotated);
+    const rotatedHash = (await server.store.getApplication(clientId))!.secretHash;
+    expect(rotatedHash).toBe(sha256Hex(fresh));
+    // A reload after a rotation rotates nothing: the stored hash changed exactly once.
+    expect((await b.get(rotated.location!)).status).toBe(303);
+    expect((await server.store.getApplication(clientId))!.secretHash).toBe(rotatedHash);
+  });
+
+  it('flash: a secret is bound to the session that made it, and taken by the first page that shows it', async () => {
+    const alice = await as('alice');
+    const created = await register(alice, { name: 'Flash-bound', kind: 'confidential' });
+    const clientId = clientIdOf(created.location!);
+    // Another session of the same user (another browser) finds no secret to show.
+    const other = await as('alice');
+    const elsewhere = await other.get(created.location!);
+    expect(elsewhere.status).toBe(303);
+    expect(elsewhere.location).toBe(`/dashboard/apps/${clientId}`);
+    // An administrator who may manage the application does not see it either.
+    expect((await (await as('root')).get(created.location!)).status).toBe(303);
+    // The session that registered it still gets it, once.
+    const { secret } = await secretPage(alice, created);
+    expect((await server.store.getApplication(clientId))!.secretHash).toBe(sha256Hex(secret));
+    expect((await alice.get(created.location!)).status).toBe(303);
+    // A signed-out visitor is sent to sign in, never shown the page.
+    const anonymous = await new Browser(server.url).get(created.location!);
+    expect(anonymous.status).toBe(303);
+    expect(anonymous.location).toMatch(/^\/signin\?continue=/);
+  });
+
+  it('flash: the "saved" notice is shown once', async () => {
+    const b = await as('alice');
+    const created = await register(b, { name: 'Noticed' });
+    expect(created.status).toBe(303);
+    const first = await b.get(created.location!);
+    expect(first.text).toContain('Application registered');
+    expect(first.text).toContain('role="status"');
+    expect((await b.get(created.location!)).text).not.toContain('Application registered');
   });
 });

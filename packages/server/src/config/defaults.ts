@@ -28,6 +28,10 @@ export const DEVICE_CODE_TTL_SECONDS = 600;
 export const DEVICE_POLL_INTERVAL_SECONDS = 5;
 /** A sign-in continuation (the authorization request or page a sign-in resumes) outlives a slow typist. */
 export const CONTINUATION_TTL_MS = 15 * MINUTE;
+/** How long a dashboard flash (a new client secret, a saved notice) waits for the page after its redirect. */
+export const FLASH_TTL_MS = 5 * MINUTE;
+/** Flashes kept per session: a few tabs acting at once, never an unbounded queue. */
+export const FLASHES_PER_SESSION = 8;
 /** Consumed codes and device authorizations are kept this long past expiry, so a late replay still revokes. */
 export const REPLAY_EVIDENCE_MS = DAY;
 /** Rate-limit counters are purged this long after their window started (every window is far shorter). */

@@ -8,11 +8,21 @@ const GRANT_LABELS: Record<string, string> = {
   'urn:ietf:params:oauth:grant-type:device_code': 'Device code (sign-in on a second screen)',
 };
 
-export function DashboardPage(props: { viewer: Viewer; apps: Application[]; all: boolean }) {
+/** A one-time "saved" notice from the flash, announced politely to screen readers. */
+function Notice(props: { text?: string | undefined }) {
+  return props.text ? (
+    <p class="alert success" role="status">
+      {props.text}
+    </p>
+  ) : null;
+}
+
+export function DashboardPage(props: { viewer: Viewer; apps: Application[]; all: boolean; notice?: string | undefined }) {
   return (
     <Layout title="Applications" viewer={props.viewer} wide>
       <div class="card">
         <h1>Applications</h1>
+        <Notice text={props.notice} />
         <p class="muted">{props.all ? 'As an administrator you see every application.' : 'The applications you registered.'}</p>
         {props.apps.length === 0 ? (
           <p>No applications yet.</p>
@@ -61,7 +71,7 @@ export interface AppFormValues {
   idTokenAlg: string;
 }
 
-export function AppFormPage(props: { viewer: Viewer; values: AppFormValues; error?: string | undefined; app?: Application | undefined }) {
+export function AppFormPage(props: { viewer: Viewer; values: AppFormValues; error?: string | undefined; app?: Application | undefined; notice?: string | undefined }) {
   const v = props.values;
   const editing = props.app !== undefined;
   const action = editing ? `/dashboard/apps/${encodeURIComponent(props.app!.clientId)}` : '/dashboard/apps';
@@ -74,6 +84,7 @@ export function AppFormPage(props: { viewer: Viewer; values: AppFormValues; erro
             Client ID <code>{props.app!.clientId}</code> · {props.app!.kind}
           </p>
         )}
+        <Notice text={props.notice} />
         <Alert message={props.error} />
         <form method="post" action={action}>
           <input type="hidden" name="_csrf" value={props.viewer.csrf} />

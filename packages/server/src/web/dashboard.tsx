@@ -4,6 +4,7 @@ import type { AppContext } from '../context.js';
 import { isParsedForm } from '../http/form.js';
 import type { Application } from '../store/store.js';
 import { AppFormPage, DashboardPage, SecretPage, type AppFormValues } from './dashboard-views.js';
+import { Flash } from './flash.js';
 import { sendPage } from './pages.js';
 import type { Continuation } from './continuation.js';
 import { requireSignIn, type CurrentSession } from './session.js';
@@ -16,10 +17,16 @@ const DASHBOARD: Continuation = { kind: 'page', page: 'dashboard' };
 /**
  * /dashboard: the applications a user registered (administrators see all).
  * Someone else's application answers 404, never 403, so client ids of other
- * users cannot be probed. Secrets are shown once, on no-store pages.
+ * users cannot be probed.
+ *
+ * Every form answers 303 to a GET page (post-redirect-get), so a reload or
+ * the back button repeats no action. A new client secret and the "saved"
+ * notices travel to that page in a one-time flash bound to the session
+ * (flash.ts), never in the URL; the secret page is no-store like every page.
  */
 export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   const { store, config } = ctx;
+  const flash = new Flash(() => config.now());
 
   // Each page names what a sign-in resumes (continuation.ts); a form posted after the session ended resumes the list.
   const signedIn = (req: FastifyRequest, reply: FastifyReply, resume: Continuation = DASHBOARD) => requireSignIn(ctx, req, reply, resume);
@@ -54,13 +61,15 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Pr
     idTokenAlg: a.idTokenAlg,
   });
   const notFound = (reply: FastifyReply) => reply.code(404).type('text/plain').send('Not found');
+  const appPath = (clientId: string) => `/dashboard/apps/${encodeURIComponent(clientId)}`;
+  const notice = (c: CurrentSession) => flash.take(c.session.id_hash, 'notice')?.text;
 
   app.get('/dashboard', async (req, reply) => {
     const c = await signedIn(req, reply, DASHBOARD);
     if (!c) return reply;
     const all = c.user.is_admin === 1;
     const apps = await store.listApplications(all ? undefined : c.user.id);
-    return sendPage(reply, <DashboardPage viewer={viewerOf(reply, c)} apps={apps} all={all} />);
+    return sendPage(reply, <DashboardPage viewer={viewerOf(reply, c)} apps={apps} all={all} notice={notice(c)} />);
   });
 
   app.get('/dashboard/apps/new', async (req, reply) => {
@@ -76,8 +85,12 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Pr
     const values = formValues(req);
     try {
       const { app: created, clientSecret } = await registerApplication(store, { ...fieldsOf(values), kind: values.kind, ownerId: c.user.id }, config.now());
-      if (clientSecret) return sendPage(reply, <SecretPage viewer={viewerOf(reply, c)} app={created} secret={clientSecret} rotated={false} />);
-      return reply.redirect(`/dashboard/apps/${encodeURIComponent(created.clientId)}`, 303);
+      if (clientSecret) {
+        flash.put(c.session.id_hash, { kind: 'secret', clientId: created.clientId, secret: clientSecret, rotated: false });
+        return reply.redirect(`${appPath(created.clientId)}/secret`, 303);
+      }
+      flash.put(c.session.id_hash, { kind: 'notice', text: 'Application registered' });
+      return reply.redirect(appPath(created.clientId), 303);
     } catch (err) {
       if (!(err instanceof InputError)) throw err;
       return sendPage(reply, <AppFormPage viewer={viewerOf(reply, c)} values={values} error={err.message} />, 400);
@@ -89,7 +102,19 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Pr
     if (!c) return reply;
     const a = await store.getApplication(req.params.clientId);
     if (!mayManage(c, a)) return notFound(reply);
-    return sendPage(reply, <AppFormPage viewer={viewerOf(reply, c)} values={valuesOf(a)} app={a} />);
+    return sendPage(reply, <AppFormPage viewer={viewerOf(reply, c)} values={valuesOf(a)} app={a} notice={notice(c)} />);
+  });
+
+  // The page a new or rotated secret is shown on, once: the flash is taken here, so a reload finds none and
+  // goes back to the application (nothing is registered or rotated again).
+  app.get<WithId>('/dashboard/apps/:clientId/secret', async (req, reply) => {
+    const c = await signedIn(req, reply, { kind: 'application', clientId: req.params.clientId });
+    if (!c) return reply;
+    const a = await store.getApplication(req.params.clientId);
+    if (!mayManage(c, a)) return notFound(reply);
+    const shown = flash.take(c.session.id_hash, 'secret', (m) => m.clientId === a.clientId);
+    if (!shown) return reply.redirect(appPath(a.clientId), 303);
+    return sendPage(reply, <SecretPage viewer={viewerOf(reply, c)} app={a} secret={shown.secret} rotated={shown.rotated} />);
   });
 
   app.post<WithId>('/dashboard/apps/:clientId', { preHandler: app.csrfProtection }, async (req, reply) => {
@@ -100,7 +125,8 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Pr
     const values = formValues(req, a);
     try {
       await store.updateApplication(a.clientId, validateApplicationFields(fieldsOf(values)), config.now());
-      return reply.redirect(`/dashboard/apps/${encodeURIComponent(a.clientId)}`, 303);
+      flash.put(c.session.id_hash, { kind: 'notice', text: 'Application saved' });
+      return reply.redirect(appPath(a.clientId), 303);
     } catch (err) {
       if (!(err instanceof InputError)) throw err;
       return sendPage(reply, <AppFormPage viewer={viewerOf(reply, c)} values={values} app={a} error={err.message} />, 400);
@@ -114,8 +140,9 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Pr
     if (!mayManage(c, a)) return notFound(reply);
     if (a.kind !== 'confidential') return reply.code(400).type('text/plain').send('Public applications have no secret');
     const { secret, hash } = newClientSecret();
-    const updated = await store.updateApplication(a.clientId, { secretHash: hash }, config.now());
-    return sendPage(reply, <SecretPage viewer={viewerOf(reply, c)} app={updated} secret={secret} rotated />);
+    await store.updateApplication(a.clientId, { secretHash: hash }, config.now());
+    flash.put(c.session.id_hash, { kind: 'secret', clientId: a.clientId, secret, rotated: true });
+    return reply.redirect(`${appPath(a.clientId)}/secret`, 303);
   });
 
   app.post<WithId>('/dashboard/apps/:clientId/delete', { preHandler: app.csrfProtection }, async (req, reply) => {
@@ -124,6 +151,7 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Pr
     const a = await store.getApplication(req.params.clientId);
     if (!mayManage(c, a)) return notFound(reply);
     await store.deleteApplication(a.clientId);
+    flash.put(c.session.id_hash, { kind: 'notice', text: `Application “${a.name}” deleted` });
     return reply.redirect('/dashboard', 303);
   });
 }
