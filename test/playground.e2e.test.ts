@@ -67,7 +67,7 @@ describe('Developer > OAuth playground in a real Chromium', () => {
     await page.getByText('Client ID').waitFor();
     clientId = (await page.locator('p code').first().textContent())!;
     await page.goto(`${server.issuer}/dashboard`);
-    await expect.poll(() => page.getByRole('link', { name: 'Developer > OAuth playground' }).count()).toBe(1);
+    await expect.poll(() => page.getByRole('link', { name: 'Playground', exact: true }).count()).toBe(1);
     await page.screenshot({ path: screenshotPath('dashboard'), fullPage: true });
     await page.close();
     expect(clientId).toMatch(/^[\w-]{22}$/);

@@ -12,8 +12,9 @@ export default defineConfig([
     sourcemap: true,
   },
   {
-    // The playground's browser module: one file with @authcli/pkce and jose inside, served at /assets/playground.js.
-    entry: { playground: 'src/web/playground/main.ts' },
+    // The browser modules: the playground (one file with @authcli/pkce and jose inside, served at
+    // /assets/playground.js) and the dashboard's copy buttons (/assets/copy.js).
+    entry: { playground: 'src/web/playground/main.ts', copy: 'src/web/copy/main.ts' },
     outDir: 'dist/public',
     format: ['esm'],
     target: 'es2022',

@@ -232,4 +232,108 @@ describe.each(dialects())('dashboard: applications (%s)', (dialect) => {
     expect(first.text).toContain('role="status"');
     expect((await b.get(created.location!)).text).not.toContain('Application registered');
   });
+
+  it('rotate and delete are confirmed first: the GET page acts on nothing, only its CSRF form does', async () => {
+    const b = await as('alice');
+    const { clientId, secret } = await secretPage(b, await register(b, { name: 'Confirmed', kind: 'confidential' }));
+    const path = `/dashboard/apps/${clientId}`;
+    const app = await b.get(path);
+    // The application page links to the confirmations; it holds no form that rotates or deletes.
+    expect(app.text).toContain(`href="${path}/rotate-secret"`);
+    expect(app.text).toContain(`href="${path}/delete"`);
+    expect(app.text).not.toContain(`action="${path}/rotate-secret"`);
+    expect(app.text).not.toContain(`action="${path}/delete"`);
+    const rotate = await b.get(`${path}/rotate-secret`);
+    expect(rotate.status).toBe(200);
+    expect(rotate.text).toContain('Rotate the secret of Confirmed?');
+    expect(rotate.text).toContain(`action="${path}/rotate-secret"`);
+    const del = await b.get(`${path}/delete`);
+    expect(del.text).toContain('Delete Confirmed?');
+    expect(del.text).toContain(`action="${path}/delete"`);
+    // Looking at the confirmations changed nothing.
+    expect((await server.store.getApplication(clientId))!.secretHash).toBe(sha256Hex(secret));
+    // The confirmation's own form is CSRF-protected.
+    expect((await b.postForm(`${path}/delete`, {})).status).toBe(403);
+    expect((await b.postForm(`${path}/delete`, { _csrf: hidden(del.text, '_csrf') })).status).toBe(303);
+    expect(await server.store.getApplication(clientId)).toBeUndefined();
+    // Confirmations of someone else's application, or of a public one's secret, are not offered.
+    expect((await (await as('bob')).get(`${path}/delete`)).status).toBe(404);
+    const pub = clientIdOf((await register(b, { name: 'No secret' })).location!);
+    expect((await b.get(`/dashboard/apps/${pub}/rotate-secret`)).location).toBe(`/dashboard/apps/${pub}`);
+  });
+
+  it('copy buttons: a same-origin script (script-src self), hidden until it runs', async () => {
+    const b = await as('alice');
+    const created = await register(b, { name: 'Copyable', kind: 'confidential' });
+    const { page } = await secretPage(b, created);
+    expect(page.text).toContain('<script type="module" src="/assets/copy.js">');
+    expect(page.text).toMatch(/<button type="button" class="secondary" data-copy="client_secret" aria-label="Copy secret" hidden/);
+    expect(page.text).toContain('data-copy="client_id"');
+    expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+    const script = await b.get('/assets/copy.js');
+    expect(script.status).toBe(200);
+    expect(script.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    expect(script.text).toContain('data-copy');
+  });
+});
+
+describe.each(dialects())('pages: 404, favicon, header (%s)', (dialect) => {
+  let server: TestServer;
+
+  beforeAll(async () => {
+    server = await startServer(dialect);
+    await seedUser(server, 'carol');
+  });
+  afterAll(async () => server.close());
+
+  it('an unknown page address answers an HTML 404 in the house style, with the page security headers', async () => {
+    const res = await new Browser(server.url).get('/no/such/page');
+    expect(res.status).toBe(404);
+    expect(res.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(res.headers.get('content-security-policy')).toContain("default-src 'self'");
+    expect(res.text).toContain('<h1>Page not found</h1>');
+    expect(res.text).toContain('href="/assets/style.css"');
+    // Signed out: no developer menu.
+    expect(res.text).not.toContain('href="/developer/playground"');
+  });
+
+  it('the protocol endpoints keep JSON 404s', async () => {
+    for (const path of ['/oauth/nothing', '/.well-known/nothing']) {
+      const res = await new Browser(server.url).get(path);
+      expect(res.status, path).toBe(404);
+      expect(res.headers.get('content-type'), path).toMatch(/^application\/json/);
+      expect(JSON.parse(res.text), path).toMatchObject({ statusCode: 404, error: 'Not Found' });
+    }
+  });
+
+  it('favicon: an SVG under a versioned URL, cached for a year; /favicon.ico points to it', async () => {
+    const b = new Browser(server.url);
+    const home = await b.get('/');
+    const href = /<link rel="icon" type="image\/svg\+xml" href="([^"]+)"/.exec(home.text)![1]!;
+    expect(href).toMatch(/^\/assets\/favicon-[\w-]{12}\.svg$/);
+    const icon = await b.get(href);
+    expect(icon.status).toBe(200);
+    expect(icon.headers.get('content-type')).toBe('image/svg+xml');
+    expect(icon.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+    expect(icon.text).toContain('<svg');
+    const ico = await b.get('/favicon.ico');
+    expect(ico.status).toBe(301);
+    expect(ico.location).toBe(href);
+    // An old version's URL leads to the current one rather than serving it under a stale name.
+    expect((await b.get('/assets/favicon-AAAAAAAAAAAA.svg')).location).toBe(href);
+  });
+
+  it('the developer menu shows only to a signed-in user, and not on end-user pages (device, consent)', async () => {
+    const anonymous = await new Browser(server.url).get('/');
+    expect(anonymous.text).not.toContain('href="/dashboard"');
+    const b = new Browser(server.url);
+    expect((await signIn(b, 'carol')).status).toBe(303);
+    const home = await b.get('/');
+    expect(home.text).toContain('<a href="/dashboard">Dashboard</a>');
+    expect(home.text).toContain('<a href="/developer/playground">Playground</a>');
+    const device = await b.get('/device');
+    expect(device.status).toBe(200);
+    expect(device.text).toContain('Sign out');
+    expect(device.text).not.toContain('href="/developer/playground"');
+  });
 });

@@ -11,8 +11,24 @@ html { font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; 
 body { margin: 0; min-height: 100vh; display: flex; flex-direction: column; }
 header.top { display: flex; align-items: center; justify-content: space-between; gap: 1rem; padding: .75rem 1.5rem;
   border-bottom: 1px solid var(--line); background: var(--card); }
-header.top .brand { font-weight: 700; letter-spacing: .02em; color: var(--fg); text-decoration: none; }
-header.top nav { display: flex; gap: 1rem; align-items: center; flex-wrap: wrap; }
+header.top .brand { font-weight: 700; letter-spacing: .02em; color: var(--fg); text-decoration: none; display: flex; gap: .45rem; align-items: center; flex: none; }
+header.top .brand img { width: 1.4rem; height: 1.4rem; }
+header.top nav { display: flex; gap: 1rem; align-items: center; min-width: 0; }
+header.top nav form { margin: 0; flex: none; }
+header.top .who { min-width: 0; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; max-width: 16rem; }
+/* A phone (360 px): one line, the brand and the links; who is signed in shows on the home page. */
+@media (max-width: 40rem) {
+  header.top { padding: .6rem .75rem; gap: .5rem; }
+  header.top nav { gap: .65rem; font-size: .88rem; }
+  header.top .who { display: none; }
+  main { margin: 1.25rem auto; padding: 0 .6rem; }
+  .card { padding: 1.1rem; }
+}
+.table-wrap { overflow-x: auto; }
+.copyable { display: flex; gap: .5rem; align-items: center; }
+.copyable input { flex: 1; min-width: 0; }
+.copyable button { flex: none; padding: .45rem .9rem; }
+.danger-zone { border-top: 1px solid var(--line); margin-top: 1.5rem; }
 header.top nav a { color: var(--muted); text-decoration: none; }
 header.top nav a:hover, header.top nav a[aria-current="page"] { color: var(--fg); }
 main { flex: 1; width: 100%; max-width: 28rem; margin: 2.5rem auto; padding: 0 1rem; }
@@ -21,6 +37,8 @@ main.wide { max-width: 64rem; }
 h1 { font-size: 1.4rem; margin: 0 0 1rem; }
 h2 { font-size: 1.1rem; margin: 1.5rem 0 .5rem; }
 p { margin: .5rem 0; }
+/* Long words (an issuer URL, a 64-character username) break rather than widen a phone's page. */
+p, li, h1 { overflow-wrap: break-word; }
 .muted { color: var(--muted); font-size: .92rem; }
 label { display: block; font-weight: 600; margin: 1rem 0 .35rem; }
 input[type=text], input[type=password], input[type=url], textarea, select { width: 100%; padding: .6rem .7rem; font: inherit;
@@ -31,7 +49,7 @@ input:focus-visible, textarea:focus-visible, select:focus-visible, button:focus-
 button, .button { appearance: none; border: 1px solid var(--accent); background: var(--accent); color: var(--accent-fg);
   font: inherit; font-weight: 600; padding: .6rem 1.2rem; border-radius: 8px; cursor: pointer; text-decoration: none; display: inline-block; }
 button.secondary, .button.secondary { background: transparent; color: var(--fg); border-color: var(--line); }
-button.danger { background: var(--danger); border-color: var(--danger); color: #fff; }
+button.danger, .button.danger { background: var(--danger); border-color: var(--danger); color: #fff; }
 button.link { background: none; border: none; color: var(--muted); padding: 0; font-weight: 400; }
 .alert { border-radius: 8px; padding: .75rem 1rem; margin: 0 0 1rem; border: 1px solid var(--danger);
   color: var(--danger); background: color-mix(in srgb, var(--danger) 8%, transparent); }
@@ -59,3 +77,15 @@ footer { text-align: center; padding: 1rem; color: var(--muted); font-size: .85r
 `;
 
 export const STYLESHEET_ETAG = `"${createHash('sha256').update(STYLESHEET).digest('base64url').slice(0, 22)}"`;
+
+/** The favicon: the brand's key on the accent colour, one SVG for every size. */
+export const FAVICON_SVG = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">
+<rect width="32" height="32" rx="7" fill="#2f5bd3"/>
+<circle cx="12" cy="16" r="5.5" fill="none" stroke="#fff" stroke-width="3"/>
+<path d="M17.5 16H27M23 16v4.5M26 16v3" fill="none" stroke="#fff" stroke-width="3" stroke-linecap="round"/>
+</svg>
+`;
+
+/** The favicon's version: its URL carries it, so it can be cached for a year and still change. */
+export const FAVICON_VERSION = createHash('sha256').update(FAVICON_SVG).digest('base64url').slice(0, 12);
+export const FAVICON_PATH = `/assets/favicon-${FAVICON_VERSION}.svg`;

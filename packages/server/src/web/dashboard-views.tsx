@@ -27,6 +27,7 @@ export function DashboardPage(props: { viewer: Viewer; apps: Application[]; all:
         {props.apps.length === 0 ? (
           <p>No applications yet.</p>
         ) : (
+          <div class="table-wrap">
           <table>
             <thead>
               <tr>
@@ -51,6 +52,7 @@ export function DashboardPage(props: { viewer: Viewer; apps: Application[]; all:
               ))}
             </tbody>
           </table>
+          </div>
         )}
         <div class="actions">
           <a class="button" href="/dashboard/apps/new">
@@ -76,13 +78,16 @@ export function AppFormPage(props: { viewer: Viewer; values: AppFormValues; erro
   const editing = props.app !== undefined;
   const action = editing ? `/dashboard/apps/${encodeURIComponent(props.app!.clientId)}` : '/dashboard/apps';
   return (
-    <Layout title={editing ? props.app!.name : 'Register an application'} viewer={props.viewer} wide>
+    <Layout title={editing ? props.app!.name : 'Register an application'} viewer={props.viewer} wide scripts={editing ? ['/assets/copy.js'] : undefined}>
       <div class="card">
         <h1>{editing ? props.app!.name : 'Register an application'}</h1>
         {editing && (
-          <p>
-            Client ID <code>{props.app!.clientId}</code> · {props.app!.kind}
-          </p>
+          <>
+            <p>
+              Client ID <code id="client_id">{props.app!.clientId}</code> · {props.app!.kind}{' '}
+              <CopyButton target="client_id" label="Copy client ID" />
+            </p>
+          </>
         )}
         <Notice text={props.notice} />
         <Alert message={props.error} />
@@ -141,27 +146,68 @@ export function AppFormPage(props: { viewer: Viewer; values: AppFormValues; erro
           </div>
         </form>
         {editing && (
-          <>
+          <div class="danger-zone">
             {props.app!.kind === 'confidential' && (
-              <form method="post" action={`${action}/rotate-secret`}>
-                <input type="hidden" name="_csrf" value={props.viewer.csrf} />
+              <>
                 <h2>Client secret</h2>
                 <p class="muted">The secret is shown only once. Rotating it ends the old one at once.</p>
-                <button type="submit" class="secondary">
-                  Rotate secret
-                </button>
-              </form>
+                <a class="button secondary" href={`${action}/rotate-secret`}>
+                  Rotate secret…
+                </a>
+              </>
             )}
-            <form method="post" action={`${action}/delete`}>
-              <input type="hidden" name="_csrf" value={props.viewer.csrf} />
-              <h2>Delete</h2>
-              <p class="muted">Deleting the application ends every sign-in made through it.</p>
-              <button type="submit" class="danger">
-                Delete application
-              </button>
-            </form>
-          </>
+            <h2>Delete</h2>
+            <p class="muted">Deleting the application ends every sign-in made through it.</p>
+            <a class="button danger" href={`${action}/delete`}>
+              Delete application…
+            </a>
+          </div>
         )}
+      </div>
+    </Layout>
+  );
+}
+
+/** A copy button, shown by /assets/copy.js (hidden without it: the CSP allows no inline script). */
+function CopyButton(props: { target: string; label: string }) {
+  return (
+    <button type="button" class="secondary" data-copy={props.target} aria-label={props.label} hidden>
+      Copy
+    </button>
+  );
+}
+
+/**
+ * The confirmation of a destructive action (rotate, delete): a page of its
+ * own with its own CSRF-protected form, since the CSP forbids the inline
+ * script a `confirm()` dialog would need. The action's links lead here.
+ */
+export function ConfirmPage(props: { viewer: Viewer; app: Application; action: 'rotate' | 'delete' }) {
+  const path = `/dashboard/apps/${encodeURIComponent(props.app.clientId)}`;
+  const rotate = props.action === 'rotate';
+  return (
+    <Layout title={rotate ? 'Rotate secret' : 'Delete application'} viewer={props.viewer} wide>
+      <div class="card">
+        <h1>{rotate ? `Rotate the secret of ${props.app.name}?` : `Delete ${props.app.name}?`}</h1>
+        <p>
+          Client ID <code>{props.app.clientId}</code>
+        </p>
+        <p class="alert" role="alert">
+          {rotate
+            ? 'The current secret stops working at once: every server using it must be given the new one, which is shown only once.'
+            : 'The application is removed and every sign-in made through it ends. This cannot be undone.'}
+        </p>
+        <form method="post" action={`${path}/${rotate ? 'rotate-secret' : 'delete'}`}>
+          <input type="hidden" name="_csrf" value={props.viewer.csrf} />
+          <div class="actions">
+            <button type="submit" class="danger">
+              {rotate ? 'Rotate secret' : 'Delete application'}
+            </button>
+            <a class="button secondary" href={path}>
+              Cancel
+            </a>
+          </div>
+        </form>
       </div>
     </Layout>
   );
@@ -169,15 +215,18 @@ export function AppFormPage(props: { viewer: Viewer; values: AppFormValues; erro
 
 export function SecretPage(props: { viewer: Viewer; app: Application; secret: string; rotated: boolean }) {
   return (
-    <Layout title="Client secret" viewer={props.viewer} wide>
+    <Layout title="Client secret" viewer={props.viewer} wide scripts={['/assets/copy.js']}>
       <div class="card">
         <h1>{props.rotated ? 'New client secret' : 'Application registered'}</h1>
         <p>
-          <strong>{props.app.name}</strong> · client ID <code>{props.app.clientId}</code>
+          <strong>{props.app.name}</strong> · client ID <code id="client_id">{props.app.clientId}</code> <CopyButton target="client_id" label="Copy client ID" />
         </p>
         <p class="alert success">Copy the client secret now: it is shown only this once and cannot be recovered.</p>
         <label for="client_secret">Client secret</label>
-        <input id="client_secret" type="text" class="mono" readOnly value={props.secret} />
+        <div class="copyable">
+          <input id="client_secret" type="text" class="mono" readOnly value={props.secret} />
+          <CopyButton target="client_secret" label="Copy secret" />
+        </div>
         <div class="actions">
           <a class="button" href={`/dashboard/apps/${encodeURIComponent(props.app.clientId)}`}>
             Done

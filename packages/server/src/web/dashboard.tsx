@@ -3,12 +3,13 @@ import { InputError, newClientSecret, registerApplication, validateApplicationFi
 import type { AppContext } from '../context.js';
 import { isParsedForm } from '../http/form.js';
 import type { Application } from '../store/store.js';
-import { AppFormPage, DashboardPage, SecretPage, type AppFormValues } from './dashboard-views.js';
+import { AppFormPage, ConfirmPage, DashboardPage, SecretPage, type AppFormValues } from './dashboard-views.js';
+import { sendBundle } from './bundles.js';
 import { Flash } from './flash.js';
 import { sendPage } from './pages.js';
 import type { Continuation } from './continuation.js';
 import { requireSignIn, type CurrentSession } from './session.js';
-import type { Viewer } from './views.js';
+import { NotFoundPage, type Viewer } from './views.js';
 
 type WithId = { Params: { clientId: string } };
 
@@ -60,9 +61,12 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Pr
     grantTypes: a.grantTypes,
     idTokenAlg: a.idTokenAlg,
   });
-  const notFound = (reply: FastifyReply) => reply.code(404).type('text/plain').send('Not found');
+  // Someone else's application looks exactly like an unknown address: the same 404 page.
+  const notFound = (reply: FastifyReply) => sendPage(reply, <NotFoundPage />, 404);
   const appPath = (clientId: string) => `/dashboard/apps/${encodeURIComponent(clientId)}`;
   const notice = (c: CurrentSession) => flash.take(c.session.id_hash, 'notice')?.text;
+
+  app.get('/assets/copy.js', async (_req, reply) => sendBundle(reply, 'copy'));
 
   app.get('/dashboard', async (req, reply) => {
     const c = await signedIn(req, reply, DASHBOARD);
@@ -132,6 +136,18 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Pr
       return sendPage(reply, <AppFormPage viewer={viewerOf(reply, c)} values={values} app={a} error={err.message} />, 400);
     }
   });
+
+  // Rotate and delete are confirmed on a page of their own; only its form's POST acts.
+  for (const [action, segment] of [['rotate', 'rotate-secret'], ['delete', 'delete']] as const) {
+    app.get<WithId>(`/dashboard/apps/:clientId/${segment}`, async (req, reply) => {
+      const c = await signedIn(req, reply, { kind: 'application', clientId: req.params.clientId });
+      if (!c) return reply;
+      const a = await store.getApplication(req.params.clientId);
+      if (!mayManage(c, a)) return notFound(reply);
+      if (action === 'rotate' && a.kind !== 'confidential') return reply.redirect(appPath(a.clientId), 303);
+      return sendPage(reply, <ConfirmPage viewer={viewerOf(reply, c)} app={a} action={action} />);
+    });
+  }
 
   app.post<WithId>('/dashboard/apps/:clientId/rotate-secret', { preHandler: app.csrfProtection }, async (req, reply) => {
     const c = await signedIn(req, reply);

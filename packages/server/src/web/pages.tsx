@@ -18,11 +18,11 @@ import { ConsentRequired, LoginRequired } from '../oauth/errors.js';
 import { DUMMY_PASSWORD_HASH, needsRehash } from '../util/password.js';
 import { PasswordHasherBusy } from '../util/password-pool.js';
 import { retryAfterText } from './retry-after.js';
-import { STYLESHEET, STYLESHEET_ETAG } from './assets.js';
+import { FAVICON_PATH, FAVICON_SVG, FAVICON_VERSION, STYLESHEET, STYLESHEET_ETAG } from './assets.js';
 import { isStoreUnavailable } from '../store/unavailable.js';
 import type { Continuation } from './continuation.js';
 import type { CurrentSession } from './session.js';
-import { ConsentPage, HomePage, MessagePage, renderPage, SignInPage, SignOutPage, type Viewer } from './views.js';
+import { ConsentPage, HomePage, MessagePage, NotFoundPage, renderPage, SignInPage, SignOutPage, type Viewer } from './views.js';
 
 /** Sends a server-rendered page; pages are never cached (they carry CSRF tokens and personal data). */
 export function sendPage(reply: FastifyReply, page: VNode, status = 200): FastifyReply {
@@ -80,6 +80,25 @@ export async function pageRoutes(app: FastifyInstance, ctx: AppContext): Promise
     reply.header('etag', STYLESHEET_ETAG).header('cache-control', 'public, max-age=3600');
     if (req.headers['if-none-match'] === STYLESHEET_ETAG) return reply.code(304).send();
     return reply.type('text/css; charset=utf-8').send(STYLESHEET);
+  });
+
+  // The favicon's URL carries its content hash (assets.ts), so it is cached for a year; /favicon.ico, which
+  // browsers and crawlers ask for on their own, points there instead of filling the log with 404s.
+  app.get(`/assets/favicon-:version.svg`, async (req, reply) => {
+    if ((req.params as { version: string }).version !== FAVICON_VERSION) return reply.redirect(FAVICON_PATH, 301);
+    return reply.header('cache-control', 'public, max-age=31536000, immutable').type('image/svg+xml').send(FAVICON_SVG);
+  });
+  app.get('/favicon.ico', async (_req, reply) => reply.header('cache-control', 'public, max-age=86400').redirect(FAVICON_PATH, 301));
+
+  // Unknown addresses: an HTML page in the house style. The protocol endpoints (/oauth/*, /.well-known/*) are
+  // read by programs, so they keep the JSON answer Fastify gives them.
+  app.setNotFoundHandler(async (req, reply) => {
+    const path = (req.raw.url ?? '/').split('?')[0]!;
+    if (path.startsWith('/oauth/') || path.startsWith('/.well-known/')) {
+      return reply.code(404).send({ message: `Route ${req.method}:${path} not found`, error: 'Not Found', statusCode: 404 });
+    }
+    const current = req.method === 'GET' || req.method === 'HEAD' ? await sessions.current(req) : undefined;
+    return sendPage(reply, <NotFoundPage viewer={viewer(reply, current)} />, 404);
   });
 
   app.get('/', async (req, reply) => {

@@ -1,10 +1,7 @@
-import { readFile } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.js';
 import type { Application } from '../store/store.js';
+import { sendBundle } from './bundles.js';
 import { sendPage } from './pages.js';
 import { requireSignIn, type CurrentSession } from './session.js';
 import { Layout, type Viewer } from './views.js';
@@ -20,13 +17,6 @@ export function unusableReason(app: Application, callback: string): string | und
   if (!app.grantTypes.includes('authorization_code')) return 'the authorization code grant is not allowed';
   if (!app.callbackUrls.includes(callback)) return `register the callback URL ${callback}`;
   return undefined;
-}
-
-/** The bundled browser module: dist/public/playground.js of this package (built by tsup). */
-function bundlePath(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  while (!existsSync(join(dir, 'package.json'))) dir = dirname(dir);
-  return join(dir, 'dist', 'public', 'playground.js');
 }
 
 function PlaygroundPage(props: { viewer: Viewer; issuer: string; callback: string; apps: Application[] }) {
@@ -86,16 +76,11 @@ function PlaygroundPage(props: { viewer: Viewer; issuer: string; callback: strin
 export async function playgroundRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   const { store, sessions, config } = ctx;
   const callback = playgroundCallback(config.issuer);
-  let bundle: Promise<string> | undefined;
 
   const signedIn = (req: FastifyRequest, reply: FastifyReply) => requireSignIn(ctx, req, reply, { kind: 'page', page: 'playground' });
   const appsOf = (c: CurrentSession) => store.listApplications(c.user.is_admin === 1 ? undefined : c.user.id);
 
-  app.get('/assets/playground.js', async (_req, reply) => {
-    bundle ??= readFile(bundlePath(), 'utf8');
-    reply.header('cache-control', 'no-cache').type('text/javascript; charset=utf-8');
-    return bundle;
-  });
+  app.get('/assets/playground.js', async (_req, reply) => sendBundle(reply, 'playground'));
 
   app.get('/developer/playground', async (req, reply) => {
     const c = await signedIn(req, reply);

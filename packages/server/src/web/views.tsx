@@ -1,5 +1,6 @@
 import type { ComponentChildren, VNode } from 'preact';
 import { renderToString } from 'preact-render-to-string';
+import { FAVICON_PATH } from './assets.js';
 import { SCOPE_DESCRIPTIONS } from './scope-text.js';
 
 /** Renders a page to an HTML document. Preact escapes every interpolated value. */
@@ -12,7 +13,12 @@ export interface Viewer {
   csrf: string;
 }
 
-export function Layout(props: { title: string; viewer?: Viewer | undefined; wide?: boolean; children: ComponentChildren }) {
+/**
+ * Every page. The developer menu (Dashboard, Playground) shows only to a
+ * signed-in user, and not on the pages an end user meets in an
+ * authorization (consent, device): `endUser` keeps those to the account.
+ */
+export function Layout(props: { title: string; viewer?: Viewer | undefined; wide?: boolean; endUser?: boolean; scripts?: readonly string[]; children: ComponentChildren }) {
   return (
     <html lang="en">
       <head>
@@ -21,17 +27,24 @@ export function Layout(props: { title: string; viewer?: Viewer | undefined; wide
         <meta name="referrer" content="no-referrer" />
         <title>{`${props.title} · authcli`}</title>
         <link rel="stylesheet" href="/assets/style.css" />
+        <link rel="icon" type="image/svg+xml" href={FAVICON_PATH} />
+        {props.scripts?.map((src) => <script type="module" src={src} />)}
       </head>
       <body>
         <header class="top">
           <a class="brand" href="/">
+            <img src={FAVICON_PATH} alt="" />
             authcli
           </a>
           {props.viewer && (
             <nav aria-label="Account">
-              <a href="/dashboard">Applications</a>
-              <a href="/developer/playground">{'Developer > OAuth playground'}</a>
-              <span class="muted">
+              {!props.endUser && (
+                <>
+                  <a href="/dashboard">Dashboard</a>
+                  <a href="/developer/playground">Playground</a>
+                </>
+              )}
+              <span class="muted who">
                 Signed in as <strong>{props.viewer.username}</strong>
               </span>
               <form method="post" action="/signout">
@@ -138,7 +151,7 @@ export function ConsentPage(props: {
   redirectHost: string;
 }) {
   return (
-    <Layout title="Authorize" viewer={props.viewer}>
+    <Layout title="Authorize" viewer={props.viewer} endUser>
       <div class="card">
         <h1>
           Authorize <span>{props.appName}</span>?
@@ -174,6 +187,28 @@ export function MessagePage(props: {
         </p>
         {props.detail && <p class="muted">{props.detail}</p>}
         {props.children}
+      </div>
+    </Layout>
+  );
+}
+
+/** The HTML 404 of every page address (the protocol endpoints keep their JSON answers). */
+export function NotFoundPage(props: { viewer?: Viewer | undefined }) {
+  return (
+    <Layout title="Page not found" viewer={props.viewer}>
+      <div class="card">
+        <h1>Page not found</h1>
+        <p>There is no page at this address. It may have been moved, or the link may be mistyped.</p>
+        <div class="actions">
+          <a class="button" href="/">
+            Home
+          </a>
+          {props.viewer && (
+            <a class="button secondary" href="/dashboard">
+              Dashboard
+            </a>
+          )}
+        </div>
       </div>
     </Layout>
   );
@@ -227,7 +262,7 @@ export function SignOutPage(props: { viewer: Viewer }) {
 
 export function DeviceEntryPage(props: { viewer: Viewer; code: string; error?: string | undefined }) {
   return (
-    <Layout title="Connect a device" viewer={props.viewer}>
+    <Layout title="Connect a device" viewer={props.viewer} endUser>
       <div class="card">
         <h1>Connect a device</h1>
         <p>Enter the code shown on your device.</p>
@@ -260,7 +295,7 @@ export function DeviceEntryPage(props: { viewer: Viewer; code: string; error?: s
 
 export function DeviceConfirmPage(props: { viewer: Viewer; appName: string; clientId: string; scopes: readonly string[]; userCode: string }) {
   return (
-    <Layout title="Confirm device" viewer={props.viewer}>
+    <Layout title="Confirm device" viewer={props.viewer} endUser>
       <div class="card">
         <h1>
           Sign in <span>{props.appName}</span> on your device?
