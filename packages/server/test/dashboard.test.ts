@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../src/util/crypto.js';
-import { basic, Browser, deviceAuthorization, dialects, hidden, PASSWORD, seedUser, signIn, startServer, type Res, type TestServer } from './helpers.js';
+import { basic, Browser, decideOnDevicePage, deviceAuthorization, dialects, hidden, PASSWORD, seedUser, signIn, startServer, type Res, type TestServer } from './helpers.js';
 
 const DEVICE = 'urn:ietf:params:oauth:grant-type:device_code';
 
@@ -335,5 +335,10 @@ describe.each(dialects())('pages: 404, favicon, header (%s)', (dialect) => {
     expect(device.status).toBe(200);
     expect(device.text).toContain('Sign out');
     expect(device.text).not.toContain('href="/developer/playground"');
+    // Nor on the page that ends a device sign-in.
+    const started = await deviceAuthorization(server, 'authcli', 'openid');
+    const done = await decideOnDevicePage(b, started.json.user_code, 'approve', 'carol');
+    expect(done.text).toContain('Device connected');
+    expect(done.text).not.toContain('href="/dashboard"');
   });
 });

@@ -80,13 +80,13 @@ export async function devicePageRoutes(app: FastifyInstance, ctx: AppContext): P
     const now = config.now();
     const viewer = viewerOf(reply, current);
     if (form.decision !== 'approve' && form.decision !== 'deny') {
-      return sendPage(reply, <MessagePage viewer={viewer} title="Bad request" kind="error" message="Choose Approve or Deny." />, 400);
+      return sendPage(reply, <MessagePage viewer={viewer} endUser title="Bad request" kind="error" message="Choose Approve or Deny." />, 400);
     }
     // The code posted here is a guess like one typed at /device, from the same budget: without it, a signed-in
     // account could guess codes here directly and approve a stranger's device.
     const admission = await limits.userCodeGuess(clientAddress(req), current.user.id);
     if (!admission.admitted) {
-      return sendPage(reply, <MessagePage viewer={viewer} title="Too many attempts" kind="error" message={tooMany(reply, admission.retryAfterSeconds)} />, 429);
+      return sendPage(reply, <MessagePage viewer={viewer} endUser title="Too many attempts" kind="error" message={tooMany(reply, admission.retryAfterSeconds)} />, 429);
     }
     const decided = code
       ? await store.decideDevice(
@@ -99,11 +99,11 @@ export async function devicePageRoutes(app: FastifyInstance, ctx: AppContext): P
       : false;
     if (!decided) {
       const why = problem(code ? await store.findDeviceByUserCode(code) : undefined, now) ?? 'That code can no longer be used.';
-      return sendPage(reply, <MessagePage viewer={viewer} title="Cannot continue" kind="error" message={why} />, 400);
+      return sendPage(reply, <MessagePage viewer={viewer} endUser title="Cannot continue" kind="error" message={why} />, 400);
     }
     await admission.giveBack();
     return form.decision === 'approve'
-      ? sendPage(reply, <MessagePage viewer={viewer} title="Device connected" kind="success" message="Your device is signed in. You can close this page and return to your device." />)
-      : sendPage(reply, <MessagePage viewer={viewer} title="Request denied" kind="info" message="You denied the request. The device will not be signed in; you can close this page." />);
+      ? sendPage(reply, <MessagePage viewer={viewer} endUser title="Device connected" kind="success" message="Your device is signed in. You can close this page and return to your device." />)
+      : sendPage(reply, <MessagePage viewer={viewer} endUser title="Request denied" kind="info" message="You denied the request. The device will not be signed in; you can close this page." />);
   });
 }

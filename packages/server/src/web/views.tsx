@@ -18,7 +18,7 @@ export interface Viewer {
  * signed-in user, and not on the pages an end user meets in an
  * authorization (consent, device): `endUser` keeps those to the account.
  */
-export function Layout(props: { title: string; viewer?: Viewer | undefined; wide?: boolean; endUser?: boolean; scripts?: readonly string[]; children: ComponentChildren }) {
+export function Layout(props: { title: string; viewer?: Viewer | undefined; wide?: boolean; endUser?: boolean | undefined; scripts?: readonly string[]; children: ComponentChildren }) {
   return (
     <html lang="en">
       <head>
@@ -176,10 +176,12 @@ export function MessagePage(props: {
   detail?: string | undefined;
   kind?: 'error' | 'success' | 'info';
   viewer?: Viewer | undefined;
+  /** A page of an authorization an end user is in (device): no developer menu. */
+  endUser?: boolean;
   children?: ComponentChildren;
 }) {
   return (
-    <Layout title={props.title} viewer={props.viewer}>
+    <Layout title={props.title} viewer={props.viewer} endUser={props.endUser}>
       <div class="card">
         <h1>{props.title}</h1>
         <p class={props.kind === 'error' ? 'alert' : props.kind === 'success' ? 'alert success' : undefined} role={props.kind === 'error' ? 'alert' : undefined}>
