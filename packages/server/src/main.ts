@@ -3,7 +3,7 @@ import { Command, CommanderError, Option } from 'commander';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import { PURGE_INTERVAL_MS } from './config/defaults.js';
-import { addUser, bootstrapStore, InputError, registerApplication } from './bootstrap.js';
+import { addUser, bootstrapStore, DEFAULT_GRANT_TYPES, InputError, registerApplication, resetUserPassword } from './bootstrap.js';
 import { ConfigError, loadConfig, type ConfigInput, type ServerConfig } from './config/config.js';
 import { UNENCRYPTED_KEYS_WARNING } from './oauth/key-encryption.js';
 import { rotateKeys } from './oauth/keys.js';
@@ -13,6 +13,9 @@ import { exposedFolderWarning } from './store/file-modes.js';
 import { openStore, parseDatabaseUrl, type OpenOptions } from './store/open.js';
 import { StoreError, type Store } from './store/store.js';
 import { isStoreUnavailable } from './store/unavailable.js';
+
+/** package.json's version, fixed at build time by tsup's `define` (tsup.config.ts). */
+declare const __AUTHCLI_SERVER_VERSION__: string;
 
 /** Expected failures print one line and exit 1; anything else is a bug and prints its stack. */
 function isExpected(err: unknown): err is Error {
@@ -91,6 +94,7 @@ function printTable(header: string[], rows: string[][]): void {
 export function program(): Command {
   const cli = new Command('authcli-server')
     .description('OAuth 2.0 / OpenID Connect authorization server for authcli')
+    .version(__AUTHCLI_SERVER_VERSION__)
     .showHelpAfterError()
     .exitOverride();
 
@@ -164,6 +168,49 @@ export function program(): Command {
       await withStore(opts.database, async (store) => {
         const user = await addUser(store, { username, password, admin: opts.admin ?? false, name: opts.name ?? null, email: opts.email ?? null }, Date.now());
         process.stdout.write(`added user ${user.username}${opts.admin ? ' (admin)' : ''}\n`);
+      });
+    });
+  users
+    .command('list')
+    .description('list users, oldest first')
+    .option('--json', 'print JSON')
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(async (opts: { json?: boolean; database?: string }) => {
+      await withStore(opts.database, async (store) => {
+        const rows = (await store.listUsers()).map((u) => ({
+          username: u.username,
+          name: u.name,
+          email: u.email,
+          admin: u.is_admin === 1,
+          disabled: u.disabled_at !== null,
+          created: new Date(Number(u.created_at)).toISOString(),
+        }));
+        if (opts.json) {
+          process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+          return;
+        }
+        printTable(
+          ['USERNAME', 'NAME', 'EMAIL', 'ADMIN', 'DISABLED', 'CREATED'],
+          rows.map((r) => [r.username, r.name ?? '', r.email ?? '', r.admin ? 'yes' : 'no', r.disabled ? 'yes' : 'no', r.created]),
+        );
+      });
+    });
+  users
+    .command('reset-password <username>')
+    .description("set a new password (asks for it, or reads it from stdin); ends the user's sessions and clears their failed sign-in counters")
+    .option('--password-stdin', 'read the password from standard input')
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(async (username: string, opts: { passwordStdin?: boolean; database?: string }) => {
+      const password = opts.passwordStdin
+        ? (await readAll(process.stdin)).replace(/\r?\n$/, '')
+        : await promptHidden(`New password for ${username}: `);
+      await withStore(opts.database, async (store) => {
+        const reset = await resetUserPassword(store, username, password);
+        // A lockout earned by someone guessing the old password would otherwise outlast the reset.
+        const cleared = await store.deleteRateLimits(accountCounterKeys((await store.listRateLimits()).map((r) => r.key), reset.username));
+        process.stdout.write(
+          `reset the password of ${reset.username} (${reset.sessionsEnded} session${reset.sessionsEnded === 1 ? '' : 's'} ended, ${cleared} failed sign-in counter${cleared === 1 ? '' : 's'} cleared)\n`,
+        );
       });
     });
   users
@@ -241,7 +288,11 @@ export function program(): Command {
     .addOption(new Option('--kind <kind>', 'client type').choices(['public', 'confidential']).makeOptionMandatory())
     .option('--callback <url>', 'redirect URI (repeatable)', collect, [])
     .requiredOption('--scope <scopes>', 'allowed scopes, space-separated, e.g. "openid profile"')
-    .option('--grant <type>', 'allowed grant type (repeatable; default authorization_code and refresh_token)', collect)
+    .option(
+      '--grant <type>',
+      `allowed grant type (repeatable; replaces the default ${DEFAULT_GRANT_TYPES.join(' and ')}; with the offline_access scope, refresh_token must be among them)`,
+      collect,
+    )
     .addOption(new Option('--id-token-alg <alg>', 'ID token signature algorithm').choices(['RS256', 'ES256']).default('RS256'))
     .option('--json', 'print {"client_id", "client_secret"} as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
@@ -255,7 +306,8 @@ export function program(): Command {
               kind: opts.kind,
               callbackUrls: opts.callback,
               scopes: opts.scope.split(/\s+/).filter(Boolean),
-              ...(opts.grant && { grantTypes: opts.grant }),
+              // `device_code` is accepted for the device grant's URN (RFC 8628 §3.4), as the dashboard and `apps list` show it.
+              ...(opts.grant && { grantTypes: opts.grant.map((g) => (g === 'device_code' ? 'urn:ietf:params:oauth:grant-type:device_code' : g)) }),
               idTokenAlg: opts.idTokenAlg,
             },
             Date.now(),
@@ -290,9 +342,10 @@ export function program(): Command {
           process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
           return;
         }
-        for (const a of list) {
-          process.stdout.write(`${a.clientId}\t${a.kind}\t${a.name}\t${a.callbackUrls.join(' ')}\t${a.scopes.join(' ')}\n`);
-        }
+        printTable(
+          ['CLIENT ID', 'KIND', 'NAME', 'GRANTS', 'SCOPES', 'CALLBACKS'],
+          list.map((a) => [a.clientId, a.kind, a.name, a.grantTypes.map((g) => (g.startsWith('urn:') ? 'device_code' : g)).join(','), a.scopes.join(' '), a.callbackUrls.join(' ')]),
+        );
       });
     });
 
