@@ -126,15 +126,36 @@ export function program(): Command {
       }, PURGE_INTERVAL_MS);
       purge.unref();
       let closing = false;
-      const shutdown = async () => {
+      /**
+       * SIGTERM/SIGINT: stop accepting connections and close idle ones (Fastify answers 503 to new requests on
+       * kept-alive ones), let requests in flight finish for up to AUTHCLI_SHUTDOWN_GRACE, cut what is left, then
+       * close the store (SQLite checkpoints its log into the file) and exit 0: a stop asked for is not a failure.
+       */
+      const shutdown = async (signal: NodeJS.Signals) => {
         if (closing) return;
         closing = true;
         clearInterval(purge);
-        await app.close();
-        await store.close();
+        app.log.info({ signal, graceMs: config.shutdownGraceMs }, 'shutting down: finishing requests in flight');
+        const cut = setTimeout(() => {
+          app.log.warn('shutdown grace period over: closing the connections still open');
+          app.server.closeAllConnections();
+        }, config.shutdownGraceMs);
+        try {
+          await app.close();
+          clearTimeout(cut);
+          await store.close();
+          process.exitCode = 0;
+        } catch (err) {
+          process.stderr.write(`authcli-server: shutdown failed: ${(err as Error).stack ?? String(err)}\n`);
+          process.exitCode = 1;
+        }
+        // Nothing should keep the process alive now; if a handle does, it still ends (unref: no wait when none does).
+        setTimeout(() => process.exit(), 1000).unref();
       };
-      process.once('SIGINT', () => void shutdown());
-      process.once('SIGTERM', () => void shutdown());
+      // `on`, not `once`: Ctrl-C under `pnpm start` reaches the server twice (from the terminal, and passed on by
+      // scripts/start.mjs); a repeat while closing changes nothing, where the default action would kill the process.
+      process.on('SIGINT', (s) => void shutdown(s));
+      process.on('SIGTERM', (s) => void shutdown(s));
       await app.listen({ port: config.port, host: config.host });
       const users = await store.countUsers();
       process.stdout.write(
