@@ -1,7 +1,12 @@
-import { existsSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { serverCommand, startServerProcess, type ServerProcess } from './support/server-process.js';
+import { freePort } from './support/http.js';
+import { serverCommand, startServerProcess, waitUntilReady, type ServerProcess } from './support/server-process.js';
 
 const BODY = 'client_id=authcli&scope=openid';
 
@@ -89,5 +94,30 @@ describe('graceful shutdown of `authcli-server start`', () => {
     const interval = await serverCommand(['start'], { AUTHCLI_DEVICE_POLL_INTERVAL: '0' });
     expect(interval.code).toBe(1);
     expect(interval.stderr).toBe('authcli-server: AUTHCLI_DEVICE_POLL_INTERVAL must be a whole number from 1 to 60, got "0"\n');
+  });
+});
+
+describe('`pnpm start` (scripts/start.mjs)', () => {
+  it('with the build up to date, starts without building; SIGINT is passed on and it exits 0', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'authcli-start-'));
+    const port = await freePort();
+    const script = join(resolve(fileURLToPath(new URL('.', import.meta.url)), '..'), 'scripts/start.mjs');
+    const child = spawn(process.execPath, [script], {
+      env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: join(dir, 'authcli.db'), LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    try {
+      await waitUntilReady(`http://127.0.0.1:${port}`, child, () => out);
+      const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
+      child.kill('SIGINT');
+      expect(await exit).toEqual({ code: 0, signal: null });
+      expect(out).not.toContain('building');
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
