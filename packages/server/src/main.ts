@@ -9,6 +9,7 @@ import { UNENCRYPTED_KEYS_WARNING } from './oauth/key-encryption.js';
 import { rotateKeys } from './oauth/keys.js';
 import { ipSubject } from './http/client-ip.js';
 import { accountCounterKeys, describeCounter, ipCounterKeys } from './oauth/limits.js';
+import { backupStore } from './store/backup.js';
 import { exposedFolderWarning } from './store/file-modes.js';
 import { openStore, parseDatabaseUrl, type OpenOptions } from './store/open.js';
 import { StoreError, type Store } from './store/store.js';
@@ -368,6 +369,17 @@ export function program(): Command {
           list.map((a) => [a.clientId, a.kind, a.name, a.grantTypes.map((g) => (g.startsWith('urn:') ? 'device_code' : g)).join(','), a.scopes.join(' '), a.callbackUrls.join(' ')]),
         );
       });
+    });
+
+  cli
+    .command('backup <file>')
+    .description('copy the embedded SQLite store to a new file (0600) while the server runs; for PostgreSQL, use pg_dump')
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(async (file: string, opts: { database?: string }) => {
+      const config = loadConfig({ database: opts.database });
+      const { path, pages } = await backupStore(config.databaseUrl, file);
+      process.stdout.write(`backed up ${config.databaseUrl} to ${path} (${pages} pages)\n`);
+      if (!config.keyEncryptionKey) warn('the backup holds the signing keys unencrypted: keep it as safe as the database');
     });
 
   cli
