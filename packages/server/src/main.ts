@@ -8,6 +8,7 @@ import { ConfigError, loadConfig, type ConfigInput, type ServerConfig } from './
 import { UNENCRYPTED_KEYS_WARNING } from './oauth/key-encryption.js';
 import { rotateKeys } from './oauth/keys.js';
 import { ipSubject } from './http/client-ip.js';
+import { loopbackIssuerWarning } from './http/loopback.js';
 import { accountCounterKeys, describeCounter, ipCounterKeys } from './oauth/limits.js';
 import { backupStore } from './store/backup.js';
 import { exposedFolderWarning } from './store/file-modes.js';
@@ -122,6 +123,10 @@ export function program(): Command {
       const folderWarning = loc.dialect === 'sqlite' && loc.path !== ':memory:' ? exposedFolderWarning(loc.path) : undefined;
       if (folderWarning) warn(folderWarning);
       if (!config.keyEncryptionKey) warn(UNENCRYPTED_KEYS_WARNING);
+      const loopbackWarning = loopbackIssuerWarning(config.host, config.issuer);
+      if (loopbackWarning) warn(loopbackWarning);
+      // A person at a terminal gets text; anything else (systemd, docker, a pipe) gets JSON log lines only.
+      const human = process.stdout.isTTY === true;
       const purge = setInterval(() => {
         store.purgeExpired(config.now()).catch((err: unknown) => app.log.warn({ err }, 'purge failed'));
       }, PURGE_INTERVAL_MS);
@@ -136,7 +141,8 @@ export function program(): Command {
         if (closing) return;
         closing = true;
         clearInterval(purge);
-        app.log.info({ signal, graceMs: config.shutdownGraceMs }, 'shutting down: finishing requests in flight');
+        if (human) process.stdout.write(`stopping (${signal}): finishing requests in flight, at most ${config.shutdownGraceMs / 1000} s\n`);
+        else app.log.info({ signal, graceMs: config.shutdownGraceMs }, 'shutting down: finishing requests in flight');
         const cut = setTimeout(() => {
           app.log.warn('shutdown grace period over: closing the connections still open');
           app.server.closeAllConnections();
@@ -157,18 +163,40 @@ export function program(): Command {
       // scripts/start.mjs); a repeat while closing changes nothing, where the default action would kill the process.
       process.on('SIGINT', (s) => void shutdown(s));
       process.on('SIGTERM', (s) => void shutdown(s));
+      // Fastify logs "Server listening at" as a JSON line; a terminal gets the banner below instead.
+      const level = app.log.level;
+      if (human) app.log.level = 'warn';
       await app.listen({ port: config.port, host: config.host });
+      app.log.level = level;
       const users = await store.countUsers();
+      const address = app.server.address();
+      const port = address && typeof address === 'object' ? address.port : config.port;
+      const started = {
+        version: __AUTHCLI_SERVER_VERSION__,
+        issuer: config.issuer,
+        store: store.dialect === 'sqlite' ? `SQLite ${loc.dialect === 'sqlite' ? loc.path : config.databaseUrl}` : `PostgreSQL ${databaseHost(config.databaseUrl)}`,
+        listening: `${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`,
+        dashboard: `${config.issuer}/dashboard`,
+        // Set by bin/authcli-server.cjs before libuv starts its pool (RS256 signatures, scrypt).
+        signingThreads: process.env.UV_THREADPOOL_SIZE || '4 (libuv default)',
+        users,
+      };
+      if (!human) {
+        app.log.info(started, 'authcli-server started');
+        return;
+      }
       process.stdout.write(
         [
-          `authcli-server listening on ${config.host}:${app.server.address() && typeof app.server.address() === 'object' ? (app.server.address() as { port: number }).port : config.port}`,
-          `issuer: ${config.issuer}`,
-          `database: ${store.dialect === 'sqlite' ? config.databaseUrl : 'PostgreSQL'}`,
-          // Set by bin/authcli-server.cjs before libuv starts its pool (RS256 signatures, scrypt).
-          `signing threads: ${process.env.UV_THREADPOOL_SIZE || '4 (libuv default)'}`,
+          `authcli-server ${started.version}`,
+          `  issuer:          ${started.issuer}`,
+          `  store:           ${started.store}`,
+          `  listening on:    ${started.listening}`,
+          `  dashboard:       ${started.dashboard}`,
+          `  signing threads: ${started.signingThreads}`,
           users === 0
-            ? 'no users yet: add one with `authcli-server users add <username>`, then sign in at ' + `${config.issuer}/signin`
+            ? `no users yet: add one with \`authcli-server users add <username>\`, then sign in at ${config.issuer}/signin`
             : `sign in at ${config.issuer}/signin`,
+          'Ctrl-C stops it.',
           '',
         ].join('\n'),
       );
