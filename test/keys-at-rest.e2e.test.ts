@@ -225,7 +225,8 @@ describe.each(dialects())('signing keys at rest, real server process (%s)', (dia
     const key = kek();
     const env = { AUTHCLI_KEY_ENCRYPTION_KEY: key };
     const database = await storeWithUser(env);
-    const server = await startServerProcess({ database: database.url, env });
+    // At info, so the start line (after the warnings) shows when the start is over.
+    const server = await startServerProcess({ database: database.url, env: { ...env, LOG_LEVEL: 'info' } });
     let first: { idKid: string; atKid: string };
     try {
       first = await verifiedTokens(server.issuer);
@@ -233,7 +234,7 @@ describe.each(dialects())('signing keys at rest, real server process (%s)', (dia
       expect(keys).toHaveLength(2);
       expectEncrypted(keys);
       expect(keys.map((k) => k.kid)).toEqual(expect.arrayContaining([first.idKid, first.atKid]));
-      await waitForOutput(server.output, 'signing threads');
+      await waitForOutput(server.output, 'authcli-server started');
       expect(server.output()).not.toContain(UNENCRYPTED);
       expect(server.output()).not.toContain(key);
     } finally {

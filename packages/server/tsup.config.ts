@@ -1,4 +1,7 @@
+import { readFileSync } from 'node:fs';
 import { defineConfig } from 'tsup';
+
+const { version } = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')) as { version: string };
 
 export default defineConfig([
   {
@@ -10,6 +13,8 @@ export default defineConfig([
     // `pnpm build` empties dist first; the two builds here run side by side and must not clean each other.
     clean: false,
     sourcemap: true,
+    // `authcli-server --version` is package.json's, fixed at build time.
+    define: { __AUTHCLI_SERVER_VERSION__: JSON.stringify(version) },
   },
   {
     // The browser modules: the playground (one file with @authcli/pkce and jose inside, served at

@@ -164,7 +164,9 @@ export async function buildApp(config: ServerConfig, store: Store): Promise<Fast
     logController: new LogController({ disableRequestLogging: !requestLogging }),
     ...(requestLogging ? {} : { childLoggerFactory: (logger: FastifyBaseLogger) => logger }),
     return503OnClosing: true,
-    forceCloseConnections: true,
+    // On close, idle keep-alive connections are closed and requests in flight finish (graceful shutdown, main.ts
+    // cuts the rest after AUTHCLI_SHUTDOWN_GRACE); `true` would cut them all at once.
+    forceCloseConnections: 'idle',
     ...connectionLimits(config),
   });
   app.addHook('onClose', async () => ctx.passwords.close());

@@ -63,6 +63,22 @@ export async function addUser(
   });
 }
 
+/**
+ * The operator's password reset: checks the new password as `users add`
+ * does, stores its scrypt hash and ends the user's sessions. Returns how many
+ * sessions were ended; the caller clears the failed sign-in counters.
+ */
+export async function resetUserPassword(store: Store, username: string, password: string): Promise<{ username: string; sessionsEnded: number }> {
+  if (password.length < MIN_PASSWORD_LENGTH) throw new InputError(`password must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  const user = await store.findUserByUsername(username);
+  if (!user) throw new StoreError('not_found', `no user ${username}`);
+  const sessionsEnded = await store.resetPassword(user.id, await hashPassword(password));
+  return { username: user.username, sessionsEnded };
+}
+
+/** The grants an application gets when none are named: the code flow and its refresh tokens. */
+export const DEFAULT_GRANT_TYPES: readonly GrantType[] = ['authorization_code', 'refresh_token'];
+
 export interface NewAppInput {
   name: string;
   kind: string;
@@ -85,7 +101,7 @@ export interface ApplicationFields {
 export function validateApplicationFields(input: Omit<NewAppInput, 'kind' | 'ownerId'>): ApplicationFields {
   const name = input.name.trim();
   if (!name || name.length > 100) throw new InputError('name must be 1-100 characters');
-  const grantTypes = input.grantTypes ?? ['authorization_code', 'refresh_token'];
+  const grantTypes = input.grantTypes ?? [...DEFAULT_GRANT_TYPES];
   if (grantTypes.length === 0) throw new InputError('allow at least one grant type');
   for (const g of grantTypes) {
     if (!(GRANT_TYPES as readonly string[]).includes(g)) throw new InputError(`unknown grant type ${g} (one of ${GRANT_TYPES.join(', ')})`);
@@ -102,6 +118,11 @@ export function validateApplicationFields(input: Omit<NewAppInput, 'kind' | 'own
   if (input.scopes.length === 0) throw new InputError('at least one scope is required');
   for (const s of input.scopes) {
     if (!(SUPPORTED_SCOPES as readonly string[]).includes(s)) throw new InputError(`unknown scope ${s} (one of ${SUPPORTED_SCOPES.join(', ')})`);
+  }
+  // OIDC Core §11: offline_access asks for a refresh token. Allowing the scope without the grant would show it on
+  // the consent page and then issue none; refused, so the operator chooses which one is meant.
+  if (input.scopes.includes('offline_access') && !grantTypes.includes('refresh_token')) {
+    throw new InputError('the offline_access scope needs the refresh_token grant: allow refresh_token as well, or drop offline_access from the scopes');
   }
   const idTokenAlg = input.idTokenAlg ?? 'RS256';
   if (idTokenAlg !== 'RS256' && idTokenAlg !== 'ES256') throw new InputError('ID token algorithm must be RS256 or ES256');

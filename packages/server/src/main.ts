@@ -3,16 +3,21 @@ import { Command, CommanderError, Option } from 'commander';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import { PURGE_INTERVAL_MS } from './config/defaults.js';
-import { addUser, bootstrapStore, InputError, registerApplication } from './bootstrap.js';
+import { addUser, bootstrapStore, DEFAULT_GRANT_TYPES, InputError, registerApplication, resetUserPassword } from './bootstrap.js';
 import { ConfigError, loadConfig, type ConfigInput, type ServerConfig } from './config/config.js';
 import { UNENCRYPTED_KEYS_WARNING } from './oauth/key-encryption.js';
 import { rotateKeys } from './oauth/keys.js';
 import { ipSubject } from './http/client-ip.js';
+import { loopbackIssuerWarning } from './http/loopback.js';
 import { accountCounterKeys, describeCounter, ipCounterKeys } from './oauth/limits.js';
+import { backupStore } from './store/backup.js';
 import { exposedFolderWarning } from './store/file-modes.js';
 import { openStore, parseDatabaseUrl, type OpenOptions } from './store/open.js';
 import { StoreError, type Store } from './store/store.js';
 import { isStoreUnavailable } from './store/unavailable.js';
+
+/** package.json's version, fixed at build time by tsup's `define` (tsup.config.ts). */
+declare const __AUTHCLI_SERVER_VERSION__: string;
 
 /** Expected failures print one line and exit 1; anything else is a bug and prints its stack. */
 function isExpected(err: unknown): err is Error {
@@ -91,6 +96,7 @@ function printTable(header: string[], rows: string[][]): void {
 export function program(): Command {
   const cli = new Command('authcli-server')
     .description('OAuth 2.0 / OpenID Connect authorization server for authcli')
+    .version(__AUTHCLI_SERVER_VERSION__)
     .showHelpAfterError()
     .exitOverride();
 
@@ -117,32 +123,80 @@ export function program(): Command {
       const folderWarning = loc.dialect === 'sqlite' && loc.path !== ':memory:' ? exposedFolderWarning(loc.path) : undefined;
       if (folderWarning) warn(folderWarning);
       if (!config.keyEncryptionKey) warn(UNENCRYPTED_KEYS_WARNING);
+      const loopbackWarning = loopbackIssuerWarning(config.host, config.issuer);
+      if (loopbackWarning) warn(loopbackWarning);
+      // A person at a terminal gets text; anything else (systemd, docker, a pipe) gets JSON log lines only.
+      const human = process.stdout.isTTY === true;
       const purge = setInterval(() => {
         store.purgeExpired(config.now()).catch((err: unknown) => app.log.warn({ err }, 'purge failed'));
       }, PURGE_INTERVAL_MS);
       purge.unref();
       let closing = false;
-      const shutdown = async () => {
+      /**
+       * SIGTERM/SIGINT: stop accepting connections and close idle ones (Fastify answers 503 to new requests on
+       * kept-alive ones), let requests in flight finish for up to AUTHCLI_SHUTDOWN_GRACE, cut what is left, then
+       * close the store (SQLite checkpoints its log into the file) and exit 0: a stop asked for is not a failure.
+       */
+      const shutdown = async (signal: NodeJS.Signals) => {
         if (closing) return;
         closing = true;
         clearInterval(purge);
-        await app.close();
-        await store.close();
+        if (human) process.stdout.write(`stopping (${signal}): finishing requests in flight, at most ${config.shutdownGraceMs / 1000} s\n`);
+        else app.log.info({ signal, graceMs: config.shutdownGraceMs }, 'shutting down: finishing requests in flight');
+        const cut = setTimeout(() => {
+          app.log.warn('shutdown grace period over: closing the connections still open');
+          app.server.closeAllConnections();
+        }, config.shutdownGraceMs);
+        try {
+          await app.close();
+          clearTimeout(cut);
+          await store.close();
+          process.exitCode = 0;
+        } catch (err) {
+          process.stderr.write(`authcli-server: shutdown failed: ${(err as Error).stack ?? String(err)}\n`);
+          process.exitCode = 1;
+        }
+        // Nothing should keep the process alive now; if a handle does, it still ends (unref: no wait when none does).
+        setTimeout(() => process.exit(), 1000).unref();
       };
-      process.once('SIGINT', () => void shutdown());
-      process.once('SIGTERM', () => void shutdown());
+      // `on`, not `once`: Ctrl-C under `pnpm start` reaches the server twice (from the terminal, and passed on by
+      // scripts/start.mjs); a repeat while closing changes nothing, where the default action would kill the process.
+      process.on('SIGINT', (s) => void shutdown(s));
+      process.on('SIGTERM', (s) => void shutdown(s));
+      // Fastify logs "Server listening at" as a JSON line; a terminal gets the banner below instead.
+      const level = app.log.level;
+      if (human) app.log.level = 'warn';
       await app.listen({ port: config.port, host: config.host });
+      app.log.level = level;
       const users = await store.countUsers();
+      const address = app.server.address();
+      const port = address && typeof address === 'object' ? address.port : config.port;
+      const started = {
+        version: __AUTHCLI_SERVER_VERSION__,
+        issuer: config.issuer,
+        store: store.dialect === 'sqlite' ? `SQLite ${loc.dialect === 'sqlite' ? loc.path : config.databaseUrl}` : `PostgreSQL ${databaseHost(config.databaseUrl)}`,
+        listening: `${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`,
+        dashboard: `${config.issuer}/dashboard`,
+        // Set by bin/authcli-server.cjs before libuv starts its pool (RS256 signatures, scrypt).
+        signingThreads: process.env.UV_THREADPOOL_SIZE || '4 (libuv default)',
+        users,
+      };
+      if (!human) {
+        app.log.info(started, 'authcli-server started');
+        return;
+      }
       process.stdout.write(
         [
-          `authcli-server listening on ${config.host}:${app.server.address() && typeof app.server.address() === 'object' ? (app.server.address() as { port: number }).port : config.port}`,
-          `issuer: ${config.issuer}`,
-          `database: ${store.dialect === 'sqlite' ? config.databaseUrl : 'PostgreSQL'}`,
-          // Set by bin/authcli-server.cjs before libuv starts its pool (RS256 signatures, scrypt).
-          `signing threads: ${process.env.UV_THREADPOOL_SIZE || '4 (libuv default)'}`,
+          `authcli-server ${started.version}`,
+          `  issuer:          ${started.issuer}`,
+          `  store:           ${started.store}`,
+          `  listening on:    ${started.listening}`,
+          `  dashboard:       ${started.dashboard}`,
+          `  signing threads: ${started.signingThreads}`,
           users === 0
-            ? 'no users yet: add one with `authcli-server users add <username>`, then sign in at ' + `${config.issuer}/signin`
+            ? `no users yet: add one with \`authcli-server users add <username>\`, then sign in at ${config.issuer}/signin`
             : `sign in at ${config.issuer}/signin`,
+          'Ctrl-C stops it.',
           '',
         ].join('\n'),
       );
@@ -164,6 +218,49 @@ export function program(): Command {
       await withStore(opts.database, async (store) => {
         const user = await addUser(store, { username, password, admin: opts.admin ?? false, name: opts.name ?? null, email: opts.email ?? null }, Date.now());
         process.stdout.write(`added user ${user.username}${opts.admin ? ' (admin)' : ''}\n`);
+      });
+    });
+  users
+    .command('list')
+    .description('list users, oldest first')
+    .option('--json', 'print JSON')
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(async (opts: { json?: boolean; database?: string }) => {
+      await withStore(opts.database, async (store) => {
+        const rows = (await store.listUsers()).map((u) => ({
+          username: u.username,
+          name: u.name,
+          email: u.email,
+          admin: u.is_admin === 1,
+          disabled: u.disabled_at !== null,
+          created: new Date(Number(u.created_at)).toISOString(),
+        }));
+        if (opts.json) {
+          process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+          return;
+        }
+        printTable(
+          ['USERNAME', 'NAME', 'EMAIL', 'ADMIN', 'DISABLED', 'CREATED'],
+          rows.map((r) => [r.username, r.name ?? '', r.email ?? '', r.admin ? 'yes' : 'no', r.disabled ? 'yes' : 'no', r.created]),
+        );
+      });
+    });
+  users
+    .command('reset-password <username>')
+    .description("set a new password (asks for it, or reads it from stdin); ends the user's sessions and clears their failed sign-in counters")
+    .option('--password-stdin', 'read the password from standard input')
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(async (username: string, opts: { passwordStdin?: boolean; database?: string }) => {
+      const password = opts.passwordStdin
+        ? (await readAll(process.stdin)).replace(/\r?\n$/, '')
+        : await promptHidden(`New password for ${username}: `);
+      await withStore(opts.database, async (store) => {
+        const reset = await resetUserPassword(store, username, password);
+        // A lockout earned by someone guessing the old password would otherwise outlast the reset.
+        const cleared = await store.deleteRateLimits(accountCounterKeys((await store.listRateLimits()).map((r) => r.key), reset.username));
+        process.stdout.write(
+          `reset the password of ${reset.username} (${reset.sessionsEnded} session${reset.sessionsEnded === 1 ? '' : 's'} ended, ${cleared} failed sign-in counter${cleared === 1 ? '' : 's'} cleared)\n`,
+        );
       });
     });
   users
@@ -241,7 +338,11 @@ export function program(): Command {
     .addOption(new Option('--kind <kind>', 'client type').choices(['public', 'confidential']).makeOptionMandatory())
     .option('--callback <url>', 'redirect URI (repeatable)', collect, [])
     .requiredOption('--scope <scopes>', 'allowed scopes, space-separated, e.g. "openid profile"')
-    .option('--grant <type>', 'allowed grant type (repeatable; default authorization_code and refresh_token)', collect)
+    .option(
+      '--grant <type>',
+      `allowed grant type (repeatable; replaces the default ${DEFAULT_GRANT_TYPES.join(' and ')}; with the offline_access scope, refresh_token must be among them)`,
+      collect,
+    )
     .addOption(new Option('--id-token-alg <alg>', 'ID token signature algorithm').choices(['RS256', 'ES256']).default('RS256'))
     .option('--json', 'print {"client_id", "client_secret"} as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
@@ -255,7 +356,8 @@ export function program(): Command {
               kind: opts.kind,
               callbackUrls: opts.callback,
               scopes: opts.scope.split(/\s+/).filter(Boolean),
-              ...(opts.grant && { grantTypes: opts.grant }),
+              // `device_code` is accepted for the device grant's URN (RFC 8628 §3.4), as the dashboard and `apps list` show it.
+              ...(opts.grant && { grantTypes: opts.grant.map((g) => (g === 'device_code' ? 'urn:ietf:params:oauth:grant-type:device_code' : g)) }),
               idTokenAlg: opts.idTokenAlg,
             },
             Date.now(),
@@ -290,10 +392,22 @@ export function program(): Command {
           process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
           return;
         }
-        for (const a of list) {
-          process.stdout.write(`${a.clientId}\t${a.kind}\t${a.name}\t${a.callbackUrls.join(' ')}\t${a.scopes.join(' ')}\n`);
-        }
+        printTable(
+          ['CLIENT ID', 'KIND', 'NAME', 'GRANTS', 'SCOPES', 'CALLBACKS'],
+          list.map((a) => [a.clientId, a.kind, a.name, a.grantTypes.map((g) => (g.startsWith('urn:') ? 'device_code' : g)).join(','), a.scopes.join(' '), a.callbackUrls.join(' ')]),
+        );
       });
+    });
+
+  cli
+    .command('backup <file>')
+    .description('copy the embedded SQLite store to a new file (0600) while the server runs; for PostgreSQL, use pg_dump')
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(async (file: string, opts: { database?: string }) => {
+      const config = loadConfig({ database: opts.database });
+      const { path, pages } = await backupStore(config.databaseUrl, file);
+      process.stdout.write(`backed up ${config.databaseUrl} to ${path} (${pages} pages)\n`);
+      if (!config.keyEncryptionKey) warn('the backup holds the signing keys unencrypted: keep it as safe as the database');
     });
 
   cli

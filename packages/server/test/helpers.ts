@@ -134,7 +134,8 @@ export async function seedApp(
       name: input.name ?? 'Test App',
       kind: input.kind ?? 'public',
       callbackUrls: input.callbackUrls ?? ['https://app.example/callback'],
-      scopes: input.scopes ?? ['openid', 'profile', 'email', 'offline_access'],
+      // offline_access only with the refresh grant: registration refuses it otherwise (bootstrap.ts).
+      scopes: input.scopes ?? ['openid', 'profile', 'email', ...(!input.grantTypes || input.grantTypes.includes('refresh_token') ? ['offline_access'] : [])],
       ...(input.grantTypes && { grantTypes: input.grantTypes }),
       ...(input.idTokenAlg && { idTokenAlg: input.idTokenAlg }),
     },

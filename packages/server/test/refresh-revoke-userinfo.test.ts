@@ -27,7 +27,22 @@ describe.each(dialects())('refresh tokens, revocation and userinfo (%s)', (diale
     server = await startServer(dialect);
     await seedUser(server, 'alice', { email: 'alice@example.com' });
     web = (await seedApp(server, { name: 'Web', callbackUrls: [redirectUri, 'http://127.0.0.1/cb'] })).app.clientId;
-    noRefresh = (await seedApp(server, { name: 'No refresh', grantTypes: ['authorization_code'], callbackUrls: [redirectUri] })).app.clientId;
+    // Registration now refuses offline_access without the refresh grant; a store from before may still hold such an
+    // application, so it is written directly, and the server must still issue it no refresh token.
+    noRefresh = (
+      await server.store.createApplication({
+        clientId: 'no-refresh',
+        ownerId: null,
+        name: 'No refresh',
+        kind: 'public',
+        secretHash: null,
+        callbackUrls: [redirectUri],
+        scopes: ['openid', 'profile', 'email', 'offline_access'],
+        grantTypes: ['authorization_code'],
+        idTokenAlg: 'RS256',
+        createdAt: server.clock.now(),
+      })
+    ).clientId;
     const c = await seedApp(server, { name: 'Conf', kind: 'confidential', callbackUrls: [redirectUri] });
     conf = { id: c.app.clientId, secret: c.clientSecret! };
   });

@@ -42,6 +42,12 @@ export interface ServerConfig {
   maxConnections: number;
   /** Database connect, pool-acquire and statement timeout. */
   dbTimeoutMs: number;
+  /** RFC 8628 §3.2 `expires_in` of a device code (AUTHCLI_DEVICE_CODE_TTL). */
+  deviceCodeTtlSeconds: number;
+  /** RFC 8628 §3.2 `interval`: the first polling interval (AUTHCLI_DEVICE_POLL_INTERVAL). */
+  devicePollIntervalSeconds: number;
+  /** How long requests in flight may take to finish on shutdown (AUTHCLI_SHUTDOWN_GRACE). */
+  shutdownGraceMs: number;
   /** AES-256-GCM key that encrypts private signing keys at rest; undefined: stored unencrypted (the server warns). */
   keyEncryptionKey: Buffer | undefined;
   /** Access token algorithm (RFC 9068 §2.1 requires RS256 support; ES256 is the default since it signs far faster). */
@@ -242,6 +248,15 @@ export function loadConfig(
     keepAliveTimeoutMs: envSeconds(env, 'AUTHCLI_KEEPALIVE_TIMEOUT', D.KEEPALIVE_TIMEOUT_MS, 600),
     maxConnections: envInt(env, 'AUTHCLI_MAX_CONNECTIONS', D.MAX_CONNECTIONS, 16, 1_000_000),
     dbTimeoutMs: envSeconds(env, 'AUTHCLI_DB_TIMEOUT', D.DB_TIMEOUT_MS, 600),
+    deviceCodeTtlSeconds: envInt(env, 'AUTHCLI_DEVICE_CODE_TTL', D.DEVICE_CODE_TTL_SECONDS, D.DEVICE_CODE_TTL_BOUNDS.min, D.DEVICE_CODE_TTL_BOUNDS.max),
+    devicePollIntervalSeconds: envInt(
+      env,
+      'AUTHCLI_DEVICE_POLL_INTERVAL',
+      D.DEVICE_POLL_INTERVAL_SECONDS,
+      D.DEVICE_POLL_INTERVAL_BOUNDS.min,
+      D.DEVICE_POLL_INTERVAL_BOUNDS.max,
+    ),
+    shutdownGraceMs: envSeconds(env, 'AUTHCLI_SHUTDOWN_GRACE', D.SHUTDOWN_GRACE_MS, 600),
     keyEncryptionKey: readKeyEncryptionKey(env),
     accessTokenAlg,
     logLevel,

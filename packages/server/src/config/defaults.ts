@@ -26,6 +26,12 @@ export const SESSION_TTL_SECONDS = 12 * 3600;
 export const DEVICE_CODE_TTL_SECONDS = 600;
 /** RFC 8628 §3.2: the first polling interval; §3.5: slow_down adds 5 seconds. */
 export const DEVICE_POLL_INTERVAL_SECONDS = 5;
+/** Bounds of AUTHCLI_DEVICE_CODE_TTL: a minute to type a code at the least; past an hour a code on a screen is a risk left lying about. */
+export const DEVICE_CODE_TTL_BOUNDS = { min: 60, max: 3600 } as const;
+/** Bounds of AUTHCLI_DEVICE_POLL_INTERVAL (RFC 8628 §3.2 `interval`). */
+export const DEVICE_POLL_INTERVAL_BOUNDS = { min: 1, max: 60 } as const;
+/** On SIGTERM/SIGINT, requests in flight get this long to finish before their connections are cut. */
+export const SHUTDOWN_GRACE_MS = 10_000;
 /** A sign-in continuation (the authorization request or page a sign-in resumes) outlives a slow typist. */
 export const CONTINUATION_TTL_MS = 15 * MINUTE;
 /** How long a dashboard flash (a new client secret, a saved notice) waits for the page after its redirect. */

@@ -19,6 +19,9 @@ export function pendingDeviceAuthorization(input: {
   clientId: string;
   scope: string;
   now: number;
+  /** Defaults: config/defaults.ts; the server passes its configured ones. */
+  ttlSeconds?: number;
+  intervalSeconds?: number;
 }): DeviceAuthorization {
   return {
     device_code_hash: input.deviceCodeHash,
@@ -29,8 +32,8 @@ export function pendingDeviceAuthorization(input: {
     user_id: null,
     auth_time: null,
     created_at: input.now,
-    expires_at: input.now + DEVICE_CODE_TTL_SECONDS * 1000,
-    interval_s: DEVICE_POLL_INTERVAL_SECONDS,
+    expires_at: input.now + (input.ttlSeconds ?? DEVICE_CODE_TTL_SECONDS) * 1000,
+    interval_s: input.intervalSeconds ?? DEVICE_POLL_INTERVAL_SECONDS,
     last_poll_at: null,
     last_poll_slowed: 0,
     grant_id: null,
@@ -56,7 +59,11 @@ export async function deviceAuthorizationRoutes(app: FastifyInstance, ctx: AppCo
       const userCode = generateUserCode();
       try {
         await ctx.store.insertDeviceAuthorization(
-          pendingDeviceAuthorization({ deviceCodeHash: sha256Hex(deviceCode), userCode, clientId: client.clientId, scope: scopes.join(' '), now }),
+          pendingDeviceAuthorization({ deviceCodeHash: sha256Hex(deviceCode), userCode, clientId: client.clientId, scope: scopes.join(' '),
+            now,
+            ttlSeconds: ctx.config.deviceCodeTtlSeconds,
+            intervalSeconds: ctx.config.devicePollIntervalSeconds,
+          }),
         );
         const shown = formatUserCode(userCode);
         const verificationUri = `${ctx.config.issuer}/device`;
@@ -68,8 +75,8 @@ export async function deviceAuthorizationRoutes(app: FastifyInstance, ctx: AppCo
             user_code: shown,
             verification_uri: verificationUri,
             verification_uri_complete: `${verificationUri}?user_code=${shown}`,
-            expires_in: DEVICE_CODE_TTL_SECONDS,
-            interval: DEVICE_POLL_INTERVAL_SECONDS,
+            expires_in: ctx.config.deviceCodeTtlSeconds,
+            interval: ctx.config.devicePollIntervalSeconds,
           });
       } catch (err) {
         if (!(err instanceof StoreError && err.code === 'duplicate') || attempt >= 4) throw err;

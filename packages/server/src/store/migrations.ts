@@ -1,4 +1,4 @@
-import type { Kysely, Migration, MigrationProvider } from 'kysely';
+import { sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 
 /**
  * Schema migrations, in order. Column types are the portable subset of
@@ -157,6 +157,32 @@ const migrations: Record<string, Migration> = {
         .addColumn('expires_at', 'bigint', (c) => c.notNull())
         .execute();
       await db.schema.createIndex('continuations_expires').on('continuations').column('expires_at').execute();
+    },
+  },
+  '0004_username_case_insensitive': {
+    async up(db: Kysely<any>) {
+      // Usernames are matched without regard to case (sign-in, `users disable`), so two that differ only in
+      // case would make one of them unreachable. Existing ones are reported for the operator to rename or
+      // remove: merging accounts (their sessions, grants, applications) is not a decision a migration can make.
+      const clashes = await db
+        .selectFrom('users')
+        .select([sql<string>`lower(username)`.as('folded')])
+        .groupBy(sql`lower(username)`)
+        .having(sql`count(*)`, '>', 1)
+        .execute();
+      if (clashes.length > 0) {
+        const names = await db
+          .selectFrom('users')
+          .select('username')
+          .where(sql`lower(username)`, 'in', clashes.map((c) => c.folded))
+          .orderBy(sql`lower(username)`)
+          .orderBy('username')
+          .execute();
+        throw new Error(
+          `usernames that differ only in case must be made unique first (rename or remove all but one of each): ${names.map((n) => n.username).join(', ')}`,
+        );
+      }
+      await db.schema.createIndex('users_username_lower').on('users').unique().expression(sql`lower(username)`).execute();
     },
   },
 };

@@ -321,8 +321,27 @@ export class Store {
     return (await this.findUserById(user.id))!;
   }
 
+  /** Usernames are unique and matched without regard to (ASCII) case: the `users_username_lower` index serves this. */
   async findUserByUsername(username: string): Promise<User | undefined> {
-    return this.db.selectFrom('users').selectAll().where('username', '=', username).executeTakeFirst();
+    return this.db.selectFrom('users').selectAll().where(sql`lower(username)`, '=', username.toLowerCase()).executeTakeFirst();
+  }
+
+  /** Every user, oldest first (`users list`). */
+  async listUsers(): Promise<User[]> {
+    return this.db.selectFrom('users').selectAll().orderBy('created_at').orderBy('username').execute();
+  }
+
+  /**
+   * A password reset by the operator: the new hash, and every session of the
+   * user ended in the same transaction, so whoever knew the old password is
+   * signed out of the browser where they used it.
+   */
+  async resetPassword(userId: string, passwordHash: string): Promise<number> {
+    return this.db.transaction().execute(async (trx) => {
+      await trx.updateTable('users').set({ password_hash: passwordHash }).where('id', '=', userId).execute();
+      const r = await trx.deleteFrom('sessions').where('user_id', '=', userId).executeTakeFirst();
+      return Number(r.numDeletedRows);
+    });
   }
 
   async findUserById(id: string): Promise<User | undefined> {
@@ -333,7 +352,7 @@ export class Store {
     const r = await this.db
       .updateTable('users')
       .set({ disabled_at: disabledAt })
-      .where('username', '=', username)
+      .where(sql`lower(username)`, '=', username.toLowerCase())
       .executeTakeFirst();
     if (Number(r.numUpdatedRows) === 0) throw new StoreError('not_found', `no user ${username}`);
   }

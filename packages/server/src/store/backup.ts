@@ -1,0 +1,47 @@
+import { closeSync, chmodSync, existsSync, openSync, rmSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { InputError } from '../bootstrap.js';
+import { StoreError } from './store.js';
+import { parseDatabaseUrl } from './open.js';
+
+/** What `authcli-server backup` says for PostgreSQL, whose own tool does this job better. */
+export const POSTGRES_BACKUP_HINT =
+  'backup copies the embedded SQLite store; for PostgreSQL use pg_dump, e.g. pg_dump --format=custom --file=authcli.dump "$DATABASE_URL"';
+
+/**
+ * Copies the embedded store to `target` with SQLite's online backup API
+ * (https://sqlite.org/backup.html): a consistent snapshot while the server
+ * keeps running and writing. The copy holds password hashes and (unless a
+ * key-encryption key is set) private signing keys, so it is created 0600,
+ * and an existing file is never overwritten. Returns the pages copied.
+ */
+export async function backupStore(databaseUrl: string, target: string): Promise<{ path: string; pages: number }> {
+  const loc = parseDatabaseUrl(databaseUrl);
+  if (loc.dialect === 'postgres') throw new InputError(POSTGRES_BACKUP_HINT);
+  if (loc.path === ':memory:') throw new InputError('an in-memory store has nothing to back up');
+  if (!existsSync(loc.path)) throw new StoreError('not_found', `no database at ${loc.path}`);
+  const path = resolve(target);
+  // Created here, exclusively and 0600 whatever the umask: an existing file is refused, and the copy is never
+  // readable by others, not even while it is written. SQLite takes an empty file as an empty database.
+  let fd: number;
+  try {
+    fd = openSync(path, 'wx', 0o600);
+  } catch (err) {
+    const code = (err as { code?: string }).code;
+    if (code === 'EEXIST') throw new InputError(`${path} exists: backup never overwrites; choose a new file name`);
+    throw new InputError(`cannot create ${path}: ${(err as Error).message}`);
+  }
+  closeSync(fd);
+  chmodSync(path, 0o600);
+  const { default: Database } = await import('better-sqlite3');
+  const source = new Database(loc.path, { readonly: true, fileMustExist: true });
+  try {
+    const progress = await source.backup(path);
+    return { path, pages: progress.totalPages };
+  } catch (err) {
+    rmSync(path, { force: true });
+    throw err;
+  } finally {
+    source.close();
+  }
+}

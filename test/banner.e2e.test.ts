@@ -1,0 +1,58 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { freePort } from './support/http.js';
+import { SERVER_BIN, startServerProcess, waitUntilReady, type ServerProcess } from './support/server-process.js';
+
+describe('what `authcli-server start` says', () => {
+  let server: ServerProcess | undefined;
+  afterEach(async () => server?.stop());
+
+  it('not on a terminal: JSON log lines only on stdout, the start among them', async () => {
+    server = await startServerProcess({ env: { LOG_LEVEL: 'info' } });
+    for (let i = 0; i < 50 && !server.output().includes('authcli-server started'); i++) await new Promise((r) => setTimeout(r, 100));
+    const stdout = server.output().split('\n').filter((l) => l && !l.startsWith('authcli-server: warning:'));
+    const lines = stdout.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.find((l) => l.msg === 'authcli-server started')).toMatchObject({
+      issuer: server.issuer,
+      store: expect.stringMatching(/^SQLite \//),
+      listening: `127.0.0.1:${new URL(server.issuer).port}`,
+      dashboard: `${server.issuer}/dashboard`,
+      signingThreads: expect.any(String),
+    });
+  });
+
+  it('on a terminal: a banner of text, no JSON; a warning when listening beyond loopback with a loopback issuer', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'authcli-banner-'));
+    const port = await freePort();
+    // util-linux `script` gives the server a pseudo-terminal for stdout.
+    const child = spawn('script', ['-qefc', `${process.execPath} ${SERVER_BIN} start --host 0.0.0.0`, '/dev/null'], {
+      env: { ...process.env, PORT: String(port), DATABASE_URL: join(dir, 'authcli.db'), LOG_LEVEL: 'info' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    try {
+      await waitUntilReady(`http://127.0.0.1:${port}`, child, () => out);
+      for (let i = 0; i < 50 && !out.includes('Ctrl-C stops it.'); i++) await new Promise((r) => setTimeout(r, 100));
+      expect(out).toContain(
+        `authcli-server: warning: listening on 0.0.0.0 but the issuer is http://127.0.0.1:${port}: verification URLs, QR codes and redirects will point other machines at themselves`,
+      );
+      expect(out).toMatch(/^authcli-server \d+\.\d+\.\d+\r?$/m);
+      expect(out).toMatch(new RegExp(`^  issuer: +http://127\\.0\\.0\\.1:${port}\\r?$`, 'm'));
+      expect(out).toMatch(/^ {2}store: +SQLite \//m);
+      expect(out).toMatch(new RegExp(`^  listening on: +0\\.0\\.0\\.0:${port}\\r?$`, 'm'));
+      expect(out).toMatch(new RegExp(`^  dashboard: +http://127\\.0\\.0\\.1:${port}/dashboard\\r?$`, 'm'));
+      expect(out).toMatch(/^ {2}signing threads: +\S+/m);
+      expect(out).not.toContain('{"level"');
+    } finally {
+      child.kill('SIGTERM');
+      await new Promise((r) => setTimeout(r, 300));
+      if (child.exitCode === null) child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,123 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { connect, type Socket } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { freePort } from './support/http.js';
+import { serverCommand, startServerProcess, waitUntilReady, type ServerProcess } from './support/server-process.js';
+
+const BODY = 'client_id=authcli&scope=openid';
+
+/**
+ * A device authorization request (RFC 8628 §3.1) whose headers and all but the last byte of its body are sent
+ * now: the server has it in flight until `finish()` sends that byte.
+ */
+function slowRequest(port: number): { ready: Promise<void>; finish: () => void; response: Promise<string> } {
+  const socket: Socket = connect(port, '127.0.0.1');
+  let response = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (d: string) => (response += d));
+  const done = new Promise<string>((resolve, reject) => {
+    socket.on('error', reject);
+    socket.on('close', () => resolve(response));
+  });
+  const ready = new Promise<void>((resolve) =>
+    socket.once('connect', () => {
+      socket.write(
+        `POST /oauth/device/authorization HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${BODY.length}\r\nConnection: close\r\n\r\n${BODY.slice(0, -1)}`,
+        () => resolve(),
+      );
+    }),
+  );
+  return { ready, finish: () => socket.end(BODY.slice(-1)), response: done };
+}
+
+const exited = (server: ServerProcess) =>
+  new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    if (server.child.exitCode !== null) resolve({ code: server.child.exitCode, signal: null });
+    else server.child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+
+describe('graceful shutdown of `authcli-server start`', () => {
+  let server: ServerProcess | undefined;
+  afterEach(async () => server?.stop());
+
+  it('SIGTERM: no new connections, every request in flight completes with 200, the store is closed, exit 0', async () => {
+    server = await startServerProcess({ env: { AUTHCLI_DEVICE_CODE_TTL: '120', AUTHCLI_DEVICE_POLL_INTERVAL: '2' } });
+    const port = Number(new URL(server.issuer).port);
+    const slow = Array.from({ length: 6 }, () => slowRequest(port));
+    await Promise.all(slow.map((s) => s.ready));
+    // Let the server read the heads, so each request is in flight (routed, waiting for its body).
+    await new Promise((r) => setTimeout(r, 300));
+    const exit = exited(server);
+    server.child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 300));
+    await expect(fetch(`${server.issuer}/readyz`)).rejects.toThrow();
+
+    for (const s of slow) s.finish();
+    const responses = await Promise.all(slow.map((s) => s.response));
+    for (const r of responses) {
+      expect(r).toMatch(/^HTTP\/1\.1 200 /);
+      const body = JSON.parse(r.slice(r.indexOf('\r\n\r\n') + 4)) as { device_code: string; expires_in: number; interval: number };
+      expect(body.device_code).toMatch(/\S{20,}/);
+      // AUTHCLI_DEVICE_CODE_TTL and AUTHCLI_DEVICE_POLL_INTERVAL (RFC 8628 §3.2 expires_in and interval).
+      expect(body.expires_in).toBe(120);
+      expect(body.interval).toBe(2);
+    }
+    expect(await exit).toEqual({ code: 0, signal: null });
+    // Closing the embedded store checkpoints its write-ahead log into the file and removes it.
+    expect(existsSync(`${server.env.DATABASE_URL}-wal`)).toBe(false);
+    expect(server.output()).not.toMatch(/unexpected error|shutdown failed/);
+  });
+
+  it('SIGINT: a request that outlasts AUTHCLI_SHUTDOWN_GRACE is cut, and the server still exits 0', async () => {
+    server = await startServerProcess({ env: { AUTHCLI_SHUTDOWN_GRACE: '1' } });
+    const port = Number(new URL(server.issuer).port);
+    const stuck = slowRequest(port);
+    await stuck.ready;
+    await new Promise((r) => setTimeout(r, 300));
+    const exit = exited(server);
+    const start = Date.now();
+    server.child.kill('SIGINT');
+    expect(await exit).toEqual({ code: 0, signal: null });
+    expect(Date.now() - start).toBeGreaterThanOrEqual(900);
+    expect(Date.now() - start).toBeLessThan(5000);
+    expect(await stuck.response).toBe('');
+  });
+
+  it('device code lifetime and interval out of bounds stop `start` with one line', async () => {
+    const ttl = await serverCommand(['start'], { AUTHCLI_DEVICE_CODE_TTL: '30' });
+    expect(ttl.code).toBe(1);
+    expect(ttl.stderr).toBe('authcli-server: AUTHCLI_DEVICE_CODE_TTL must be a whole number from 60 to 3600, got "30"\n');
+    const interval = await serverCommand(['start'], { AUTHCLI_DEVICE_POLL_INTERVAL: '0' });
+    expect(interval.code).toBe(1);
+    expect(interval.stderr).toBe('authcli-server: AUTHCLI_DEVICE_POLL_INTERVAL must be a whole number from 1 to 60, got "0"\n');
+  });
+});
+
+describe('`pnpm start` (scripts/start.mjs)', () => {
+  it('with the build up to date, starts without building; SIGINT is passed on and it exits 0', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'authcli-start-'));
+    const port = await freePort();
+    const script = join(resolve(fileURLToPath(new URL('.', import.meta.url)), '..'), 'scripts/start.mjs');
+    const child = spawn(process.execPath, [script], {
+      env: { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: join(dir, 'authcli.db'), LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    try {
+      await waitUntilReady(`http://127.0.0.1:${port}`, child, () => out);
+      const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
+      child.kill('SIGINT');
+      expect(await exit).toEqual({ code: 0, signal: null });
+      expect(out).not.toContain('building');
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
