@@ -16,6 +16,7 @@ import { PasswordHasher } from './util/password-pool.js';
 import { TokenIssuer } from './oauth/tokens.js';
 import { tokenRoutes } from './oauth/token.js';
 import { deviceAuthorizationRoutes } from './oauth/device-authorization.js';
+import { introspectionRoutes } from './oauth/introspection.js';
 import { revocationRoutes } from './oauth/revocation.js';
 import { userinfoRoutes } from './oauth/userinfo.js';
 import type { Store } from './store/store.js';
@@ -73,6 +74,7 @@ async function oauthApi(app: FastifyInstance, ctx: AppContext): Promise<void> {
   await app.register(tokenRoutes, ctx);
   await app.register(deviceAuthorizationRoutes, ctx);
   await app.register(revocationRoutes, ctx);
+  await app.register(introspectionRoutes, ctx);
   await app.register(userinfoRoutes, ctx);
 }
 
