@@ -16,6 +16,7 @@ import { PasswordHasher } from './util/password-pool.js';
 import { TokenIssuer } from './oauth/tokens.js';
 import { tokenRoutes } from './oauth/token.js';
 import { deviceAuthorizationRoutes } from './oauth/device-authorization.js';
+import { logoutRoutes } from './web/logout.js';
 import { introspectionRoutes } from './oauth/introspection.js';
 import { revocationRoutes } from './oauth/revocation.js';
 import { userinfoRoutes } from './oauth/userinfo.js';
@@ -236,6 +237,7 @@ export async function buildApp(config: ServerConfig, store: Store): Promise<Fast
       if (req.url.includes('%00')) throw new FormError('a page address must not contain NUL');
     });
     await pages.register(pageRoutes, ctx);
+    await pages.register(logoutRoutes, ctx);
     await pages.register(devicePageRoutes, ctx);
     await pages.register(dashboardRoutes, ctx);
     await pages.register(playgroundRoutes, ctx);

@@ -71,6 +71,8 @@ export interface NewAppInput {
   grantTypes?: string[];
   idTokenAlg?: string;
   ownerId?: string | null;
+  /** OpenID Connect RP-Initiated Logout 1.0 §3.1; the same rules as callback URLs. */
+  postLogoutRedirectUris?: string[];
 }
 
 export interface ApplicationFields {
@@ -122,6 +124,12 @@ export async function registerApplication(
 ): Promise<{ app: Application; clientSecret: string | undefined }> {
   if (input.kind !== 'public' && input.kind !== 'confidential') throw new InputError('kind must be public or confidential');
   const fields = validateApplicationFields(input);
+  const postLogoutRedirectUris = [...new Set((input.postLogoutRedirectUris ?? []).map((u) => u.trim()).filter(Boolean))];
+  if (postLogoutRedirectUris.length > 20) throw new InputError('at most 20 post-logout redirect URIs');
+  for (const url of postLogoutRedirectUris) {
+    const problem = callbackUrlProblem(url);
+    if (problem) throw new InputError(`post-logout redirect URI: ${problem}`);
+  }
   const secret = input.kind === 'confidential' ? newClientSecret() : undefined;
   const app = await store.createApplication({
     clientId: randomToken(16),
@@ -129,6 +137,7 @@ export async function registerApplication(
     kind: input.kind,
     secretHash: secret?.hash ?? null,
     ...fields,
+    postLogoutRedirectUris,
     createdAt: now,
   });
   return { app, clientSecret: secret?.secret };

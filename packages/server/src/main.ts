@@ -240,13 +240,14 @@ export function program(): Command {
     .requiredOption('--name <name>', 'application name shown on consent pages')
     .addOption(new Option('--kind <kind>', 'client type').choices(['public', 'confidential']).makeOptionMandatory())
     .option('--callback <url>', 'redirect URI (repeatable)', collect, [])
+    .option('--post-logout-redirect-uri <url>', 'where RP-initiated logout may return to, exact match (repeatable)', collect, [])
     .requiredOption('--scope <scopes>', 'allowed scopes, space-separated, e.g. "openid profile"')
     .option('--grant <type>', 'allowed grant type (repeatable; default authorization_code and refresh_token)', collect)
     .addOption(new Option('--id-token-alg <alg>', 'ID token signature algorithm').choices(['RS256', 'ES256']).default('RS256'))
     .option('--json', 'print {"client_id", "client_secret"} as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(
-      async (opts: { name: string; kind: string; callback: string[]; scope: string; grant?: string[]; idTokenAlg: string; json?: boolean; database?: string }) => {
+      async (opts: { name: string; kind: string; callback: string[]; postLogoutRedirectUri: string[]; scope: string; grant?: string[]; idTokenAlg: string; json?: boolean; database?: string }) => {
         await withStore(opts.database, async (store) => {
           const { app, clientSecret } = await registerApplication(
             store,
@@ -254,6 +255,7 @@ export function program(): Command {
               name: opts.name,
               kind: opts.kind,
               callbackUrls: opts.callback,
+              postLogoutRedirectUris: opts.postLogoutRedirectUri,
               scopes: opts.scope.split(/\s+/).filter(Boolean),
               ...(opts.grant && { grantTypes: opts.grant }),
               idTokenAlg: opts.idTokenAlg,
