@@ -81,6 +81,7 @@ export interface ApplicationFields {
   scopes: string[];
   grantTypes: GrantType[];
   idTokenAlg: 'RS256' | 'ES256';
+  postLogoutRedirectUris: string[];
 }
 
 /** Checks what a person or operator typed for an application; the same rules for the CLI and the dashboard. */
@@ -105,9 +106,15 @@ export function validateApplicationFields(input: Omit<NewAppInput, 'kind' | 'own
   for (const s of input.scopes) {
     if (!(SUPPORTED_SCOPES as readonly string[]).includes(s)) throw new InputError(`unknown scope ${s} (one of ${SUPPORTED_SCOPES.join(', ')})`);
   }
+  const postLogoutRedirectUris = [...new Set((input.postLogoutRedirectUris ?? []).map((u) => u.trim()).filter(Boolean))];
+  if (postLogoutRedirectUris.length > 20) throw new InputError('at most 20 post-logout redirect URIs');
+  for (const url of postLogoutRedirectUris) {
+    const problem = callbackUrlProblem(url);
+    if (problem) throw new InputError(`post-logout redirect URI: ${problem}`);
+  }
   const idTokenAlg = input.idTokenAlg ?? 'RS256';
   if (idTokenAlg !== 'RS256' && idTokenAlg !== 'ES256') throw new InputError('ID token algorithm must be RS256 or ES256');
-  return { name, callbackUrls, scopes: [...new Set(input.scopes)], grantTypes: [...new Set(grantTypes)] as GrantType[], idTokenAlg };
+  return { name, callbackUrls, scopes: [...new Set(input.scopes)], grantTypes: [...new Set(grantTypes)] as GrantType[], idTokenAlg, postLogoutRedirectUris };
 }
 
 /** A fresh client secret (256 bits) and the SHA-256 that is all the store keeps of it. */
@@ -124,12 +131,6 @@ export async function registerApplication(
 ): Promise<{ app: Application; clientSecret: string | undefined }> {
   if (input.kind !== 'public' && input.kind !== 'confidential') throw new InputError('kind must be public or confidential');
   const fields = validateApplicationFields(input);
-  const postLogoutRedirectUris = [...new Set((input.postLogoutRedirectUris ?? []).map((u) => u.trim()).filter(Boolean))];
-  if (postLogoutRedirectUris.length > 20) throw new InputError('at most 20 post-logout redirect URIs');
-  for (const url of postLogoutRedirectUris) {
-    const problem = callbackUrlProblem(url);
-    if (problem) throw new InputError(`post-logout redirect URI: ${problem}`);
-  }
   const secret = input.kind === 'confidential' ? newClientSecret() : undefined;
   const app = await store.createApplication({
     clientId: randomToken(16),
@@ -137,7 +138,6 @@ export async function registerApplication(
     kind: input.kind,
     secretHash: secret?.hash ?? null,
     ...fields,
-    postLogoutRedirectUris,
     createdAt: now,
   });
   return { app, clientSecret: secret?.secret };

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { approveInBrowser } from '../../../test/support/http.js';
 import { registerApplication } from '../src/bootstrap.js';
-import { authorizeUrl, basic, Browser, dialects, hidden, PASSWORD, seedUser, startServer, tokenRequest, type TestServer } from './helpers.js';
+import { authorizeUrl, basic, Browser, dialects, hidden, PASSWORD, seedUser, signIn, startServer, tokenRequest, type TestServer } from './helpers.js';
 
 /** OpenID Connect RP-Initiated Logout 1.0. */
 describe.each(dialects())('RP-initiated logout (%s)', (dialect) => {
@@ -176,5 +176,29 @@ describe.each(dialects())('RP-initiated logout (%s)', (dialect) => {
         server.clock.now(),
       ),
     ).rejects.toThrow(/post-logout redirect URI/);
+  });
+
+  it('dashboard: post-logout redirect URIs are registered and edited on the application form, with the callback URL rules', async () => {
+    const b = new Browser(server.url);
+    expect((await signIn(b, 'alice')).status).toBe(303);
+    const form = async (path: string, fields: Record<string, string>) => {
+      const page = await b.get(path);
+      expect(page.text).toContain('name="post_logout_redirect_uris"');
+      const body = new URLSearchParams({ _csrf: hidden(page.text, '_csrf'), kind: 'public', callback_urls: redirectUri, id_token_alg: 'RS256', ...fields });
+      body.append('scope', 'openid');
+      body.append('grant', 'authorization_code');
+      return b.request('POST', path === '/dashboard/apps/new' ? '/dashboard/apps' : path, body.toString(), { 'content-type': 'application/x-www-form-urlencoded' });
+    };
+    const created = await form('/dashboard/apps/new', { name: 'Dash RP', post_logout_redirect_uris: `${loggedOut}\nhttp://127.0.0.1/bye` });
+    expect(created.status).toBe(303);
+    const clientId = decodeURIComponent(created.location!.split('/').pop()!);
+    expect((await server.store.getApplication(clientId))!.postLogoutRedirectUris).toEqual([loggedOut, 'http://127.0.0.1/bye']);
+    const edited = await form(created.location!, { name: 'Dash RP', post_logout_redirect_uris: 'https://app.example/bye' });
+    expect(edited.status).toBe(303);
+    expect((await server.store.getApplication(clientId))!.postLogoutRedirectUris).toEqual(['https://app.example/bye']);
+    const bad = await form(created.location!, { name: 'Dash RP', post_logout_redirect_uris: 'http://evil.example/bye' });
+    expect(bad.status).toBe(400);
+    expect(bad.text).toContain('post-logout redirect URI');
+    expect((await server.store.getApplication(clientId))!.postLogoutRedirectUris).toEqual(['https://app.example/bye']);
   });
 });

@@ -422,7 +422,7 @@ export class Store {
 
   async updateApplication(
     clientId: string,
-    patch: Partial<Pick<Application, 'name' | 'callbackUrls' | 'scopes' | 'grantTypes' | 'idTokenAlg' | 'secretHash'>>,
+    patch: Partial<Pick<Application, 'name' | 'callbackUrls' | 'scopes' | 'grantTypes' | 'idTokenAlg' | 'secretHash' | 'postLogoutRedirectUris'>>,
     now: number,
   ): Promise<Application> {
     const r = await this.db
@@ -430,6 +430,7 @@ export class Store {
       .set({
         ...(patch.name !== undefined && { name: patch.name }),
         ...(patch.callbackUrls !== undefined && { callback_urls: JSON.stringify(patch.callbackUrls) }),
+        ...(patch.postLogoutRedirectUris !== undefined && { post_logout_redirect_uris: JSON.stringify(patch.postLogoutRedirectUris) }),
         ...(patch.scopes !== undefined && { scopes: patch.scopes.join(' ') }),
         ...(patch.grantTypes !== undefined && { grant_types: JSON.stringify(patch.grantTypes) }),
         ...(patch.idTokenAlg !== undefined && { id_token_alg: patch.idTokenAlg }),
