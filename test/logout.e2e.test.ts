@@ -63,4 +63,20 @@ describe('RP-initiated logout with openid-client against a started authcli-serve
     expect(res.location).toBeNull();
     expect((await b.get('/signout')).status).toBe(200);
   });
+
+  it('apps list --json shows the registered post-logout redirect URIs', async () => {
+    const list = await serverCommand(['apps', 'list', '--json'], server.env);
+    const apps = JSON.parse(list.stdout) as { name: string; post_logout_redirect_uris: string[] }[];
+    expect(apps.find((a) => a.name === 'Logout RP')?.post_logout_redirect_uris).toEqual([LOGGED_OUT]);
+    expect(apps.find((a) => a.name !== 'Logout RP')?.post_logout_redirect_uris).toEqual([]);
+  });
+
+  it('apps add refuses a post-logout redirect URI that breaks the callback URL rules', async () => {
+    const res = await serverCommand(
+      ['apps', 'add', '--name', 'Bad', '--kind', 'public', '--callback', REDIRECT, '--post-logout-redirect-uri', 'http://evil.example/bye', '--scope', 'openid'],
+      server.env,
+    );
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toContain('post-logout redirect URI');
+  });
 });

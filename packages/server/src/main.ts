@@ -285,6 +285,7 @@ export function program(): Command {
             name: a.name,
             kind: a.kind,
             callback_urls: a.callbackUrls,
+            post_logout_redirect_uris: a.postLogoutRedirectUris,
             scopes: a.scopes,
             grant_types: a.grantTypes,
             id_token_signed_response_alg: a.idTokenAlg,
