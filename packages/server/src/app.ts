@@ -16,6 +16,8 @@ import { PasswordHasher } from './util/password-pool.js';
 import { TokenIssuer } from './oauth/tokens.js';
 import { tokenRoutes } from './oauth/token.js';
 import { deviceAuthorizationRoutes } from './oauth/device-authorization.js';
+import { logoutRoutes } from './web/logout.js';
+import { introspectionRoutes } from './oauth/introspection.js';
 import { revocationRoutes } from './oauth/revocation.js';
 import { userinfoRoutes } from './oauth/userinfo.js';
 import type { Store } from './store/store.js';
@@ -73,6 +75,7 @@ async function oauthApi(app: FastifyInstance, ctx: AppContext): Promise<void> {
   await app.register(tokenRoutes, ctx);
   await app.register(deviceAuthorizationRoutes, ctx);
   await app.register(revocationRoutes, ctx);
+  await app.register(introspectionRoutes, ctx);
   await app.register(userinfoRoutes, ctx);
 }
 
@@ -236,6 +239,7 @@ export async function buildApp(config: ServerConfig, store: Store): Promise<Fast
       if (req.url.includes('%00')) throw new FormError('a page address must not contain NUL');
     });
     await pages.register(pageRoutes, ctx);
+    await pages.register(logoutRoutes, ctx);
     await pages.register(devicePageRoutes, ctx);
     await pages.register(dashboardRoutes, ctx);
     await pages.register(playgroundRoutes, ctx);

@@ -87,6 +87,8 @@ export interface NewAppInput {
   grantTypes?: string[];
   idTokenAlg?: string;
   ownerId?: string | null;
+  /** OpenID Connect RP-Initiated Logout 1.0 §3.1; the same rules as callback URLs. */
+  postLogoutRedirectUris?: string[];
 }
 
 export interface ApplicationFields {
@@ -95,6 +97,7 @@ export interface ApplicationFields {
   scopes: string[];
   grantTypes: GrantType[];
   idTokenAlg: 'RS256' | 'ES256';
+  postLogoutRedirectUris: string[];
 }
 
 /** Checks what a person or operator typed for an application; the same rules for the CLI and the dashboard. */
@@ -124,9 +127,15 @@ export function validateApplicationFields(input: Omit<NewAppInput, 'kind' | 'own
   if (input.scopes.includes('offline_access') && !grantTypes.includes('refresh_token')) {
     throw new InputError('the offline_access scope needs the refresh_token grant: allow refresh_token as well, or drop offline_access from the scopes');
   }
+  const postLogoutRedirectUris = [...new Set((input.postLogoutRedirectUris ?? []).map((u) => u.trim()).filter(Boolean))];
+  if (postLogoutRedirectUris.length > 20) throw new InputError('at most 20 post-logout redirect URIs');
+  for (const url of postLogoutRedirectUris) {
+    const problem = callbackUrlProblem(url);
+    if (problem) throw new InputError(`post-logout redirect URI: ${problem}`);
+  }
   const idTokenAlg = input.idTokenAlg ?? 'RS256';
   if (idTokenAlg !== 'RS256' && idTokenAlg !== 'ES256') throw new InputError('ID token algorithm must be RS256 or ES256');
-  return { name, callbackUrls, scopes: [...new Set(input.scopes)], grantTypes: [...new Set(grantTypes)] as GrantType[], idTokenAlg };
+  return { name, callbackUrls, scopes: [...new Set(input.scopes)], grantTypes: [...new Set(grantTypes)] as GrantType[], idTokenAlg, postLogoutRedirectUris };
 }
 
 /** A fresh client secret (256 bits) and the SHA-256 that is all the store keeps of it. */

@@ -337,6 +337,7 @@ export function program(): Command {
     .requiredOption('--name <name>', 'application name shown on consent pages')
     .addOption(new Option('--kind <kind>', 'client type').choices(['public', 'confidential']).makeOptionMandatory())
     .option('--callback <url>', 'redirect URI (repeatable)', collect, [])
+    .option('--post-logout-redirect-uri <url>', 'where RP-initiated logout may return to, exact match (repeatable)', collect, [])
     .requiredOption('--scope <scopes>', 'allowed scopes, space-separated, e.g. "openid profile"')
     .option(
       '--grant <type>',
@@ -347,7 +348,7 @@ export function program(): Command {
     .option('--json', 'print {"client_id", "client_secret"} as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(
-      async (opts: { name: string; kind: string; callback: string[]; scope: string; grant?: string[]; idTokenAlg: string; json?: boolean; database?: string }) => {
+      async (opts: { name: string; kind: string; callback: string[]; postLogoutRedirectUri: string[]; scope: string; grant?: string[]; idTokenAlg: string; json?: boolean; database?: string }) => {
         await withStore(opts.database, async (store) => {
           const { app, clientSecret } = await registerApplication(
             store,
@@ -355,6 +356,7 @@ export function program(): Command {
               name: opts.name,
               kind: opts.kind,
               callbackUrls: opts.callback,
+              postLogoutRedirectUris: opts.postLogoutRedirectUri,
               scopes: opts.scope.split(/\s+/).filter(Boolean),
               // `device_code` is accepted for the device grant's URN (RFC 8628 §3.4), as the dashboard and `apps list` show it.
               ...(opts.grant && { grantTypes: opts.grant.map((g) => (g === 'device_code' ? 'urn:ietf:params:oauth:grant-type:device_code' : g)) }),
@@ -385,6 +387,7 @@ export function program(): Command {
             name: a.name,
             kind: a.kind,
             callback_urls: a.callbackUrls,
+            post_logout_redirect_uris: a.postLogoutRedirectUris,
             scopes: a.scopes,
             grant_types: a.grantTypes,
             id_token_signed_response_alg: a.idTokenAlg,

@@ -18,6 +18,8 @@ export interface ParsedForm {
   readonly repeated: ReadonlySet<string>;
   /** Every value of every name, in order (checkbox groups on pages). */
   readonly lists: Readonly<Record<string, readonly string[]>>;
+  /** The form as received (decoded from UTF-8, still percent-encoded): a POSTed authorization request is validated from it like a query. */
+  readonly text: string;
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
@@ -59,7 +61,7 @@ class Form implements ParsedForm {
   constructor(
     readonly params: Readonly<Record<string, string>>,
     readonly repeated: ReadonlySet<string>,
-    private readonly text: string,
+    readonly text: string,
   ) {}
 
   get lists(): Readonly<Record<string, readonly string[]>> {

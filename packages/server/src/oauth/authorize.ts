@@ -214,13 +214,11 @@ export async function issueCode(ctx: AppContext, req: AuthorizationRequest, user
 }
 
 /**
- * The query of the authorization request a sign-in resumes, serialized by the
- * server from the validated fields, never the query as received: parameters
- * this server does not use are left behind, `login` leaves `prompt` and
- * `max_age` goes (the sign-in that follows satisfies both, so they must not
- * ask again). GET /oauth/authorize validates the result again when it runs.
+ * The validated request serialized again by the server, every field it uses
+ * kept (`prompt` and `max_age` included): what a POSTed request (OIDC Core
+ * §3.1.2.1) is redirected to the GET endpoint with.
  */
-export function resumeQuery(req: AuthorizationRequest): string {
+export function requestQuery(req: AuthorizationRequest): string {
   const query = new URLSearchParams({
     response_type: 'code',
     client_id: req.app.clientId,
@@ -231,7 +229,19 @@ export function resumeQuery(req: AuthorizationRequest): string {
   });
   if (req.state !== undefined) query.set('state', req.state);
   if (req.nonce !== undefined) query.set('nonce', req.nonce);
-  const prompt = [...req.prompt].filter((p) => p !== 'login');
-  if (prompt.length) query.set('prompt', prompt.join(' '));
+  if (req.prompt.size) query.set('prompt', [...req.prompt].join(' '));
+  if (req.maxAge !== undefined) query.set('max_age', String(req.maxAge));
   return query.toString();
+}
+
+/**
+ * The query of the authorization request a sign-in resumes, serialized by the
+ * server from the validated fields, never the query as received: parameters
+ * this server does not use are left behind, `login` leaves `prompt` and
+ * `max_age` goes (the sign-in that follows satisfies both, so they must not
+ * ask again). GET /oauth/authorize validates the result again when it runs.
+ */
+export function resumeQuery(req: AuthorizationRequest): string {
+  const prompt = new Set([...req.prompt].filter((p) => p !== 'login'));
+  return requestQuery({ ...req, prompt, maxAge: undefined });
 }

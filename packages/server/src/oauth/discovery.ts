@@ -15,6 +15,10 @@ export function metadata(ctx: AppContext): Record<string, unknown> {
     userinfo_endpoint: `${iss}/oauth/userinfo`,
     revocation_endpoint: `${iss}/oauth/revoke`,
     revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+    end_session_endpoint: `${iss}/oauth/logout`,
+    introspection_endpoint: `${iss}/oauth/introspect`,
+    // RFC 7662 §2.1: introspection needs client authentication; public clients (`none`) are refused.
+    introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
     device_authorization_endpoint: `${iss}/oauth/device/authorization`,
     scopes_supported: [...SUPPORTED_SCOPES],
     response_types_supported: ['code'],

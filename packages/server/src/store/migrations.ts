@@ -185,6 +185,15 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('users_username_lower').on('users').unique().expression(sql`lower(username)`).execute();
     },
   },
+  '0005_post_logout_redirect_uris': {
+    async up(db: Kysely<any>) {
+      // Existing applications have none registered: RP-initiated logout then never redirects for them.
+      await db.schema
+        .alterTable('applications')
+        .addColumn('post_logout_redirect_uris', 'text', (c) => c.notNull().defaultTo('[]'))
+        .execute();
+    },
+  },
 };
 
 /** Provides the migrations above to Kysely's Migrator. */

@@ -32,6 +32,8 @@ export interface ApplicationsTable {
   id_token_alg: 'RS256' | 'ES256';
   created_at: number;
   updated_at: number;
+  /** JSON array of registered post-logout redirect URIs (OpenID Connect RP-Initiated Logout 1.0 §3.1). */
+  post_logout_redirect_uris: string;
 }
 
 export interface SessionsTable {

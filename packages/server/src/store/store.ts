@@ -39,9 +39,11 @@ export interface Application {
   idTokenAlg: 'RS256' | 'ES256';
   createdAt: number;
   updatedAt: number;
+  /** Where RP-initiated logout may send the browser back to, exact-matched (OpenID Connect RP-Initiated Logout 1.0 §3.1). */
+  postLogoutRedirectUris: string[];
 }
 
-export type NewApplication = Omit<Application, 'updatedAt'>;
+export type NewApplication = Omit<Application, 'updatedAt' | 'postLogoutRedirectUris'> & { postLogoutRedirectUris?: string[] };
 
 /** Failure codes callers switch on; never the message text. */
 export type StoreErrorCode = 'duplicate' | 'not_found' | 'unavailable';
@@ -85,6 +87,7 @@ const APPLICATION_CACHE_SIZE = 1000;
 
 function freezeApplication(app: Application): Application {
   Object.freeze(app.callbackUrls);
+  Object.freeze(app.postLogoutRedirectUris);
   Object.freeze(app.scopes);
   Object.freeze(app.grantTypes);
   return Object.freeze(app);
@@ -130,6 +133,7 @@ function toApplication(row: ApplicationRow): Application {
     idTokenAlg: row.id_token_alg,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
+    postLogoutRedirectUris: JSON.parse(row.post_logout_redirect_uris) as string[],
   };
 }
 
@@ -391,6 +395,7 @@ export class Store {
           id_token_alg: app.idTokenAlg,
           created_at: app.createdAt,
           updated_at: app.createdAt,
+          post_logout_redirect_uris: JSON.stringify(app.postLogoutRedirectUris ?? []),
         })
         .execute();
     } catch (err) {
@@ -436,7 +441,7 @@ export class Store {
 
   async updateApplication(
     clientId: string,
-    patch: Partial<Pick<Application, 'name' | 'callbackUrls' | 'scopes' | 'grantTypes' | 'idTokenAlg' | 'secretHash'>>,
+    patch: Partial<Pick<Application, 'name' | 'callbackUrls' | 'scopes' | 'grantTypes' | 'idTokenAlg' | 'secretHash' | 'postLogoutRedirectUris'>>,
     now: number,
   ): Promise<Application> {
     const r = await this.db
@@ -444,6 +449,7 @@ export class Store {
       .set({
         ...(patch.name !== undefined && { name: patch.name }),
         ...(patch.callbackUrls !== undefined && { callback_urls: JSON.stringify(patch.callbackUrls) }),
+        ...(patch.postLogoutRedirectUris !== undefined && { post_logout_redirect_uris: JSON.stringify(patch.postLogoutRedirectUris) }),
         ...(patch.scopes !== undefined && { scopes: patch.scopes.join(' ') }),
         ...(patch.grantTypes !== undefined && { grant_types: JSON.stringify(patch.grantTypes) }),
         ...(patch.idTokenAlg !== undefined && { id_token_alg: patch.idTokenAlg }),

@@ -68,6 +68,7 @@ export interface AppFormValues {
   name: string;
   kind: 'public' | 'confidential';
   callbackUrls: string;
+  postLogoutRedirectUris: string;
   scopes: readonly string[];
   grantTypes: readonly string[];
   idTokenAlg: string;
@@ -112,6 +113,13 @@ export function AppFormPage(props: { viewer: Viewer; values: AppFormValues; erro
           </textarea>
           <p id="callback-help" class="muted">
             One per line: absolute, no fragment, https or loopback http (http://127.0.0.1/… matches any port).
+          </p>
+          <label for="post_logout_redirect_uris">Post-logout redirect URIs</label>
+          <textarea id="post_logout_redirect_uris" name="post_logout_redirect_uris" rows={2} class="mono" aria-describedby="post-logout-help">
+            {v.postLogoutRedirectUris}
+          </textarea>
+          <p id="post-logout-help" class="muted">
+            Optional, one per line, the same rules: where signing out from the application (RP-initiated logout) may return to, matched exactly.
           </p>
           <fieldset>
             <legend>Allowed scopes</legend>

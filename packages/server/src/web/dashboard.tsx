@@ -41,6 +41,7 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Pr
       name: one('name'),
       kind: base?.kind ?? (one('kind') === 'confidential' ? 'confidential' : 'public'),
       callbackUrls: one('callback_urls'),
+      postLogoutRedirectUris: one('post_logout_redirect_uris'),
       scopes: lists.scope ?? [],
       grantTypes: lists.grant ?? [],
       idTokenAlg: one('id_token_alg') || 'RS256',
@@ -49,6 +50,7 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Pr
   const fieldsOf = (v: AppFormValues) => ({
     name: v.name,
     callbackUrls: v.callbackUrls.split(/\r?\n/),
+    postLogoutRedirectUris: v.postLogoutRedirectUris.split(/\r?\n/),
     scopes: [...v.scopes],
     grantTypes: [...v.grantTypes],
     idTokenAlg: v.idTokenAlg,
@@ -57,6 +59,7 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Pr
     name: a.name,
     kind: a.kind,
     callbackUrls: a.callbackUrls.join('\n'),
+    postLogoutRedirectUris: a.postLogoutRedirectUris.join('\n'),
     scopes: a.scopes,
     grantTypes: a.grantTypes,
     idTokenAlg: a.idTokenAlg,
@@ -79,7 +82,7 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Pr
   app.get('/dashboard/apps/new', async (req, reply) => {
     const c = await signedIn(req, reply, { kind: 'page', page: 'new-application' });
     if (!c) return reply;
-    const values: AppFormValues = { name: '', kind: 'public', callbackUrls: '', scopes: ['openid', 'profile'], grantTypes: ['authorization_code', 'refresh_token'], idTokenAlg: 'RS256' };
+    const values: AppFormValues = { name: '', kind: 'public', callbackUrls: '', postLogoutRedirectUris: '', scopes: ['openid', 'profile'], grantTypes: ['authorization_code', 'refresh_token'], idTokenAlg: 'RS256' };
     return sendPage(reply, <AppFormPage viewer={viewerOf(reply, c)} values={values} />);
   });
 

@@ -10,6 +10,7 @@ import {
   denied,
   errorCallback,
   issueCode,
+  requestQuery,
   resumeQuery,
   validateAuthorizationRequest,
   type AuthorizationRequest,
@@ -217,6 +218,19 @@ export async function pageRoutes(app: FastifyInstance, ctx: AppContext): Promise
         redirectHost={new URL(ar.redirectUri).host}
       />,
     );
+  });
+
+  // OIDC Core §3.1.2.1: the authorization endpoint takes POST too, the parameters form-encoded in the body. No CSRF
+  // check: a client's page posts it cross-site, and it only starts what a GET link could start. The request is
+  // validated here, with the same errors as GET (page or redirect), then the browser is sent to the GET endpoint
+  // with the validated request serialized again: the session cookie is SameSite=Lax, so a cross-site POST arrives
+  // without it, and answering in place would ask every signed-in user to sign in again (and make prompt=none fail).
+  // The GET that follows is a top-level navigation, which carries the cookie, and validates the request again.
+  app.post('/oauth/authorize', async (req, reply) => {
+    const text = req.body === undefined ? '' : isParsedForm(req.body) ? req.body.text : undefined;
+    if (text === undefined) throw new FormError('expected a form submission');
+    const ar = await validateAuthorizationRequest(ctx, text);
+    return reply.redirect(`/oauth/authorize?${requestQuery(ar)}`, 303);
   });
 
   app.post('/consent', { preHandler: app.csrfProtection }, async (req, reply) => {
