@@ -32,15 +32,20 @@ interface ConfigFile {
   client_secret?: string;
 }
 
-async function readConfigFile(env: NodeJS.ProcessEnv): Promise<ConfigFile> {
-  const file = join(configDir(env), 'config.json');
-  let text: string;
+/** A file's text, or undefined when it does not exist; any other failure is a CliError naming the file. */
+export async function readTextIfPresent(file: string): Promise<string | undefined> {
   try {
-    text = await readFile(file, 'utf8');
+    return await readFile(file, 'utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw new CliError('config', `cannot read ${file}: ${(err as Error).message}`);
   }
+}
+
+async function readConfigFile(env: NodeJS.ProcessEnv): Promise<ConfigFile> {
+  const file = join(configDir(env), 'config.json');
+  const text = await readTextIfPresent(file);
+  if (text === undefined) return {};
   try {
     const parsed = JSON.parse(text) as unknown;
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('not an object');

@@ -1,7 +1,7 @@
 // The file backend: one JSON file, mode 0600 in a 0700 folder, replaced atomically on every write.
-import { chmod, mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
+import { chmod, mkdir, open, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { configDir } from '../config.js';
+import { configDir, readTextIfPresent } from '../config.js';
 import { CliError } from '../errors.js';
 import type { StoredSession } from './session.js';
 
@@ -18,13 +18,8 @@ export function credentialsPath(env: NodeJS.ProcessEnv = process.env): string {
 /** Every session in the file, by issuer; none when the file does not exist. A damaged file is an error, never "signed out". */
 export async function readFileSessions(env: NodeJS.ProcessEnv): Promise<Record<string, StoredSession>> {
   const file = credentialsPath(env);
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {};
-    throw new CliError('config', `cannot read ${file}: ${(err as Error).message}`);
-  }
+  const text = await readTextIfPresent(file);
+  if (text === undefined) return {};
   try {
     const parsed = JSON.parse(text) as CredentialsFile;
     if (parsed.version !== 1 || typeof parsed.sessions !== 'object' || parsed.sessions === null) throw new Error('unknown format');

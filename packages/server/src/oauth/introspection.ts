@@ -80,7 +80,7 @@ async function introspectRefreshToken(ctx: AppContext, client: Application, toke
  * a token that is unknown, expired, revoked, rotated, of a disabled account or
  * issued to another client is `{"active":false}` alike (§2.2), so the answer
  * never tells another client that a token exists. Public clients get
- * invalid_client (§2.3), with the same description as any failed
+ * invalid_client (§2.3), described exactly like every other failed
  * authentication, so the answer does not tell which client ids are public.
  */
 export async function introspectionRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
