@@ -314,7 +314,7 @@ describe('embedded store: write-ahead log checkpoints off the event loop', () =>
         );
       }
       const deadline = Date.now() + 5000;
-      while (statSync(file).size <= before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+      while (statSync(file).size <= before + 100_000 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
       expect(statSync(file).size).toBeGreaterThan(before + 100_000);
       await store.close();
       expect(existsSync(`${file}-wal`)).toBe(false); // the checkpointer's connection closed first: the last close cleans up
