@@ -23,8 +23,15 @@ app.post('/oauth/token', async (_req, reply) =>
 );
 app.get('/sign', async () => {
   const input = `${b64({ alg: 'RS256', typ: 'JWT', kid: 'k' })}.${b64({
-    iss: 'http://127.0.0.1:8080', sub: 'b3c6c8a4-0f34-4c43-9d7c-6f8d1b2a9e11', aud: 'authcli', azp: 'authcli',
-    exp: 1_800_000_000 + n++, iat: 1_700_000_000, auth_time: 1_700_000_000, nonce: 'n'.repeat(43), at_hash: 'h'.repeat(22),
+    iss: 'http://127.0.0.1:8080',
+    sub: 'b3c6c8a4-0f34-4c43-9d7c-6f8d1b2a9e11',
+    aud: 'authcli',
+    azp: 'authcli',
+    exp: 1_800_000_000 + n++,
+    iat: 1_700_000_000,
+    auth_time: 1_700_000_000,
+    nonce: 'n'.repeat(43),
+    at_hash: 'h'.repeat(22),
   })}`;
   const sig = await new Promise<Buffer>((res, rej) => sign('sha256', Buffer.from(input), privateKey, (e, s) => (e ? rej(e) : res(s))));
   return { id_token: `${input}.${sig.toString('base64url')}` };

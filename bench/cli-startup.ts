@@ -53,7 +53,9 @@ function signedInHome(issuer: string): string {
     username: 'bench',
     obtained_at: Date.now(),
   };
-  writeFileSync(join(home, 'authcli', 'credentials.json'), JSON.stringify({ version: 1, sessions: { [issuer]: session } }), { mode: 0o600 });
+  writeFileSync(join(home, 'authcli', 'credentials.json'), JSON.stringify({ version: 1, sessions: { [issuer]: session } }), {
+    mode: 0o600,
+  });
   return home;
 }
 
@@ -66,7 +68,8 @@ export function cliStartup(cli: string, runs = 21): Startup[] {
   try {
     // A failing `authcli token` would be fast too: time it only once it prints the cached token.
     const check = spawnSync(process.execPath, [cli, 'token'], { env: tokenEnv, encoding: 'utf8' });
-    if (check.status !== 0 || !check.stdout.startsWith('eyJ')) throw new Error(`authcli token did not print the cached token: ${check.stderr}`);
+    if (check.status !== 0 || !check.stdout.startsWith('eyJ'))
+      throw new Error(`authcli token did not print the cached token: ${check.stderr}`);
     const [node, help, status, token] = timeAll(
       [
         { args: ['-e', '0'], env },

@@ -3,8 +3,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sql } from 'kysely';
-import { bootstrapStore, openStore, pendingDeviceAuthorization, type Store } from '@authcli/server';
+import { bootstrapStore, openStore, type DeviceAuthorization, type DevicePollSummary, type Store } from '@authcli/server';
 import { distinctPosts, repeated, type LoadFigures } from './load.js';
 
 const ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';
@@ -20,30 +19,40 @@ function userCodeFor(i: number): string {
   return s;
 }
 
-/** The row the device authorization endpoint writes for one pending request. */
-function pendingRow(i: number, deviceCode: string, now: number) {
-  return pendingDeviceAuthorization({
-    deviceCodeHash: createHash('sha256').update(deviceCode).digest('hex'),
-    userCode: userCodeFor(i),
-    clientId: 'authcli',
+/** The server's default device-code lifetime and polling interval (config/defaults.ts), which the bench server runs with. */
+const DEVICE_CODE_TTL_SECONDS = 600;
+const DEVICE_POLL_INTERVAL_SECONDS = 5;
+
+/** The row the device authorization endpoint writes for one pending request (RFC 8628 §3.2). */
+function pendingRow(i: number, deviceCode: string, now: number): DeviceAuthorization {
+  return {
+    device_code_hash: createHash('sha256').update(deviceCode).digest('hex'),
+    user_code: userCodeFor(i),
+    client_id: 'authcli',
     scope: 'openid profile offline_access',
-    now,
-  });
+    status: 'pending',
+    user_id: null,
+    auth_time: null,
+    created_at: now,
+    expires_at: now + DEVICE_CODE_TTL_SECONDS * 1000,
+    interval_s: DEVICE_POLL_INTERVAL_SECONDS,
+    last_poll_at: null,
+    last_poll_slowed: 0,
+    grant_id: null,
+  };
 }
 
-/** Inserts `n` pending device authorizations in batches; returns their device codes. */
+/** Inserts `n` pending device authorizations through the store's bulk insert; returns their device codes. */
 export async function seedPending(store: Store, n: number, offset = 0): Promise<string[]> {
   const now = Date.now();
   const codes: string[] = [];
-  for (let start = 0; start < n; start += 500) {
-    const rows: ReturnType<typeof pendingRow>[] = [];
-    for (let i = start; i < Math.min(n, start + 500); i++) {
-      const code = randomBytes(32).toString('base64url');
-      codes.push(code);
-      rows.push(pendingRow(offset + i, code, now));
-    }
-    await store.db.transaction().execute((trx) => trx.insertInto('device_authorizations').values(rows).execute());
+  const rows: DeviceAuthorization[] = [];
+  for (let i = 0; i < n; i++) {
+    const code = randomBytes(32).toString('base64url');
+    codes.push(code);
+    rows.push(pendingRow(offset + i, code, now));
   }
+  await store.deviceGrants.insertMany(rows);
   return codes;
 }
 
@@ -73,15 +82,8 @@ export async function pollPending(issuer: string, codes: string[], seconds: numb
  * What the store says about the polls: device authorizations whose interval
  * grew (each such growth is a slow_down answer), and how many were polled.
  */
-export async function pollOutcome(store: Store): Promise<{ slowedDown: number; polled: number }> {
-  const row = await store.db
-    .selectFrom('device_authorizations')
-    .select((eb) => [
-      eb.fn.countAll<number>().filterWhere('interval_s', '>', 5).as('slowedDown'),
-      eb.fn.countAll<number>().filterWhere('last_poll_at', 'is not', null).as('polled'),
-    ])
-    .executeTakeFirstOrThrow();
-  return { slowedDown: Number(row.slowedDown), polled: Number(row.polled) };
+export async function pollOutcome(store: Store): Promise<DevicePollSummary> {
+  return store.deviceGrants.pollSummary();
 }
 
 /**
@@ -126,7 +128,7 @@ export async function bytesPerPending(n = 100_000): Promise<{ bytesPerRow: numbe
     await store.migrate();
     await bootstrapStore(store, Date.now());
     const size = async () => {
-      await sql`pragma wal_checkpoint(TRUNCATE)`.execute(store.db);
+      await store.checkpoint();
       return statSync(file).size;
     };
     const before = await size();

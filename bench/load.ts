@@ -21,7 +21,15 @@ export interface LoadFigures {
 }
 
 export function figures(r: autocannon.Result): LoadFigures {
-  return { rps: r.requests.average, total: r.requests.total, p50: r.latency.p50, p99: r.latency.p99, errors: r.errors, non2xx: r.non2xx, mismatches: r.mismatches };
+  return {
+    rps: r.requests.average,
+    total: r.requests.total,
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    errors: r.errors,
+    non2xx: r.non2xx,
+    mismatches: r.mismatches,
+  };
 }
 
 export interface DistinctLoad {

@@ -1,7 +1,7 @@
 // `pnpm bench`: load scenarios against a real `authcli-server start` process
 // on the embedded SQLite store, beside a bare Fastify route in the same run.
 // Every loop is bounded in time and count; traffic goes to 127.0.0.1 only.
-import autocannon from 'autocannon';
+import type autocannon from 'autocannon';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,8 +9,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { challengeS256, generateVerifier } from '@authcli/pkce';
 import { openStore } from '@authcli/server';
-import { sql } from 'kysely';
-import { Browser, freePort, hidden } from '../test/support/http.js';
+import { Browser, freePort, hidden } from '@authcli/test-support/http';
 import { bytesPerPending, deviceAuthorizations, pollOutcome, pollPending, seedPending, storelessTokenAnswers } from './device.js';
 import { cliStartup } from './cli-startup.js';
 import { distinctPosts, repeated, type LoadFigures } from './load.js';
@@ -101,7 +100,10 @@ async function approvedSession(issuer: string) {
 }
 
 /** Mints codes through the real authorize route (consent remembered: one 303 each), 16 at a time. */
-async function mintCodes(session: Awaited<ReturnType<typeof approvedSession>>, want: number): Promise<{ codes: string[]; mintRps: number }> {
+async function mintCodes(
+  session: Awaited<ReturnType<typeof approvedSession>>,
+  want: number,
+): Promise<{ codes: string[]; mintRps: number }> {
   const codes: string[] = [];
   const mintStart = performance.now();
   await Promise.all(
@@ -117,7 +119,12 @@ async function mintCodes(session: Awaited<ReturnType<typeof approvedSession>>, w
 }
 
 /** Exchanges each code once, 16 connections (or BENCH_CONN), every answer checked for an ID token. */
-function exchangeCodes(issuer: string, session: Awaited<ReturnType<typeof approvedSession>>, codes: string[], connections: number): Promise<LoadFigures> {
+function exchangeCodes(
+  issuer: string,
+  session: Awaited<ReturnType<typeof approvedSession>>,
+  codes: string[],
+  connections: number,
+): Promise<LoadFigures> {
   return distinctPosts({
     url: `${issuer}/oauth/token`,
     connections,
@@ -193,7 +200,11 @@ async function mixedScenario(issuer: string, serverPid: number) {
 }
 
 /** Device flow: pending polls (all on time) and device authorization requests, 32 connections. */
-async function deviceScenario(issuer: string, databaseUrl: string, baselines: { bare32: LoadFigures; bareBase: string; bareAgain: () => Promise<LoadFigures> }) {
+async function deviceScenario(
+  issuer: string,
+  databaseUrl: string,
+  baselines: { bare32: LoadFigures; bareBase: string; bareAgain: () => Promise<LoadFigures> },
+) {
   // Pending device authorizations, written straight into the server's store (another process, same SQLite
   // file, closed while the server runs so that only the server holds it), and copied into the database file
   // before anything is measured, so that no measurement pays for the seeding.
@@ -201,7 +212,7 @@ async function deviceScenario(issuer: string, databaseUrl: string, baselines: { 
   let all: string[];
   try {
     all = await seedPending(seeding, Number(process.env.BENCH_DEVICE_CODES ?? 200_000) + WARMUP_CODES, 1_000_000);
-    await sql`pragma wal_checkpoint(TRUNCATE)`.execute(seeding.db);
+    await seeding.checkpoint();
   } finally {
     await seeding.close();
   }
@@ -300,14 +311,21 @@ async function main() {
       notes.push(...device.notes);
       Object.assign(raw, device.raw);
       const bytes = await bytesPerPending();
-      notes.push(`embedded store: ${bytes.bytesPerRow.toFixed(0)} bytes per pending device authorization (100,000 of them, indexes included)`);
+      notes.push(
+        `embedded store: ${bytes.bytesPerRow.toFixed(0)} bytes per pending device authorization (100,000 of them, indexes included)`,
+      );
       raw.bytes = bytes;
     }
     raw.bareRoute = bareRoute;
     if (SCENARIOS.has('cli')) {
       const startup = cliStartup(join(here, '../packages/cli/dist/cli.js'));
       for (const s of startup) {
-        const target = s.name === 'authcli --help' ? ' (target < 150 ms)' : s.ratio ? `, ${s.ratio.value.toFixed(2)} x node -e 0 (target <= ${s.ratio.target})` : '';
+        const target =
+          s.name === 'authcli --help'
+            ? ' (target < 150 ms)'
+            : s.ratio
+              ? `, ${s.ratio.value.toFixed(2)} x node -e 0 (target <= ${s.ratio.target})`
+              : '';
         notes.push(`cold start, ${s.name}: median ${s.medianMs.toFixed(0)} ms, min ${s.minMs.toFixed(0)} ms over ${s.runs} runs${target}`);
       }
       raw.startup = startup;

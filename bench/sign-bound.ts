@@ -9,8 +9,15 @@ const b64 = (o: object) => Buffer.from(JSON.stringify(o)).toString('base64url');
 const input = (i: number) =>
   Buffer.from(
     `${b64({ alg: 'RS256', typ: 'JWT', kid: 'k' })}.${b64({
-      iss: 'http://127.0.0.1:8080', sub: 'b3c6c8a4-0f34-4c43-9d7c-6f8d1b2a9e11', aud: 'authcli', azp: 'authcli',
-      exp: 1_800_000_000 + i, iat: 1_700_000_000, auth_time: 1_700_000_000, nonce: 'n'.repeat(43), at_hash: 'h'.repeat(22),
+      iss: 'http://127.0.0.1:8080',
+      sub: 'b3c6c8a4-0f34-4c43-9d7c-6f8d1b2a9e11',
+      aud: 'authcli',
+      azp: 'authcli',
+      exp: 1_800_000_000 + i,
+      iat: 1_700_000_000,
+      auth_time: 1_700_000_000,
+      nonce: 'n'.repeat(43),
+      at_hash: 'h'.repeat(22),
     })}`,
   );
 

@@ -2,7 +2,7 @@
 // started with AUTHCLI_TRUST_PROXY=1), each for its own username: no per-IP or per-account limit refuses them,
 // so every one that the hashers can take costs a real scrypt hash. This is the load the password-hashing pool
 // and its cap exist for: it must not delay token signing.
-import { Browser, hidden } from '../test/support/http.js';
+import { Browser, hidden } from '@authcli/test-support/http';
 
 export interface FloodFigures {
   sent: number;

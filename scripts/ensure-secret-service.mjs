@@ -11,10 +11,18 @@ const NEEDED = {
   '/usr/bin/secret-tool': 'libsecret-tools',
 };
 
-const missing = [...new Set(Object.entries(NEEDED).filter(([bin]) => !existsSync(bin)).map(([, pkg]) => pkg))];
+const missing = [
+  ...new Set(
+    Object.entries(NEEDED)
+      .filter(([bin]) => !existsSync(bin))
+      .map(([, pkg]) => pkg),
+  ),
+];
 if (missing.length > 0) {
   if (process.getuid?.() !== 0) {
-    console.error(`ensure-secret-service: missing ${missing.join(', ')}; install with: sudo apt-get install -y --no-install-recommends ${missing.join(' ')}`);
+    console.error(
+      `ensure-secret-service: missing ${missing.join(', ')}; install with: sudo apt-get install -y --no-install-recommends ${missing.join(' ')}`,
+    );
     process.exit(1);
   }
   console.log(`ensure-secret-service: installing Debian ${missing.join(', ')} with apt-get`);

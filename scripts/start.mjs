@@ -48,13 +48,17 @@ if (stale.length > 0) {
   const [cmd, args] = pm && /\.[cm]?js$/.test(pm) ? [process.execPath, [pm, 'run', 'build']] : [pm || 'pnpm', ['run', 'build']];
   const build = spawnSync(cmd, args, { cwd: root, stdio: 'inherit' });
   if (build.error) {
-    process.stderr.write(`cannot run ${cmd} to build (${build.error.message}): run this through \`pnpm start\`, or build with \`pnpm run build\` first\n`);
+    process.stderr.write(
+      `cannot run ${cmd} to build (${build.error.message}): run this through \`pnpm start\`, or build with \`pnpm run build\` first\n`,
+    );
     process.exit(1);
   }
   if (build.status !== 0) process.exit(build.status ?? 1);
 }
 
-const server = spawn(process.execPath, [join(root, 'packages/server/bin/authcli-server.cjs'), 'start', ...process.argv.slice(2)], { stdio: 'inherit' });
+const server = spawn(process.execPath, [join(root, 'packages/server/bin/authcli-server.cjs'), 'start', ...process.argv.slice(2)], {
+  stdio: 'inherit',
+});
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   process.on(signal, () => {
     if (server.exitCode === null) server.kill(signal);

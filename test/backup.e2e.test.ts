@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { serverCommand, startServerProcess, type ServerProcess } from './support/server-process.js';
+import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '..');
 const fromServer = createRequire(join(root, 'packages/server/package.json'));
@@ -31,7 +31,10 @@ describe('authcli-server backup', () => {
     expect(res.stdout).toMatch(new RegExp(`^backed up .* to ${target} \\(\\d+ pages\\)$`, 'm'));
     expect(statSync(target).mode & 0o777).toBe(0o600);
 
-    const Database = fromServer('better-sqlite3') as new (path: string, o: { readonly: boolean }) => {
+    const Database = fromServer('better-sqlite3') as new (
+      path: string,
+      o: { readonly: boolean },
+    ) => {
       prepare(sql: string): { all(): Record<string, unknown>[] };
       pragma(sql: string): unknown;
       close(): void;

@@ -3,8 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort } from './support/http.js';
-import { SERVER_BIN, startServerProcess, waitUntilReady, type ServerProcess } from './support/server-process.js';
+import { freePort } from '@authcli/test-support/http';
+import { SERVER_BIN, startServerProcess, waitUntilReady, type ServerProcess } from '@authcli/test-support/server-process';
 
 describe('what `authcli-server start` says', () => {
   let server: ServerProcess | undefined;
@@ -13,7 +13,10 @@ describe('what `authcli-server start` says', () => {
   it('not on a terminal: JSON log lines only on stdout, the start among them', async () => {
     server = await startServerProcess({ env: { LOG_LEVEL: 'info' } });
     for (let i = 0; i < 50 && !server.output().includes('authcli-server started'); i++) await new Promise((r) => setTimeout(r, 100));
-    const stdout = server.output().split('\n').filter((l) => l && !l.startsWith('authcli-server: warning:'));
+    const stdout = server
+      .output()
+      .split('\n')
+      .filter((l) => l && !l.startsWith('authcli-server: warning:'));
     const lines = stdout.map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines.find((l) => l.msg === 'authcli-server started')).toMatchObject({
       issuer: server.issuer,

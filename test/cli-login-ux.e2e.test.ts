@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
 import type { Browser as Chromium, Page } from 'playwright-core';
-import { DARK_SCHEME, LIGHT_SCHEME, scanTerminal } from '../packages/cli/test/support/terminal.js';
-import { launchChromium, screenshotPath } from './support/chromium.js';
-import { CLI_BIN, runCli, tempConfigHome } from './support/cli-process.js';
-import { approveInBrowser, Browser } from './support/http.js';
-import { serverCommand, startServerProcess, type ServerProcess } from './support/server-process.js';
+import { DARK_SCHEME, LIGHT_SCHEME, scanTerminal } from '@authcli/test-support/terminal';
+import { launchChromium, screenshotPath } from '@authcli/test-support/chromium';
+import { CLI_BIN, runCli, tempConfigHome } from '@authcli/test-support/cli-process';
+import { approveInBrowser, Browser } from '@authcli/test-support/http';
+import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 const PASSWORD = 'login ux password';
 const AUTHORIZE_LINE = /^\s+(http:\/\/\S+\/oauth\/authorize\?\S+)$/m;
@@ -42,8 +42,9 @@ describe('authcli login as a person sees it', () => {
 
   beforeAll(async () => {
     server = await startServerProcess();
-    // bob never approves, so he always gets the consent page, whatever alice has approved before.
-    for (const user of ['alice', 'bob']) {
+    // Each test that meets the consent page has its own user: alice approves once (in Chromium), bob never approves,
+    // carol approves outside Chromium. A consent given in one test would skip the page in another (vitest shuffles in CI).
+    for (const user of ['alice', 'bob', 'carol']) {
       const added = await serverCommand(['users', 'add', user, '--password-stdin'], server.env, `${PASSWORD}\n`);
       expect(added.code, added.stderr).toBe(0);
     }
@@ -57,7 +58,11 @@ describe('authcli login as a person sees it', () => {
   const envFor = (home: string) => ({ XDG_CONFIG_HOME: home, AUTHCLI_ISSUER: server.issuer });
 
   /** Signs in as `user` in Chromium at the authorization URL and takes `decision` on the consent page; returns the loopback page. */
-  async function decideInChromium(url: string, user: string, decision: 'Approve' | 'Deny'): Promise<{ page: Page; close: () => Promise<void> }> {
+  async function decideInChromium(
+    url: string,
+    user: string,
+    decision: 'Approve' | 'Deny',
+  ): Promise<{ page: Page; close: () => Promise<void> }> {
     const context = await chromium.newContext();
     const page = await context.newPage();
     await page.goto(url);
@@ -112,7 +117,7 @@ describe('authcli login as a person sees it', () => {
     const home = tempConfigHome();
     const login = runCli(['login', '--browser', '--no-open'], envFor(home));
     const [, url] = await login.waitFor(AUTHORIZE_LINE);
-    const callback = new URL(await approveInBrowser(new Browser(server.issuer), url!, 'alice', PASSWORD));
+    const callback = new URL(await approveInBrowser(new Browser(server.issuer), url!, 'carol', PASSWORD));
     // State and iss are right, so the callback is accepted; the server will not redeem this code.
     callback.searchParams.set('code', 'not-a-code-the-server-issued');
     const page = await fetch(callback);
@@ -139,11 +144,28 @@ describe('authcli login as a person sees it', () => {
   });
 
   it('a client without the loopback redirect URI registered: says which callback to register', async () => {
-    const added = await serverCommand(['apps', 'add', '--name', 'Web only', '--kind', 'public', '--callback', 'https://app.example/cb', '--scope', 'openid profile', '--json'], server.env);
+    const added = await serverCommand(
+      [
+        'apps',
+        'add',
+        '--name',
+        'Web only',
+        '--kind',
+        'public',
+        '--callback',
+        'https://app.example/cb',
+        '--scope',
+        'openid profile',
+        '--json',
+      ],
+      server.env,
+    );
     const app = JSON.parse(added.stdout) as { client_id: string };
     const run = await runCli(['login', '--browser', '--no-open', '--client-id', app.client_id], envFor(tempConfigHome())).exit;
     expect(run.code).toBe(1);
-    expect(run.stderr.trim()).toMatch(/^authcli: the server refused the sign-in request with HTTP 400 \(invalid_request: The redirect_uri is not registered[^\n]*\); the browser was not opened\. Check that the server has http:\/\/127\.0\.0\.1\/callback \(any port\) registered as a redirect URI for client \S+\.$/);
+    expect(run.stderr.trim()).toMatch(
+      /^authcli: the server refused the sign-in request with HTTP 400 \(invalid_request: The redirect_uri is not registered[^\n]*\); the browser was not opened\. Check that the server has http:\/\/127\.0\.0\.1\/callback \(any port\) registered as a redirect URI for client \S+\.$/,
+    );
   });
 
   it('--timeout 2 gives up after 2 s with one clear line', async () => {

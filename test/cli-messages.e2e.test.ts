@@ -6,9 +6,9 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runCli, tempConfigHome } from './support/cli-process.js';
-import { freePort } from './support/http.js';
-import { serverCommand, startServerProcess, type ServerProcess } from './support/server-process.js';
+import { runCli, tempConfigHome } from '@authcli/test-support/cli-process';
+import { freePort } from '@authcli/test-support/http';
+import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 /** Every failure is one line on stderr (message, then what to check), nothing on stdout. */
 function oneLine(run: { stdout: string; stderr: string }): string {
@@ -30,7 +30,19 @@ describe('authcli messages: one line and a hint, the detail with --debug', () =>
   beforeAll(async () => {
     server = await startServerProcess();
     const added = await serverCommand(
-      ['apps', 'add', '--name', 'Build bot', '--kind', 'confidential', '--scope', 'openid profile', '--grant', 'urn:ietf:params:oauth:grant-type:device_code', '--json'],
+      [
+        'apps',
+        'add',
+        '--name',
+        'Build bot',
+        '--kind',
+        'confidential',
+        '--scope',
+        'openid profile',
+        '--grant',
+        'urn:ietf:params:oauth:grant-type:device_code',
+        '--json',
+      ],
       server.env,
     );
     confidential = JSON.parse(added.stdout);
@@ -71,16 +83,46 @@ describe('authcli messages: one line and a hint, the detail with --debug', () =>
   it('TLS: a self-signed certificate, and an https issuer that speaks plain HTTP', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'authcli-tls-'));
     try {
-      execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=127.0.0.1'], { stdio: 'ignore' });
-      const tls = createHttpsServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }, (_req, res) => res.end('{}'));
+      execFileSync(
+        'openssl',
+        [
+          'req',
+          '-x509',
+          '-newkey',
+          'ec',
+          '-pkeyopt',
+          'ec_paramgen_curve:P-256',
+          '-nodes',
+          '-keyout',
+          join(dir, 'key.pem'),
+          '-out',
+          join(dir, 'cert.pem'),
+          '-days',
+          '1',
+          '-subj',
+          '/CN=127.0.0.1',
+        ],
+        { stdio: 'ignore' },
+      );
+      const tls = createHttpsServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }, (_req, res) =>
+        res.end('{}'),
+      );
       const plain = createServer((_req, res) => res.end('{}'));
       try {
-        const selfSigned = await runCli(['login', '--issuer', `https://127.0.0.1:${await listening(tls)}`], { XDG_CONFIG_HOME: tempConfigHome() }).exit;
+        const selfSigned = await runCli(['login', '--issuer', `https://127.0.0.1:${await listening(tls)}`], {
+          XDG_CONFIG_HOME: tempConfigHome(),
+        }).exit;
         expect(selfSigned.code).toBe(1);
-        expect(oneLine(selfSigned)).toMatch(/^authcli: cannot reach https:\/\/127\.0\.0\.1:\d+: TLS failed: self-signed certificate \(DEPTH_ZERO_SELF_SIGNED_CERT\)\. If the server uses a private certificate authority, point NODE_EXTRA_CA_CERTS at its certificate\.$/);
-        const noTls = await runCli(['login', '--issuer', `https://127.0.0.1:${await listening(plain)}`], { XDG_CONFIG_HOME: tempConfigHome() }).exit;
+        expect(oneLine(selfSigned)).toMatch(
+          /^authcli: cannot reach https:\/\/127\.0\.0\.1:\d+: TLS failed: self-signed certificate \(DEPTH_ZERO_SELF_SIGNED_CERT\)\. If the server uses a private certificate authority, point NODE_EXTRA_CA_CERTS at its certificate\.$/,
+        );
+        const noTls = await runCli(['login', '--issuer', `https://127.0.0.1:${await listening(plain)}`], {
+          XDG_CONFIG_HOME: tempConfigHome(),
+        }).exit;
         expect(noTls.code).toBe(1);
-        expect(oneLine(noTls)).toMatch(/^authcli: cannot reach https:\/\/127\.0\.0\.1:\d+: TLS failed: the server does not speak TLS on that port\. Does the issuer start with http:\/\/ rather than https:\/\/\?$/);
+        expect(oneLine(noTls)).toMatch(
+          /^authcli: cannot reach https:\/\/127\.0\.0\.1:\d+: TLS failed: the server does not speak TLS on that port\. Does the issuer start with http:\/\/ rather than https:\/\/\?$/,
+        );
       } finally {
         tls.close();
         plain.close();
@@ -90,25 +132,29 @@ describe('authcli messages: one line and a hint, the detail with --debug', () =>
     }
   });
 
-  it('HTTP 5xx: names the status and says it is the server\'s side', async () => {
+  it("HTTP 5xx: names the status and says it is the server's side", async () => {
     const failing = createServer((_req, res) => res.writeHead(503, { 'content-type': 'text/html' }).end('<h1>down for maintenance</h1>'));
     try {
       const issuer = `http://127.0.0.1:${await listening(failing)}`;
       const run = await runCli(['login', '--issuer', issuer], { XDG_CONFIG_HOME: tempConfigHome() }).exit;
       expect(run.code).toBe(1);
-      expect(oneLine(run)).toBe(`authcli: ${issuer} answered HTTP 503 Service Unavailable. The server or a gateway before it is unavailable; try again in a moment.`);
+      expect(oneLine(run)).toBe(
+        `authcli: ${issuer} answered HTTP 503 Service Unavailable. The server or a gateway before it is unavailable; try again in a moment.`,
+      );
     } finally {
       failing.close();
     }
   });
 
-  it('invalid_client: the server\'s words and what to check', async () => {
+  it("invalid_client: the server's words and what to check", async () => {
     const run = await runCli(['login', '--client-id', 'nope'], { XDG_CONFIG_HOME: tempConfigHome(), AUTHCLI_ISSUER: server.issuer }).exit;
     expect(run.code).toBe(1);
-    expect(oneLine(run)).toMatch(/^authcli: the server refused this client for the device flow \(invalid_client[^)]*\)\. Check the client id \(nope: --client-id, AUTHCLI_CLIENT_ID or config\.json\) and, for a confidential client, its secret\.$/);
+    expect(oneLine(run)).toMatch(
+      /^authcli: the server refused this client for the device flow \(invalid_client[^)]*\)\. Check the client id \(nope: --client-id, AUTHCLI_CLIENT_ID or config\.json\) and, for a confidential client, its secret\.$/,
+    );
   });
 
-  it('a usage error is its one line and where to read more, with commander\'s exit code, not the whole help', async () => {
+  it("a usage error is its one line and where to read more, with commander's exit code, not the whole help", async () => {
     const home = tempConfigHome();
     const unknownOption = await runCli(['login', '--bogus'], { XDG_CONFIG_HOME: home }).exit;
     expect(unknownOption.code).toBe(1);
@@ -127,7 +173,7 @@ describe('authcli messages: one line and a hint, the detail with --debug', () =>
     expect(help.stderr).toBe('');
   });
 
-  it('--version is package.json\'s version', async () => {
+  it("--version is package.json's version", async () => {
     const { version } = JSON.parse(readFileSync(new URL('../packages/cli/package.json', import.meta.url), 'utf8')) as { version: string };
     const run = await runCli(['--version'], { XDG_CONFIG_HOME: tempConfigHome() }).exit;
     expect(run.code).toBe(0);

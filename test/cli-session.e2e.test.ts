@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
-import { runCli, tempConfigHome, type CliRun } from './support/cli-process.js';
-import { freshDatabase, type TestDatabase } from './support/databases.js';
-import { approveInBrowser, Browser } from './support/http.js';
-import { serverCommand, startServerProcess, type ServerProcess } from './support/server-process.js';
-import { tunnelProxy } from './support/tunnel-proxy.js';
+import { runCli, tempConfigHome, type CliRun } from '@authcli/test-support/cli-process';
+import { freshDatabase, type TestDatabase } from '@authcli/test-support/databases';
+import { approveInBrowser, Browser } from '@authcli/test-support/http';
+import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
+import { tunnelProxy } from '@authcli/test-support/tunnel-proxy';
 
 const PASSWORD = 'cli session e2e password';
 /** Access tokens live this long, so tests can wait for one to expire. */
@@ -34,7 +34,12 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
   const envFor = (home: string, extra: Record<string, string> = {}) => ({ XDG_CONFIG_HOME: home, AUTHCLI_ISSUER: server.issuer, ...extra });
 
   /** Starts `authcli login --browser` and plays the user's browser up to the redirect back; the callback is the caller's to deliver. */
-  async function startLogin(home: string, user: string, args: string[] = [], env: Record<string, string> = {}): Promise<{ run: CliRun; callback: string }> {
+  async function startLogin(
+    home: string,
+    user: string,
+    args: string[] = [],
+    env: Record<string, string> = {},
+  ): Promise<{ run: CliRun; callback: string }> {
     const run = runCli(['login', '--browser', '--no-open', '--json', ...args], envFor(home, env));
     const [, url] = await run.waitFor(/^\s+(http:\/\/\S+\/oauth\/authorize\?\S+)$/m);
     return { run, callback: await approveInBrowser(new Browser(server.issuer), url!, user, PASSWORD) };
@@ -50,7 +55,9 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
 
   /** The user's sign-ins (grants) at the server, oldest first, with their refresh tokens. */
   async function grantsOf(user: string) {
-    const grants = await db.query(`select g.id, g.revoked_at from grants g join users u on u.id = g.user_id where u.username = '${user}' order by g.created_at`);
+    const grants = await db.query(
+      `select g.id, g.revoked_at from grants g join users u on u.id = g.user_id where u.username = '${user}' order by g.created_at`,
+    );
     return Promise.all(
       grants.map(async (g) => ({
         revoked: g.revoked_at !== null,
@@ -109,7 +116,9 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
       await proxy.held;
       const waiters = Array.from({ length: 3 }, () => runCli(['token'], envFor(home)));
       const interrupted = runCli(['token'], envFor(home));
-      await Promise.all([...waiters, interrupted].map((w) => w.waitFor(new RegExp(`Waiting for another authcli process \\(pid ${holder.child.pid}\\)`))));
+      await Promise.all(
+        [...waiters, interrupted].map((w) => w.waitFor(new RegExp(`Waiting for another authcli process \\(pid ${holder.child.pid}\\)`))),
+      );
       for (const w of waiters) expect(w.child.exitCode).toBeNull();
       // Ctrl-C ends a wait for the lock.
       interrupted.child.kill('SIGINT');
@@ -155,7 +164,11 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
       const grants = await grantsOf('carol');
       expect(grants).toHaveLength(4);
       expect(grants.filter((g) => !g.revoked)).toHaveLength(1);
-      const live = new Set((await db.query(`select r.token_hash from refresh_tokens r join grants g on g.id = r.grant_id where g.revoked_at is null`)).map((r) => r.token_hash));
+      const live = new Set(
+        (await db.query(`select r.token_hash from refresh_tokens r join grants g on g.id = r.grant_id where g.revoked_at is null`)).map(
+          (r) => r.token_hash,
+        ),
+      );
       const [alive, replaced] = [issued.filter((rt) => live.has(sha256(rt))), issued.filter((rt) => !live.has(sha256(rt)))];
       expect(alive).toHaveLength(1);
       for (const rt of replaced) expect(await refreshAtServer(rt)).toMatchObject({ status: 400, error: 'invalid_grant' });
@@ -177,9 +190,14 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
     try {
       const done = await signIn(home, 'erin', [], { HTTP_PROXY: proxy.url, http_proxy: proxy.url });
       expect(JSON.parse(done.stdout)).toMatchObject({ issuer: server.issuer, username: 'erin' });
-      const lines = done.stderr.trim().split('\n').filter((l) => /revoke/i.test(l));
+      const lines = done.stderr
+        .trim()
+        .split('\n')
+        .filter((l) => /revoke/i.test(l));
       expect(lines).toHaveLength(1);
-      expect(lines[0]).toMatch(/^Could not revoke the previous sign-in to \S+ \(.+\); its refresh token stays valid at the server until it expires\.$/);
+      expect(lines[0]).toMatch(
+        /^Could not revoke the previous sign-in to \S+ \(.+\); its refresh token stays valid at the server until it expires\.$/,
+      );
       expect((await grantsOf('erin')).map((g) => g.revoked)).toEqual([false, false]);
     } finally {
       await proxy.close();
@@ -247,7 +265,21 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
 
     // An application without refresh tokens: once its access token expires, only a new login helps.
     const added = await serverCommand(
-      ['apps', 'add', '--name', 'No refresh', '--kind', 'public', '--callback', 'http://127.0.0.1/callback', '--scope', 'openid profile', '--grant', 'authorization_code', '--json'],
+      [
+        'apps',
+        'add',
+        '--name',
+        'No refresh',
+        '--kind',
+        'public',
+        '--callback',
+        'http://127.0.0.1/callback',
+        '--scope',
+        'openid profile',
+        '--grant',
+        'authorization_code',
+        '--json',
+      ],
       server.env,
     );
     const app = JSON.parse(added.stdout) as { client_id: string };
@@ -280,7 +312,12 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
     const packagesLoaded = async (args: string[]) => {
       const run = await runCli(args, envFor(home, { NODE_DEBUG: 'module,esm' })).exit;
       expect(run.code, run.stderr.slice(-2000)).toBe(0);
-      return { token: run.stdout, packages: new Set([...run.stderr.matchAll(/node_modules\/(?:\.pnpm\/[^/]+\/node_modules\/)?((?:@[^/]+\/)?[^/"]+)/g)].map((m) => m[1])) };
+      return {
+        token: run.stdout,
+        packages: new Set(
+          [...run.stderr.matchAll(/node_modules\/(?:\.pnpm\/[^/]+\/node_modules\/)?((?:@[^/]+\/)?[^/"]+)/g)].map((m) => m[1]),
+        ),
+      };
     };
     const cached = await packagesLoaded(['token']);
     expect(cached.token).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+\n$/);
@@ -308,7 +345,11 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
     expect(body.expires_in).toBeLessThanOrEqual(TTL_S);
     expect(await userinfo(body.access_token as string)).toBe(200);
 
-    const execInfo = JSON.stringify({ apiVersion: 'client.authentication.k8s.io/v1', kind: 'ExecCredential', spec: { interactive: false } });
+    const execInfo = JSON.stringify({
+      apiVersion: 'client.authentication.k8s.io/v1',
+      kind: 'ExecCredential',
+      spec: { interactive: false },
+    });
     const exec = await runCli(['token', '--format', 'exec-credential'], envFor(home, { KUBERNETES_EXEC_INFO: execInfo })).exit;
     expect(exec.code, exec.stderr).toBe(0);
     const cred = JSON.parse(exec.stdout) as { apiVersion: string; kind: string; status: Record<string, unknown> } & Record<string, unknown>;
@@ -323,12 +364,21 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
     expect(new Date(payload.exp! * 1000).toISOString().replace('.000Z', 'Z')).toBe(cred.status.expirationTimestamp);
 
     // The full path (through commander, here because of --client-secret) prints the same as the fast path.
-    const full = await runCli(['token', '--format', 'exec-credential', '--client-secret', 'unused'], envFor(home, { KUBERNETES_EXEC_INFO: execInfo })).exit;
+    const full = await runCli(
+      ['token', '--format', 'exec-credential', '--client-secret', 'unused'],
+      envFor(home, { KUBERNETES_EXEC_INFO: execInfo }),
+    ).exit;
     expect(full.stdout).toBe(exec.stdout);
 
-    const beta = await runCli(['token', '--format', 'exec-credential'], envFor(home, { KUBERNETES_EXEC_INFO: execInfo.replace('/v1"', '/v1beta1"') })).exit;
+    const beta = await runCli(
+      ['token', '--format', 'exec-credential'],
+      envFor(home, { KUBERNETES_EXEC_INFO: execInfo.replace('/v1"', '/v1beta1"') }),
+    ).exit;
     expect(JSON.parse(beta.stdout)).toMatchObject({ apiVersion: 'client.authentication.k8s.io/v1beta1', kind: 'ExecCredential' });
-    const alpha = await runCli(['token', '--format', 'exec-credential'], envFor(home, { KUBERNETES_EXEC_INFO: execInfo.replace('/v1"', '/v1alpha1"') })).exit;
+    const alpha = await runCli(
+      ['token', '--format', 'exec-credential'],
+      envFor(home, { KUBERNETES_EXEC_INFO: execInfo.replace('/v1"', '/v1alpha1"') }),
+    ).exit;
     expect(alpha.code).toBe(1);
     expect(alpha.stdout).toBe('');
     expect(alpha.stderr).toMatch(/v1alpha1.*v1 or .*v1beta1/);

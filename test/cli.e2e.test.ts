@@ -4,10 +4,10 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import type { Browser as Chromium } from 'playwright-core';
-import { launchChromium, screenshotPath } from './support/chromium.js';
-import { runCli, tempConfigHome } from './support/cli-process.js';
-import { approveInBrowser, Browser } from './support/http.js';
-import { serverCommand, startServerProcess, type ServerProcess } from './support/server-process.js';
+import { launchChromium, screenshotPath } from '@authcli/test-support/chromium';
+import { runCli, tempConfigHome } from '@authcli/test-support/cli-process';
+import { approveInBrowser, Browser } from '@authcli/test-support/http';
+import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 const PASSWORD = 'cli e2e password';
 
@@ -169,7 +169,21 @@ describe('authcli against a started authcli-server', () => {
 
   it('rfc6749 §2.3.1 a confidential client signs in with HTTP Basic; a wrong secret is refused', async () => {
     const added = await serverCommand(
-      ['apps', 'add', '--name', 'Build bot', '--kind', 'confidential', '--scope', 'openid profile', '--grant', 'urn:ietf:params:oauth:grant-type:device_code', '--grant', 'refresh_token', '--json'],
+      [
+        'apps',
+        'add',
+        '--name',
+        'Build bot',
+        '--kind',
+        'confidential',
+        '--scope',
+        'openid profile',
+        '--grant',
+        'urn:ietf:params:oauth:grant-type:device_code',
+        '--grant',
+        'refresh_token',
+        '--json',
+      ],
       server.env,
     );
     const app = JSON.parse(added.stdout) as { client_id: string; client_secret: string };
@@ -177,7 +191,11 @@ describe('authcli against a started authcli-server', () => {
     const wrong = await runCli(['login', '--client-id', app.client_id, '--client-secret', 'wrong'], envFor(home)).exit;
     expect(wrong.code).toBe(1);
     expect(wrong.stderr).toMatch(/refused this client/);
-    const login = runCli(['login', '--scope', 'openid profile'], { ...envFor(home), AUTHCLI_CLIENT_ID: app.client_id, AUTHCLI_CLIENT_SECRET: app.client_secret });
+    const login = runCli(['login', '--scope', 'openid profile'], {
+      ...envFor(home),
+      AUTHCLI_CLIENT_ID: app.client_id,
+      AUTHCLI_CLIENT_SECRET: app.client_secret,
+    });
     const [, url] = await login.waitFor(/open (\S+) on any device/);
     const [, code] = await login.waitFor(/^\s+([BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4})\s*$/m);
     await actInChromium(url!, code!, 'Approve');
@@ -202,7 +220,8 @@ describe('authcli against a started authcli-server', () => {
     const proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
     try {
       const home = tempConfigHome();
-      const viaProxy = await runCli(['login', '--browser', '--no-open'], { ...envFor(home), HTTP_PROXY: proxyUrl, http_proxy: proxyUrl }).exit;
+      const viaProxy = await runCli(['login', '--browser', '--no-open'], { ...envFor(home), HTTP_PROXY: proxyUrl, http_proxy: proxyUrl })
+        .exit;
       expect(viaProxy.code).toBe(1);
       expect(viaProxy.stderr).toMatch(/^authcli: /);
       expect(seen).toContain(new URL(server.issuer).host);

@@ -3,8 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as client from 'openid-client';
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { challengeS256, generateNonce, generateState, generateVerifier } from '@authcli/pkce';
-import { serverCommand, startServerProcess, type ServerProcess } from './support/server-process.js';
-import { approveInBrowser, Browser } from './support/http.js';
+import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
+import { approveInBrowser, Browser } from '@authcli/test-support/http';
 
 const PASSWORD = 'e2e password 1';
 
@@ -16,17 +16,45 @@ describe('authorization code flow against a started authcli-server process', () 
   beforeAll(async () => {
     // An empty UV_THREADPOOL_SIZE: the launcher chooses (one thread per core but one).
     server = await startServerProcess({ env: { UV_THREADPOOL_SIZE: '' } });
-    const user = await serverCommand(['users', 'add', 'alice', '--password-stdin', '--email', 'alice@example.com'], server.env, `${PASSWORD}\n`);
+    const user = await serverCommand(
+      ['users', 'add', 'alice', '--password-stdin', '--email', 'alice@example.com'],
+      server.env,
+      `${PASSWORD}\n`,
+    );
     expect(user.code, user.stderr).toBe(0);
     const added = await serverCommand(
-      ['apps', 'add', '--name', 'E2E RP', '--kind', 'confidential', '--callback', 'http://127.0.0.1:9/cb', '--scope', 'openid profile email', '--json'],
+      [
+        'apps',
+        'add',
+        '--name',
+        'E2E RP',
+        '--kind',
+        'confidential',
+        '--callback',
+        'http://127.0.0.1:9/cb',
+        '--scope',
+        'openid profile email',
+        '--json',
+      ],
       server.env,
     );
     expect(added.code, added.stderr).toBe(0);
     app = JSON.parse(added.stdout) as typeof app;
     expect(app.client_secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
     const addedPub = await serverCommand(
-      ['apps', 'add', '--name', 'E2E public', '--kind', 'public', '--callback', 'http://127.0.0.1/cb', '--scope', 'openid profile', '--json'],
+      [
+        'apps',
+        'add',
+        '--name',
+        'E2E public',
+        '--kind',
+        'public',
+        '--callback',
+        'http://127.0.0.1/cb',
+        '--scope',
+        'openid profile',
+        '--json',
+      ],
       server.env,
     );
     pub = JSON.parse(addedPub.stdout) as typeof pub;
@@ -35,9 +63,15 @@ describe('authorization code flow against a started authcli-server process', () 
   afterAll(async () => server?.stop());
 
   it('a standard OIDC relying party (openid-client) completes the code flow with PKCE and nonce', async () => {
-    const config = await client.discovery(new URL(server.issuer), app.client_id, app.client_secret, client.ClientSecretBasic(app.client_secret!), {
-      execute: [client.allowInsecureRequests],
-    });
+    const config = await client.discovery(
+      new URL(server.issuer),
+      app.client_id,
+      app.client_secret,
+      client.ClientSecretBasic(app.client_secret!),
+      {
+        execute: [client.allowInsecureRequests],
+      },
+    );
     const verifier = client.randomPKCECodeVerifier();
     const nonce = client.randomNonce();
     const state = client.randomState();
@@ -80,7 +114,10 @@ describe('authorization code flow against a started authcli-server process', () 
     // Not on a terminal, the start is told as a JSON log line (at info).
     const started = async (p: { output: () => string }) => {
       for (let i = 0; i < 50 && !p.output().includes('authcli-server started'); i++) await new Promise((r) => setTimeout(r, 100));
-      const line = p.output().split('\n').find((l) => l.includes('authcli-server started'));
+      const line = p
+        .output()
+        .split('\n')
+        .find((l) => l.includes('authcli-server started'));
       return (JSON.parse(line!) as { signingThreads: string }).signingThreads;
     };
     const plain = await startServerProcess({ database: server.env.DATABASE_URL!, env: { LOG_LEVEL: 'info' } });
@@ -117,7 +154,9 @@ describe('authorization code flow against a started authcli-server process', () 
       const kids = after.keys.map((k) => k.kid);
       expect(kids).toEqual(expect.arrayContaining([...before.keys.map((k) => k.kid), ...newKids]));
       // Until every instance has published the new keys, tokens are still signed with the previous ones.
-      const signedWith = decodeProtectedHeader((await publicCodeFlow(second.issuer, 'http://127.0.0.1:40000/cb', 'openid')).body.id_token).kid;
+      const signedWith = decodeProtectedHeader(
+        (await publicCodeFlow(second.issuer, 'http://127.0.0.1:40000/cb', 'openid')).body.id_token,
+      ).kid;
       expect(kids).toContain(signedWith);
       expect(newKids).not.toContain(signedWith);
     } finally {
@@ -163,18 +202,37 @@ describe('authorization code flow against a started authcli-server process', () 
     const res = await fetch(`${issuer}/oauth/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'authorization_code', code: callback.searchParams.get('code')!, redirect_uri: redirectUri, client_id: pub.client_id, code_verifier: verifier }),
+      body: new URLSearchParams({
+        grant_type: 'authorization_code',
+        code: callback.searchParams.get('code')!,
+        redirect_uri: redirectUri,
+        client_id: pub.client_id,
+        code_verifier: verifier,
+      }),
     });
     expect(res.status).toBe(200);
-    return { callback, state, nonce, verifier, code: callback.searchParams.get('code')!, body: (await res.json()) as { id_token: string; access_token: string } };
+    return {
+      callback,
+      state,
+      nonce,
+      verifier,
+      code: callback.searchParams.get('code')!,
+      body: (await res.json()) as { id_token: string; access_token: string },
+    };
   }
 
   it('operator commands reject bad input with one clear line', async () => {
-    const badCallback = await serverCommand(['apps', 'add', '--name', 'X', '--kind', 'public', '--callback', 'http://evil.example/cb', '--scope', 'openid'], server.env);
+    const badCallback = await serverCommand(
+      ['apps', 'add', '--name', 'X', '--kind', 'public', '--callback', 'http://evil.example/cb', '--scope', 'openid'],
+      server.env,
+    );
     expect(badCallback.code).toBe(1);
     expect(badCallback.stderr.trim().split('\n')).toHaveLength(1);
     expect(badCallback.stderr).toMatch(/http is allowed only for loopback/);
-    const badKind = await serverCommand(['apps', 'add', '--name', 'X', '--kind', 'weird', '--callback', 'https://a.example/cb', '--scope', 'openid'], server.env);
+    const badKind = await serverCommand(
+      ['apps', 'add', '--name', 'X', '--kind', 'weird', '--callback', 'https://a.example/cb', '--scope', 'openid'],
+      server.env,
+    );
     expect(badKind.code).not.toBe(0);
     const dup = await serverCommand(['users', 'add', 'alice', '--password-stdin'], server.env, `${PASSWORD}\n`);
     expect(dup.code).toBe(1);

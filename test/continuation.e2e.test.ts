@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { challengeS256, generateVerifier } from '@authcli/pkce';
-import { launchChromium } from './support/chromium.js';
-import { serverCommand, startServerProcess, type ServerProcess } from './support/server-process.js';
+import { launchChromium } from '@authcli/test-support/chromium';
+import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 const PASSWORD = 'continuation e2e pass';
 
@@ -49,7 +49,10 @@ describe('sign-in continuation in a real Chromium', () => {
       await page.goto(`${server.issuer}/signin?return_to=/%09/evil.example`);
       await signIn(page);
       // Wherever the sign-in leads, here or elsewhere (Chromium shows an error page for an unreachable host).
-      await page.waitForURL((url) => url.href !== `${server.issuer}/signin` && !url.href.startsWith(`${server.issuer}/signin?`), { waitUntil: 'commit', timeout: 10_000 });
+      await page.waitForURL((url) => url.href !== `${server.issuer}/signin` && !url.href.startsWith(`${server.issuer}/signin?`), {
+        waitUntil: 'commit',
+        timeout: 10_000,
+      });
       expect(left).toEqual([]);
       expect(page.url()).toBe(`${server.issuer}/`);
       await page.getByText('You are signed in as').waitFor();
@@ -81,6 +84,58 @@ describe('sign-in continuation in a real Chromium', () => {
       expect(at.origin).toBe(server.issuer);
       expect(at.pathname).toBe('/oauth/authorize');
       expect(at.searchParams.get('state')).toBe('e2e-state');
+      expect(left).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+  it('oidc core §3.1.2.1 prompt=select_account: the sign-in page despite a live session, to continue as the user or sign in as another', async () => {
+    for (const name of ['sam', 'tess']) {
+      const added = await serverCommand(['users', 'add', name, '--password-stdin'], server.env, `${PASSWORD}\n`);
+      expect(added.code, added.stderr).toBe(0);
+    }
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: 'authcli',
+      redirect_uri: 'http://127.0.0.1/callback',
+      scope: 'openid profile',
+      state: 'pick',
+      prompt: 'select_account',
+      code_challenge: await challengeS256(generateVerifier()),
+      code_challenge_method: 'S256',
+    });
+    const context = await chromium.newContext();
+    try {
+      const page = await context.newPage();
+      const left = offsite(page);
+      await page.goto(`${server.issuer}/signin`);
+      await page.getByLabel('Username').fill('sam');
+      await page.getByLabel('Password').fill(PASSWORD);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByText('You are signed in as').waitFor();
+
+      // Continue as the signed-in user: on to consent, as sam, the request without select_account.
+      await page.goto(`${server.issuer}/oauth/authorize?${query}`);
+      expect(new URL(page.url()).pathname).toBe('/oauth/authorize');
+      await page.getByLabel('Username').waitFor();
+      await page.getByLabel('Password').waitFor();
+      await page.getByRole('button', { name: 'Sign in' }).waitFor();
+      await page.getByRole('link', { name: 'Continue as sam' }).click();
+      await page.getByRole('button', { name: 'Approve' }).waitFor();
+      expect(await page.locator('.who strong').textContent()).toBe('sam');
+      expect(new URL(page.url()).searchParams.get('prompt')).toBeNull();
+
+      // Or sign in as someone else there: on to consent as tess.
+      await page.goto(`${server.issuer}/oauth/authorize?${query}`);
+      await page.getByLabel('Username').fill('tess');
+      await page.getByLabel('Password').fill(PASSWORD);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('button', { name: 'Approve' }).waitFor();
+      expect(await page.locator('.who strong').textContent()).toBe('tess');
+      const at = new URL(page.url());
+      expect(at.pathname).toBe('/oauth/authorize');
+      expect(at.searchParams.get('state')).toBe('pick');
+      expect(at.searchParams.get('prompt')).toBeNull();
       expect(left).toEqual([]);
     } finally {
       await context.close();

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser as Chromium, BrowserContext, Page } from 'playwright-core';
 import { openStore } from '@authcli/server';
-import { launchChromium, screenshotPath } from './support/chromium.js';
-import { serverCommand, startServerProcess, type ServerProcess } from './support/server-process.js';
+import { launchChromium, screenshotPath } from '@authcli/test-support/chromium';
+import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 const PASSWORD = 'dashboard pass 1';
 
@@ -20,7 +20,7 @@ describe('dashboard in a real Chromium: post-redirect-get, confirmations, 404, p
   async function stored(clientId?: string) {
     const store = await openStore(server.env.DATABASE_URL!);
     try {
-      return { apps: await store.listApplications(), app: clientId === undefined ? undefined : await store.getApplication(clientId) };
+      return { apps: await store.applications.list(), app: clientId === undefined ? undefined : await store.applications.get(clientId) };
     } finally {
       await store.close();
     }
@@ -77,10 +77,10 @@ describe('dashboard in a real Chromium: post-redirect-get, confirmations, 404, p
     // (Headless Chromium has no system clipboard here: what the page writes is recorded instead.)
     const copied = () => page.evaluate(() => (window as unknown as { copied: string[] }).copied);
     await page.getByRole('button', { name: 'Copy secret' }).click();
-    await expect.poll(copied).toEqual([secret]);
-    await expect.poll(() => page.getByRole('button', { name: 'Copy secret' }).textContent()).toBe('Copied');
+    await expect.poll(copied, { timeout: 5_000 }).toEqual([secret]);
+    await expect.poll(() => page.getByRole('button', { name: 'Copy secret' }).textContent(), { timeout: 5_000 }).toBe('Copied');
     await page.getByRole('button', { name: 'Copy client ID' }).click();
-    await expect.poll(copied).toEqual([secret, clientId]);
+    await expect.poll(copied, { timeout: 5_000 }).toEqual([secret, clientId]);
     const createdHash = (await stored(clientId)).app!.secretHash;
 
     // Reload the secret page: no second application, and the secret is not shown again.
@@ -154,8 +154,15 @@ describe('dashboard in a real Chromium: post-redirect-get, confirmations, 404, p
 
   it('a 360 px wide phone: the header fits on one line and nothing scrolls sideways', async () => {
     // A long username is the worst case for the header.
-    expect((await serverCommand(['users', 'add', 'a.rather.long.username@example.org', '--password-stdin'], server.env, `${PASSWORD}\n`)).code).toBe(0);
-    const phone = await chromium.newContext({ viewport: { width: 360, height: 740 }, deviceScaleFactor: 2, isMobile: true, hasTouch: true });
+    expect(
+      (await serverCommand(['users', 'add', 'a.rather.long.username@example.org', '--password-stdin'], server.env, `${PASSWORD}\n`)).code,
+    ).toBe(0);
+    const phone = await chromium.newContext({
+      viewport: { width: 360, height: 740 },
+      deviceScaleFactor: 2,
+      isMobile: true,
+      hasTouch: true,
+    });
     try {
       const page = await phone.newPage();
       await page.goto(`${server.issuer}/signin`);

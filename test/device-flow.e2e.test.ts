@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as client from 'openid-client';
 import type { Browser } from 'playwright-core';
-import { launchChromium, screenshotPath } from './support/chromium.js';
-import { serverCommand, startServerProcess, type ServerProcess } from './support/server-process.js';
+import { launchChromium, screenshotPath } from '@authcli/test-support/chromium';
+import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 const PASSWORD = 'device e2e pass';
 

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser as Chromium } from 'playwright-core';
-import { launchChromium } from './support/chromium.js';
-import { runCli, tempConfigHome } from './support/cli-process.js';
-import { startOtherProvider } from './support/other-op.js';
+import { launchChromium } from '@authcli/test-support/chromium';
+import { runCli, tempConfigHome } from '@authcli/test-support/cli-process';
+import { startOtherProvider } from '@authcli/test-support/other-op';
 
 describe('authcli against another OpenID Connect server (node-oidc-provider)', () => {
   let op: { issuer: string; close: () => Promise<void> };

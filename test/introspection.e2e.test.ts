@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as oauth from 'oauth4webapi';
-import { serverCommand, startServerProcess, type ServerProcess } from './support/server-process.js';
-import { approveInBrowser, Browser } from './support/http.js';
+import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
+import { approveInBrowser, Browser } from '@authcli/test-support/http';
 
 const PASSWORD = 'e2e password 1';
 const REDIRECT = 'http://127.0.0.1:9/cb';
@@ -53,14 +53,25 @@ describe('token introspection with oauth4webapi against a started authcli-server
     const callback = new URL(await approveInBrowser(new Browser(server.issuer), url.href, 'alice', PASSWORD));
     const c: oauth.Client = { client_id: client.client_id };
     const params = oauth.validateAuthResponse(as, c, callback, state);
-    const response = await oauth.authorizationCodeGrantRequest(as, c, oauth.ClientSecretBasic(client.client_secret), params, REDIRECT, verifier, insecure);
+    const response = await oauth.authorizationCodeGrantRequest(
+      as,
+      c,
+      oauth.ClientSecretBasic(client.client_secret),
+      params,
+      REDIRECT,
+      verifier,
+      insecure,
+    );
     return oauth.processAuthorizationCodeResponse(as, c, response);
   }
 
   function introspect(client: { client_id: string; client_secret: string }, token: string, hint?: string) {
     const c: oauth.Client = { client_id: client.client_id };
     return oauth
-      .introspectionRequest(as, c, oauth.ClientSecretBasic(client.client_secret), token, { ...insecure, ...(hint && { additionalParameters: { token_type_hint: hint } }) })
+      .introspectionRequest(as, c, oauth.ClientSecretBasic(client.client_secret), token, {
+        ...insecure,
+        ...(hint && { additionalParameters: { token_type_hint: hint } }),
+      })
       .then((res) => oauth.processIntrospectionResponse(as, c, res));
   }
 
@@ -103,7 +114,10 @@ describe('token introspection with oauth4webapi against a started authcli-server
     const c: oauth.Client = { client_id: pub.client_id };
     const res = await oauth.introspectionRequest(as, c, oauth.None(), tokens.access_token, insecure);
     // The 401 carries a WWW-Authenticate challenge (RFC 6749 §5.2), which oauth4webapi reports as such.
-    const challenge = { status: 401, cause: [expect.objectContaining({ scheme: 'basic', parameters: expect.objectContaining({ error: 'invalid_client' }) })] };
+    const challenge = {
+      status: 401,
+      cause: [expect.objectContaining({ scheme: 'basic', parameters: expect.objectContaining({ error: 'invalid_client' }) })],
+    };
     await expect(oauth.processIntrospectionResponse(as, c, res)).rejects.toMatchObject(challenge);
     await expect(introspect({ client_id: rp.client_id, client_secret: 'wrong' }, tokens.access_token)).rejects.toMatchObject(challenge);
   });

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { runCli, tempConfigHome, type CliRun } from './support/cli-process.js';
-import { approveInBrowser, Browser } from './support/http.js';
-import { startSecretService, type SecretService } from './support/secret-service.js';
-import { serverCommand, startServerProcess, type ServerProcess } from './support/server-process.js';
+import { runCli, tempConfigHome, type CliRun } from '@authcli/test-support/cli-process';
+import { approveInBrowser, Browser } from '@authcli/test-support/http';
+import { startSecretService, type SecretService } from '@authcli/test-support/secret-service';
+import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 const PASSWORD = 'keychain e2e password';
 
@@ -122,7 +122,9 @@ describe('credential storage: the Secret Service (gnome-keyring) and the file fa
 
     // Another config folder has not been told.
     const other = tempConfigHome();
-    expect((await login({ ...env, XDG_CONFIG_HOME: other })).stderr).toContain(`No keychain available: credentials are kept in ${credentialsFile(other)}.`);
+    expect((await login({ ...env, XDG_CONFIG_HOME: other })).stderr).toContain(
+      `No keychain available: credentials are kept in ${credentialsFile(other)}.`,
+    );
 
     const logout = await runCli(['logout'], env).exit;
     expect(logout.code, logout.stderr).toBe(0);
@@ -136,7 +138,9 @@ describe('credential storage: the Secret Service (gnome-keyring) and the file fa
     const file = credentialsFile(home);
 
     const done = await login(env, [], () => ss.lock());
-    expect(done.stderr).toMatch(/The keychain \(Secret Service\) could not store the credentials: .*prompt.*; they are kept in \S+credentials\.json instead\./);
+    expect(done.stderr).toMatch(
+      /The keychain \(Secret Service\) could not store the credentials: .*prompt.*; they are kept in \S+credentials\.json instead\./,
+    );
     expect(await ss.lookup(account())).toBeUndefined();
     expect(statSync(file).mode & 0o777).toBe(0o600);
     await tokenWorks(env);
@@ -146,7 +150,9 @@ describe('credential storage: the Secret Service (gnome-keyring) and the file fa
     // Unlocked again: the next write (a refresh) goes to the keychain and the file's copy is removed.
     await ss.unlock();
     const inFile = JSON.parse(readFileSync(file, 'utf8')).sessions[server.issuer];
-    writeFileSync(file, JSON.stringify({ version: 1, sessions: { [server.issuer]: JSON.parse(expired(JSON.stringify(inFile))) } }), { mode: 0o600 });
+    writeFileSync(file, JSON.stringify({ version: 1, sessions: { [server.issuer]: JSON.parse(expired(JSON.stringify(inFile))) } }), {
+      mode: 0o600,
+    });
     const fresh = await tokenWorks(env);
     expect(JSON.parse((await ss.lookup(account()))!).access_token).toBe(fresh);
     expect(existsSync(file)).toBe(false);
@@ -159,13 +165,17 @@ describe('credential storage: the Secret Service (gnome-keyring) and the file fa
     const home = tempConfigHome();
     const env = { XDG_CONFIG_HOME: home, AUTHCLI_ISSUER: server.issuer, ...ss.env };
     const done = await login(env, [], () => ss.kill());
-    expect(done.stderr).toMatch(/The keychain \(Secret Service\) could not store the credentials: .*org\.freedesktop\.secrets.*; they are kept in \S+ instead\./);
+    expect(done.stderr).toMatch(
+      /The keychain \(Secret Service\) could not store the credentials: .*org\.freedesktop\.secrets.*; they are kept in \S+ instead\./,
+    );
     await tokenWorks(env);
     expect((await runCli(['status'], env).exit).stdout).toContain(`stored in:    ${credentialsFile(home)}`);
     // Said once: a refresh that again cannot reach the keychain stays quiet.
     const file = credentialsFile(home);
     const inFile = JSON.parse(readFileSync(file, 'utf8')).sessions[server.issuer];
-    writeFileSync(file, JSON.stringify({ version: 1, sessions: { [server.issuer]: JSON.parse(expired(JSON.stringify(inFile))) } }), { mode: 0o600 });
+    writeFileSync(file, JSON.stringify({ version: 1, sessions: { [server.issuer]: JSON.parse(expired(JSON.stringify(inFile))) } }), {
+      mode: 0o600,
+    });
     const refreshed = await runCli(['token'], env).exit;
     expect(refreshed.code, refreshed.stderr).toBe(0);
     expect(refreshed.stderr).not.toMatch(/keychain|credentials are kept/i);
@@ -181,7 +191,9 @@ describe('credential storage: the Secret Service (gnome-keyring) and the file fa
       const locked = await runCli([command], env).exit;
       expect(locked.code, command).toBe(1);
       expect(locked.stdout).toBe('');
-      expect(locked.stderr).toMatch(/^authcli: the keychain \(Secret Service\) is locked \(.*IsLocked.*\); unlock it, or use --storage file\n$/);
+      expect(locked.stderr).toMatch(
+        /^authcli: the keychain \(Secret Service\) is locked \(.*IsLocked.*\); unlock it, or use --storage file\n$/,
+      );
     }
     await ss.unlock();
     await tokenWorks(env);

@@ -6,9 +6,9 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { challengeS256, generateNonce, generateState, generateVerifier } from '@authcli/pkce';
-import { dialects, freshDatabase, type TestDatabase } from './support/databases.js';
-import { approveInBrowser, Browser, freePort } from './support/http.js';
-import { SERVER_BIN, serverCommand, startServerProcess, waitUntilReady, type CommandResult } from './support/server-process.js';
+import { dialects, freshDatabase, type TestDatabase } from '@authcli/test-support/databases';
+import { approveInBrowser, Browser, freePort } from '@authcli/test-support/http';
+import { SERVER_BIN, serverCommand, startServerProcess, waitUntilReady, type CommandResult } from '@authcli/test-support/server-process';
 
 const PASSWORD = 'keys at rest password';
 const UNENCRYPTED = 'signing keys are stored unencrypted';
@@ -128,7 +128,7 @@ describe('data folder and database files are private, whatever the umask', () =>
     }
   });
 
-  it("a folder the operator chose is never chmodded; a group/other-readable one is reported once at start", async () => {
+  it('a folder the operator chose is never chmodded; a group/other-readable one is reported once at start', async () => {
     const dir = tempFolder();
     chmodSync(dir, 0o755);
     const db = join(dir, 'authcli.db');
@@ -166,13 +166,21 @@ describe.each(dialects())('signing keys at rest, real server process (%s)', (dia
   async function storeWithUser(env: Record<string, string>): Promise<TestDatabase> {
     const database = await freshDatabase(dialect);
     databases.push(database);
-    const added = await serverCommand(['users', 'add', 'alice', '--password-stdin'], { DATABASE_URL: database.url, ...env }, `${PASSWORD}\n`);
+    const added = await serverCommand(
+      ['users', 'add', 'alice', '--password-stdin'],
+      { DATABASE_URL: database.url, ...env },
+      `${PASSWORD}\n`,
+    );
     expect(added.code, added.stderr).toBe(0);
     return database;
   }
 
   const storedKeys = async (database: TestDatabase) =>
-    (await database.query('select kid, private_jwk, retired_at from signing_keys order by created_at, kid')) as { kid: string; private_jwk: string; retired_at: unknown }[];
+    (await database.query('select kid, private_jwk, retired_at from signing_keys order by created_at, kid')) as {
+      kid: string;
+      private_jwk: string;
+      retired_at: unknown;
+    }[];
 
   function expectEncrypted(keys: { kid: string; private_jwk: string }[]) {
     for (const k of keys) {
@@ -199,7 +207,13 @@ describe.each(dialects())('signing keys at rest, real server process (%s)', (dia
     const res = await fetch(`${issuer}/oauth/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: 'authorization_code', code: callback.searchParams.get('code')!, redirect_uri: redirectUri, client_id: 'authcli', code_verifier: verifier }),
+      body: new URLSearchParams({
+        grant_type: 'authorization_code',
+        code: callback.searchParams.get('code')!,
+        redirect_uri: redirectUri,
+        client_id: 'authcli',
+        code_verifier: verifier,
+      }),
     });
     expect(res.status).toBe(200);
     const body = (await res.json()) as { id_token: string; access_token: string };
@@ -317,11 +331,18 @@ describe.each(dialects())('signing keys at rest, real server process (%s)', (dia
     const keys = await storedKeys(database);
     expect(keys).toHaveLength(4);
     expectEncrypted(keys);
-    expect(keys.filter((k) => k.retired_at === null).map((k) => k.kid).sort()).toEqual([...newKids].sort());
+    expect(
+      keys
+        .filter((k) => k.retired_at === null)
+        .map((k) => k.kid)
+        .sort(),
+    ).toEqual([...newKids].sort());
 
     const restarted = await startServerProcess({ database: database.url, env });
     try {
-      const published = ((await (await fetch(`${restarted.issuer}/oauth/jwks`)).json()) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
+      const published = ((await (await fetch(`${restarted.issuer}/oauth/jwks`)).json()) as { keys: { kid: string }[] }).keys.map(
+        (k) => k.kid,
+      );
       expect(published).toEqual(expect.arrayContaining(keys.map((k) => k.kid)));
       // The new keys sign a minute after the rotation (the in-process suite moves the clock past that); until then the previous ones do.
       await verifiedTokens(restarted.issuer);

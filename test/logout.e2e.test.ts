@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as client from 'openid-client';
-import { serverCommand, startServerProcess, type ServerProcess } from './support/server-process.js';
-import { approveInBrowser, Browser } from './support/http.js';
+import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
+import { approveInBrowser, Browser } from '@authcli/test-support/http';
 
 const PASSWORD = 'e2e password 1';
 const REDIRECT = 'http://127.0.0.1:9/cb';
@@ -17,7 +17,21 @@ describe('RP-initiated logout with openid-client against a started authcli-serve
     const user = await serverCommand(['users', 'add', 'alice', '--password-stdin'], server.env, `${PASSWORD}\n`);
     expect(user.code, user.stderr).toBe(0);
     const added = await serverCommand(
-      ['apps', 'add', '--name', 'Logout RP', '--kind', 'confidential', '--callback', REDIRECT, '--post-logout-redirect-uri', LOGGED_OUT, '--scope', 'openid profile', '--json'],
+      [
+        'apps',
+        'add',
+        '--name',
+        'Logout RP',
+        '--kind',
+        'confidential',
+        '--callback',
+        REDIRECT,
+        '--post-logout-redirect-uri',
+        LOGGED_OUT,
+        '--scope',
+        'openid profile',
+        '--json',
+      ],
       server.env,
     );
     expect(added.code, added.stderr).toBe(0);
@@ -39,7 +53,11 @@ describe('RP-initiated logout with openid-client against a started authcli-serve
       state,
     });
     const callback = await approveInBrowser(b, url.href, 'alice', PASSWORD);
-    return client.authorizationCodeGrant(config, new URL(callback), { pkceCodeVerifier: verifier, expectedState: state, idTokenExpected: true });
+    return client.authorizationCodeGrant(config, new URL(callback), {
+      pkceCodeVerifier: verifier,
+      expectedState: state,
+      idTokenExpected: true,
+    });
   }
 
   it('openid-client builds the end-session URL from discovery; following it ends the session and returns with state', async () => {
@@ -57,7 +75,10 @@ describe('RP-initiated logout with openid-client against a started authcli-serve
   it('openid-client end-session URL with an unregistered post_logout_redirect_uri gets an error page and the session stays', async () => {
     const b = new Browser(server.issuer);
     const tokens = await login(b);
-    const url = client.buildEndSessionUrl(config, { id_token_hint: tokens.id_token!, post_logout_redirect_uri: 'http://127.0.0.1:9/elsewhere' });
+    const url = client.buildEndSessionUrl(config, {
+      id_token_hint: tokens.id_token!,
+      post_logout_redirect_uri: 'http://127.0.0.1:9/elsewhere',
+    });
     const res = await b.get(url.href);
     expect(res.status).toBe(400);
     expect(res.location).toBeNull();
@@ -73,7 +94,20 @@ describe('RP-initiated logout with openid-client against a started authcli-serve
 
   it('apps add refuses a post-logout redirect URI that breaks the callback URL rules', async () => {
     const res = await serverCommand(
-      ['apps', 'add', '--name', 'Bad', '--kind', 'public', '--callback', REDIRECT, '--post-logout-redirect-uri', 'http://evil.example/bye', '--scope', 'openid'],
+      [
+        'apps',
+        'add',
+        '--name',
+        'Bad',
+        '--kind',
+        'public',
+        '--callback',
+        REDIRECT,
+        '--post-logout-redirect-uri',
+        'http://evil.example/bye',
+        '--scope',
+        'openid',
+      ],
       server.env,
     );
     expect(res.code).not.toBe(0);

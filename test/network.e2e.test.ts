@@ -1,8 +1,8 @@
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from './support/http.js';
-import { rawExchange } from './support/raw-http.js';
-import { serverCommand, startServerProcess, type ServerProcess } from './support/server-process.js';
+import { freePort } from '@authcli/test-support/http';
+import { rawExchange } from '@authcli/test-support/raw-http';
+import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 /** Sends `head` on a raw connection (then a byte every `trickleEveryMs`) and waits for the server to close it. */
 async function sendAndWaitForClose(port: number, head: string, trickleEveryMs?: number): Promise<{ response: string; ms: number }> {
@@ -14,13 +14,16 @@ describe('the network limits of a started authcli-server process come from its e
   let server: ServerProcess;
   let port: number;
   beforeAll(async () => {
-    server = await startServerProcess({ env: { AUTHCLI_HEADERS_TIMEOUT: '1', AUTHCLI_REQUEST_TIMEOUT: '2', AUTHCLI_MAX_CONNECTIONS: '16' } });
+    server = await startServerProcess({
+      env: { AUTHCLI_HEADERS_TIMEOUT: '1', AUTHCLI_REQUEST_TIMEOUT: '2', AUTHCLI_MAX_CONNECTIONS: '16' },
+    });
     port = Number(new URL(server.issuer).port);
   });
   afterAll(async () => server?.stop());
 
   it('a body that never arrives is cut at AUTHCLI_REQUEST_TIMEOUT', async () => {
-    const head = 'POST /oauth/token HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\n';
+    const head =
+      'POST /oauth/token HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\n';
     const { response, ms } = await sendAndWaitForClose(port, head);
     expect(response).toMatch(/^HTTP\/1\.1 408 /);
     expect(ms).toBeGreaterThan(1900);
@@ -86,7 +89,11 @@ describe('a database that answers nothing at start', () => {
     });
     const ms = performance.now() - started;
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(new RegExp(`^authcli-server: cannot reach the database at 127\\.0\\.0\\.1:${dbPort}: .+ \\(no answer within AUTHCLI_DB_TIMEOUT, 1 s\\)\\n$`));
+    expect(result.stderr).toMatch(
+      new RegExp(
+        `^authcli-server: cannot reach the database at 127\\.0\\.0\\.1:${dbPort}: .+ \\(no answer within AUTHCLI_DB_TIMEOUT, 1 s\\)\\n$`,
+      ),
+    );
     expect(result.stderr).not.toMatch(/secret-password/);
     expect(ms).toBeLessThan(5000);
   });

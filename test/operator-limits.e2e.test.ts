@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Browser, hidden } from './support/http.js';
-import { serverCommand, startServerProcess, type ServerProcess } from './support/server-process.js';
+import { Browser, hidden } from '@authcli/test-support/http';
+import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 const PASSWORD = 'operator e2e password';
 
@@ -10,7 +10,8 @@ describe('authcli-server limits and users unlock', () => {
 
   beforeAll(async () => {
     server = await startServerProcess();
-    for (const name of ['alice', 'bob']) {
+    // carol signs in to reach /device: bob is the user with no sign-in counted at all, whatever ran before.
+    for (const name of ['alice', 'bob', 'carol']) {
       const added = await serverCommand(['users', 'add', name, '--password-stdin'], server.env, `${PASSWORD}\n`);
       expect(added.code, added.stderr).toBe(0);
     }
@@ -32,7 +33,11 @@ describe('authcli-server limits and users unlock', () => {
     const [header, ...rows] = list.stdout.trimEnd().split('\n');
     expect(header).toMatch(/^KIND\s+SUBJECT\s+IP\s+COUNT\s+LIMIT\s+RESETS AT$/);
     expect(rows.some((r) => /^signin-account-ip\s+alice\s+127\.0\.0\.1\s+11\s+10\s/.test(r))).toBe(true);
-    const json = JSON.parse((await serverCommand(['limits', 'list', '--json'], server.env)).stdout) as { kind: string; subject: string; limited: boolean }[];
+    const json = JSON.parse((await serverCommand(['limits', 'list', '--json'], server.env)).stdout) as {
+      kind: string;
+      subject: string;
+      limited: boolean;
+    }[];
     expect(json.find((r) => r.kind === 'signin-account-ip' && r.subject === 'alice')?.limited).toBe(true);
 
     const unlock = await serverCommand(['users', 'unlock', 'Alice'], server.env);
@@ -48,7 +53,7 @@ describe('authcli-server limits and users unlock', () => {
   it('an address locked out of /device is cleared by `limits clear-ip`', async () => {
     const b = new Browser(server.issuer);
     const page = await b.get('/signin');
-    expect((await b.postForm('/signin', { _csrf: hidden(page.text, '_csrf'), username: 'bob', password: PASSWORD })).status).toBe(303);
+    expect((await b.postForm('/signin', { _csrf: hidden(page.text, '_csrf'), username: 'carol', password: PASSWORD })).status).toBe(303);
     let entry = await b.get('/device');
     for (let i = 0; i < 10; i++) {
       entry = await b.postForm('/device', { _csrf: hidden(entry.text, '_csrf'), user_code: 'BCDF-GHJK' });

@@ -3,10 +3,10 @@ import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from './support/cli-process.js';
-import { dialects, freshDatabase, type TestDatabase } from './support/databases.js';
-import { Browser, hidden } from './support/http.js';
-import { serverCommand, startServerProcess, type ServerProcess } from './support/server-process.js';
+import { runCli } from '@authcli/test-support/cli-process';
+import { dialects, freshDatabase, type TestDatabase } from '@authcli/test-support/databases';
+import { Browser, hidden } from '@authcli/test-support/http';
+import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '..');
 const PASSWORD = 'operator users password';
@@ -30,7 +30,11 @@ describe('authcli-server users and apps, on a running server', () => {
 
   beforeAll(async () => {
     server = await startServerProcess();
-    const alice = await serverCommand(['users', 'add', 'Alice', '--password-stdin', '--admin', '--name', 'Alice Liddell', '--email', 'alice@example.com'], server.env, `${PASSWORD}\n`);
+    const alice = await serverCommand(
+      ['users', 'add', 'Alice', '--password-stdin', '--admin', '--name', 'Alice Liddell', '--email', 'alice@example.com'],
+      server.env,
+      `${PASSWORD}\n`,
+    );
     expect(alice.code, alice.stderr).toBe(0);
     const bob = await serverCommand(['users', 'add', 'bob', '--password-stdin'], server.env, `${PASSWORD}\n`);
     expect(bob.code, bob.stderr).toBe(0);
@@ -52,7 +56,14 @@ describe('authcli-server users and apps, on a running server', () => {
     expect(rows[1]).toMatch(/^bob\s+no\s+no\s+\d{4}-/);
     const json = JSON.parse((await serverCommand(['users', 'list', '--json'], server.env)).stdout) as Record<string, unknown>[];
     expect(json).toEqual([
-      { username: 'Alice', name: 'Alice Liddell', email: 'alice@example.com', admin: true, disabled: false, created: expect.stringMatching(/Z$/) },
+      {
+        username: 'Alice',
+        name: 'Alice Liddell',
+        email: 'alice@example.com',
+        admin: true,
+        disabled: false,
+        created: expect.stringMatching(/Z$/),
+      },
       { username: 'bob', name: null, email: null, admin: false, disabled: false, created: expect.stringMatching(/Z$/) },
     ]);
   });
@@ -96,7 +107,20 @@ describe('authcli-server users and apps, on a running server', () => {
     expect(refused.code).toBe(1);
     expect(refused.stderr).toContain('the offline_access scope needs the refresh_token grant');
     const added = await serverCommand(
-      ['apps', 'add', '--name', 'Device tool', '--kind', 'public', '--scope', 'openid offline_access', '--grant', 'device_code', '--grant', 'refresh_token'],
+      [
+        'apps',
+        'add',
+        '--name',
+        'Device tool',
+        '--kind',
+        'public',
+        '--scope',
+        'openid offline_access',
+        '--grant',
+        'device_code',
+        '--grant',
+        'refresh_token',
+      ],
       server.env,
     );
     expect(added.code, added.stderr).toBe(0);
@@ -142,7 +166,11 @@ describe.each(dialects())('migration 0004: usernames unique without regard to ca
     // Back to the schema before 0004 (and the migrations after it), with the duplicates an earlier version allowed.
     await execute(db, dialect, 'drop index users_username_lower');
     await execute(db, dialect, 'alter table applications drop column post_logout_redirect_uris');
-    await execute(db, dialect, "delete from kysely_migration where name in ('0004_username_case_insensitive', '0005_post_logout_redirect_uris')");
+    await execute(
+      db,
+      dialect,
+      "delete from kysely_migration where name in ('0004_username_case_insensitive', '0005_post_logout_redirect_uris')",
+    );
     await execute(
       db,
       dialect,
@@ -151,7 +179,9 @@ describe.each(dialects())('migration 0004: usernames unique without regard to ca
 
     const refused = await serverCommand(['users', 'list'], env);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(/^authcli-server: migration 0004_username_case_insensitive failed: usernames that differ only in case .*: Dana, dana, ERIN, erin$/m);
+    expect(refused.stderr).toMatch(
+      /^authcli-server: migration 0004_username_case_insensitive failed: usernames that differ only in case .*: Dana, dana, ERIN, erin$/m,
+    );
     // Nothing was merged or changed.
     expect((await db.query('select count(*) as n from users'))[0]!.n).toBe(dialect === 'postgres' ? '5' : 5);
 

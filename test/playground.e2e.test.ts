@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser as Chromium, BrowserContext, Page } from 'playwright-core';
-import { launchChromium, screenshotPath } from './support/chromium.js';
-import { serverCommand, startServerProcess, type ServerProcess } from './support/server-process.js';
+import { launchChromium, screenshotPath } from '@authcli/test-support/chromium';
+import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 const PASSWORD = 'playground pass 1';
 
@@ -9,7 +9,32 @@ describe('Developer > OAuth playground in a real Chromium', () => {
   let server: ServerProcess;
   let chromium: Chromium;
   let context: BrowserContext;
+  /** The application the playground tests run as, its consent already given (see beforeAll). */
   let clientId: string;
+
+  /** Registers a public application with the playground callback (and offline_access) in the dashboard. */
+  async function registerPlaygroundApp(name: string): Promise<string> {
+    const page = await context.newPage();
+    await page.goto(`${server.issuer}/dashboard/apps/new`);
+    await page.getByLabel('Name').fill(name);
+    await page.getByLabel('Callback URLs').fill(`${server.issuer}/developer/playground`);
+    await page.getByRole('checkbox', { name: 'offline_access' }).check();
+    await page.getByRole('button', { name: 'Register' }).click();
+    await page.getByText('Client ID').waitFor();
+    const id = (await page.locator('p code').first().textContent())!;
+    await page.close();
+    expect(id).toMatch(/^[\w-]{22}$/);
+    return id;
+  }
+
+  /** Opens the playground with `app` chosen (each test names its own: several may be registered, in any order). */
+  async function openPlayground(page: Page, app = clientId): Promise<void> {
+    await page.goto(`${server.issuer}/developer/playground`);
+    // The first application's scopes load with the page; choosing another empties them until its own have loaded.
+    await page.locator('#scopes input').first().waitFor();
+    await page.locator('#client_id').selectOption(app);
+    await page.locator('#scopes input').first().waitFor();
+  }
 
   beforeAll(async () => {
     server = await startServerProcess();
@@ -23,6 +48,15 @@ describe('Developer > OAuth playground in a real Chromium', () => {
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.getByRole('heading', { name: 'Applications' }).waitFor();
     await page.close();
+    // The application most tests run as, approved once here: their authorization requests then answer with the
+    // callback at once, whichever test runs first.
+    clientId = await registerPlaygroundApp('Playground app');
+    const approve = await context.newPage();
+    await openPlayground(approve);
+    await approve.getByRole('button', { name: 'Start' }).click();
+    await approve.getByRole('button', { name: 'Approve' }).click();
+    await approve.locator('#playground[data-done]').waitFor();
+    await approve.close();
   });
   afterAll(async () => {
     await chromium?.close();
@@ -50,7 +84,7 @@ describe('Developer > OAuth playground in a real Chromium', () => {
       captured = res.headers().location ?? '';
       await route.abort();
     });
-    await page.goto(`${server.issuer}/developer/playground`);
+    await openPlayground(page);
     await page.getByRole('button', { name: 'Start' }).click();
     await expect.poll(() => captured).toContain('code=');
     await page.unroute('**/oauth/authorize?*');
@@ -58,25 +92,21 @@ describe('Developer > OAuth playground in a real Chromium', () => {
   }
 
   it('register a public application with the playground callback in the dashboard', async () => {
+    const registered = await registerPlaygroundApp('Registered app');
     const page = await context.newPage();
-    await page.goto(`${server.issuer}/dashboard/apps/new`);
-    await page.getByLabel('Name').fill('Playground app');
-    await page.getByLabel('Callback URLs').fill(`${server.issuer}/developer/playground`);
-    await page.getByRole('checkbox', { name: 'offline_access' }).check();
-    await page.getByRole('button', { name: 'Register' }).click();
-    await page.getByText('Client ID').waitFor();
-    clientId = (await page.locator('p code').first().textContent())!;
     await page.goto(`${server.issuer}/dashboard`);
     await expect.poll(() => page.getByRole('link', { name: 'Playground', exact: true }).count()).toBe(1);
     await page.screenshot({ path: screenshotPath('dashboard'), fullPage: true });
+    await page.goto(`${server.issuer}/developer/playground`);
+    expect(await page.locator(`#client_id option[value="${registered}"]`).count()).toBe(1);
     await page.close();
-    expect(clientId).toMatch(/^[\w-]{22}$/);
   });
 
   it('end to end: sign in, approve, tokens shown, signature and nonce checks passed, refresh and userinfo', async () => {
+    // An application of its own, not yet approved: the consent page is shown whatever ran before.
+    const app = await registerPlaygroundApp('End to end app');
     const page = await context.newPage();
-    await page.goto(`${server.issuer}/developer/playground`);
-    await expect.poll(() => page.locator('#scopes input').count()).toBeGreaterThan(0);
+    await openPlayground(page, app);
     await page.getByRole('button', { name: 'Start' }).click();
     await page.getByRole('button', { name: 'Approve' }).click();
     await page.locator('#playground[data-done]').waitFor();
@@ -85,7 +115,7 @@ describe('Developer > OAuth playground in a real Chromium', () => {
     expect(await page.locator('[data-check="signature verified against the JWKS"]').getAttribute('class')).toContain('ok');
     expect(await page.locator('[data-check="nonce matches the request"]').getAttribute('class')).toContain('ok');
     expect(await page.locator('[data-check="iss equals the issuer (RFC 9207)"]').getAttribute('class')).toContain('ok');
-    expect(await page.getByLabel('curl').textContent()).toContain("curl -sS -X POST");
+    expect(await page.getByLabel('curl').textContent()).toContain('curl -sS -X POST');
     expect(await page.getByLabel('Authorization request URL').textContent()).toMatch(/code_challenge_method=S256/);
     expect(page.url()).toBe(`${server.issuer}/developer/playground`);
     await page.getByRole('button', { name: 'Call userinfo' }).click();
@@ -159,7 +189,7 @@ describe('Developer > OAuth playground in a real Chromium', () => {
 
   it('an error callback (Deny) is shown as such', async () => {
     const page = await context.newPage();
-    await page.goto(`${server.issuer}/developer/playground`);
+    await openPlayground(page);
     await page.locator('#extra').fill('prompt=consent');
     await page.getByRole('button', { name: 'Start' }).click();
     await page.getByRole('button', { name: 'Deny' }).click();
@@ -217,7 +247,10 @@ describe('Developer > OAuth playground in a real Chromium', () => {
     await page.getByRole('link', { name: 'Done' }).click();
     expect(await page.content()).not.toContain(secret);
     // The secret page was a no-store POST answer: going back does not bring it out of a cache.
-    const back = await page.goBack().then(() => page.content(), (err: Error) => err.message);
+    const back = await page.goBack().then(
+      () => page.content(),
+      (err: Error) => err.message,
+    );
     expect(back).not.toContain(secret);
     await page.close();
     const playground = await context.newPage();

@@ -5,8 +5,8 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort } from './support/http.js';
-import { serverCommand, startServerProcess, waitUntilReady, type ServerProcess } from './support/server-process.js';
+import { freePort } from '@authcli/test-support/http';
+import { serverCommand, startServerProcess, waitUntilReady, type ServerProcess } from '@authcli/test-support/server-process';
 
 const BODY = 'client_id=authcli&scope=openid';
 
@@ -111,7 +111,9 @@ describe('`pnpm start` (scripts/start.mjs)', () => {
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));
     try {
       await waitUntilReady(`http://127.0.0.1:${port}`, child, () => out);
-      const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.once('exit', (code, signal) => r({ code, signal })));
+      const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
+        child.once('exit', (code, signal) => r({ code, signal })),
+      );
       child.kill('SIGINT');
       expect(await exit).toEqual({ code: 0, signal: null });
       expect(out).not.toContain('building');

@@ -5,8 +5,14 @@ const { version } = JSON.parse(readFileSync(new URL('./package.json', import.met
 
 export default defineConfig([
   {
-    // The password worker is an entry of its own: worker threads load it by file name (util/password-pool.ts).
-    entry: { main: 'src/main.ts', index: 'src/index.ts', 'password-worker': 'src/util/password-worker.ts' },
+    // The password and checkpoint workers are entries of their own: worker threads load them by file name
+    // (util/password-pool.ts, store/checkpointer.ts).
+    entry: {
+      main: 'src/main.ts',
+      index: 'src/index.ts',
+      'password-worker': 'src/util/password-worker.ts',
+      'checkpoint-worker': 'src/store/checkpoint-worker.ts',
+    },
     format: ['esm'],
     target: 'node20',
     platform: 'node',

@@ -58,7 +58,13 @@ export function runCli(args: string[], env: Record<string, string>, input?: stri
         const m = err.match(re);
         if (m) return res(m);
         const t = setTimeout(() => rej(new Error(`timed out waiting for ${re} in stderr:\n${err}`)), timeoutMs);
-        waiters.push({ re, resolve: (x) => (clearTimeout(t), res(x)) });
+        waiters.push({
+          re,
+          resolve: (x) => {
+            clearTimeout(t);
+            res(x);
+          },
+        });
         void exit.then(() => rej(new Error(`authcli exited before ${re} appeared:\n${err}\n${out}`)));
       }),
   };

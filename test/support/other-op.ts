@@ -1,3 +1,4 @@
+/// <reference path="./types/oidc-provider.d.ts" />
 import type { Server } from 'node:http';
 import Provider from 'oidc-provider';
 import { freePort } from './http.js';

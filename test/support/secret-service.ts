@@ -49,7 +49,10 @@ export async function startSecretService(): Promise<SecretService> {
   );
   // gnome-keyring keeps its keyrings under XDG_DATA_HOME and its control socket under XDG_RUNTIME_DIR: all in dir.
   const baseEnv = { PATH: process.env.PATH ?? '', HOME: dir, XDG_DATA_HOME: join(dir, 'data'), XDG_RUNTIME_DIR: runtime };
-  const bus = spawn('dbus-daemon', [`--config-file=${config}`, '--nofork', '--print-address=1'], { env: baseEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+  const bus = spawn('dbus-daemon', [`--config-file=${config}`, '--nofork', '--print-address=1'], {
+    env: baseEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const address = await new Promise<string>((resolve, reject) => {
     let out = '';
     bus.stdout!.on('data', (d: Buffer) => {
@@ -64,7 +67,14 @@ export async function startSecretService(): Promise<SecretService> {
   const hasOwner = async (): Promise<boolean> => {
     const { stdout } = await run(
       'dbus-send',
-      ['--session', '--print-reply', '--dest=org.freedesktop.DBus', '/org/freedesktop/DBus', 'org.freedesktop.DBus.NameHasOwner', 'string:org.freedesktop.secrets'],
+      [
+        '--session',
+        '--print-reply',
+        '--dest=org.freedesktop.DBus',
+        '/org/freedesktop/DBus',
+        'org.freedesktop.DBus.NameHasOwner',
+        'string:org.freedesktop.secrets',
+      ],
       { env },
     );
     return /boolean true/.test(stdout);
@@ -73,7 +83,10 @@ export async function startSecretService(): Promise<SecretService> {
   let keyring: ChildProcess | undefined;
   const startKeyring = async (): Promise<void> => {
     const previous = keyring;
-    const child = spawn('gnome-keyring-daemon', ['--replace', '--foreground', '--unlock', '--components=secrets'], { env, stdio: ['pipe', 'ignore', 'ignore'] });
+    const child = spawn('gnome-keyring-daemon', ['--replace', '--foreground', '--unlock', '--components=secrets'], {
+      env,
+      stdio: ['pipe', 'ignore', 'ignore'],
+    });
     child.stdin!.end(KEYRING_PASSWORD);
     keyring = child;
     if (previous) await exited(previous);
@@ -100,8 +113,11 @@ export async function startSecretService(): Promise<SecretService> {
     },
     async store(account, secret) {
       await new Promise<void>((resolve, reject) => {
-        const child = execFile('secret-tool', ['store', '--label', `authcli ${account}`, 'service', 'authcli', 'username', account], { env }, (err) =>
-          err ? reject(err) : resolve(),
+        const child = execFile(
+          'secret-tool',
+          ['store', '--label', `authcli ${account}`, 'service', 'authcli', 'username', account],
+          { env },
+          (err) => (err ? reject(err) : resolve()),
         );
         child.stdin!.end(secret);
       });
@@ -109,7 +125,14 @@ export async function startSecretService(): Promise<SecretService> {
     async lock() {
       await run(
         'dbus-send',
-        ['--session', '--print-reply', '--dest=org.freedesktop.secrets', '/org/freedesktop/secrets', 'org.freedesktop.Secret.Service.Lock', 'array:objpath:/org/freedesktop/secrets/collection/login'],
+        [
+          '--session',
+          '--print-reply',
+          '--dest=org.freedesktop.secrets',
+          '/org/freedesktop/secrets',
+          'org.freedesktop.Secret.Service.Lock',
+          'array:objpath:/org/freedesktop/secrets/collection/login',
+        ],
         { env },
       );
     },

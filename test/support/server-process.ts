@@ -55,7 +55,13 @@ export interface ServerProcess {
 export async function startServerProcess(opts: { database?: string; env?: Record<string, string> } = {}): Promise<ServerProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'authcli-e2e-'));
   const port = await freePort();
-  const env = { DATABASE_URL: opts.database ?? join(dir, 'authcli.db'), LOG_LEVEL: 'warn', PORT: String(port), HOST: '127.0.0.1', ...opts.env };
+  const env = {
+    DATABASE_URL: opts.database ?? join(dir, 'authcli.db'),
+    LOG_LEVEL: 'warn',
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    ...opts.env,
+  };
   const child = spawn(process.execPath, [SERVER_BIN, 'start'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));

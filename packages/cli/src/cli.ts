@@ -20,13 +20,24 @@ interface CommonFlags {
 
 function common(cmd: Command): Command {
   const { Option } = commander();
-  return cmd
-    .option('--issuer <url>', 'authorization server (env AUTHCLI_ISSUER, default http://127.0.0.1:8080)')
-    .option('--client-id <id>', 'client id (env AUTHCLI_CLIENT_ID, default authcli)')
-    .addOption(new Option('--client-secret-stdin', 'read the secret of a confidential client from stdin (or env AUTHCLI_CLIENT_SECRET)').conflicts('clientSecret'))
-    // Still accepted for old scripts, with a warning: argv is visible in `ps` and shell history.
-    .addOption(new Option('--client-secret <secret>').hideHelp())
-    .addOption(new Option('--storage <where>', 'where credentials are kept (env AUTHCLI_STORAGE; default: the keychain when one answers, else the file)').choices(['file', 'keychain']));
+  return (
+    cmd
+      .option('--issuer <url>', 'authorization server (env AUTHCLI_ISSUER, default http://127.0.0.1:8080)')
+      .option('--client-id <id>', 'client id (env AUTHCLI_CLIENT_ID, default authcli)')
+      .addOption(
+        new Option('--client-secret-stdin', 'read the secret of a confidential client from stdin (or env AUTHCLI_CLIENT_SECRET)').conflicts(
+          'clientSecret',
+        ),
+      )
+      // Still accepted for old scripts, with a warning: argv is visible in `ps` and shell history.
+      .addOption(new Option('--client-secret <secret>').hideHelp())
+      .addOption(
+        new Option(
+          '--storage <where>',
+          'where credentials are kept (env AUTHCLI_STORAGE; default: the keychain when one answers, else the file)',
+        ).choices(['file', 'keychain']),
+      )
+  );
 }
 
 export function program(signal: AbortSignal, out: Output): Command {
@@ -46,11 +57,13 @@ export function program(signal: AbortSignal, out: Output): Command {
 
   cli.hook('preAction', (_, action) => {
     if (action.getOptionValueSource('clientSecret') === 'cli') {
-      out.say('authcli: warning: --client-secret is visible to other users in `ps` and stays in shell history; use --client-secret-stdin or AUTHCLI_CLIENT_SECRET');
+      out.say(
+        'authcli: warning: --client-secret is visible to other users in `ps` and stays in shell history; use --client-secret-stdin or AUTHCLI_CLIENT_SECRET',
+      );
     }
   });
 
-  common(cli.command('login').description('sign in: device flow (code + QR), or --browser for this machine\'s browser'))
+  common(cli.command('login').description("sign in: device flow (code + QR), or --browser for this machine's browser"))
     .option('--browser', 'sign in through the local browser (authorization code + PKCE, loopback redirect)')
     .option('--scope <scopes>', 'scopes to request', 'openid profile offline_access')
     .option('--no-open', 'do not open a browser; only print the URL')
@@ -60,14 +73,18 @@ export function program(signal: AbortSignal, out: Output): Command {
     .option('--json', 'print the result as JSON')
     .action(async (flags) => (await import('./commands/login.js')).login(flags, signal, out));
 
-  common(cli.command('status').description('who is signed in where, token expiry, scopes; exit 0 valid or renewable, 1 signed out, 2 expired'))
+  common(
+    cli.command('status').description('who is signed in where, token expiry, scopes; exit 0 valid or renewable, 1 signed out, 2 expired'),
+  )
     .option('--json', 'print JSON')
     .action(async (flags) => (await import('./commands/status.js')).status(flags));
 
   common(cli.command('token').description('print a valid access token (refreshing it if needed), e.g. $(authcli token)'))
     .option('--json', 'print {access_token, token_type, expires_at, expires_in, scope}')
     .option('--format <format>', 'token, json, or exec-credential (a kubectl client.authentication.k8s.io/v1 ExecCredential)')
-    .action(async (flags: CommonFlags & { json?: boolean; format?: string }) => (await import('./commands/session.js')).token(flags, signal));
+    .action(async (flags: CommonFlags & { json?: boolean; format?: string }) =>
+      (await import('./commands/session.js')).token(flags, signal),
+    );
 
   common(cli.command('logout').description('revoke the session at the server and delete local credentials'))
     .option('--local', 'only forget the session on this machine (the token stays valid at the server)')
@@ -82,7 +99,10 @@ async function usageError(err: CommanderError, cli: Command, argv: readonly stri
   const names = new Set(cli.commands.map((c) => c.name()));
   const command = argv.slice(2).find((a) => names.has(a));
   // "error: unknown command 'x'\n(Did you mean y?)" -> "unknown command 'x'. Did you mean y?"
-  const message = err.message.replace(/^error: /, '').replace(/\s*\n\((Did you mean [^)]*)\)/, '. $1').replace(/\s*\n\s*/g, ' ');
+  const message = err.message
+    .replace(/^error: /, '')
+    .replace(/\s*\n\((Did you mean [^)]*)\)/, '. $1')
+    .replace(/\s*\n\s*/g, ' ');
   return new CliError('usage', message, { hint: `See \`authcli${command ? ` ${command}` : ''} --help\`.` });
 }
 

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { IssuerError, normalizeIssuer } from '@authcli/protocol';
 import { CliError } from './errors.js';
 
 export const DEFAULT_ISSUER = 'http://127.0.0.1:8080';
@@ -8,7 +9,7 @@ export const DEFAULT_CLIENT_ID = 'authcli';
 
 /** `$XDG_CONFIG_HOME/authcli` (default `~/.config/authcli`): config.json and credentials.json. */
 export function configDir(env: NodeJS.ProcessEnv = process.env): string {
-  const base = env.XDG_CONFIG_HOME && env.XDG_CONFIG_HOME.startsWith('/') ? env.XDG_CONFIG_HOME : join(homedir(), '.config');
+  const base = env.XDG_CONFIG_HOME?.startsWith('/') ? env.XDG_CONFIG_HOME : join(homedir(), '.config');
   return join(base, 'authcli');
 }
 
@@ -55,20 +56,14 @@ async function readConfigFile(env: NodeJS.ProcessEnv): Promise<ConfigFile> {
   }
 }
 
-/** An issuer identifier: https, or http on loopback; no query or fragment; no trailing slash. */
-export function normalizeIssuer(value: string): string {
-  let url: URL;
+/** The issuer identifier in its canonical form (@authcli/protocol, RFC 8414 §2), the one the server publishes; a config error if it cannot be one. */
+function issuerSetting(value: string): string {
   try {
-    url = new URL(value);
-  } catch {
-    throw new CliError('config', `issuer ${JSON.stringify(value)} is not a URL`);
+    return normalizeIssuer(value);
+  } catch (err) {
+    if (err instanceof IssuerError) throw new CliError('config', err.message, { cause: err });
+    throw err;
   }
-  const loopback = url.hostname === 'localhost' || url.hostname === '[::1]' || /^127\./.test(url.hostname);
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) {
-    throw new CliError('config', `issuer must use https (http only on this machine): ${value}`);
-  }
-  if (url.search || url.hash) throw new CliError('config', `issuer must not have a query or fragment: ${value}`);
-  return url.href.replace(/\/+$/, '');
 }
 
 const MAX_SECRET_BYTES = 64 * 1024;
@@ -91,7 +86,10 @@ export async function readSecretFromStdin(stdin: NodeJS.ReadableStream & { isTTY
     if (text.includes('\n') || text.length > MAX_SECRET_BYTES) break;
   }
   const secret = text.split(/\r?\n/)[0]!;
-  if (!secret) throw new CliError('usage', '--client-secret-stdin: stdin is empty', { hint: 'Pipe the secret in, e.g. authcli login --client-secret-stdin < secret.txt' });
+  if (!secret)
+    throw new CliError('usage', '--client-secret-stdin: stdin is empty', {
+      hint: 'Pipe the secret in, e.g. authcli login --client-secret-stdin < secret.txt',
+    });
   return secret;
 }
 
@@ -106,5 +104,5 @@ export async function resolveSettings(
   const clientId = flags.clientId ?? env.AUTHCLI_CLIENT_ID ?? file.client_id ?? DEFAULT_CLIENT_ID;
   const fromStdin = flags.clientSecretStdin ? await readSecretFromStdin(stdin) : undefined;
   const clientSecret = fromStdin ?? flags.clientSecret ?? env.AUTHCLI_CLIENT_SECRET ?? file.client_secret;
-  return { issuer: normalizeIssuer(issuer), clientId, clientSecret: clientSecret || undefined };
+  return { issuer: issuerSetting(issuer), clientId, clientSecret: clientSecret || undefined };
 }

@@ -3,7 +3,14 @@
 // this module decides between them and keeps the API every command uses.
 import { CliError } from './errors.js';
 import { credentialsPath, deleteFileSession, readFileSessions, writeFileSession } from './storage/file.js';
-import { deleteKeychainSession, KeychainError, keychainMayAnswer, keychainName, readKeychainSessions, writeKeychainSession } from './storage/keychain.js';
+import {
+  deleteKeychainSession,
+  KeychainError,
+  keychainMayAnswer,
+  keychainName,
+  readKeychainSessions,
+  writeKeychainSession,
+} from './storage/keychain.js';
 import { fallbackAnnounced, forgetAnnounced, rememberAnnounced } from './storage/notice.js';
 import { announcesFallback, readsKeychain, storageChoice, writesKeychain, type Situation } from './storage/select.js';
 import { newer, type StoredSession } from './storage/session.js';
@@ -103,7 +110,9 @@ export async function writeSession(
   await writeFileSession(issuer, session, env);
   if (s.choice === 'file') return;
   const path = credentialsPath(env);
-  const message = failure ? `${capitalized(failure.message)}; they are kept in ${path} instead.` : `No keychain available: credentials are kept in ${path}.`;
+  const message = failure
+    ? `${capitalized(failure.message)}; they are kept in ${path} instead.`
+    : `No keychain available: credentials are kept in ${path}.`;
   if (announcesFallback(s)) say(message);
   await rememberAnnounced(env, message);
 }

@@ -1,32 +1,28 @@
+import { OAUTH_AUTHORIZATION_SERVER_PATH, OPENID_CONFIGURATION_PATH, type OpenIDProviderMetadata } from '@authcli/protocol';
 import { CliError } from './errors.js';
 import type { Transport } from './http.js';
 
-/** The server metadata the CLI uses (RFC 8414 / OIDC Discovery); nothing else is assumed about the server. */
-export interface ServerMetadata {
-  issuer: string;
-  authorization_endpoint?: string;
-  token_endpoint: string;
-  device_authorization_endpoint?: string;
-  revocation_endpoint?: string;
-  userinfo_endpoint?: string;
-  jwks_uri?: string;
-  authorization_response_iss_parameter_supported?: boolean;
-  code_challenge_methods_supported?: string[];
-}
+/**
+ * The server metadata (RFC 8414 §2 / OIDC Discovery §3) as the CLI takes it:
+ * `issuer` and `token_endpoint` are checked by {@link discover}; nothing else
+ * is assumed about the server.
+ */
+export type ServerMetadata = Partial<OpenIDProviderMetadata> & Pick<OpenIDProviderMetadata, 'issuer'> & { token_endpoint: string };
 
 /**
  * Fetches the issuer's discovery document (OIDC first, then RFC 8414) and
  * checks that it is about this issuer (RFC 8414 §3.3).
  */
 export async function discover(issuer: string, transport: Transport): Promise<ServerMetadata> {
-  for (const path of ['/.well-known/openid-configuration', '/.well-known/oauth-authorization-server']) {
+  for (const path of [OPENID_CONFIGURATION_PATH, OAUTH_AUTHORIZATION_SERVER_PATH]) {
     const res = await transport(`${issuer}${path}`, { method: 'GET' });
     if (res.status === 404) continue;
     if (res.status !== 200 || typeof res.body !== 'object' || res.body === null) {
       throw new CliError('discovery', `${issuer}${path} answered ${res.status}; is ${issuer} an OAuth server?`);
     }
     const meta = res.body as ServerMetadata;
-    if (meta.issuer !== issuer) throw new CliError('discovery', `the discovery document names issuer ${String(meta.issuer)}, not ${issuer}`);
+    if (meta.issuer !== issuer)
+      throw new CliError('discovery', `the discovery document names issuer ${String(meta.issuer)}, not ${issuer}`);
     if (typeof meta.token_endpoint !== 'string') throw new CliError('discovery', `${issuer} publishes no token endpoint`);
     return meta;
   }

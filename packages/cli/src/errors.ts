@@ -50,7 +50,10 @@ export async function formatError(err: unknown, opts: { debug: boolean }): Promi
   const line =
     err instanceof CliError
       ? withHint(err.message, err.hint)
-      : withHint(`unexpected error: ${err instanceof Error ? err.message : String(err)}`, 'This is a bug; please report it with the output of the same command run with --debug.');
+      : withHint(
+          `unexpected error: ${err instanceof Error ? err.message : String(err)}`,
+          'This is a bug; please report it with the output of the same command run with --debug.',
+        );
   if (!opts.debug) return `authcli: ${line}`;
   const { inspect } = await import('node:util');
   return `authcli: ${line}\n\n${inspect(err, { depth: 10, colors: false })}`;

@@ -59,7 +59,13 @@ export function networkError(url: string, err: unknown): CliError {
   const origin = target.origin;
   const { code, message, name } = rootCause(err);
   const fail = (what: string, hint?: string) => new CliError('network', `cannot reach ${origin}: ${what}`, { cause: err, hint });
-  if (name === 'TimeoutError' || code === 'ETIMEDOUT' || code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
+  if (
+    name === 'TimeoutError' ||
+    code === 'ETIMEDOUT' ||
+    code === 'UND_ERR_CONNECT_TIMEOUT' ||
+    code === 'UND_ERR_HEADERS_TIMEOUT' ||
+    code === 'UND_ERR_BODY_TIMEOUT'
+  ) {
     return fail(`no answer within ${REQUEST_TIMEOUT_MS / 1000} s`, 'Is the server overloaded, or is a firewall dropping the connection?');
   }
   switch (code) {
@@ -76,16 +82,23 @@ export function networkError(url: string, err: unknown): CliError {
     case 'ECONNRESET':
     case 'EPIPE':
     case 'UND_ERR_SOCKET':
-      return fail('the connection was closed before an answer', `Is ${origin} an HTTP${target.protocol === 'https:' ? 'S' : ''} server, and is a proxy in the way?`);
+      return fail(
+        'the connection was closed before an answer',
+        `Is ${origin} an HTTP${target.protocol === 'https:' ? 'S' : ''} server, and is a proxy in the way?`,
+      );
     case 'ERR_SSL_WRONG_VERSION_NUMBER':
       return fail('TLS failed: the server does not speak TLS on that port', 'Does the issuer start with http:// rather than https://?');
     case 'ERR_TLS_CERT_ALTNAME_INVALID':
       return fail(`TLS failed: the certificate is not for ${target.hostname}`, 'Check the issuer URL.');
   }
   if (code && TLS_CODE.test(code)) {
-    return fail(`TLS failed: ${message} (${code})`, 'If the server uses a private certificate authority, point NODE_EXTRA_CA_CERTS at its certificate.');
+    return fail(
+      `TLS failed: ${message} (${code})`,
+      'If the server uses a private certificate authority, point NODE_EXTRA_CA_CERTS at its certificate.',
+    );
   }
-  if (message === 'bad port') return fail(`port ${target.port} is on the fetch standard's list of blocked ports`, 'Run the server on another port.');
+  if (message === 'bad port')
+    return fail(`port ${target.port} is on the fetch standard's list of blocked ports`, 'Run the server on another port.');
   return fail(code ?? message);
 }
 
@@ -94,7 +107,10 @@ function serverError(url: string, status: number, statusText: string, body: unkn
   const e = body && typeof body === 'object' ? oauthError({ status, headers: new Headers(), body }) : undefined;
   const detail = e ? ` (${e.error}${e.description ? `: ${e.description}` : ''})` : '';
   return new CliError('network', `${new URL(url).origin} answered HTTP ${status}${statusText ? ` ${statusText}` : ''}${detail}`, {
-    hint: status === 502 || status === 503 || status === 504 ? 'The server or a gateway before it is unavailable; try again in a moment.' : 'The server failed; try again, and see its log if it keeps failing.',
+    hint:
+      status === 502 || status === 503 || status === 504
+        ? 'The server or a gateway before it is unavailable; try again in a moment.'
+        : 'The server failed; try again, and see its log if it keeps failing.',
   });
 }
 
@@ -136,7 +152,10 @@ export const httpTransport: Transport = async (url, init) => {
 };
 
 /** HTTP Basic for confidential clients (RFC 6749 §2.3.1: id and secret form-urlencoded first). */
-export function clientAuth(settings: ClientSettings, form: Record<string, string>): { headers: Record<string, string>; form: Record<string, string> } {
+export function clientAuth(
+  settings: ClientSettings,
+  form: Record<string, string>,
+): { headers: Record<string, string>; form: Record<string, string> } {
   if (!settings.clientSecret) return { headers: {}, form: { ...form, client_id: settings.clientId } };
   const enc = (s: string) => encodeURIComponent(s).replace(/%20/g, '+');
   const basic = Buffer.from(`${enc(settings.clientId)}:${enc(settings.clientSecret)}`).toString('base64');

@@ -76,7 +76,8 @@ export interface SeenLock {
 function parseHolder(raw: string): LockHolder | undefined {
   try {
     const h = JSON.parse(raw) as Partial<LockHolder>;
-    if (typeof h.pid === 'number' && typeof h.host === 'string' && typeof h.id === 'string' && typeof h.since === 'number') return h as LockHolder;
+    if (typeof h.pid === 'number' && typeof h.host === 'string' && typeof h.id === 'string' && typeof h.since === 'number')
+      return h as LockHolder;
   } catch {
     // Empty (its creator is between create and write) or damaged: judged by its age alone.
   }
@@ -230,7 +231,9 @@ export async function acquireLock(path: string, opts: LockOptions = {}): Promise
     }
     const waited = Date.now() - start;
     if (waited >= timeoutMs) {
-      const who = seen.holder ? `another authcli process (pid ${seen.holder.pid}${seen.holder.host === hostname() ? '' : ` on ${seen.holder.host}`})` : 'another authcli process';
+      const who = seen.holder
+        ? `another authcli process (pid ${seen.holder.pid}${seen.holder.host === hostname() ? '' : ` on ${seen.holder.host}`})`
+        : 'another authcli process';
       throw new CliError(
         'timeout',
         `gave up after ${Math.round(timeoutMs / 1000)} s waiting for ${who}${opts.purpose ? ` ${opts.purpose}` : ''} (lock ${path})`,

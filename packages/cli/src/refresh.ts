@@ -1,3 +1,4 @@
+import { REFRESH_TOKEN_GRANT_TYPE } from '@authcli/protocol';
 import type { ClientSettings } from './config.js';
 import { deleteSession, readSession, writeSession, type StoredSession } from './credentials.js';
 import { discover } from './discovery.js';
@@ -37,7 +38,8 @@ export async function refreshedSession(
     async (assertHeld): Promise<StoredSession | { otherClient: StoredSession }> => {
       const now = Date.now();
       const current = await readSession(issuer);
-      if (!current) throw new CliError('signed_out', `not signed in to ${issuer} (another authcli process signed out); run \`authcli login\``);
+      if (!current)
+        throw new CliError('signed_out', `not signed in to ${issuer} (another authcli process signed out); run \`authcli login\``);
       if (!needsRefresh(current, format, now)) return current;
       // A login with another client replaced the session while we waited: its lock is not the one held.
       if (current.client_id !== seen.client_id) return { otherClient: current };
@@ -49,16 +51,22 @@ export async function refreshedSession(
       }
       const client = { ...settings, clientId: current.client_id };
       const meta = await discover(issuer, httpTransport);
-      const auth = clientAuth(client, { grant_type: 'refresh_token', refresh_token: current.refresh_token });
+      const auth = clientAuth(client, { grant_type: REFRESH_TOKEN_GRANT_TYPE, refresh_token: current.refresh_token });
       assertHeld();
       const res = await httpTransport(meta.token_endpoint, { method: 'POST', headers: auth.headers, form: auth.form });
       if (res.status !== 200) {
         const e = oauthError(res);
         if (e?.error === 'invalid_grant') {
           await deleteSession(issuer);
-          throw new CliError('signed_out', `the sign-in to ${issuer} has ended (${e.description ?? 'invalid_grant'}); run \`authcli login\``);
+          throw new CliError(
+            'signed_out',
+            `the sign-in to ${issuer} has ended (${e.description ?? 'invalid_grant'}); run \`authcli login\``,
+          );
         }
-        throw new CliError('protocol', `refreshing failed: ${e ? `${e.error}${e.description ? `: ${e.description}` : ''}` : `HTTP ${res.status}`}`);
+        throw new CliError(
+          'protocol',
+          `refreshing failed: ${e ? `${e.error}${e.description ? `: ${e.description}` : ''}` : `HTTP ${res.status}`}`,
+        );
       }
       const tokens = asTokenResponse(res.body);
       let refreshed: StoredSession;
@@ -76,7 +84,10 @@ export async function refreshedSession(
     {
       signal,
       purpose: `refreshing the sign-in to ${issuer}`,
-      onWait: (holder) => out.say(`Waiting for another authcli process${holder ? ` (pid ${holder.pid})` : ''} that is refreshing the sign-in to ${issuer}...`),
+      onWait: (holder) =>
+        out.say(
+          `Waiting for another authcli process${holder ? ` (pid ${holder.pid})` : ''} that is refreshing the sign-in to ${issuer}...`,
+        ),
     },
   );
   // Retried outside the lock held so far, so no process holds one client's lock while waiting for another's.

@@ -14,11 +14,19 @@ import type { Output } from './output.js';
  * CliError('network' | 'discovery') when the server cannot be reached and
  * CliError('protocol') when it refuses.
  */
-export async function revokeSession(settings: ClientSettings, session: StoredSession, meta?: ServerMetadata): Promise<'revoked' | 'unsupported'> {
+export async function revokeSession(
+  settings: ClientSettings,
+  session: StoredSession,
+  meta?: ServerMetadata,
+): Promise<'revoked' | 'unsupported'> {
   meta ??= await discover(settings.issuer, httpTransport);
   if (!meta.revocation_endpoint) return 'unsupported';
   // The secret belongs to the configured client: a session of another client is revoked as a public client's.
-  const client = { ...settings, clientId: session.client_id, clientSecret: session.client_id === settings.clientId ? settings.clientSecret : undefined };
+  const client = {
+    ...settings,
+    clientId: session.client_id,
+    clientSecret: session.client_id === settings.clientId ? settings.clientSecret : undefined,
+  };
   const auth = clientAuth(client, {
     token: session.refresh_token ?? session.access_token,
     token_type_hint: session.refresh_token ? 'refresh_token' : 'access_token',
@@ -26,7 +34,10 @@ export async function revokeSession(settings: ClientSettings, session: StoredSes
   const res = await httpTransport(meta.revocation_endpoint, { method: 'POST', headers: auth.headers, form: auth.form });
   if (res.status !== 200) {
     const e = oauthError(res);
-    throw new CliError('protocol', `the server refused to revoke it (${e ? `${e.error}${e.description ? `: ${e.description}` : ''}` : `HTTP ${res.status}`})`);
+    throw new CliError(
+      'protocol',
+      `the server refused to revoke it (${e ? `${e.error}${e.description ? `: ${e.description}` : ''}` : `HTTP ${res.status}`})`,
+    );
   }
   return 'revoked';
 }
@@ -68,7 +79,8 @@ export async function replaceSession(
     {
       signal,
       purpose: `storing the sign-in to ${issuer}`,
-      onWait: (holder) => out.say(`Waiting for another authcli process${holder ? ` (pid ${holder.pid})` : ''} to finish with the sign-in to ${issuer}...`),
+      onWait: (holder) =>
+        out.say(`Waiting for another authcli process${holder ? ` (pid ${holder.pid})` : ''} to finish with the sign-in to ${issuer}...`),
     },
   );
   if (!previous || (previous.refresh_token ?? previous.access_token) === (session.refresh_token ?? session.access_token)) return;
@@ -76,6 +88,8 @@ export async function replaceSession(
     await revokeSession(settings, previous, meta);
   } catch (err) {
     if (!(err instanceof CliError)) throw err;
-    out.say(`Could not revoke the previous sign-in to ${issuer} (${err.message}); its refresh token stays valid at the server until it expires.`);
+    out.say(
+      `Could not revoke the previous sign-in to ${issuer} (${err.message}); its refresh token stays valid at the server until it expires.`,
+    );
   }
 }

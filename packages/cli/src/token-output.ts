@@ -19,7 +19,8 @@ export function tokenFormat(flags: { json?: boolean | undefined; format?: string
   if (format !== undefined && !(TOKEN_FORMATS as readonly string[]).includes(format)) {
     throw new CliError('config', `--format must be one of ${TOKEN_FORMATS.join(', ')}; got ${JSON.stringify(format)}`);
   }
-  if (flags.json && format !== undefined && format !== 'json') throw new CliError('config', `--json and --format ${format} ask for different output; use one`);
+  if (flags.json && format !== undefined && format !== 'json')
+    throw new CliError('config', `--json and --format ${format} ask for different output; use one`);
   return flags.json ? 'json' : ((format as TokenFormat | undefined) ?? 'token');
 }
 
@@ -92,7 +93,10 @@ export function execCredentialVersion(env: NodeJS.ProcessEnv): string {
     throw new CliError('config', 'KUBERNETES_EXEC_INFO is not JSON');
   }
   if (typeof apiVersion !== 'string' || !EXEC_CREDENTIAL_VERSIONS.includes(apiVersion)) {
-    throw new CliError('config', `kubectl asks for ExecCredential ${String(apiVersion)}; authcli answers ${EXEC_CREDENTIAL_VERSIONS.join(' or ')} (set apiVersion in the kubeconfig's exec section)`);
+    throw new CliError(
+      'config',
+      `kubectl asks for ExecCredential ${String(apiVersion)}; authcli answers ${EXEC_CREDENTIAL_VERSIONS.join(' or ')} (set apiVersion in the kubeconfig's exec section)`,
+    );
   }
   return apiVersion;
 }

@@ -1,3 +1,4 @@
+import type { TokenResponse } from '@authcli/protocol';
 import { createLocalJWKSet, decodeJwt, jwtVerify, type JSONWebKeySet } from 'jose';
 import type { ClientSettings } from './config.js';
 import type { StoredSession } from './credentials.js';
@@ -5,16 +6,7 @@ import type { ServerMetadata } from './discovery.js';
 import { CliError } from './errors.js';
 import { httpTransport, type Transport } from './http.js';
 
-/** RFC 6749 §5.1 token response, as received. */
-export interface TokenResponse {
-  access_token: string;
-  token_type: string;
-  expires_in?: number;
-  refresh_token?: string;
-  id_token?: string;
-  scope?: string;
-}
-
+/** The body of a successful token response (RFC 6749 §5.1) with a Bearer access token; CliError('protocol') if it is not one. */
 export function asTokenResponse(body: unknown): TokenResponse {
   const b = body as Partial<TokenResponse> | undefined;
   if (!b || typeof b.access_token !== 'string' || typeof b.token_type !== 'string') {
@@ -53,8 +45,14 @@ export async function verifyIdToken(
     if (Array.isArray(payload.aud) && payload.aud.length > 1 && payload.azp !== settings.clientId) {
       throw new CliError('id_token', 'the ID token is for another party (azp)');
     }
-    if (expectedNonce !== undefined && payload.nonce !== expectedNonce) throw new CliError('id_token', 'the ID token nonce does not match this sign-in');
-    const username = typeof payload.preferred_username === 'string' ? payload.preferred_username : typeof payload.email === 'string' ? payload.email : undefined;
+    if (expectedNonce !== undefined && payload.nonce !== expectedNonce)
+      throw new CliError('id_token', 'the ID token nonce does not match this sign-in');
+    const username =
+      typeof payload.preferred_username === 'string'
+        ? payload.preferred_username
+        : typeof payload.email === 'string'
+          ? payload.email
+          : undefined;
     return { sub: payload.sub!, username };
   } catch (err) {
     if (err instanceof CliError) throw err;
@@ -74,7 +72,8 @@ export async function sessionFromTokens(
   let username = opts.previous?.username;
   if (tokens.id_token) {
     ({ sub: subject, username } = await verifyIdToken(tokens.id_token, meta, settings, opts.nonce, now));
-    if (opts.previous?.subject && opts.previous.subject !== subject) throw new CliError('id_token', 'the refreshed ID token is for a different user');
+    if (opts.previous?.subject && opts.previous.subject !== subject)
+      throw new CliError('id_token', 'the refreshed ID token is for a different user');
   } else if (!subject) {
     // No ID token (no openid scope): the JWT access token, if it is one, still names the user.
     try {

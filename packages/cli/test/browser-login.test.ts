@@ -3,9 +3,18 @@ import { browserLogin, duration } from '../src/browser/login.js';
 import { CliError } from '../src/errors.js';
 import type { HttpResponse, Transport } from '../src/http.js';
 
-const meta = { issuer: 'https://id.example', authorization_endpoint: 'https://id.example/authorize', token_endpoint: 'https://id.example/token', authorization_response_iss_parameter_supported: true };
+const meta = {
+  issuer: 'https://id.example',
+  authorization_endpoint: 'https://id.example/authorize',
+  token_endpoint: 'https://id.example/token',
+  authorization_response_iss_parameter_supported: true,
+};
 const settings = { issuer: 'https://id.example', clientId: 'authcli', clientSecret: undefined };
-const page = (status: number, body: unknown = '<html><body><form action="/signin"></form></body></html>'): HttpResponse => ({ status, headers: new Headers(), body });
+const page = (status: number, body: unknown = '<html><body><form action="/signin"></form></body></html>'): HttpResponse => ({
+  status,
+  headers: new Headers(),
+  body,
+});
 
 /** A server whose authorization endpoint sends the browser to sign in, and that must never see a token request. */
 const signInRedirect: Transport = async (url, init) => {
@@ -19,8 +28,19 @@ const complete = async () => {
 describe('browser login (RFC 8252 loopback)', () => {
   it('prints an authorization URL with PKCE S256, state, nonce and a 127.0.0.1 redirect, then the waiting line, and times out', async () => {
     const lines: string[] = [];
-    const p = browserLogin(meta, settings, signInRedirect, { scope: 'openid', port: 0, openBrowser: undefined, say: (l) => lines.push(l), timeoutMs: 2000, complete });
-    await expect(p).rejects.toMatchObject({ code: 'timeout', message: 'no answer from the browser within 2 s', hint: expect.stringMatching(/--timeout/) });
+    const p = browserLogin(meta, settings, signInRedirect, {
+      scope: 'openid',
+      port: 0,
+      openBrowser: undefined,
+      say: (l) => lines.push(l),
+      timeoutMs: 2000,
+      complete,
+    });
+    await expect(p).rejects.toMatchObject({
+      code: 'timeout',
+      message: 'no answer from the browser within 2 s',
+      hint: expect.stringMatching(/--timeout/),
+    });
     const url = new URL(lines.join('\n').match(/https:\/\/id\.example\/authorize\?\S+/)![0]);
     expect(url.searchParams.get('code_challenge_method')).toBe('S256');
     expect(url.searchParams.get('code_challenge')).toMatch(/^[\w-]{43}$/);
@@ -40,7 +60,15 @@ describe('browser login (RFC 8252 loopback)', () => {
 
   it('says what to check when nothing has come back after a while, and keeps waiting', async () => {
     const lines: string[] = [];
-    const p = browserLogin(meta, { ...settings, clientId: 'my-cli' }, signInRedirect, { scope: 'openid', port: 0, openBrowser: undefined, say: (l) => lines.push(l), timeoutMs: 600, quietHintMs: 200, complete });
+    const p = browserLogin(meta, { ...settings, clientId: 'my-cli' }, signInRedirect, {
+      scope: 'openid',
+      port: 0,
+      openBrowser: undefined,
+      say: (l) => lines.push(l),
+      timeoutMs: 600,
+      quietHintMs: 200,
+      complete,
+    });
     await expect(p).rejects.toMatchObject({ code: 'timeout' });
     const hint = lines.find((l) => l.startsWith('Nothing has come back'));
     expect(hint).toMatch(/client id \(my-cli\).*http:\/\/127\.0\.0\.1\/callback registered/);
@@ -48,7 +76,15 @@ describe('browser login (RFC 8252 loopback)', () => {
 
   it('no such line when the sign-in ends first', async () => {
     const lines: string[] = [];
-    const p = browserLogin(meta, settings, signInRedirect, { scope: 'openid', port: 0, openBrowser: undefined, say: (l) => lines.push(l), timeoutMs: 200, quietHintMs: 60_000, complete });
+    const p = browserLogin(meta, settings, signInRedirect, {
+      scope: 'openid',
+      port: 0,
+      openBrowser: undefined,
+      say: (l) => lines.push(l),
+      timeoutMs: 200,
+      quietHintMs: 60_000,
+      complete,
+    });
     await expect(p).rejects.toMatchObject({ code: 'timeout' });
     expect(lines.some((l) => l.startsWith('Nothing has come back'))).toBe(false);
   });
@@ -56,7 +92,10 @@ describe('browser login (RFC 8252 loopback)', () => {
   it('rfc6749 §4.1.2.1 an error page at the authorization endpoint stops the login before the browser opens', async () => {
     let opened = false;
     const errorPage: Transport = async () =>
-      page(400, '<html><head><title>Cannot continue</title></head><body><h1>Cannot continue</h1><p role="alert">The application is not registered with this server (unknown client_id).</p><p>Error: invalid_client</p></body></html>');
+      page(
+        400,
+        '<html><head><title>Cannot continue</title></head><body><h1>Cannot continue</h1><p role="alert">The application is not registered with this server (unknown client_id).</p><p>Error: invalid_client</p></body></html>',
+      );
     const err = await browserLogin(meta, settings, errorPage, {
       scope: 'openid',
       port: 0,
@@ -75,7 +114,16 @@ describe('browser login (RFC 8252 loopback)', () => {
 
   it('an unregistered redirect URI points at the callback to register', async () => {
     const errorPage: Transport = async () => page(400, { error: 'invalid_request', error_description: 'redirect_uri is not registered' });
-    await expect(browserLogin(meta, settings, errorPage, { scope: 'openid', port: 0, openBrowser: undefined, say: () => {}, timeoutMs: 60_000, complete })).rejects.toMatchObject({
+    await expect(
+      browserLogin(meta, settings, errorPage, {
+        scope: 'openid',
+        port: 0,
+        openBrowser: undefined,
+        say: () => {},
+        timeoutMs: 60_000,
+        complete,
+      }),
+    ).rejects.toMatchObject({
       hint: expect.stringMatching(/http:\/\/127\.0\.0\.1\/callback \(any port\) registered/),
     });
   });
@@ -88,14 +136,30 @@ describe('browser login (RFC 8252 loopback)', () => {
       (async () => page(403, 'forbidden')) satisfies Transport,
     ]) {
       const lines: string[] = [];
-      await expect(browserLogin(meta, settings, transport, { scope: 'openid', port: 0, openBrowser: undefined, say: (l) => lines.push(l), timeoutMs: 200, complete })).rejects.toMatchObject({ code: 'timeout' });
+      await expect(
+        browserLogin(meta, settings, transport, {
+          scope: 'openid',
+          port: 0,
+          openBrowser: undefined,
+          say: (l) => lines.push(l),
+          timeoutMs: 200,
+          complete,
+        }),
+      ).rejects.toMatchObject({ code: 'timeout' });
       expect(lines.join('\n')).toMatch(/Open this URL/);
     }
   });
 
   it('a browser that cannot be opened is reported with the device-flow hint', async () => {
     const lines: string[] = [];
-    const p = browserLogin(meta, settings, signInRedirect, { scope: 'openid', port: 0, openBrowser: async () => false, say: (l) => lines.push(l), timeoutMs: 200, complete });
+    const p = browserLogin(meta, settings, signInRedirect, {
+      scope: 'openid',
+      port: 0,
+      openBrowser: async () => false,
+      say: (l) => lines.push(l),
+      timeoutMs: 200,
+      complete,
+    });
     await expect(p).rejects.toMatchObject({ code: 'timeout' });
     expect(lines.join('\n')).toMatch(/Could not open a browser.*authcli login/s);
   });
@@ -106,7 +170,16 @@ describe('browser login (RFC 8252 loopback)', () => {
     await new Promise<void>((r) => taken.listen(0, '127.0.0.1', () => r()));
     const port = (taken.address() as { port: number }).port;
     try {
-      await expect(browserLogin(meta, settings, signInRedirect, { scope: 'openid', port, openBrowser: undefined, say: () => {}, timeoutMs: 200, complete })).rejects.toThrow(/in use/);
+      await expect(
+        browserLogin(meta, settings, signInRedirect, {
+          scope: 'openid',
+          port,
+          openBrowser: undefined,
+          say: () => {},
+          timeoutMs: 200,
+          complete,
+        }),
+      ).rejects.toThrow(/in use/);
     } finally {
       taken.close();
     }

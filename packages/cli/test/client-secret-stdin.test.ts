@@ -15,7 +15,10 @@ describe('--client-secret-stdin', () => {
   });
 
   it('refuses a terminal (the secret would be echoed) and an empty stdin', async () => {
-    await expect(readSecretFromStdin(stdin('s3cret\n', true))).rejects.toMatchObject({ code: 'usage', message: expect.stringMatching(/not from the terminal/) });
+    await expect(readSecretFromStdin(stdin('s3cret\n', true))).rejects.toMatchObject({
+      code: 'usage',
+      message: expect.stringMatching(/not from the terminal/),
+    });
     await expect(readSecretFromStdin(stdin(''))).rejects.toMatchObject({ code: 'usage', message: expect.stringMatching(/stdin is empty/) });
   });
 

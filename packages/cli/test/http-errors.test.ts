@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server, type Socket } from 'node:net';
 import { fetch } from 'undici';
-import { CliError, formatError } from '../src/errors.js';
+import { type CliError, formatError } from '../src/errors.js';
 import { httpTransport, networkError } from '../src/http.js';
 
 /** The error undici really throws for `url` (real sockets on loopback), turned into the CLI's. */
@@ -43,7 +43,7 @@ describe('network failures become one line and a hint', () => {
 
   it('a port the fetch standard blocks is named as such, not as "bad port"', async () => {
     const err = await failure('http://127.0.0.1:6000/');
-    expect(err.message).toBe('cannot reach http://127.0.0.1:6000: port 6000 is on the fetch standard\'s list of blocked ports');
+    expect(err.message).toBe("cannot reach http://127.0.0.1:6000: port 6000 is on the fetch standard's list of blocked ports");
   });
 
   it('the original error stays as the cause, for --debug', async () => {

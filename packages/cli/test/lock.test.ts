@@ -40,7 +40,10 @@ describe('the session lock', () => {
     const path = sessionLockPath(ISS, 'authcli', env);
     const first = await acquireLock(path);
     let secondHeld = false;
-    const second = acquireLock(path).then((l) => ((secondHeld = true), l));
+    const second = acquireLock(path).then((l) => {
+      secondHeld = true;
+      return l;
+    });
     await sleep(300);
     expect(secondHeld).toBe(false);
     await first.release();
@@ -58,7 +61,9 @@ describe('the session lock', () => {
     const err = await acquireLock(path, { timeoutMs: 400, purpose: 'refreshing the sign-in to x' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CliError);
     expect((err as CliError).code).toBe('timeout');
-    expect((err as CliError).message).toMatch(new RegExp(`waiting for another authcli process \\(pid ${process.pid}\\) refreshing the sign-in to x`));
+    expect((err as CliError).message).toMatch(
+      new RegExp(`waiting for another authcli process \\(pid ${process.pid}\\) refreshing the sign-in to x`),
+    );
     expect(Date.now() - started).toBeLessThan(1500);
     await holder.release();
   });

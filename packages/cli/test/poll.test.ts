@@ -97,11 +97,16 @@ describe('rfc8628 §3.5 device polling loop', () => {
     const clock = new FakeClock();
     const ac = new AbortController();
     const { transport } = scripted(clock, [pending]);
-    const p = pollForTokens(req(), async (...a) => {
-      const r = await transport(...a);
-      ac.abort();
-      return r;
-    }, clock, ac.signal);
+    const p = pollForTokens(
+      req(),
+      async (...a) => {
+        const r = await transport(...a);
+        ac.abort();
+        return r;
+      },
+      clock,
+      ac.signal,
+    );
     await expect(p).rejects.toMatchObject({ code: 'cancelled' });
   });
 

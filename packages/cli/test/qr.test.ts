@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import jsQR from 'jsqr';
 import qrcodeTerminal from 'qrcode-terminal';
 import { QUIET_ZONE, qrMatrix, renderQr, terminalQr } from '../src/qr.js';
-import { DARK_SCHEME, interpret, LIGHT_SCHEME, paint, scanTerminal } from './support/terminal.js';
+import { DARK_SCHEME, interpret, LIGHT_SCHEME, paint, scanTerminal } from '@authcli/test-support/terminal';
 
 const COMPLETE = 'http://127.0.0.1:8080/device?user_code=BCDF-GHJK';
 
@@ -14,7 +14,11 @@ describe('terminal QR code (ISO/IEC 18004 quiet zone, explicit colours)', () => 
   }
 
   it('scans on both schemes for URIs of every length a server may send', () => {
-    for (const uri of ['https://a.io/d?c=X', `${COMPLETE}&x=${'y'.repeat(60)}`, `https://login.example.com/activate?user_code=${'W'.repeat(8)}&${'p'.repeat(150)}`]) {
+    for (const uri of [
+      'https://a.io/d?c=X',
+      `${COMPLETE}&x=${'y'.repeat(60)}`,
+      `https://login.example.com/activate?user_code=${'W'.repeat(8)}&${'p'.repeat(150)}`,
+    ]) {
       const drawn = terminalQr(uri);
       expect(scanTerminal(drawn, DARK_SCHEME), uri).toBe(uri);
       expect(scanTerminal(drawn, LIGHT_SCHEME), uri).toBe(uri);
@@ -36,7 +40,8 @@ describe('terminal QR code (ISO/IEC 18004 quiet zone, explicit colours)', () => 
       for (let y = 0; y < img.height; y++) {
         for (let x = 0; x < img.width; x++) {
           const o = (y * img.width + x) * 4;
-          if (pred(img.data[o]!, img.data[o + 1]!, img.data[o + 2]!)) [top, left, bottom, right] = [Math.min(top, y), Math.min(left, x), Math.max(bottom, y), Math.max(right, x)];
+          if (pred(img.data[o]!, img.data[o + 1]!, img.data[o + 2]!))
+            [top, left, bottom, right] = [Math.min(top, y), Math.min(left, x), Math.max(bottom, y), Math.max(right, x)];
         }
       }
       return { top, left, bottom, right };
@@ -59,7 +64,7 @@ describe('terminal QR code (ISO/IEC 18004 quiet zone, explicit colours)', () => 
     }
   });
 
-  it('the test can tell: qrcode-terminal\'s own renderer (theme colours, 1-module border) does not scan on a light terminal', () => {
+  it("the test can tell: qrcode-terminal's own renderer (theme colours, 1-module border) does not scan on a light terminal", () => {
     let drawn = '';
     qrcodeTerminal.generate(COMPLETE, { small: true }, (s) => (drawn = s));
     expect(scanTerminal(drawn, LIGHT_SCHEME)).toBeUndefined();

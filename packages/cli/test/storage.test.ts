@@ -2,7 +2,16 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { allSessions, credentialsPath, deleteSession, describeStore, locateSession, readSession, writeSession, type StoredSession } from '../src/credentials.js';
+import {
+  allSessions,
+  credentialsPath,
+  deleteSession,
+  describeStore,
+  locateSession,
+  readSession,
+  writeSession,
+  type StoredSession,
+} from '../src/credentials.js';
 import { CliError } from '../src/errors.js';
 import { keychainMayAnswer, keychainName } from '../src/storage/keychain.js';
 import { announcesFallback, readsKeychain, storageChoice, writesKeychain, type StorageChoice } from '../src/storage/select.js';
@@ -27,7 +36,9 @@ describe('storage selection', () => {
     expect(storageChoice({ AUTHCLI_STORAGE: 'file' })).toBe('file');
     expect(storageChoice({ AUTHCLI_STORAGE: 'keychain' })).toBe('keychain');
     for (const bad of ['auto', 'FILE', 'wallet']) {
-      expect(() => storageChoice({ AUTHCLI_STORAGE: bad }), bad).toThrow(expect.objectContaining({ code: 'config', message: `AUTHCLI_STORAGE must be file or keychain, not "${bad}"` }));
+      expect(() => storageChoice({ AUTHCLI_STORAGE: bad }), bad).toThrow(
+        expect.objectContaining({ code: 'config', message: `AUTHCLI_STORAGE must be file or keychain, not "${bad}"` }),
+      );
     }
   });
 
@@ -59,7 +70,9 @@ describe('storage selection', () => {
   });
 
   const situations = (choice: StorageChoice) =>
-    [true, false].flatMap((keychainMayAnswer) => [true, false].map((fallbackAnnounced) => ({ choice, keychainMayAnswer, fallbackAnnounced })));
+    [true, false].flatMap((keychainMayAnswer) =>
+      [true, false].map((fallbackAnnounced) => ({ choice, keychainMayAnswer, fallbackAnnounced })),
+    );
 
   it('reads ask the keychain unless the file was chosen, none can answer, or the file holds the copy of an announced fallback', () => {
     for (const s of situations('file')) expect(readsKeychain(s, true) || readsKeychain(s, false)).toBe(false);

@@ -74,7 +74,9 @@ describe('what authcli token prints', () => {
   });
 
   it('answers the ExecCredential version kubectl asks for in KUBERNETES_EXEC_INFO (v1, v1beta1), and refuses others', () => {
-    const info = (apiVersion: string) => ({ KUBERNETES_EXEC_INFO: JSON.stringify({ apiVersion, kind: 'ExecCredential', spec: { interactive: false } }) });
+    const info = (apiVersion: string) => ({
+      KUBERNETES_EXEC_INFO: JSON.stringify({ apiVersion, kind: 'ExecCredential', spec: { interactive: false } }),
+    });
     expect(execCredentialVersion({})).toBe('client.authentication.k8s.io/v1');
     expect(execCredentialVersion(info('client.authentication.k8s.io/v1'))).toBe('client.authentication.k8s.io/v1');
     expect(execCredentialVersion(info('client.authentication.k8s.io/v1beta1'))).toBe('client.authentication.k8s.io/v1beta1');

@@ -18,7 +18,11 @@ describe('validateCallback (rfc6749 §10.12 state, rfc9207 iss)', () => {
   });
 
   it('rejects a wrong, missing or repeated state', () => {
-    for (const bad of [`code=abc&state=x&iss=${ISS}`, `code=abc&iss=${ISS}`, `code=abc&state=${'S'.repeat(43)}&state=${'S'.repeat(43)}&iss=${ISS}`]) {
+    for (const bad of [
+      `code=abc&state=x&iss=${ISS}`,
+      `code=abc&iss=${ISS}`,
+      `code=abc&state=${'S'.repeat(43)}&state=${'S'.repeat(43)}&iss=${ISS}`,
+    ]) {
       expect(() => validateCallback(q(bad), expectations), bad).toThrow(CliError);
     }
   });
@@ -32,7 +36,9 @@ describe('validateCallback (rfc6749 §10.12 state, rfc9207 iss)', () => {
 
   it('an error callback is an error, not a success', () => {
     const state = 'S'.repeat(43);
-    expect(() => validateCallback(q(`error=access_denied&state=${state}&iss=${ISS}`), expectations)).toThrow(expect.objectContaining({ code: 'access_denied' }));
+    expect(() => validateCallback(q(`error=access_denied&state=${state}&iss=${ISS}`), expectations)).toThrow(
+      expect.objectContaining({ code: 'access_denied' }),
+    );
     expect(() => validateCallback(q(`error=invalid_scope&state=${state}&iss=${ISS}`), expectations)).toThrow(/invalid_scope/);
     expect(() => validateCallback(q(`state=${state}&iss=${ISS}`), expectations)).toThrow(/neither a code/);
   });
@@ -53,7 +59,10 @@ describe('settings and credentials', () => {
     expect(await resolveSettings({}, env)).toMatchObject({ issuer: 'https://file.example', clientId: 'from-file' });
     const withEnv = { ...env, AUTHCLI_ISSUER: 'https://env.example/', AUTHCLI_CLIENT_SECRET: 's' };
     expect(await resolveSettings({}, withEnv)).toMatchObject({ issuer: 'https://env.example', clientId: 'from-file', clientSecret: 's' });
-    expect(await resolveSettings({ issuer: 'https://flag.example', clientId: 'flag' }, withEnv)).toMatchObject({ issuer: 'https://flag.example', clientId: 'flag' });
+    expect(await resolveSettings({ issuer: 'https://flag.example', clientId: 'flag' }, withEnv)).toMatchObject({
+      issuer: 'https://flag.example',
+      clientId: 'flag',
+    });
   });
 
   it('bad settings are clear errors', async () => {
@@ -67,7 +76,16 @@ describe('settings and credentials', () => {
 
   it('credentials: per issuer, mode 0600, no temp files left, deletable', async () => {
     const env = { XDG_CONFIG_HOME: home, AUTHCLI_STORAGE: 'file' } as NodeJS.ProcessEnv;
-    const s: StoredSession = { client_id: 'authcli', access_token: 'a', token_type: 'Bearer', expires_at: 1, scope: 'openid', subject: 'u', username: 'alice', obtained_at: 0 };
+    const s: StoredSession = {
+      client_id: 'authcli',
+      access_token: 'a',
+      token_type: 'Bearer',
+      expires_at: 1,
+      scope: 'openid',
+      subject: 'u',
+      username: 'alice',
+      obtained_at: 0,
+    };
     await writeSession('https://a.example', s, env);
     await writeSession('https://b.example', { ...s, username: 'bob' }, env);
     expect(statSync(credentialsPath(env)).mode & 0o777).toBe(0o600);

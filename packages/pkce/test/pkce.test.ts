@@ -22,8 +22,8 @@ describe('rfc7636 Appendix B', () => {
 
   it('the example octets encode to the example verifier', () => {
     const octets = [
-      116, 24, 223, 180, 151, 153, 224, 37, 79, 250, 96, 125, 216, 173, 187, 186, 22, 212, 37, 77, 105, 214, 191,
-      240, 91, 88, 5, 88, 83, 132, 141, 121,
+      116, 24, 223, 180, 151, 153, 224, 37, 79, 250, 96, 125, 216, 173, 187, 186, 22, 212, 37, 77, 105, 214, 191, 240, 91, 88, 5, 88, 83,
+      132, 141, 121,
     ];
     expect(base64url(new Uint8Array(octets))).toBe('dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk');
   });
@@ -77,9 +77,9 @@ describe('rfc7636 §4.2 S256 challenge', () => {
   it('rejects challenges of the wrong length or alphabet', () => {
     expect(isValidChallenge('a'.repeat(42))).toBe(false);
     expect(isValidChallenge('a'.repeat(44))).toBe(false);
-    expect(isValidChallenge('a'.repeat(42) + '=')).toBe(false);
-    expect(isValidChallenge('a'.repeat(42) + '+')).toBe(false);
-    expect(isValidChallenge('a'.repeat(42) + '.')).toBe(false);
+    expect(isValidChallenge(`${'a'.repeat(42)}=`)).toBe(false);
+    expect(isValidChallenge(`${'a'.repeat(42)}+`)).toBe(false);
+    expect(isValidChallenge(`${'a'.repeat(42)}.`)).toBe(false);
     expect(isValidChallenge(null)).toBe(false);
   });
 

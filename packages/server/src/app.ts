@@ -5,24 +5,27 @@ import helmet from '@fastify/helmet';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { ServerConfig } from './config/config.js';
 import { READY_TIMEOUT_MS } from './config/defaults.js';
-import type { AppContext } from './context.js';
-import { discoveryRoutes } from './oauth/discovery.js';
+import type { WebContext } from './web/context.js';
+import { discoveryRoutes } from './api/discovery.js';
+import { toOAuthError } from './api/errors.js';
 import { trustProxyOption } from './http/client-ip.js';
+import { sendErrorAnswer } from './http/errors.js';
 import { FormError, parseForm } from './http/form.js';
-import { InvalidRequest, OAuthError, STORE_UNAVAILABLE, ServerError, sendOAuthError } from './oauth/errors.js';
+import type { OAuthContext } from './oauth/context.js';
+import { STORE_UNAVAILABLE } from './oauth/errors.js';
 import { KeyRing } from './oauth/keys.js';
 import { AbuseLimits } from './oauth/limits.js';
 import { PasswordHasher } from './util/password-pool.js';
 import { TokenIssuer } from './oauth/tokens.js';
-import { tokenRoutes } from './oauth/token.js';
-import { deviceAuthorizationRoutes } from './oauth/device-authorization.js';
+import { tokenRoutes } from './api/token.js';
+import { deviceAuthorizationRoutes } from './api/device-authorization.js';
 import { logoutRoutes } from './web/logout.js';
-import { introspectionRoutes } from './oauth/introspection.js';
-import { revocationRoutes } from './oauth/revocation.js';
-import { userinfoRoutes } from './oauth/userinfo.js';
+import { introspectionRoutes } from './api/introspection.js';
+import { revocationRoutes } from './api/revocation.js';
+import { userinfoRoutes } from './api/userinfo.js';
 import type { Store } from './store/store.js';
-import { isStoreUnavailable } from './store/unavailable.js';
-import { pageErrorHandler, pageRoutes } from './web/pages.js';
+import { pageErrorHandler } from './web/page-errors.js';
+import { pageRoutes } from './web/pages.js';
 import { devicePageRoutes } from './web/device.js';
 import { dashboardRoutes } from './web/dashboard.js';
 import { playgroundRoutes } from './web/playground.js';
@@ -30,33 +33,12 @@ import { Continuations } from './web/continuation.js';
 import { Sessions } from './web/session.js';
 import { TrustedDevices } from './web/trusted-device.js';
 
-/**
- * Maps anything thrown in a JSON endpoint to an RFC 6749 §5.2 error; never
- * leaks internals. A store that failed or did not answer in time is a 503
- * the client may retry; any other unexpected error is a 500.
- */
-export function toOAuthError(err: Error & { statusCode?: number; code?: string }): OAuthError {
-  if (err instanceof OAuthError) return err;
-  if (isStoreUnavailable(err)) return STORE_UNAVAILABLE;
-  if (err instanceof FormError) return new InvalidRequest(err.message);
-  if (err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
-    return new InvalidRequest('the request body must be application/x-www-form-urlencoded');
-  }
-  if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-    return new InvalidRequest('the request body is too large', { status: 413 });
-  }
-  if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
-    return new InvalidRequest(err.message, { status: err.statusCode });
-  }
-  return new ServerError('the server could not complete the request');
-}
-
-async function oauthApi(app: FastifyInstance, ctx: AppContext): Promise<void> {
+async function oauthApi(app: FastifyInstance, ctx: OAuthContext): Promise<void> {
   app.setErrorHandler(async (err: Error & { statusCode?: number; code?: string }, req, reply) => {
     const oauthErr = toOAuthError(err);
     if (oauthErr === STORE_UNAVAILABLE) req.log.warn({ reqId: req.id, reason: err.message }, 'store unavailable');
     else if (oauthErr.status >= 500) req.log.error({ err, reqId: req.id }, 'request failed');
-    return sendOAuthError(reply, oauthErr);
+    return sendErrorAnswer(reply, oauthErr);
   });
   // Browser-based clients on other origins call these endpoints (OIDC Discovery, RFC 8414, token, userinfo,
   // revocation). Nothing here uses cookies, so any origin may read the answers; credentials are never allowed.
@@ -69,7 +51,13 @@ async function oauthApi(app: FastifyInstance, ctx: AppContext): Promise<void> {
     done();
   });
   await app.register(async (preflight) => {
-    await preflight.register(cors, { origin: '*', methods: ['GET', 'POST'], allowedHeaders: ['authorization', 'content-type'], credentials: false, maxAge: 600 });
+    await preflight.register(cors, {
+      origin: '*',
+      methods: ['GET', 'POST'],
+      allowedHeaders: ['authorization', 'content-type'],
+      credentials: false,
+      maxAge: 600,
+    });
   });
   await app.register(discoveryRoutes, ctx);
   await app.register(tokenRoutes, ctx);
@@ -136,10 +124,15 @@ async function readiness(store: Store): Promise<'ready' | 'schema_outdated' | 's
  * pages, health probes. Creates the signing keys on first use of a store.
  */
 export async function buildApp(config: ServerConfig, store: Store): Promise<FastifyInstance> {
-  const keys = new KeyRing(store, config.now, Math.max(config.accessTokenTtlSeconds, config.idTokenTtlSeconds) * 1000, config.keyEncryptionKey);
+  const keys = new KeyRing(
+    store,
+    config.now,
+    Math.max(config.accessTokenTtlSeconds, config.idTokenTtlSeconds) * 1000,
+    config.keyEncryptionKey,
+  );
   await keys.init();
   const limits = new AbuseLimits(store, config.now, config.limits);
-  const ctx: AppContext = {
+  const ctx: WebContext = {
     config,
     store,
     keys,
@@ -147,7 +140,7 @@ export async function buildApp(config: ServerConfig, store: Store): Promise<Fast
     sessions: new Sessions(config, store),
     passwords: new PasswordHasher(config.passwordHashThreads, config.passwordHashesPerClient),
     limits,
-    continuations: new Continuations(config, store.db, limits),
+    continuations: new Continuations(config, store.continuations, limits),
     trustedDevices: await TrustedDevices.open(config, store),
   };
   const https = config.issuer.startsWith('https:');
@@ -161,7 +154,10 @@ export async function buildApp(config: ServerConfig, store: Store): Promise<Fast
     logger:
       config.logLevel === 'silent'
         ? false
-        : { level: config.logLevel, serializers: { req: (req: FastifyRequest) => ({ method: req.method, path: req.url.split('?', 1)[0] }) } },
+        : {
+            level: config.logLevel,
+            serializers: { req: (req: FastifyRequest) => ({ method: req.method, path: req.url.split('?', 1)[0] }) },
+          },
     bodyLimit: config.bodyLimit,
     trustProxy: trustProxyOption(config.trustProxy),
     logController: new LogController({ disableRequestLogging: !requestLogging }),

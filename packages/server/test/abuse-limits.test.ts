@@ -4,7 +4,19 @@ import { hashPassword, needsRehash } from '../src/util/password.js';
 import { ipSubject } from '../src/http/client-ip.js';
 import { accountCounterKeys, describeCounter, ipCounterKeys } from '../src/oauth/limits.js';
 import type { ServerConfig } from '../src/config/config.js';
-import { Browser, deviceAuthorization, dialects, hidden, PASSWORD, postForm, seedUser, signIn, startServer, type Res, type TestServer } from './helpers.js';
+import {
+  Browser,
+  deviceAuthorization,
+  dialects,
+  hidden,
+  PASSWORD,
+  seedUser,
+  signIn,
+  startServer,
+  type Res,
+  ownClock,
+  type TestServer,
+} from './helpers.js';
 
 /**
  * The abuse limits, tried as an attacker would: many requests at once, from
@@ -28,7 +40,11 @@ function postSignIn(f: { browser: Browser; csrf: string }, username: string, pas
   });
 }
 
-const tally = (answers: readonly { status: number }[]) => answers.reduce<Record<number, number>>((t, r) => ({ ...t, [r.status]: (t[r.status] ?? 0) + 1 }), {});
+const tally = (answers: readonly { status: number }[]) =>
+  answers.reduce<Record<number, number>>((t, r) => {
+    t[r.status] = (t[r.status] ?? 0) + 1;
+    return t;
+  }, {});
 
 describe.each(dialects())('abuse limits (%s)', (dialect) => {
   let server: TestServer | undefined;
@@ -56,14 +72,15 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
     // The right password is refused too, until the window passes.
     expect((await postSignIn(await signInForm(s), 'alice', PASSWORD)).status).toBe(429);
-    s.clock.advance(LIMITS['signin-account-ip'].windowMs);
+    ownClock(s).advance(LIMITS['signin-account-ip'].windowMs);
     expect((await postSignIn(await signInForm(s), 'alice', PASSWORD)).status).toBe(303);
   });
 
   it('a successful sign-in gives its attempt back: signing in again and again never locks the owner out', async () => {
     const s = await start();
     const limit = LIMITS['signin-account-ip'].limit;
-    for (let i = 0; i < limit + 2; i++) expect((await postSignIn(await signInForm(s), 'alice', PASSWORD)).status, `sign-in ${i + 1}`).toBe(303);
+    for (let i = 0; i < limit + 2; i++)
+      expect((await postSignIn(await signInForm(s), 'alice', PASSWORD)).status, `sign-in ${i + 1}`).toBe(303);
     for (let i = 0; i < limit; i++) expect((await postSignIn(await signInForm(s), 'alice', `wrong ${i}`)).status).toBe(401);
     expect((await postSignIn(await signInForm(s), 'alice', `wrong again`)).status).toBe(429);
   });
@@ -77,7 +94,8 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
     expect((await postSignIn(owner, 'alice', PASSWORD, '192.0.2.77')).status).toBe(303);
     expect([...owner.browser.cookies.keys()]).toContain('authcli_device');
     // Each guess from its own address: no per-IP limit is ever reached.
-    for (let i = 0; i < accountLimit; i++) expect((await postSignIn(await signInForm(s), 'alice', `guess ${i}`, `198.51.100.${i + 1}`)).status).toBe(401);
+    for (let i = 0; i < accountLimit; i++)
+      expect((await postSignIn(await signInForm(s), 'alice', `guess ${i}`, `198.51.100.${i + 1}`)).status).toBe(401);
     // Past the account's budget, parallel guesses from fresh addresses: one takes the minute's slot, the rest wait.
     const forms = await Promise.all(Array.from({ length: 8 }, () => signInForm(s)));
     const slowed = await Promise.all(forms.map((f, i) => postSignIn(f, 'alice', `late guess ${i}`, `203.0.113.${i + 1}`)));
@@ -86,26 +104,35 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
     expect((await postSignIn(await signInForm(s), 'alice', PASSWORD, '192.0.2.78')).status).toBe(429);
     // ...but the owner's browser is not: it is counted by its device cookie, not by the account.
     const page = await owner.browser.get('/signin');
-    expect((await postSignIn({ browser: owner.browser, csrf: hidden(page.text, '_csrf') }, 'alice', PASSWORD, '192.0.2.77')).status).toBe(303);
+    expect((await postSignIn({ browser: owner.browser, csrf: hidden(page.text, '_csrf') }, 'alice', PASSWORD, '192.0.2.77')).status).toBe(
+      303,
+    );
     // A forged or foreign device cookie is worth nothing.
     const forger = await signInForm(s);
-    forger.browser.cookies.set('authcli_device', owner.browser.cookies.get('authcli_device')!.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')));
+    forger.browser.cookies.set(
+      'authcli_device',
+      owner.browser.cookies.get('authcli_device')!.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')),
+    );
     expect((await postSignIn(forger, 'alice', PASSWORD, '192.0.2.79')).status).toBe(429);
     await seedUser(s, 'bob');
     const bobsBrowser = await signInForm(s);
     expect((await postSignIn(bobsBrowser, 'bob', PASSWORD, '203.0.113.50')).status).toBe(303);
     const again = await bobsBrowser.browser.get('/signin');
-    expect((await postSignIn({ browser: bobsBrowser.browser, csrf: hidden(again.text, '_csrf') }, 'alice', PASSWORD, '203.0.113.50')).status).toBe(429);
+    expect(
+      (await postSignIn({ browser: bobsBrowser.browser, csrf: hidden(again.text, '_csrf') }, 'alice', PASSWORD, '203.0.113.50')).status,
+    ).toBe(429);
     // An unknown browser gets the next slot a minute later.
-    s.clock.advance(LIMITS['signin-account-slowed'].windowMs);
+    ownClock(s).advance(LIMITS['signin-account-slowed'].windowMs);
     expect((await postSignIn(await signInForm(s), 'alice', PASSWORD, '192.0.2.80')).status).toBe(303);
     // `users unlock` clears alice's counters (the command's own code path: the keys it deletes), not bob's.
-    const keys = (await s.store.listRateLimits()).map((r) => r.key);
+    const keys = (await s.store.rateLimits.list()).map((r) => r.key);
     const mine = accountCounterKeys(keys, 'ALICE');
     expect(mine).toEqual(expect.arrayContaining(['signin-account|alice', 'signin-account-slowed|alice']));
     expect(mine.every((k) => describeCounter(k)?.username === 'alice')).toBe(true);
-    await s.store.deleteRateLimits(mine);
-    const fresh = await Promise.all(Array.from({ length: 3 }, async (_, i) => postSignIn(await signInForm(s), 'alice', `wrong ${i}`, `203.0.113.${100 + i}`)));
+    await s.store.rateLimits.delete(mine);
+    const fresh = await Promise.all(
+      Array.from({ length: 3 }, async (_, i) => postSignIn(await signInForm(s), 'alice', `wrong ${i}`, `203.0.113.${100 + i}`)),
+    );
     expect(tally(fresh)).toEqual({ 401: 3 });
   });
 
@@ -139,7 +166,7 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
       Array.from({ length: 30 }, async (_, i) => postSignIn(await signInForm(s), 'alice', `wrong ${i}`, `198.51.100.${i}`)),
     );
     expect(tally(answers)).toEqual({ 401: LIMITS['signin-account-ip'].limit, 429: 30 - LIMITS['signin-account-ip'].limit });
-    const keys = (await s.store.listRateLimits()).map((r) => r.key);
+    const keys = (await s.store.rateLimits.list()).map((r) => r.key);
     expect(keys.every((k) => !k.includes('198.51.100.'))).toBe(true);
     expect(keys).toContain('signin-ip|127.0.0.1');
   });
@@ -150,18 +177,20 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
       Array.from({ length: 20 }, async (_, i) => postSignIn(await signInForm(s), 'alice', `wrong ${i}`, `198.51.100.${i}`)),
     );
     expect(tally(answers)).toEqual({ 401: LIMITS['signin-account-ip'].limit, 429: 20 - LIMITS['signin-account-ip'].limit });
-    expect((await s.store.listRateLimits()).map((r) => r.key)).toContain('signin-ip|127.0.0.1');
+    expect((await s.store.rateLimits.list()).map((r) => r.key)).toContain('signin-ip|127.0.0.1');
   });
 
   it('a proxy list believes the entry its proxy appended: each client behind it is counted on its own', async () => {
     // The test's connections come from 127.0.0.1: here that is the trusted proxy.
     const s = await start({ trustProxy: ['127.0.0.1/32', '::1'] });
     const answers = await Promise.all(
-      Array.from({ length: 12 }, async (_, i) => postSignIn(await signInForm(s), 'alice', `wrong ${i}`, `203.0.113.250, 198.51.100.${i + 1}`)),
+      Array.from({ length: 12 }, async (_, i) =>
+        postSignIn(await signInForm(s), 'alice', `wrong ${i}`, `203.0.113.250, 198.51.100.${i + 1}`),
+      ),
     );
     // 12 from one address would be 10 checked and 2 refused.
     expect(tally(answers)).toEqual({ 401: 12 });
-    const keys = (await s.store.listRateLimits()).map((r) => r.key);
+    const keys = (await s.store.rateLimits.list()).map((r) => r.key);
     expect(keys).toContain('signin-ip|198.51.100.12');
     expect(keys.some((k) => k.includes('127.0.0.1') || k.includes('203.0.113.250'))).toBe(false);
   });
@@ -173,7 +202,7 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
     );
     expect(tally(answers)).toEqual({ 401: LIMITS['signin-account-ip'].limit, 429: 15 - LIMITS['signin-account-ip'].limit });
     expect((await postSignIn(await signInForm(s), 'bob', 'wrong', 'unknown')).status).toBe(401);
-    const keys = (await s.store.listRateLimits()).map((r) => r.key);
+    const keys = (await s.store.rateLimits.list()).map((r) => r.key);
     expect(keys).toEqual(expect.arrayContaining(['signin-ip|203.0.113.7', 'signin-ip|127.0.0.1']));
   });
 
@@ -189,19 +218,19 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
     expect(busy.headers.get('retry-after')).toBe('2');
     expect(busy.text).toContain('busy');
     // Given back: the busy addresses were not charged for an attempt that was never checked.
-    const charged = (await s.store.listRateLimits()).filter((r) => r.key.startsWith('signin-ip|')).reduce((n, r) => n + r.count, 0);
+    const charged = (await s.store.rateLimits.list()).filter((r) => r.key.startsWith('signin-ip|')).reduce((n, r) => n + r.count, 0);
     expect(charged).toBe(t[401] ?? 0);
   });
 
   it('a password hashed at an older cost is upgraded to scrypt N=2^17 at the next successful sign-in, and still works', async () => {
     const s = await start();
     const old = await hashPassword(PASSWORD, { N: 1 << 14, r: 8, p: 1, keylen: 32 });
-    const alice = (await s.store.findUserByUsername('alice'))!;
-    await s.store.setPasswordHash(alice.id, old);
+    const alice = (await s.store.users.findByUsername('alice'))!;
+    await s.store.users.setPasswordHash(alice.id, old);
     expect((await postSignIn(await signInForm(s), 'alice', 'wrong password')).status).toBe(401);
-    expect((await s.store.findUserById(alice.id))!.password_hash).toBe(old);
+    expect((await s.store.users.findById(alice.id))!.password_hash).toBe(old);
     expect((await postSignIn(await signInForm(s), 'alice', PASSWORD)).status).toBe(303);
-    const upgraded = (await s.store.findUserById(alice.id))!.password_hash;
+    const upgraded = (await s.store.users.findById(alice.id))!.password_hash;
     expect(upgraded.split('$').slice(0, 4)).toEqual(['scrypt', String(SCRYPT.N), '8', '1']);
     expect(needsRehash(upgraded)).toBe(false);
     expect((await postSignIn(await signInForm(s), 'alice', PASSWORD)).status).toBe(303);
@@ -215,17 +244,32 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
     const page = await b.get('/device');
     const csrf = hidden(page.text, '_csrf');
     const guess = (i: number) =>
-      b.request('POST', '/device/decision', new URLSearchParams({ _csrf: csrf, user_code: `BCDF-${'GHJKLMNP'.slice(i % 4, (i % 4) + 4)}`, decision: 'approve' }).toString(), form);
+      b.request(
+        'POST',
+        '/device/decision',
+        new URLSearchParams({ _csrf: csrf, user_code: `BCDF-${'GHJKLMNP'.slice(i % 4, (i % 4) + 4)}`, decision: 'approve' }).toString(),
+        form,
+      );
     const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => guess(i)));
     const t = tally(answers);
     expect(t[400]).toBeLessThanOrEqual(LIMITS['user-code-ip'].limit);
     expect(t[429]).toBeGreaterThanOrEqual(40 - LIMITS['user-code-ip'].limit);
     // Locked out here means locked out at /device too, and a correct code is refused as well: no approval slips through.
-    const entry = await b.request('POST', '/device', new URLSearchParams({ _csrf: csrf, user_code: victim.json.user_code }).toString(), form);
+    const entry = await b.request(
+      'POST',
+      '/device',
+      new URLSearchParams({ _csrf: csrf, user_code: victim.json.user_code }).toString(),
+      form,
+    );
     expect(entry.status).toBe(429);
-    const decision = await b.request('POST', '/device/decision', new URLSearchParams({ _csrf: csrf, user_code: victim.json.user_code, decision: 'approve' }).toString(), form);
+    const decision = await b.request(
+      'POST',
+      '/device/decision',
+      new URLSearchParams({ _csrf: csrf, user_code: victim.json.user_code, decision: 'approve' }).toString(),
+      form,
+    );
     expect(decision.status).toBe(429);
-    expect((await s.store.findDeviceByUserCode(victim.json.user_code.replace('-', '')))!.status).toBe('pending');
+    expect((await s.store.deviceGrants.findByUserCode(victim.json.user_code.replace('-', '')))!.status).toBe('pending');
   });
 
   it('rfc8628 §5.1 user-code guesses are limited per account across IPs', async () => {
@@ -235,7 +279,10 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
     const csrf = hidden((await b.get('/device')).text, '_csrf');
     const answers = await Promise.all(
       Array.from({ length: 45 }, (_, i) =>
-        b.request('POST', '/device', new URLSearchParams({ _csrf: csrf, user_code: 'BCDF-GHJK' }).toString(), { ...form, 'x-forwarded-for': `198.51.100.${i + 1}` }),
+        b.request('POST', '/device', new URLSearchParams({ _csrf: csrf, user_code: 'BCDF-GHJK' }).toString(), {
+          ...form,
+          'x-forwarded-for': `198.51.100.${i + 1}`,
+        }),
       ),
     );
     const t = tally(answers);
@@ -244,7 +291,11 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
   });
 
   it('device authorizations are limited per IP and per application; every refused request made no row', async () => {
-    const limits: Limits = { ...LIMITS, 'device-authz-ip': { limit: 12, windowMs: 600_000 }, 'device-authz-client': { limit: 30, windowMs: 60_000 } };
+    const limits: Limits = {
+      ...LIMITS,
+      'device-authz-ip': { limit: 12, windowMs: 600_000 },
+      'device-authz-client': { limit: 30, windowMs: 60_000 },
+    };
     const s = await start({ trustProxy: 1, limits });
     const from = (ip: string) => deviceAuthorization(s, 'authcli', 'openid', { 'x-forwarded-for': ip });
     const oneIp = await Promise.all(Array.from({ length: 40 }, () => from('192.0.2.1')));
@@ -254,8 +305,7 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
     const manyIps = await Promise.all(Array.from({ length: 60 }, (_, i) => from(`198.51.100.${i + 1}`)));
     expect(manyIps.filter((r) => r.status === 200)).toHaveLength(30 - 12);
-    const rows = await s.store.db.selectFrom('device_authorizations').select((eb) => eb.fn.countAll<string | number>().as('n')).executeTakeFirstOrThrow();
-    expect(Number(rows.n)).toBe(30);
+    expect(await s.store.rowsForTests().count('device_authorizations')).toBe(30);
   });
 
   it('signed-out visits store at most the limit of continuations per address; past it sign-in still works, without one', async () => {
@@ -264,8 +314,7 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
     const locations = visits.map((v) => v.location ?? '');
     expect(locations.filter((l) => /^\/signin\?continue=[A-Za-z0-9_-]{43}$/.test(l))).toHaveLength(20);
     expect(locations.filter((l) => l === '/signin')).toHaveLength(10);
-    const rows = await s.store.db.selectFrom('continuations').select((eb) => eb.fn.countAll<string | number>().as('n')).executeTakeFirstOrThrow();
-    expect(Number(rows.n)).toBe(20);
+    expect(await s.store.rowsForTests().count('continuations')).toBe(20);
     // The visitor past the limit signs in all the same, and lands on the home page.
     const b = new Browser(s.url);
     const page = await b.get('/signin');
@@ -277,10 +326,12 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
   it('an IPv6 client is counted by its /56: rotating addresses and /64s inside it does not escape', async () => {
     const s = await start({ trustProxy: 1 });
     const answers = await Promise.all(
-      Array.from({ length: 25 }, async (_, i) => postSignIn(await signInForm(s), 'alice', `wrong ${i}`, `2001:db8:1:${(0x200 + i).toString(16)}:${i + 1}::1`)),
+      Array.from({ length: 25 }, async (_, i) =>
+        postSignIn(await signInForm(s), 'alice', `wrong ${i}`, `2001:db8:1:${(0x200 + i).toString(16)}:${i + 1}::1`),
+      ),
     );
     expect(tally(answers)).toEqual({ 401: LIMITS['signin-account-ip'].limit, 429: 25 - LIMITS['signin-account-ip'].limit });
-    expect((await s.store.listRateLimits()).map((r) => r.key)).toContain('signin-ip|2001:db8:1:200::/56');
+    expect((await s.store.rateLimits.list()).map((r) => r.key)).toContain('signin-ip|2001:db8:1:200::/56');
   });
 
   it('one client cannot take every password-hashing place: past its own share it gets 503, others still get theirs', async () => {
@@ -321,7 +372,11 @@ describe('client IP subjects and counter keys', () => {
       'device-authz-ip|authcli|192.0.2.1',
       'something-else|alice',
     ];
-    expect(accountCounterKeys(keys, 'Alice')).toEqual(['signin-account-ip|alice|192.0.2.1', 'signin-account|alice', 'signin-account-slowed|alice']);
+    expect(accountCounterKeys(keys, 'Alice')).toEqual([
+      'signin-account-ip|alice|192.0.2.1',
+      'signin-account|alice',
+      'signin-account-slowed|alice',
+    ]);
     expect(ipCounterKeys(keys, '::ffff:192.0.2.1')).toEqual([
       'signin-ip|192.0.2.1',
       'signin-account-ip|alice|192.0.2.1',
@@ -341,23 +396,23 @@ describe.each(dialects())('the store counter (%s)', (dialect) => {
 
   it('200 parallel consumes of one key get 200 distinct counts, across two connections of the pool', async () => {
     const now = server.clock.now();
-    const counts = await Promise.all(Array.from({ length: 200 }, () => server.store.consumeRateLimit('test|race', 60_000, now)));
+    const counts = await Promise.all(Array.from({ length: 200 }, () => server.store.rateLimits.consume('test|race', 60_000, now)));
     expect(new Set(counts.map((c) => c.count)).size).toBe(200);
     expect(Math.max(...counts.map((c) => c.count))).toBe(200);
     const windowStart = counts[0]!.windowStart;
     expect(counts.every((c) => c.windowStart === windowStart)).toBe(true);
-    await server.store.releaseRateLimit('test|race', windowStart);
-    expect((await server.store.consumeRateLimit('test|race', 60_000, now)).count).toBe(200);
+    await server.store.rateLimits.release('test|race', windowStart);
+    expect((await server.store.rateLimits.consume('test|race', 60_000, now)).count).toBe(200);
     // A new window starts over.
-    const next = await server.store.consumeRateLimit('test|race', 60_000, now + 60_000);
+    const next = await server.store.rateLimits.consume('test|race', 60_000, now + 60_000);
     expect(next).toEqual({ count: 1, windowStart: now + 60_000 });
     // A give-back for the window that ended does not lower the new one.
-    await server.store.releaseRateLimit('test|race', windowStart);
-    expect((await server.store.consumeRateLimit('test|race', 60_000, now + 60_001)).count).toBe(2);
+    await server.store.rateLimits.release('test|race', windowStart);
+    expect((await server.store.rateLimits.consume('test|race', 60_000, now + 60_001)).count).toBe(2);
     // Giving back never goes below zero.
-    await server.store.releaseRateLimit('test|race', next.windowStart);
-    await server.store.releaseRateLimit('test|race', next.windowStart);
-    await server.store.releaseRateLimit('test|race', next.windowStart);
-    expect((await server.store.consumeRateLimit('test|race', 60_000, now + 60_002)).count).toBe(1);
+    await server.store.rateLimits.release('test|race', next.windowStart);
+    await server.store.rateLimits.release('test|race', next.windowStart);
+    await server.store.rateLimits.release('test|race', next.windowStart);
+    expect((await server.store.rateLimits.consume('test|race', 60_000, now + 60_002)).count).toBe(1);
   });
 });

@@ -1,6 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { approveInBrowser } from '../../../test/support/http.js';
-import { authorizeUrl, Browser, dialects, hidden, PASSWORD, seedApp, seedUser, signIn, startServer, tokenRequest, type TestServer } from './helpers.js';
+import { approveInBrowser } from '@authcli/test-support/http';
+import {
+  authorizeUrl,
+  Browser,
+  dialects,
+  hidden,
+  PASSWORD,
+  seedApp,
+  seedUser,
+  signIn,
+  startServer,
+  tokenRequest,
+  type TestServer,
+} from './helpers.js';
 
 /** OpenID Connect Core §3.1.2.1: the authorization endpoint MUST support POST, form-encoded, with the rules of GET. */
 describe.each(dialects())('authorization endpoint by POST (%s)', (dialect) => {
@@ -11,7 +23,9 @@ describe.each(dialects())('authorization endpoint by POST (%s)', (dialect) => {
   beforeAll(async () => {
     server = await startServer(dialect);
     await seedUser(server);
-    ({ app: { clientId } } = await seedApp(server, { callbackUrls: [redirectUri] }));
+    ({
+      app: { clientId },
+    } = await seedApp(server, { callbackUrls: [redirectUri] }));
   });
   afterAll(async () => server.close());
 
@@ -19,7 +33,7 @@ describe.each(dialects())('authorization endpoint by POST (%s)', (dialect) => {
   async function requestFields(extra: Record<string, string | undefined> = {}) {
     const { url, verifier, state, nonce } = await authorizeUrl({ clientId, redirectUri });
     const fields = new URLSearchParams(url.split('?')[1]);
-    for (const [k, v] of Object.entries(extra)) (v === undefined ? fields.delete(k) : fields.set(k, v));
+    for (const [k, v] of Object.entries(extra)) v === undefined ? fields.delete(k) : fields.set(k, v);
     return { fields, verifier, state, nonce };
   }
 
@@ -45,7 +59,13 @@ describe.each(dialects())('authorization endpoint by POST (%s)', (dialect) => {
     expect(callback.searchParams.get('state')).toBe(state);
     expect(callback.searchParams.get('iss')).toBe(server.url);
     const code = callback.searchParams.get('code')!;
-    const token = await tokenRequest(server, { grant_type: 'authorization_code', code, redirect_uri: redirectUri, client_id: clientId, code_verifier: verifier });
+    const token = await tokenRequest(server, {
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: redirectUri,
+      client_id: clientId,
+      code_verifier: verifier,
+    });
     expect(token.status).toBe(200);
     expect(token.json.id_token).toBeTruthy();
   });
@@ -57,7 +77,11 @@ describe.each(dialects())('authorization endpoint by POST (%s)', (dialect) => {
     const consent = await b.get((await post(b, first.fields.toString())).location!);
     expect(consent.status).toBe(200);
     expect(hidden(consent.text, 'request')).toContain('client_id=');
-    const approved = await b.postForm('/consent', { _csrf: hidden(consent.text, '_csrf'), request: hidden(consent.text, 'request'), decision: 'approve' });
+    const approved = await b.postForm('/consent', {
+      _csrf: hidden(consent.text, '_csrf'),
+      request: hidden(consent.text, 'request'),
+      decision: 'approve',
+    });
     expect(redirectParams(approved).get('code')).toBeTruthy();
 
     const { fields, state, nonce } = await requestFields({ scope: 'openid email offline_access' });
@@ -109,15 +133,26 @@ describe.each(dialects())('authorization endpoint by POST (%s)', (dialect) => {
       expect(res.status, missing).toBe(400);
       expect(res.location).toBeNull();
     }
-    expect(redirectParams(await post(new Browser(server.url), (await requestFields({ response_type: undefined })).fields.toString())).get('error')).toBe('invalid_request');
-    expect(redirectParams(await post(new Browser(server.url), (await requestFields({ scope: undefined })).fields.toString())).get('error')).toBe('invalid_scope');
+    expect(
+      redirectParams(await post(new Browser(server.url), (await requestFields({ response_type: undefined })).fields.toString())).get(
+        'error',
+      ),
+    ).toBe('invalid_request');
+    expect(
+      redirectParams(await post(new Browser(server.url), (await requestFields({ scope: undefined })).fields.toString())).get('error'),
+    ).toBe('invalid_scope');
     const empty = await post(new Browser(server.url), '');
     expect(empty.status).toBe(400);
     expect(empty.location).toBeNull();
   });
 
   it('rfc7636 §4.3 PKCE rules hold by POST: plain, a missing method, a missing or malformed challenge are invalid_request', async () => {
-    for (const extra of [{ code_challenge_method: 'plain' }, { code_challenge_method: undefined }, { code_challenge: undefined }, { code_challenge: 'a'.repeat(42) }]) {
+    for (const extra of [
+      { code_challenge_method: 'plain' },
+      { code_challenge_method: undefined },
+      { code_challenge: undefined },
+      { code_challenge: 'a'.repeat(42) },
+    ]) {
       const p = redirectParams(await post(new Browser(server.url), (await requestFields({ ...extra, state: 'pk' })).fields.toString()));
       expect(p.get('error'), JSON.stringify(extra)).toBe('invalid_request');
       expect(p.get('state')).toBe('pk');
@@ -134,14 +169,19 @@ describe.each(dialects())('authorization endpoint by POST (%s)', (dialect) => {
   });
 
   it('rfc6749 §3.1.2.4 an unregistered redirect_uri gets the error page, never a redirect', async () => {
-    const res = await post(new Browser(server.url), (await requestFields({ redirect_uri: 'https://evil.example/callback' })).fields.toString());
+    const res = await post(
+      new Browser(server.url),
+      (await requestFields({ redirect_uri: 'https://evil.example/callback' })).fields.toString(),
+    );
     expect(res.status).toBe(400);
     expect(res.location).toBeNull();
   });
 
   it('only a form body is accepted: JSON is refused and invalid UTF-8 is a 400 page', async () => {
     const { fields } = await requestFields();
-    const json = await new Browser(server.url).request('POST', '/oauth/authorize', JSON.stringify(Object.fromEntries(fields)), { 'content-type': 'application/json' });
+    const json = await new Browser(server.url).request('POST', '/oauth/authorize', JSON.stringify(Object.fromEntries(fields)), {
+      'content-type': 'application/json',
+    });
     expect(json.status).toBeGreaterThanOrEqual(400);
     expect(json.status).toBeLessThan(500);
     expect(json.location).toBeNull();

@@ -1,6 +1,22 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { challengeS256, generateVerifier } from '@authcli/pkce';
-import { authorize, authorizeUrl, Browser, dialects, hidden, seedApp, seedUser, signIn, startServer, type TestServer } from './helpers.js';
+import { decodeJwt } from 'jose';
+import {
+  authorize,
+  authorizeUrl,
+  Browser,
+  dialects,
+  hidden,
+  ownClock,
+  PASSWORD,
+  seedApp,
+  seedUser,
+  signIn,
+  signInFields,
+  startServer,
+  tokenRequest,
+  type TestServer,
+} from './helpers.js';
 
 describe('https issuer', () => {
   it('session and CSRF cookies are Secure with the __Host- prefix when the issuer is https', async () => {
@@ -32,23 +48,56 @@ describe.each(dialects())('authorization endpoint (%s)', (dialect) => {
   beforeAll(async () => {
     server = await startServer(dialect);
     await seedUser(server);
-    ({ app: { clientId } } = await seedApp(server, { callbackUrls: [redirectUri, 'http://127.0.0.1/cb', 'http://[::1]/cb', 'http://localhost/cb'] }));
+    ({
+      app: { clientId },
+    } = await seedApp(server, { callbackUrls: [redirectUri, 'http://127.0.0.1/cb', 'http://[::1]/cb', 'http://localhost/cb'] }));
   });
   afterAll(async () => server.close());
 
-  async function signedIn(): Promise<Browser> {
+  async function signedIn(username = 'alice'): Promise<Browser> {
     const b = new Browser(server.url);
-    const res = await signIn(b);
+    const res = await signIn(b, username);
     expect(res.status).toBe(303);
     return b;
   }
 
+  /** A user of the test's own, signed in: no consent given yet, whatever other tests approved for alice. */
+  let users = 0;
+  async function newUser(): Promise<{ b: Browser; username: string }> {
+    const username = `user${++users}`;
+    await seedUser(server, username);
+    return { b: await signedIn(username), username };
+  }
+
+  /** Answers a consent page with Approve; returns the redirect to the client. */
+  async function approve(b: Browser, consentPage: { status: number; text: string }) {
+    expect(consentPage.status).toBe(200);
+    return b.postForm('/consent', {
+      _csrf: hidden(consentPage.text, '_csrf'),
+      request: hidden(consentPage.text, 'request'),
+      decision: 'approve',
+    });
+  }
+
   /** The authorize response for a signed-in user with consent given, for `extra` params. */
   async function authorizeWith(b: Browser, params: Record<string, string | undefined>) {
-    const { url } = await authorizeUrl({ clientId, redirectUri });
+    const { url, verifier } = await authorizeUrl({ clientId, redirectUri });
     const q = new URLSearchParams(url.split('?')[1]);
-    for (const [k, v] of Object.entries(params)) (v === undefined ? q.delete(k) : q.set(k, v));
-    return b.get(`/oauth/authorize?${q}`);
+    for (const [k, v] of Object.entries(params)) v === undefined ? q.delete(k) : q.set(k, v);
+    return { ...(await b.get(`/oauth/authorize?${q}`)), verifier };
+  }
+
+  /** Whose code it is: the username in the ID token the code is exchanged for. */
+  async function codeOwner(code: string, verifier: string): Promise<unknown> {
+    const res = await tokenRequest(server, {
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: redirectUri,
+      client_id: clientId,
+      code_verifier: verifier,
+    });
+    expect(res.status).toBe(200);
+    return decodeJwt(res.json.id_token as string).preferred_username;
   }
 
   function redirectParams(res: { status: number; location: string | null }) {
@@ -67,12 +116,16 @@ describe.each(dialects())('authorization endpoint (%s)', (dialect) => {
   });
 
   it('consent is remembered per user, application and scope set', async () => {
-    const b = await signedIn();
+    const { b } = await newUser();
     const first = await authorizeWith(b, { scope: 'openid email' });
     expect(first.status).toBe(200);
     expect(first.text).toContain('Test App');
     expect(first.text).toContain('email');
-    const approved = await b.postForm('/consent', { _csrf: hidden(first.text, '_csrf'), request: hidden(first.text, 'request'), decision: 'approve' });
+    const approved = await b.postForm('/consent', {
+      _csrf: hidden(first.text, '_csrf'),
+      request: hidden(first.text, 'request'),
+      decision: 'approve',
+    });
     expect(redirectParams(approved).get('code')).toBeTruthy();
     const again = await authorizeWith(b, { scope: 'openid email' });
     expect(redirectParams(again).get('code')).toBeTruthy();
@@ -126,7 +179,13 @@ describe.each(dialects())('authorization endpoint (%s)', (dialect) => {
 
   it('rfc6749 §3.1.2.4 unregistered redirect_uri gets an error page, never a redirect', async () => {
     const b = await signedIn();
-    for (const uri of ['https://evil.example/callback', `${redirectUri}/extra`, `${redirectUri}?x=1`, 'https://app.example/Callback', 'https://app.example:443/callback']) {
+    for (const uri of [
+      'https://evil.example/callback',
+      `${redirectUri}/extra`,
+      `${redirectUri}?x=1`,
+      'https://app.example/Callback',
+      'https://app.example:443/callback',
+    ]) {
       const res = await authorizeWith(b, { redirect_uri: uri });
       expect(res.status, uri).toBe(400);
       expect(res.location).toBeNull();
@@ -136,12 +195,16 @@ describe.each(dialects())('authorization endpoint (%s)', (dialect) => {
   });
 
   it('rfc8252 §7.3 loopback IP redirect matches any port on the same path', async () => {
-    const b = await signedIn();
+    const { b } = await newUser();
+    // Consent given once, through the first of them: each request then answers with the redirect itself.
+    const first = await approve(b, await authorizeWith(b, { redirect_uri: 'http://127.0.0.1:40000/cb', scope: 'openid profile' }));
+    expect(first.location!.startsWith('http://127.0.0.1:40000/cb?')).toBe(true);
     for (const uri of ['http://127.0.0.1:51234/cb', 'http://127.0.0.1/cb', 'http://[::1]:8765/cb']) {
       const res = await authorizeWith(b, { redirect_uri: uri, scope: 'openid profile' });
-      // consent was not yet given for this exact request in every case: either consent page or a code redirect
-      expect([200, 303], uri).toContain(res.status);
-      if (res.status === 303) expect(res.location!.startsWith(uri.replace(/\/cb$/, ''))).toBe(true);
+      expect(res.status, uri).toBe(303);
+      const back = new URL(res.location!);
+      expect(`${back.origin}${back.pathname}`, uri).toBe(uri);
+      expect(back.searchParams.get('code'), uri).toBeTruthy();
     }
     for (const uri of ['http://127.0.0.1:51234/other', 'http://127.0.0.2:5000/cb', 'http://127.0.0.1:0/cb', 'http://127.0.0.1:99999/cb']) {
       expect((await authorizeWith(b, { redirect_uri: uri })).status, uri).toBe(400);
@@ -174,6 +237,87 @@ describe.each(dialects())('authorization endpoint (%s)', (dialect) => {
   it('oidc core §3.1.2.6 prompt=none without a session is login_required', async () => {
     const b = new Browser(server.url);
     expect(redirectParams(await authorizeWith(b, { prompt: 'none' })).get('error')).toBe('login_required');
+  });
+
+  it('oidc core §3.1.2.6 prompt=none with a session older than max_age is login_required', async () => {
+    const { b } = await newUser();
+    expect((await approve(b, await authorizeWith(b, {}))).status).toBe(303);
+    ownClock(server).advance(61_000);
+    const p = redirectParams(await authorizeWith(b, { prompt: 'none', max_age: '60', state: 'old' }));
+    expect(p.get('error')).toBe('login_required');
+    expect(p.get('state')).toBe('old');
+    expect(p.get('code')).toBeNull();
+  });
+
+  it('oidc core §3.1.2.6 prompt=none, signed in but no consent given: consent_required at the client, with state and iss', async () => {
+    const { b, username } = await newUser();
+    const p = redirectParams(await authorizeWith(b, { prompt: 'none', state: 'silent' }));
+    expect(p.get('error')).toBe('consent_required');
+    expect(p.get('state')).toBe('silent');
+    expect(p.get('iss')).toBe(server.url);
+    expect(p.get('code')).toBeNull();
+    // Once the user has approved, the same silent request gets a code, for them.
+    expect((await approve(b, await authorizeWith(b, {}))).status).toBe(303);
+    const silent = await authorizeWith(b, { prompt: 'none' });
+    expect(await codeOwner(redirectParams(silent).get('code')!, silent.verifier)).toBe(username);
+  });
+
+  it('oidc core §3.1.2.6 prompt=consent with none is invalid_request: none may not be combined', async () => {
+    const { b } = await newUser();
+    expect(redirectParams(await authorizeWith(b, { prompt: 'none consent' })).get('error')).toBe('invalid_request');
+  });
+
+  it('oidc core §3.1.2.1 prompt=select_account shows the sign-in page despite a live session; continuing as the signed-in user gets their code', async () => {
+    const { b, username } = await newUser();
+    expect((await approve(b, await authorizeWith(b, {}))).status).toBe(303);
+    const page = await authorizeWith(b, { prompt: 'select_account', state: 'pick' });
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('action="/signin"');
+    expect(page.text).toContain('<label for="username">Username</label>');
+    expect(page.text).toContain('<label for="password">Password</label>');
+    expect(page.text).toContain('Test App');
+    expect(page.text).toContain(`Continue as ${username}`);
+    const href = /<a href="(\/oauth\/authorize\?[^"]+)">Continue as /.exec(page.text)![1]!.replaceAll('&amp;', '&');
+    const query = new URLSearchParams(href.split('?')[1]);
+    expect(query.get('prompt')).toBeNull();
+    expect(query.get('client_id')).toBe(clientId);
+    const p = redirectParams(await b.get(href));
+    expect(p.get('state')).toBe('pick');
+    expect(await codeOwner(p.get('code')!, page.verifier)).toBe(username);
+  });
+
+  it('oidc core §3.1.2.1 prompt=select_account: signing in as another account there gets the code for that account', async () => {
+    const { b } = await newUser();
+    const other = await newUser();
+    const page = await authorizeWith(b, { prompt: 'select_account', state: 'switch' });
+    expect(page.status).toBe(200);
+    const switched = await b.postForm('/signin', signInFields(page.text, other.username, PASSWORD));
+    expect(switched.status).toBe(303);
+    expect(switched.location).toMatch(/^\/oauth\/authorize\?/);
+    // Resumed without select_account: the sign-in just made is the account selected, it is not asked again.
+    expect(new URLSearchParams(switched.location!.split('?')[1]).get('prompt')).toBeNull();
+    const consent = await b.get(switched.location!);
+    expect(consent.text).toContain(other.username);
+    const p = redirectParams(await approve(b, consent));
+    expect(p.get('state')).toBe('switch');
+    expect(await codeOwner(p.get('code')!, page.verifier)).toBe(other.username);
+  });
+
+  it('oidc core §3.1.2.1 prompt=select_account without a session: one sign-in, then the request goes on', async () => {
+    const b = new Browser(server.url);
+    const res = await authorizeWith(b, { prompt: 'select_account' });
+    expect(res.status).toBe(303);
+    expect(res.location).toMatch(/^\/signin\?continue=[\w-]{43}$/);
+    const resumed = await signIn(b, 'alice', PASSWORD, res.location!);
+    expect(resumed.location).toMatch(/^\/oauth\/authorize\?/);
+    expect(new URLSearchParams(resumed.location!.split('?')[1]).get('prompt')).toBeNull();
+  });
+
+  it('oidc core §3.1.2.1 prompt=select_account with none is invalid_request', async () => {
+    const { b } = await newUser();
+    const p = redirectParams(await authorizeWith(b, { prompt: 'none select_account', state: 'both' }));
+    expect(p.get('error')).toBe('invalid_request');
+    expect(p.get('state')).toBe('both');
   });
 
   it('invalid UTF-8 in the query gets a 400 page, not a crash', async () => {
@@ -217,7 +361,7 @@ describe.each(dialects())('authorization endpoint (%s)', (dialect) => {
   it('wrong password and unknown user get the same answer', async () => {
     const b = new Browser(server.url);
     const wrong = await signIn(b, 'alice', 'wrong password');
-    const unknown = await signIn(b, 'mallory', 'wrong password');
+    const unknown = await signIn(b, 'nobody', 'wrong password');
     expect(wrong.status).toBe(401);
     expect(unknown.status).toBe(401);
     expect(wrong.text).toContain('Invalid username or password');
@@ -234,12 +378,9 @@ describe.each(dialects())('authorization endpoint (%s)', (dialect) => {
     expect(b.cookies.has('authcli_session')).toBe(false);
     // Another account from the same address is not locked out by this one.
     expect((await signIn(new Browser(server.url), 'alice')).status).toBe(303);
-    server.clock.advance(15 * 60_000 + 1);
-    try {
-      expect((await signIn(new Browser(server.url), 'target')).status).toBe(303);
-    } finally {
-      server.clock.advance(-(15 * 60_000 + 1));
-    }
+    const clock = ownClock(server);
+    clock.advance(15 * 60_000 + 1);
+    expect((await signIn(new Browser(server.url), 'target')).status).toBe(303);
   });
 
   it('sign-in never redirects off-site (open redirect)', async () => {
@@ -247,7 +388,12 @@ describe.each(dialects())('authorization endpoint (%s)', (dialect) => {
     for (const target of ['https://evil.example/', '//evil.example/', '/\\evil.example']) {
       // As an old link and form would send it: in the query and in the posted form.
       const page = await b.get(`/signin?return_to=${encodeURIComponent(target)}`);
-      const res = await b.postForm('/signin', { _csrf: hidden(page.text, '_csrf'), return_to: target, username: 'alice', password: 'correct horse battery' });
+      const res = await b.postForm('/signin', {
+        _csrf: hidden(page.text, '_csrf'),
+        return_to: target,
+        username: 'alice',
+        password: 'correct horse battery',
+      });
       expect(res.location, target).toBe('/');
     }
   });
@@ -300,28 +446,23 @@ describe.each(dialects())('authorization endpoint (%s)', (dialect) => {
   });
 
   it('oidc core §3.1.2.1 max_age: a session older than max_age must sign in again; a younger one need not', async () => {
-    const b = await signedIn();
-    await authorizeWith(b, { scope: 'openid' }).then(async (r) => {
-      if (r.status === 200) await b.postForm('/consent', { _csrf: hidden(r.text, '_csrf'), request: hidden(r.text, 'request'), decision: 'approve' });
-    });
+    const { b } = await newUser();
+    expect((await approve(b, await authorizeWith(b, { scope: 'openid' }))).status).toBe(303);
     const young = await authorizeWith(b, { scope: 'openid', max_age: '60' });
     expect(redirectParams(young).get('code')).toBeTruthy();
-    server.clock.advance(61_000);
-    try {
-      const old = await authorizeWith(b, { scope: 'openid', max_age: '60' });
-      expect(old.status).toBe(303);
-      expect(old.location).toMatch(/^\/signin/);
-      expect(redirectParams(await authorizeWith(b, { scope: 'openid', max_age: 'soon' })).get('error')).toBe('invalid_request');
-    } finally {
-      server.clock.advance(-61_000);
-    }
+    const clock = ownClock(server);
+    clock.advance(61_000);
+    const old = await authorizeWith(b, { scope: 'openid', max_age: '60' });
+    expect(old.status).toBe(303);
+    expect(old.location).toMatch(/^\/signin/);
+    expect(redirectParams(await authorizeWith(b, { scope: 'openid', max_age: 'soon' })).get('error')).toBe('invalid_request');
   });
 
   it('a disabled account cannot sign in, and its live sessions stop working', async () => {
     await seedUser(server, 'mallory');
     const b = new Browser(server.url);
     expect((await signIn(b, 'mallory')).status).toBe(303);
-    await server.store.setUserDisabled('mallory', server.clock.now());
+    await server.store.users.setDisabled('mallory', server.clock.now());
     const res = await authorizeWith(b, {});
     expect(res.location).toMatch(/^\/signin/);
     const again = await signIn(new Browser(server.url), 'mallory');

@@ -16,6 +16,7 @@ import {
   startServer,
   tokenRequest,
   type Res,
+  ownClock,
   type TestServer,
 } from './helpers.js';
 
@@ -27,7 +28,21 @@ import {
  * `//evil.example`), and the usual suspects.
  */
 const ODD: readonly string[] = [
-  ...['\x0b', '\0', '\x7f', '\u3000', '\u{1F600}', '\r\n', '\t', '\\', '//evil.example', '/\t/evil.example', '/\\evil.example', 'https://evil.example', 'javascript:alert(1)']
+  ...[
+    '\x0b',
+    '\0',
+    '\x7f',
+    '\u3000',
+    '\u{1F600}',
+    '\r\n',
+    '\t',
+    '\\',
+    '//evil.example',
+    '/\t/evil.example',
+    '/\\evil.example',
+    'https://evil.example',
+    'javascript:alert(1)',
+  ]
     .flatMap((v) => [v, `/${v}`])
     .map(encodeURIComponent),
   '/%09/evil.example',
@@ -44,6 +59,12 @@ const UNPARSEABLE = /%ED%A0%80|^%$|%zz|%C3%28|%00/;
 
 const CONTINUE_LOCATION = /^\/signin\?continue=[\w-]{43}$/;
 
+/**
+ * The two sweeps below sign in (a real scrypt hash, N=2^17, on the server's one hashing thread) once for every odd
+ * value, signed in and out: dozens of hashes in one test, about 40 s on a slow two-core machine.
+ */
+const HASHING_TEST_TIMEOUT_MS = 180_000;
+
 describe.each(dialects())('sign-in continuation (%s)', (dialect) => {
   let server: TestServer;
   let clientId: string;
@@ -53,7 +74,9 @@ describe.each(dialects())('sign-in continuation (%s)', (dialect) => {
     // This suite makes far more signed-out visits from one address than a person would; the limit has its own test.
     server = await startServer(dialect, { limits: { ...LIMITS, 'continuation-ip': { limit: 100_000, windowMs: 600_000 } } });
     await seedUser(server);
-    ({ app: { clientId } } = await seedApp(server, { name: 'Continuation App', callbackUrls: [redirectUri] }));
+    ({
+      app: { clientId },
+    } = await seedApp(server, { name: 'Continuation App', callbackUrls: [redirectUri] }));
   });
   afterAll(async () => server.close());
 
@@ -88,74 +111,83 @@ describe.each(dialects())('sign-in continuation (%s)', (dialect) => {
     return { ...started, signInPage: res.location!, id: res.location!.slice('/signin?continue='.length) };
   }
 
-  it('no open redirect after sign-in: return_to is never a redirect target', async () => {
-    for (const v of ODD) {
-      const b = new Browser(server.url);
-      // The odd value as `return_to` and `continue`, in the sign-in page's query and in the posted form, with the right password.
-      const page = await b.get(`/signin?return_to=${v}&continue=${v}`);
-      expectPage(page, `GET ${v}`);
-      const csrf = hidden((page.status === 200 ? page : await b.get('/signin')).text, '_csrf');
-      const body = `_csrf=${encodeURIComponent(csrf)}&username=alice&password=${encodeURIComponent(PASSWORD)}&return_to=${v}&continue=${v}`;
-      const res = await b.request('POST', '/signin', body, { 'content-type': 'application/x-www-form-urlencoded' });
-      if (UNPARSEABLE.test(v)) {
-        expect(page.status, `GET ${v}`).toBe(400);
-        expect(res.status, `POST ${v}`).toBe(400);
-        expect(b.cookies.has('authcli_session'), v).toBe(false);
-        // The same browser then signs in normally and lands on the server's own home page.
-        expect((await signIn(b)).location, v).toBe('/');
-      } else {
-        expect(page.status, `GET ${v}`).toBe(200);
-        expect(page.text, v).not.toContain('name="continue"');
-        expect(res.status, `POST ${v}`).toBe(303);
-        expect(res.location, `POST ${v}`).toBe('/');
-      }
-    }
-  });
-
-  it('no 500 and no off-site Location for odd characters in any page query, path or form, signed in or out', async () => {
-    const signedIn = new Browser(server.url);
-    expect((await signIn(signedIn)).status).toBe(303);
-    const { url: valid } = await authorizeUrl({ clientId, redirectUri });
-    const validQuery = valid.slice(valid.indexOf('?') + 1);
-    for (const b of [new Browser(server.url), signedIn]) {
-      const who = b === signedIn ? 'signed in' : 'signed out';
-      const csrf = hidden((await b.get('/signin')).text, '_csrf');
-      const post = (path: string, body: string) => b.request('POST', path, `_csrf=${encodeURIComponent(csrf)}&${body}`, { 'content-type': 'application/x-www-form-urlencoded' });
+  it(
+    'no open redirect after sign-in: return_to is never a redirect target',
+    async () => {
       for (const v of ODD) {
-        const gets = [
-          `/signin?continue=${v}`,
-          `/signin?${v}=1`,
-          `/device?user_code=${v}`,
-          `/device?${v}`,
-          `/oauth/authorize?${validQuery}&x=${v}`,
-          `/oauth/authorize?${validQuery.replace(/state=[^&]*/, `state=${v}`)}`,
-          `/oauth/authorize?${validQuery.replace(/nonce=[^&]*/, `nonce=${v}`)}`,
-          `/oauth/authorize?${validQuery.replace(/scope=[^&]*/, `scope=${v}`)}`,
-          `/oauth/authorize?${validQuery.replace(/client_id=[^&]*/, `client_id=${v}`)}`,
-          `/oauth/authorize?${validQuery.replace(/redirect_uri=[^&]*/, `redirect_uri=${v}`)}`,
-          `/oauth/authorize?${validQuery}&prompt=${v}&max_age=${v}`,
-          `/dashboard?x=${v}`,
-          `/dashboard/apps/${v}`,
-          `/dashboard/apps/${v}?${v}`,
-          `/developer/playground?${v}`,
-          `/developer/playground/apps/${v}`,
-          `/?${v}`,
-        ];
-        for (const path of gets) expectPage(await b.get(path), `${who} GET ${path}`);
-        const posts: [string, string][] = [
-          ['/signin', `username=${v}&password=${v}&continue=${v}`],
-          ['/consent', `request=${v}&decision=approve`],
-          ['/consent', `request=${encodeURIComponent(validQuery)}&decision=${v}`],
-          ['/consent', `request=${encodeURIComponent(`${validQuery}&state=`)}${v}&decision=approve`],
-          ['/device', `user_code=${v}`],
-          ['/device/decision', `user_code=${v}&decision=${v}`],
-          ['/dashboard/apps', `name=${v}&kind=${v}&callback_urls=${v}&scope=${v}&grant=${v}`],
-        ];
-        for (const [path, body] of posts) expectPage(await post(path, body), `${who} POST ${path} ${body}`);
+        const b = new Browser(server.url);
+        // The odd value as `return_to` and `continue`, in the sign-in page's query and in the posted form, with the right password.
+        const page = await b.get(`/signin?return_to=${v}&continue=${v}`);
+        expectPage(page, `GET ${v}`);
+        const csrf = hidden((page.status === 200 ? page : await b.get('/signin')).text, '_csrf');
+        const body = `_csrf=${encodeURIComponent(csrf)}&username=alice&password=${encodeURIComponent(PASSWORD)}&return_to=${v}&continue=${v}`;
+        const res = await b.request('POST', '/signin', body, { 'content-type': 'application/x-www-form-urlencoded' });
+        if (UNPARSEABLE.test(v)) {
+          expect(page.status, `GET ${v}`).toBe(400);
+          expect(res.status, `POST ${v}`).toBe(400);
+          expect(b.cookies.has('authcli_session'), v).toBe(false);
+          // The same browser then signs in normally and lands on the server's own home page.
+          expect((await signIn(b)).location, v).toBe('/');
+        } else {
+          expect(page.status, `GET ${v}`).toBe(200);
+          expect(page.text, v).not.toContain('name="continue"');
+          expect(res.status, `POST ${v}`).toBe(303);
+          expect(res.location, `POST ${v}`).toBe('/');
+        }
       }
-    }
-    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
-  });
+    },
+    HASHING_TEST_TIMEOUT_MS,
+  );
+
+  it(
+    'no 500 and no off-site Location for odd characters in any page query, path or form, signed in or out',
+    async () => {
+      const signedIn = new Browser(server.url);
+      expect((await signIn(signedIn)).status).toBe(303);
+      const { url: valid } = await authorizeUrl({ clientId, redirectUri });
+      const validQuery = valid.slice(valid.indexOf('?') + 1);
+      for (const b of [new Browser(server.url), signedIn]) {
+        const who = b === signedIn ? 'signed in' : 'signed out';
+        const csrf = hidden((await b.get('/signin')).text, '_csrf');
+        const post = (path: string, body: string) =>
+          b.request('POST', path, `_csrf=${encodeURIComponent(csrf)}&${body}`, { 'content-type': 'application/x-www-form-urlencoded' });
+        for (const v of ODD) {
+          const gets = [
+            `/signin?continue=${v}`,
+            `/signin?${v}=1`,
+            `/device?user_code=${v}`,
+            `/device?${v}`,
+            `/oauth/authorize?${validQuery}&x=${v}`,
+            `/oauth/authorize?${validQuery.replace(/state=[^&]*/, `state=${v}`)}`,
+            `/oauth/authorize?${validQuery.replace(/nonce=[^&]*/, `nonce=${v}`)}`,
+            `/oauth/authorize?${validQuery.replace(/scope=[^&]*/, `scope=${v}`)}`,
+            `/oauth/authorize?${validQuery.replace(/client_id=[^&]*/, `client_id=${v}`)}`,
+            `/oauth/authorize?${validQuery.replace(/redirect_uri=[^&]*/, `redirect_uri=${v}`)}`,
+            `/oauth/authorize?${validQuery}&prompt=${v}&max_age=${v}`,
+            `/dashboard?x=${v}`,
+            `/dashboard/apps/${v}`,
+            `/dashboard/apps/${v}?${v}`,
+            `/developer/playground?${v}`,
+            `/developer/playground/apps/${v}`,
+            `/?${v}`,
+          ];
+          for (const path of gets) expectPage(await b.get(path), `${who} GET ${path}`);
+          const posts: [string, string][] = [
+            ['/signin', `username=${v}&password=${v}&continue=${v}`],
+            ['/consent', `request=${v}&decision=approve`],
+            ['/consent', `request=${encodeURIComponent(validQuery)}&decision=${v}`],
+            ['/consent', `request=${encodeURIComponent(`${validQuery}&state=`)}${v}&decision=approve`],
+            ['/device', `user_code=${v}`],
+            ['/device/decision', `user_code=${v}&decision=${v}`],
+            ['/dashboard/apps', `name=${v}&kind=${v}&callback_urls=${v}&scope=${v}&grant=${v}`],
+          ];
+          for (const [path, body] of posts) expectPage(await post(path, body), `${who} POST ${path} ${body}`);
+        }
+      }
+      expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
+    },
+    HASHING_TEST_TIMEOUT_MS,
+  );
 
   it('the authorization request resumes after sign-in, as the server re-serialized it, and the code flow completes', async () => {
     const b = new Browser(server.url);
@@ -180,12 +212,22 @@ describe.each(dialects())('sign-in continuation (%s)', (dialect) => {
     });
     const consent = await b.get(signedIn.location!);
     expect(consent.status).toBe(200);
-    const approved = await b.postForm('/consent', { _csrf: hidden(consent.text, '_csrf'), request: hidden(consent.text, 'request'), decision: 'approve' });
+    const approved = await b.postForm('/consent', {
+      _csrf: hidden(consent.text, '_csrf'),
+      request: hidden(consent.text, 'request'),
+      decision: 'approve',
+    });
     expect(approved.status).toBe(303);
     const callback = new URL(approved.location!);
     expect(`${callback.origin}${callback.pathname}`).toBe(redirectUri);
     expect(callback.searchParams.get('state')).toBe(state);
-    const tokens = await tokenRequest(server, { grant_type: 'authorization_code', code: callback.searchParams.get('code')!, redirect_uri: redirectUri, client_id: clientId, code_verifier: verifier });
+    const tokens = await tokenRequest(server, {
+      grant_type: 'authorization_code',
+      code: callback.searchParams.get('code')!,
+      redirect_uri: redirectUri,
+      client_id: clientId,
+      code_verifier: verifier,
+    });
     expect(tokens.status).toBe(200);
     expect(tokens.json.access_token).toBeTruthy();
     const claims = JSON.parse(Buffer.from(String(tokens.json.id_token).split('.')[1]!, 'base64url').toString()) as { nonce: string };
@@ -199,7 +241,11 @@ describe.each(dialects())('sign-in continuation (%s)', (dialect) => {
     const consent = await b.get(url);
     expect(consent.status).toBe(200);
     b.cookies.delete('authcli_session');
-    const res = await b.postForm('/consent', { _csrf: hidden(consent.text, '_csrf'), request: hidden(consent.text, 'request'), decision: 'approve' });
+    const res = await b.postForm('/consent', {
+      _csrf: hidden(consent.text, '_csrf'),
+      request: hidden(consent.text, 'request'),
+      decision: 'approve',
+    });
     expect(res.status).toBe(303);
     expect(res.location).toMatch(CONTINUE_LOCATION);
     const signedIn = await signIn(b, 'alice', PASSWORD, res.location!);
@@ -255,7 +301,10 @@ describe.each(dialects())('sign-in continuation (%s)', (dialect) => {
     // Another browser's own binding cookie does not open it either.
     const planted = new Browser(server.url);
     await startAuthorization(planted);
-    expect((await planted.postForm('/signin', { ...signInFields((await planted.get('/signin')).text, 'alice', PASSWORD), continue: id })).location).toBe('/');
+    expect(
+      (await planted.postForm('/signin', { ...signInFields((await planted.get('/signin')).text, 'alice', PASSWORD), continue: id }))
+        .location,
+    ).toBe('/');
     expect((await signIn(owner, 'alice', PASSWORD, signInPage)).location).toMatch(/^\/oauth\/authorize\?/);
   });
 
@@ -284,17 +333,14 @@ describe.each(dialects())('sign-in continuation (%s)', (dialect) => {
     const b = new Browser(server.url);
     const { signInPage, id } = await startAuthorization(b);
     const page = await b.get(signInPage);
-    server.clock.advance(CONTINUATION_TTL_MS + 1);
-    try {
-      const res = await b.postForm('/signin', signInFields(page.text, 'alice', PASSWORD));
-      expect(res.status).toBe(303);
-      expect(res.location).toBe('/');
-      await server.store.purgeExpired(server.clock.now());
-      const left = await server.store.db.selectFrom('continuations').select('id_hash').where('id_hash', '=', sha256Hex(id)).execute();
-      expect(left).toEqual([]);
-    } finally {
-      server.clock.advance(-(CONTINUATION_TTL_MS + 1));
-    }
+    const clock = ownClock(server);
+    clock.advance(CONTINUATION_TTL_MS + 1);
+    const res = await b.postForm('/signin', signInFields(page.text, 'alice', PASSWORD));
+    expect(res.status).toBe(303);
+    expect(res.location).toBe('/');
+    await server.store.purgeExpired(server.clock.now());
+    const left = await server.store.rowsForTests().select('continuations', { id_hash: sha256Hex(id) });
+    expect(left).toEqual([]);
   });
 
   it('a forged continuation id leads to /', async () => {
@@ -314,7 +360,7 @@ describe.each(dialects())('sign-in continuation (%s)', (dialect) => {
     const { id } = await startAuthorization(b);
     const binding = b.cookies.get('authcli_continue')!;
     expect(binding).toMatch(/^[\w-]{43}$/);
-    const rows = await server.store.db.selectFrom('continuations').selectAll().where('id_hash', '=', sha256Hex(id)).execute();
+    const rows = await server.store.rowsForTests().select('continuations', { id_hash: sha256Hex(id) });
     expect(rows).toHaveLength(1);
     expect(rows[0]!.browser_hash).toBe(sha256Hex(binding));
     expect(JSON.stringify(rows[0])).not.toContain(id);

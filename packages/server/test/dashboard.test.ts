@@ -1,6 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sha256Hex } from '../src/util/crypto.js';
-import { basic, Browser, decideOnDevicePage, deviceAuthorization, dialects, hidden, PASSWORD, seedUser, signIn, startServer, type Res, type TestServer } from './helpers.js';
+import {
+  basic,
+  Browser,
+  decideOnDevicePage,
+  deviceAuthorization,
+  dialects,
+  hidden,
+  PASSWORD,
+  seedUser,
+  signIn,
+  startServer,
+  type Res,
+  type TestServer,
+} from './helpers.js';
 
 const DEVICE = 'urn:ietf:params:oauth:grant-type:device_code';
 
@@ -22,9 +35,18 @@ describe.each(dialects())('dashboard: applications (%s)', (dialect) => {
   }
 
   /** Submits the registration form the way a browser does: checkbox groups repeat their name. */
-  async function register(b: Browser, fields: { name: string; kind?: string; callbacks?: string; scopes?: string[]; grants?: string[] }): Promise<Res> {
+  async function register(
+    b: Browser,
+    fields: { name: string; kind?: string; callbacks?: string; scopes?: string[]; grants?: string[] },
+  ): Promise<Res> {
     const page = await b.get('/dashboard/apps/new');
-    const body = new URLSearchParams({ _csrf: hidden(page.text, '_csrf'), name: fields.name, kind: fields.kind ?? 'public', callback_urls: fields.callbacks ?? 'https://app.example/cb', id_token_alg: 'RS256' });
+    const body = new URLSearchParams({
+      _csrf: hidden(page.text, '_csrf'),
+      name: fields.name,
+      kind: fields.kind ?? 'public',
+      callback_urls: fields.callbacks ?? 'https://app.example/cb',
+      id_token_alg: 'RS256',
+    });
     for (const s of fields.scopes ?? ['openid', 'profile']) body.append('scope', s);
     for (const g of fields.grants ?? ['authorization_code', 'refresh_token']) body.append('grant', g);
     return b.request('POST', '/dashboard/apps', body.toString(), { 'content-type': 'application/x-www-form-urlencoded' });
@@ -52,11 +74,21 @@ describe.each(dialects())('dashboard: applications (%s)', (dialect) => {
 
   it('register a public application: listed, editable, no secret', async () => {
     const b = await as('alice');
-    const res = await register(b, { name: 'My CLI', callbacks: 'http://127.0.0.1/callback\nhttps://app.example/cb', grants: ['authorization_code', DEVICE] });
+    const res = await register(b, {
+      name: 'My CLI',
+      callbacks: 'http://127.0.0.1/callback\nhttps://app.example/cb',
+      grants: ['authorization_code', DEVICE],
+    });
     expect(res.status).toBe(303);
     const clientId = decodeURIComponent(res.location!.split('/').pop()!);
-    const app = await server.store.getApplication(clientId);
-    expect(app).toMatchObject({ name: 'My CLI', kind: 'public', secretHash: null, callbackUrls: ['http://127.0.0.1/callback', 'https://app.example/cb'], grantTypes: ['authorization_code', DEVICE] });
+    const app = await server.store.applications.get(clientId);
+    expect(app).toMatchObject({
+      name: 'My CLI',
+      kind: 'public',
+      secretHash: null,
+      callbackUrls: ['http://127.0.0.1/callback', 'https://app.example/cb'],
+      grantTypes: ['authorization_code', DEVICE],
+    });
     const list = await b.get('/dashboard');
     expect(list.text).toContain('My CLI');
     expect(list.text).toContain(clientId);
@@ -73,7 +105,7 @@ describe.each(dialects())('dashboard: applications (%s)', (dialect) => {
     expect(page.headers.get('cache-control')).toBe('no-store');
     expect(res.location).not.toContain(secret);
     expect(secret).toMatch(/^[\w-]{43}$/);
-    expect((await server.store.getApplication(clientId))!.secretHash).toBe(sha256Hex(secret));
+    expect((await server.store.applications.get(clientId))!.secretHash).toBe(sha256Hex(secret));
     const again = await b.get(`/dashboard/apps/${clientId}`);
     expect(again.text).not.toContain(secret);
     expect((await b.get('/dashboard')).text).not.toContain(secret);
@@ -114,7 +146,12 @@ describe.each(dialects())('dashboard: applications (%s)', (dialect) => {
     const res = await register(b, { name: 'Editable' });
     const path = res.location!;
     const page = await b.get(path);
-    const body = new URLSearchParams({ _csrf: hidden(page.text, '_csrf'), name: 'Edited', callback_urls: 'https://new.example/cb', id_token_alg: 'ES256' });
+    const body = new URLSearchParams({
+      _csrf: hidden(page.text, '_csrf'),
+      name: 'Edited',
+      callback_urls: 'https://new.example/cb',
+      id_token_alg: 'ES256',
+    });
     body.append('scope', 'openid');
     body.append('grant', 'authorization_code');
     const saved = await b.request('POST', path, body.toString(), { 'content-type': 'application/x-www-form-urlencoded' });
@@ -123,18 +160,30 @@ describe.each(dialects())('dashboard: applications (%s)', (dialect) => {
     expect((await b.get(path)).text).toContain('Application saved');
     expect((await b.get(path)).text).not.toContain('Application saved');
     const clientId = decodeURIComponent(path.split('/').pop()!);
-    expect(await server.store.getApplication(clientId)).toMatchObject({ name: 'Edited', callbackUrls: ['https://new.example/cb'], scopes: ['openid'], idTokenAlg: 'ES256', kind: 'public' });
+    expect(await server.store.applications.get(clientId)).toMatchObject({
+      name: 'Edited',
+      callbackUrls: ['https://new.example/cb'],
+      scopes: ['openid'],
+      idTokenAlg: 'ES256',
+      kind: 'public',
+    });
     body.set('callback_urls', 'http://evil.example/cb');
     const refused = await b.request('POST', path, body.toString(), { 'content-type': 'application/x-www-form-urlencoded' });
     expect(refused.status).toBe(400);
-    expect((await server.store.getApplication(clientId))!.callbackUrls).toEqual(['https://new.example/cb']);
+    expect((await server.store.applications.get(clientId))!.callbackUrls).toEqual(['https://new.example/cb']);
   });
 
   it('csrf: a form POST without the token changes nothing', async () => {
     const b = await as('alice');
-    const res = await b.postForm('/dashboard/apps', { name: 'Forged', kind: 'public', callback_urls: 'https://a.example/cb', scope: 'openid', grant: 'authorization_code' });
+    const res = await b.postForm('/dashboard/apps', {
+      name: 'Forged',
+      kind: 'public',
+      callback_urls: 'https://a.example/cb',
+      scope: 'openid',
+      grant: 'authorization_code',
+    });
     expect(res.status).toBe(403);
-    expect((await server.store.listApplications()).map((a) => a.name)).not.toContain('Forged');
+    expect((await server.store.applications.list()).map((a) => a.name)).not.toContain('Forged');
   });
 
   it("a user cannot see or change another user's application; an administrator can", async () => {
@@ -147,10 +196,20 @@ describe.each(dialects())('dashboard: applications (%s)', (dialect) => {
     expect((await bob.get(path)).status).toBe(404);
     const bobPage = await bob.get('/dashboard');
     const csrf = hidden(bobPage.text, '_csrf');
-    expect((await bob.postForm(path, { _csrf: csrf, name: 'Hijacked', callback_urls: 'https://evil.example/cb', scope: 'openid', grant: 'authorization_code' })).status).toBe(404);
+    expect(
+      (
+        await bob.postForm(path, {
+          _csrf: csrf,
+          name: 'Hijacked',
+          callback_urls: 'https://evil.example/cb',
+          scope: 'openid',
+          grant: 'authorization_code',
+        })
+      ).status,
+    ).toBe(404);
     expect((await bob.postForm(`${path}/delete`, { _csrf: csrf })).status).toBe(404);
     expect((await bob.postForm(`${path}/rotate-secret`, { _csrf: csrf })).status).toBe(404);
-    expect((await server.store.getApplication(clientId))!.name).toBe('Alice private');
+    expect((await server.store.applications.get(clientId))!.name).toBe('Alice private');
     expect((await bob.get(`/developer/playground/apps/${clientId}`)).status).toBe(404);
     expect((await bob.get('/developer/playground')).text).not.toContain('Alice private');
     expect((await alice.get(`/developer/playground/apps/${clientId}`)).status).toBe(200);
@@ -164,7 +223,7 @@ describe.each(dialects())('dashboard: applications (%s)', (dialect) => {
 
   it('delete removes the application and its sign-ins', async () => {
     const b = await as('alice');
-    const created = await register(b, { name: 'Short-lived', grants: [DEVICE] , callbacks: '' });
+    const created = await register(b, { name: 'Short-lived', grants: [DEVICE], callbacks: '' });
     const path = created.location!;
     const clientId = decodeURIComponent(path.split('/').pop()!);
     expect((await deviceAuthorization(server, clientId, 'openid')).status).toBe(200);
@@ -173,13 +232,13 @@ describe.each(dialects())('dashboard: applications (%s)', (dialect) => {
     expect(res.status).toBe(303);
     expect(res.location).toBe('/dashboard');
     expect((await b.get('/dashboard')).text).toContain('Application “Short-lived” deleted');
-    expect(await server.store.getApplication(clientId)).toBeUndefined();
+    expect(await server.store.applications.get(clientId)).toBeUndefined();
     expect((await deviceAuthorization(server, clientId, 'openid')).json.error).toBe('invalid_client');
   });
 
   it('post-redirect-get: every dashboard form answers 303 to a GET page; a reload of that page repeats nothing', async () => {
     const b = await as('alice');
-    const before = (await server.store.listApplications()).length;
+    const before = (await server.store.applications.list()).length;
     const created = await register(b, { name: 'Reloaded', kind: 'confidential' });
     const { secret, clientId } = await secretPage(b, created);
     // Reloading the page the redirect led to: no second application, and the secret is not shown again.
@@ -187,19 +246,19 @@ describe.each(dialects())('dashboard: applications (%s)', (dialect) => {
     expect(reload.status).toBe(303);
     expect(reload.location).toBe(`/dashboard/apps/${clientId}`);
     expect(reload.text).not.toContain(secret);
-    expect((await server.store.listApplications()).length).toBe(before + 1);
-    const hash = (await server.store.getApplication(clientId))!.secretHash;
+    expect((await server.store.applications.list()).length).toBe(before + 1);
+    const hash = (await server.store.applications.get(clientId))!.secretHash;
     expect(hash).toBe(sha256Hex(secret));
 
     const page = await b.get(`/dashboard/apps/${clientId}`);
     expect(page.text).not.toContain(secret);
     const rotated = await b.postForm(`/dashboard/apps/${clientId}/rotate-secret`, { _csrf: hidden(page.text, '_csrf') });
     const { secret: fresh } = await secretPage(b, rotated);
-    const rotatedHash = (await server.store.getApplication(clientId))!.secretHash;
+    const rotatedHash = (await server.store.applications.get(clientId))!.secretHash;
     expect(rotatedHash).toBe(sha256Hex(fresh));
     // A reload after a rotation rotates nothing: the stored hash changed exactly once.
     expect((await b.get(rotated.location!)).status).toBe(303);
-    expect((await server.store.getApplication(clientId))!.secretHash).toBe(rotatedHash);
+    expect((await server.store.applications.get(clientId))!.secretHash).toBe(rotatedHash);
   });
 
   it('flash: a secret is bound to the session that made it, and taken by the first page that shows it', async () => {
@@ -215,7 +274,7 @@ describe.each(dialects())('dashboard: applications (%s)', (dialect) => {
     expect((await (await as('root')).get(created.location!)).status).toBe(303);
     // The session that registered it still gets it, once.
     const { secret } = await secretPage(alice, created);
-    expect((await server.store.getApplication(clientId))!.secretHash).toBe(sha256Hex(secret));
+    expect((await server.store.applications.get(clientId))!.secretHash).toBe(sha256Hex(secret));
     expect((await alice.get(created.location!)).status).toBe(303);
     // A signed-out visitor is sent to sign in, never shown the page.
     const anonymous = await new Browser(server.url).get(created.location!);
@@ -251,11 +310,11 @@ describe.each(dialects())('dashboard: applications (%s)', (dialect) => {
     expect(del.text).toContain('Delete Confirmed?');
     expect(del.text).toContain(`action="${path}/delete"`);
     // Looking at the confirmations changed nothing.
-    expect((await server.store.getApplication(clientId))!.secretHash).toBe(sha256Hex(secret));
+    expect((await server.store.applications.get(clientId))!.secretHash).toBe(sha256Hex(secret));
     // The confirmation's own form is CSRF-protected.
     expect((await b.postForm(`${path}/delete`, {})).status).toBe(403);
     expect((await b.postForm(`${path}/delete`, { _csrf: hidden(del.text, '_csrf') })).status).toBe(303);
-    expect(await server.store.getApplication(clientId)).toBeUndefined();
+    expect(await server.store.applications.get(clientId)).toBeUndefined();
     // Confirmations of someone else's application, or of a public one's secret, are not offered.
     expect((await (await as('bob')).get(`${path}/delete`)).status).toBe(404);
     const pub = clientIdOf((await register(b, { name: 'No secret' })).location!);

@@ -16,9 +16,10 @@ import {
   seedUser,
   signIn,
   startServer,
+  ownClock,
   type TestServer,
 } from './helpers.js';
-import { freePort } from '../../../test/support/http.js';
+import { freePort } from '@authcli/test-support/http';
 
 const DEVICE = 'urn:ietf:params:oauth:grant-type:device_code';
 const USER_CODE = /^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/;
@@ -34,7 +35,12 @@ describe.each(dialects())('device authorization grant, RFC 8628 (%s)', (dialect)
     server = await startServer(dialect, { limits: { ...LIMITS, 'device-authz-ip': { limit: 10_000, windowMs: 60_000 } } });
     await seedUser(server, 'alice', { email: 'alice@example.com' });
     other = (await seedApp(server, { name: 'Other device app', grantTypes: [DEVICE], callbackUrls: [] })).app.clientId;
-    const c = await seedApp(server, { name: 'Confidential TV', kind: 'confidential', grantTypes: [DEVICE, 'refresh_token'], callbackUrls: [] });
+    const c = await seedApp(server, {
+      name: 'Confidential TV',
+      kind: 'confidential',
+      grantTypes: [DEVICE, 'refresh_token'],
+      callbackUrls: [],
+    });
     conf = { id: c.app.clientId, secret: c.clientSecret! };
     noDevice = (await seedApp(server, { name: 'Web only' })).app.clientId;
   });
@@ -43,7 +49,14 @@ describe.each(dialects())('device authorization grant, RFC 8628 (%s)', (dialect)
   async function start(clientId = 'authcli', scope = 'openid profile email') {
     const res = await deviceAuthorization(server, clientId, scope);
     expect(res.status).toBe(200);
-    return res.json as { device_code: string; user_code: string; verification_uri: string; verification_uri_complete: string; expires_in: number; interval: number };
+    return res.json as {
+      device_code: string;
+      user_code: string;
+      verification_uri: string;
+      verification_uri_complete: string;
+      expires_in: number;
+      interval: number;
+    };
   }
 
   it('rfc8628 §3.2 device authorization response', async () => {
@@ -56,7 +69,7 @@ describe.each(dialects())('device authorization grant, RFC 8628 (%s)', (dialect)
     expect(res.json.verification_uri_complete).toBe(`${server.url}/device?user_code=${res.json.user_code}`);
     expect(res.json.expires_in).toBe(600);
     expect(res.json.interval).toBe(5);
-    const stored = await server.store.findDeviceByCodeHash(sha256Hex(res.json.device_code));
+    const stored = await server.store.deviceGrants.findByCodeHash(sha256Hex(res.json.device_code));
     expect(stored).toBeDefined();
     expect(JSON.stringify(stored)).not.toContain(res.json.device_code);
   });
@@ -109,30 +122,32 @@ describe.each(dialects())('device authorization grant, RFC 8628 (%s)', (dialect)
   });
 
   it('rfc8628 §3.5 on-time polling never gets slow_down', async () => {
+    const clock = ownClock(server);
     const d = await start();
     for (let i = 0; i < 6; i++) {
       expect((await poll(server, 'authcli', d.device_code)).json.error).toBe('authorization_pending');
-      server.clock.advance(5_000);
+      clock.advance(5_000);
     }
   });
 
   it('rfc8628 §3.5 slow_down adds 5 seconds, and a client that adopts the new interval recovers', async () => {
+    const clock = ownClock(server);
     const d = await start();
     expect((await poll(server, 'authcli', d.device_code)).json.error).toBe('authorization_pending');
-    server.clock.advance(1_000);
+    clock.advance(1_000);
     const early = await poll(server, 'authcli', d.device_code);
     expect(early.json.error).toBe('slow_down');
-    expect((await server.store.findDeviceByCodeHash(sha256Hex(d.device_code)))!.interval_s).toBe(10);
+    expect((await server.store.deviceGrants.findByCodeHash(sha256Hex(d.device_code)))!.interval_s).toBe(10);
     // Waiting the old 5 s is now too soon...
-    server.clock.advance(5_000);
+    clock.advance(5_000);
     expect((await poll(server, 'authcli', d.device_code)).json.error).toBe('slow_down');
-    expect((await server.store.findDeviceByCodeHash(sha256Hex(d.device_code)))!.interval_s).toBe(15);
+    expect((await server.store.deviceGrants.findByCodeHash(sha256Hex(d.device_code)))!.interval_s).toBe(15);
     // ...waiting the current interval is on time, every time, and the interval stops growing.
     for (let i = 0; i < 3; i++) {
-      server.clock.advance(15_000);
+      clock.advance(15_000);
       expect((await poll(server, 'authcli', d.device_code)).json.error).toBe('authorization_pending');
     }
-    expect((await server.store.findDeviceByCodeHash(sha256Hex(d.device_code)))!.interval_s).toBe(15);
+    expect((await server.store.deviceGrants.findByCodeHash(sha256Hex(d.device_code)))!.interval_s).toBe(15);
   });
 
   it('rfc8628 §3.5 the interval is per device code', async () => {
@@ -180,18 +195,15 @@ describe.each(dialects())('device authorization grant, RFC 8628 (%s)', (dialect)
 
   it('rfc8628 §3.5 after 10 minutes: expired_token, and the code page says so', async () => {
     const d = await start();
-    server.clock.advance(600_000);
-    try {
-      expect((await poll(server, 'authcli', d.device_code)).json.error).toBe('expired_token');
-      const b = new Browser(server.url);
-      await signIn(b);
-      const entry = await b.get('/device');
-      const res = await b.postForm('/device', { _csrf: hidden(entry.text, '_csrf'), user_code: d.user_code });
-      expect(res.status).toBe(400);
-      expect(res.text).toContain('expired');
-    } finally {
-      server.clock.advance(-600_000);
-    }
+    const clock = ownClock(server);
+    clock.advance(600_000);
+    expect((await poll(server, 'authcli', d.device_code)).json.error).toBe('expired_token');
+    const b = new Browser(server.url);
+    await signIn(b);
+    const entry = await b.get('/device');
+    const res = await b.postForm('/device', { _csrf: hidden(entry.text, '_csrf'), user_code: d.user_code });
+    expect(res.status).toBe(400);
+    expect(res.text).toContain('expired');
   });
 
   it('rfc8628 §3.4 the device code is bound to the client that requested it', async () => {
@@ -225,6 +237,7 @@ describe.each(dialects())('device authorization grant, RFC 8628 (%s)', (dialect)
   });
 
   it('rfc8628 §3.3.1 a prefilled code (verification_uri_complete) still needs an explicit Approve', async () => {
+    const clock = ownClock(server);
     const d = await start();
     const b = new Browser(server.url);
     await signIn(b);
@@ -239,7 +252,7 @@ describe.each(dialects())('device authorization grant, RFC 8628 (%s)', (dialect)
     expect(confirm.text).toContain('Deny');
     expect(confirm.text).toContain(d.user_code);
     for (const scope of ['openid', 'profile', 'email']) expect(confirm.text).toContain(`<code>${scope}</code>`);
-    server.clock.advance(5_000);
+    clock.advance(5_000);
     expect((await poll(server, 'authcli', d.device_code)).json.error).toBe('authorization_pending');
   });
 
@@ -281,7 +294,7 @@ describe.each(dialects())('device authorization grant, RFC 8628 (%s)', (dialect)
     await seedUser(server, 'carol');
     const d = await start();
     await decideOnDevicePage(new Browser(server.url), d.user_code, 'approve', 'carol');
-    await server.store.setUserDisabled('carol', server.clock.now());
+    await server.store.users.setDisabled('carol', server.clock.now());
     const res = await poll(server, 'authcli', d.device_code);
     expect(res.status).toBe(400);
     expect(res.json.error).toBe('invalid_grant');
@@ -325,7 +338,7 @@ describe.each(dialects())('rfc8628 §5.1 brute force on the code page (%s)', (di
     }
 
     // The window passes: the right code works again.
-    server.clock.advance(10 * 60_000 + 1);
+    ownClock(server).advance(10 * 60_000 + 1);
     const fresh = await deviceAuthorization(server, 'authcli', 'openid');
     const entry = await b.get('/device');
     const ok = await b.postForm('/device', { _csrf: hidden(entry.text, '_csrf'), user_code: fresh.json.user_code });

@@ -4,16 +4,21 @@ import { join } from 'node:path';
 import { challengeS256, generateNonce, generateState, generateVerifier } from '@authcli/pkce';
 import pg from 'pg';
 import type { FastifyInstance } from 'fastify';
+import { onTestFinished } from 'vitest';
 import { buildApp } from '../src/app.js';
 import { randomUUID } from 'node:crypto';
-import { bootstrapStore, registerApplication } from '../src/bootstrap.js';
+import { bootstrapStore, registerApplication } from '../src/oauth/registration.js';
 import { hashPassword } from '../src/util/password.js';
 import { loadConfig, type ServerConfig } from '../src/config/config.js';
 import { openStore } from '../src/store/open.js';
 import type { Store } from '../src/store/store.js';
-import { approveInBrowser, Browser, freePort, hidden, signInFields, type Res } from '../../../test/support/http.js';
+import { approveInBrowser, Browser, freePort, hidden, signInFields, type Res } from '@authcli/test-support/http';
 
 export { Browser, hidden, signInFields, type Res };
+
+/** A JSON answer of the server under test, read field by field in assertions. */
+// biome-ignore lint/suspicious/noExplicitAny: assertions read nested fields of answers whose shape is what the test checks
+type Json = Record<string, any>;
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -65,9 +70,9 @@ export async function freshStore(dialect: DialectName): Promise<{ store: Store; 
   };
 }
 
-/** A clock tests can move forward. */
+/** A clock a test can move forward: time stands still until the test advances it. */
 export class TestClock {
-  constructor(public t = Date.now()) {}
+  constructor(public t: number) {}
   now = () => this.t;
   advance(ms: number) {
     this.t += ms;
@@ -79,15 +84,36 @@ export interface TestServer {
   config: ServerConfig;
   store: Store;
   app: FastifyInstance;
-  clock: TestClock;
+  /**
+   * The server's time, read-only: the instant the server started, unless the
+   * running test took its own clock (ownClock). Suites share a server, so no
+   * test may move a clock another test reads.
+   */
+  clock: { readonly now: () => number };
+  /** Makes the server read `clock`, or its start instant again when undefined; see ownClock. */
+  useClock: (clock: TestClock | undefined) => void;
   close: () => Promise<void>;
+}
+
+/**
+ * A clock of the running test's own, at the server's current instant: the
+ * server reads it until the test finishes, then its start instant again. A
+ * test that moves time takes one instead of moving a clock its suite shares.
+ */
+export function ownClock(server: TestServer): TestClock {
+  const clock = new TestClock(server.clock.now());
+  server.useClock(clock);
+  onTestFinished(() => server.useClock(undefined));
+  return clock;
 }
 
 /** The real server, listening on a loopback port, over a fresh store. */
 export async function startServer(dialect: DialectName, overrides: Partial<ServerConfig> = {}): Promise<TestServer> {
   const { store, cleanup } = await freshStore(dialect);
   const port = await freePort();
-  const clock = new TestClock();
+  const started = Date.now();
+  let current: TestClock | undefined;
+  const clock = { now: () => current?.now() ?? started };
   const config = loadConfig({ port, host: '127.0.0.1' }, {}, { logLevel: 'silent', now: clock.now, ...overrides });
   await bootstrapStore(store, clock.now());
   const app = await buildApp(config, store);
@@ -98,6 +124,9 @@ export async function startServer(dialect: DialectName, overrides: Partial<Serve
     store,
     app,
     clock,
+    useClock: (c) => {
+      current = c;
+    },
     close: async () => {
       await app.close();
       await cleanup();
@@ -112,7 +141,7 @@ let passwordHash: Promise<string> | undefined;
 
 export async function seedUser(server: TestServer, username = 'alice', extra: { admin?: boolean; email?: string } = {}) {
   passwordHash ??= hashPassword(PASSWORD);
-  return server.store.createUser({
+  return server.store.users.create({
     id: randomUUID(),
     username,
     password_hash: await passwordHash,
@@ -126,7 +155,14 @@ export async function seedUser(server: TestServer, username = 'alice', extra: { 
 
 export async function seedApp(
   server: TestServer,
-  input: Partial<{ name: string; kind: 'public' | 'confidential'; callbackUrls: string[]; scopes: string[]; grantTypes: string[]; idTokenAlg: string }> = {},
+  input: Partial<{
+    name: string;
+    kind: 'public' | 'confidential';
+    callbackUrls: string[];
+    scopes: string[];
+    grantTypes: string[];
+    idTokenAlg: string;
+  }> = {},
 ) {
   return registerApplication(
     server.store,
@@ -135,7 +171,12 @@ export async function seedApp(
       kind: input.kind ?? 'public',
       callbackUrls: input.callbackUrls ?? ['https://app.example/callback'],
       // offline_access only with the refresh grant: registration refuses it otherwise (bootstrap.ts).
-      scopes: input.scopes ?? ['openid', 'profile', 'email', ...(!input.grantTypes || input.grantTypes.includes('refresh_token') ? ['offline_access'] : [])],
+      scopes: input.scopes ?? [
+        'openid',
+        'profile',
+        'email',
+        ...(!input.grantTypes || input.grantTypes.includes('refresh_token') ? ['offline_access'] : []),
+      ],
       ...(input.grantTypes && { grantTypes: input.grantTypes }),
       ...(input.idTokenAlg && { idTokenAlg: input.idTokenAlg }),
     },
@@ -214,16 +255,16 @@ export async function postForm(
   path: string,
   fields: Record<string, string> | string,
   headers: Record<string, string> = {},
-): Promise<{ status: number; headers: Headers; json: Record<string, any> }> {
+): Promise<{ status: number; headers: Headers; json: Json }> {
   const res = await fetch(`${server.url}${path}`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
     body: typeof fields === 'string' ? fields : new URLSearchParams(fields).toString(),
   });
   const text = await res.text();
-  let json: Record<string, any>;
+  let json: Json;
   try {
-    json = text ? (JSON.parse(text) as Record<string, any>) : {};
+    json = text ? (JSON.parse(text) as Json) : {};
   } catch {
     json = { raw: text };
   }
@@ -251,5 +292,9 @@ export async function decideOnDevicePage(
   const entry = await browser.get('/device');
   const confirm = await browser.postForm('/device', { _csrf: hidden(entry.text, '_csrf'), user_code: userCode });
   if (confirm.status !== 200) throw new Error(`code entry failed: ${confirm.status} ${confirm.text.slice(0, 200)}`);
-  return browser.postForm('/device/decision', { _csrf: hidden(confirm.text, '_csrf'), user_code: hidden(confirm.text, 'user_code'), decision });
+  return browser.postForm('/device/decision', {
+    _csrf: hidden(confirm.text, '_csrf'),
+    user_code: hidden(confirm.text, 'user_code'),
+    decision,
+  });
 }

@@ -1,7 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeJwt } from 'jose';
-import { approveInBrowser } from '../../../test/support/http.js';
-import { authorizeUrl, basic, Browser, dialects, PASSWORD, postForm, seedApp, seedUser, startServer, tokenRequest, type TestServer } from './helpers.js';
+import { approveInBrowser } from '@authcli/test-support/http';
+import {
+  authorizeUrl,
+  basic,
+  Browser,
+  dialects,
+  PASSWORD,
+  postForm,
+  seedApp,
+  seedUser,
+  startServer,
+  tokenRequest,
+  ownClock,
+  type TestServer,
+} from './helpers.js';
 
 /** RFC 7662 token introspection. */
 describe.each(dialects())('token introspection (%s)', (dialect) => {
@@ -65,7 +78,13 @@ describe.each(dialects())('token introspection (%s)', (dialect) => {
     const tokens = await login();
     const res = await introspect({ token: tokens.refresh_token, token_type_hint: 'refresh_token' });
     expect(res.status).toBe(200);
-    expect(res.json).toMatchObject({ active: true, scope: 'openid profile offline_access', client_id: conf.id, username: 'alice', iss: server.url });
+    expect(res.json).toMatchObject({
+      active: true,
+      scope: 'openid profile offline_access',
+      client_id: conf.id,
+      username: 'alice',
+      iss: server.url,
+    });
     expect(res.json.sub).toBe(decodeJwt(tokens.access_token).sub);
     expect(res.json.exp).toBeGreaterThan(res.json.iat);
     expect(res.json.token_type).toBeUndefined();
@@ -89,24 +108,30 @@ describe.each(dialects())('token introspection (%s)', (dialect) => {
 
   it('rfc7662 §2.2 an expired access token is inactive; the refresh token lives on until its own expiry', async () => {
     const tokens = await login();
-    server.clock.advance((server.config.accessTokenTtlSeconds + 1) * 1000);
-    try {
-      expect((await introspect({ token: tokens.access_token })).json).toEqual({ active: false });
-      expect((await introspect({ token: tokens.refresh_token })).json.active).toBe(true);
-    } finally {
-      server.clock.advance(-(server.config.accessTokenTtlSeconds + 1) * 1000);
-    }
+    const clock = ownClock(server);
+    clock.advance((server.config.accessTokenTtlSeconds + 1) * 1000);
+    expect((await introspect({ token: tokens.access_token })).json).toEqual({ active: false });
+    expect((await introspect({ token: tokens.refresh_token })).json.active).toBe(true);
   });
 
   it('rfc7662 §2.2 revoked (rfc7009) and rotated tokens are inactive', async () => {
     const a = await login();
-    const rotated = await tokenRequest(server, { grant_type: 'refresh_token', refresh_token: a.refresh_token }, { authorization: basic(conf.id, conf.secret) });
+    const rotated = await tokenRequest(
+      server,
+      { grant_type: 'refresh_token', refresh_token: a.refresh_token },
+      { authorization: basic(conf.id, conf.secret) },
+    );
     expect(rotated.status).toBe(200);
     expect((await introspect({ token: a.refresh_token })).json).toEqual({ active: false });
     expect((await introspect({ token: rotated.json.refresh_token })).json.active).toBe(true);
 
     const b = await login();
-    const revoked = await postForm(server, '/oauth/revoke', { token: b.access_token, token_type_hint: 'access_token' }, { authorization: basic(conf.id, conf.secret) });
+    const revoked = await postForm(
+      server,
+      '/oauth/revoke',
+      { token: b.access_token, token_type_hint: 'access_token' },
+      { authorization: basic(conf.id, conf.secret) },
+    );
     expect(revoked.status).toBe(200);
     expect((await introspect({ token: b.access_token })).json).toEqual({ active: false });
     await postForm(server, '/oauth/revoke', { token: b.refresh_token }, { authorization: basic(conf.id, conf.secret) });
@@ -117,7 +142,7 @@ describe.each(dialects())('token introspection (%s)', (dialect) => {
     await seedUser(server, 'dora');
     const tokens = await login(conf, 'openid offline_access', 'dora');
     expect((await introspect({ token: tokens.access_token })).json).toMatchObject({ active: true, username: 'dora' });
-    await server.store.setUserDisabled('dora', server.clock.now());
+    await server.store.users.setDisabled('dora', server.clock.now());
     expect((await introspect({ token: tokens.access_token })).json).toEqual({ active: false });
     expect((await introspect({ token: tokens.refresh_token })).json).toEqual({ active: false });
   });
@@ -159,7 +184,9 @@ describe.each(dialects())('token introspection (%s)', (dialect) => {
     expect((await introspect({})).status).toBe(400);
     expect((await introspect({})).json.error).toBe('invalid_request');
     const tokens = await login();
-    const twice = await postForm(server, '/oauth/introspect', `token=${tokens.access_token}&token=x`, { authorization: basic(conf.id, conf.secret) });
+    const twice = await postForm(server, '/oauth/introspect', `token=${tokens.access_token}&token=x`, {
+      authorization: basic(conf.id, conf.secret),
+    });
     expect(twice.status).toBe(400);
     const json = await fetch(`${server.url}/oauth/introspect`, {
       method: 'POST',

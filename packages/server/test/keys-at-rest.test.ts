@@ -7,7 +7,7 @@ import { KEY_ACTIVATION_DELAY_MS, KEY_REFRESH_MS } from '../src/config/defaults.
 import { decryptPrivateJwk, encryptPrivateJwk, isEncryptedPrivateJwk } from '../src/oauth/key-encryption.js';
 import { KeyRing, generateSigningKey, rotateKeys } from '../src/oauth/keys.js';
 import type { Store } from '../src/store/store.js';
-import { authorize, Browser, dialects, seedApp, seedUser, startServer, tokenRequest, type TestServer } from './helpers.js';
+import { authorize, Browser, dialects, seedApp, seedUser, startServer, tokenRequest, type TestServer, ownClock } from './helpers.js';
 
 const KEK = randomBytes(32);
 const OTHER_KEK = randomBytes(32);
@@ -45,7 +45,10 @@ describe('key encryption: AES-256-GCM envelope bound to its kid', () => {
     for (const field of ['ct', 'tag', 'iv']) {
       expect(() => decryptPrivateJwk(flip(field), kid, KEK), field).toThrow(/does not decrypt the signing keys/);
     }
-    const truncatedTag = JSON.stringify({ ...envelope, tag: Buffer.from(envelope.tag!, 'base64url').subarray(0, 12).toString('base64url') });
+    const truncatedTag = JSON.stringify({
+      ...envelope,
+      tag: Buffer.from(envelope.tag!, 'base64url').subarray(0, 12).toString('base64url'),
+    });
     expect(() => decryptPrivateJwk(truncatedTag, kid, KEK)).toThrow(ConfigError);
   });
 
@@ -95,7 +98,7 @@ describe.each(dialects())('signing keys at rest (%s)', (dialect) => {
     for (const s of started.splice(0)) await s.close();
   });
 
-  const rows = (store: Store) => store.db.selectFrom('signing_keys').selectAll().orderBy('created_at').orderBy('kid').execute();
+  const rows = (store: Store) => store.rowsForTests().select('signing_keys', {}, ['created_at', 'kid']);
 
   /** An ID token (RS256) and access token (ES256) from the running server, both verified against its JWKS. */
   async function verifiedTokens(): Promise<{ idKid: string; atKid: string }> {
@@ -111,7 +114,10 @@ describe.each(dialects())('signing keys at rest (%s)', (dialect) => {
     const jwks = createRemoteJWKSet(new URL(`${server.url}/oauth/jwks`));
     await jwtVerify(res.json.id_token as string, jwks, { issuer: server.url, audience: clientId });
     await jwtVerify(res.json.access_token as string, jwks, { issuer: server.url, typ: 'at+jwt' });
-    return { idKid: decodeProtectedHeader(res.json.id_token as string).kid!, atKid: decodeProtectedHeader(res.json.access_token as string).kid! };
+    return {
+      idKid: decodeProtectedHeader(res.json.id_token as string).kid!,
+      atKid: decodeProtectedHeader(res.json.access_token as string).kid!,
+    };
   }
 
   /** What a restarted instance does with the store: a key ring of its own, opened at start. */
@@ -155,7 +161,11 @@ describe.each(dialects())('signing keys at rest (%s)', (dialect) => {
   it('the wrong key-encryption key: the server refuses to start, and the store is left as it was', async () => {
     await start(KEK);
     const before = await rows(server.store);
-    const config = loadConfig({ port: 0, host: '127.0.0.1' }, {}, { logLevel: 'silent', now: server.clock.now, keyEncryptionKey: OTHER_KEK });
+    const config = loadConfig(
+      { port: 0, host: '127.0.0.1' },
+      {},
+      { logLevel: 'silent', now: server.clock.now, keyEncryptionKey: OTHER_KEK },
+    );
     await expect(buildApp(config, server.store)).rejects.toThrow(/^the key-encryption key does not decrypt the signing keys/);
     expect(await rows(server.store)).toEqual(before);
   });
@@ -180,7 +190,7 @@ describe.each(dialects())('signing keys at rest (%s)', (dialect) => {
     await jwtVerify(jwt, createLocalJWKSet(await ring.jwks()));
     // A rolling restart: the instance still running without the KEK re-reads the now encrypted rows and keeps
     // signing with the keys it opened at its own start.
-    server.clock.advance(KEY_REFRESH_MS + 1000);
+    ownClock(server).advance(KEY_REFRESH_MS + 1000);
     expect(await verifiedTokens()).toEqual(first);
   });
 
@@ -195,9 +205,10 @@ describe.each(dialects())('signing keys at rest (%s)', (dialect) => {
       expect(privateJwk).not.toContain('"d"');
     }
     expect([...stored.keys()]).toEqual(expect.arrayContaining(fresh.map((k) => k.kid)));
-    server.clock.advance(KEY_REFRESH_MS + 1000);
+    const clock = ownClock(server);
+    clock.advance(KEY_REFRESH_MS + 1000);
     expect(await verifiedTokens()).toEqual(before); // published, not yet signing
-    server.clock.advance(KEY_ACTIVATION_DELAY_MS);
+    clock.advance(KEY_ACTIVATION_DELAY_MS);
     const after = await verifiedTokens();
     expect(after.idKid).toBe(fresh.find((k) => k.alg === 'RS256')!.kid);
     expect(after.atKid).toBe(fresh.find((k) => k.alg === 'ES256')!.kid);
@@ -216,7 +227,7 @@ describe.each(dialects())('signing keys at rest (%s)', (dialect) => {
     const before = await verifiedTokens();
     // Another instance, started with a KEK, encrypts the store and rotates.
     const fresh = await rotateKeys(server.store, server.clock.now(), KEK);
-    server.clock.advance(KEY_REFRESH_MS + KEY_ACTIVATION_DELAY_MS + 1000);
+    ownClock(server).advance(KEY_REFRESH_MS + KEY_ACTIVATION_DELAY_MS + 1000);
     expect(await verifiedTokens()).toEqual(before);
     const published = ((await (await fetch(`${server.url}/oauth/jwks`)).json()) as { keys: JWK[] }).keys.map((k) => k.kid);
     expect(published).toEqual(expect.arrayContaining(fresh.map((k) => k.kid)));
@@ -226,7 +237,7 @@ describe.each(dialects())('signing keys at rest (%s)', (dialect) => {
     await start(undefined);
     const [row] = await rows(server.store);
     const d = (JSON.parse(row!.private_jwk) as JWK).d!;
-    await server.store.db.updateTable('signing_keys').set({ private_jwk: row!.private_jwk.slice(0, -3) }).where('kid', '=', row!.kid).execute();
+    await server.store.rowsForTests().update('signing_keys', { kid: row!.kid }, { private_jwk: row!.private_jwk.slice(0, -3) });
     for (const kek of [KEK, undefined]) {
       const err = await restartedKeyRing(kek).then(
         () => undefined,

@@ -1,7 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { approveInBrowser } from '../../../test/support/http.js';
-import { registerApplication } from '../src/bootstrap.js';
-import { authorizeUrl, basic, Browser, dialects, hidden, PASSWORD, seedUser, signIn, startServer, tokenRequest, type TestServer } from './helpers.js';
+import { approveInBrowser } from '@authcli/test-support/http';
+import { registerApplication } from '../src/oauth/registration.js';
+import {
+  authorizeUrl,
+  basic,
+  Browser,
+  dialects,
+  hidden,
+  PASSWORD,
+  seedUser,
+  signIn,
+  startServer,
+  tokenRequest,
+  ownClock,
+  type TestServer,
+} from './helpers.js';
 
 /** OpenID Connect RP-Initiated Logout 1.0. */
 describe.each(dialects())('RP-initiated logout (%s)', (dialect) => {
@@ -67,14 +80,11 @@ describe.each(dialects())('RP-initiated logout (%s)', (dialect) => {
 
   it('rp-initiated logout §2 an expired ID token is still a valid hint', async () => {
     const { b, idToken } = await login();
-    server.clock.advance((server.config.idTokenTtlSeconds + 60) * 1000);
-    try {
-      const res = await b.get(logoutUrl({ id_token_hint: idToken, client_id: rp.id, post_logout_redirect_uri: loggedOut }));
-      expect(res.status).toBe(303);
-      expect(res.location).toBe(loggedOut);
-    } finally {
-      server.clock.advance(-(server.config.idTokenTtlSeconds + 60) * 1000);
-    }
+    const clock = ownClock(server);
+    clock.advance((server.config.idTokenTtlSeconds + 60) * 1000);
+    const res = await b.get(logoutUrl({ id_token_hint: idToken, client_id: rp.id, post_logout_redirect_uri: loggedOut }));
+    expect(res.status).toBe(303);
+    expect(res.location).toBe(loggedOut);
   });
 
   it('rp-initiated logout §2 without a hint the user confirms on a CSRF-protected page; a forged confirmation is refused', async () => {
@@ -97,7 +107,7 @@ describe.each(dialects())('RP-initiated logout (%s)', (dialect) => {
     expect(await signedIn(b)).toBe(false);
   });
 
-  it("rp-initiated logout §2 a hint for another user (a foreign hint) does not sign this one out without confirmation", async () => {
+  it('rp-initiated logout §2 a hint for another user (a foreign hint) does not sign this one out without confirmation', async () => {
     const { idToken: bobsToken } = await login('bob');
     const { b } = await login('alice');
     const res = await b.get(logoutUrl({ id_token_hint: bobsToken, post_logout_redirect_uri: loggedOut }));
@@ -108,7 +118,13 @@ describe.each(dialects())('RP-initiated logout (%s)', (dialect) => {
 
   it('rp-initiated logout §3.1 an unregistered post_logout_redirect_uri is an error page, never a redirect, and the session stays', async () => {
     const { b, idToken } = await login();
-    for (const uri of ['https://evil.example/', `${loggedOut}/x`, `${loggedOut}?a=1`, 'https://APP.example/logged-out', 'https://other.example/bye']) {
+    for (const uri of [
+      'https://evil.example/',
+      `${loggedOut}/x`,
+      `${loggedOut}?a=1`,
+      'https://APP.example/logged-out',
+      'https://other.example/bye',
+    ]) {
       const res = await b.get(logoutUrl({ id_token_hint: idToken, post_logout_redirect_uri: uri }));
       expect(res.status, uri).toBe(400);
       expect(res.location).toBeNull();
@@ -124,7 +140,7 @@ describe.each(dialects())('RP-initiated logout (%s)', (dialect) => {
     expect(await signedIn(b)).toBe(true);
   });
 
-  it('rp-initiated logout §2 a client_id that is not the hint\'s audience, a forged or foreign-signed hint, an access token as hint: error pages', async () => {
+  it("rp-initiated logout §2 a client_id that is not the hint's audience, a forged or foreign-signed hint, an access token as hint: error pages", async () => {
     const { b, idToken, accessToken } = await login();
     const [h, p, s] = idToken.split('.');
     const tampered = `${h}.${Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(p!, 'base64url').toString()), sub: 'someone' })).toString('base64url')}.${s}`;
@@ -145,7 +161,12 @@ describe.each(dialects())('RP-initiated logout (%s)', (dialect) => {
 
   it('rp-initiated logout §3 POST is accepted without a CSRF token and continues as a GET carrying the same request', async () => {
     const { b, idToken } = await login();
-    const res = await new Browser(server.url).postForm('/oauth/logout', { id_token_hint: idToken, post_logout_redirect_uri: loggedOut, state: 's', ignored: 'x' });
+    const res = await new Browser(server.url).postForm('/oauth/logout', {
+      id_token_hint: idToken,
+      post_logout_redirect_uri: loggedOut,
+      state: 's',
+      ignored: 'x',
+    });
     expect(res.status).toBe(303);
     const next = new URL(res.location!, server.url);
     expect(next.pathname).toBe('/oauth/logout');
@@ -172,7 +193,13 @@ describe.each(dialects())('RP-initiated logout (%s)', (dialect) => {
     await expect(
       registerApplication(
         server.store,
-        { name: 'Bad', kind: 'public', callbackUrls: [redirectUri], scopes: ['openid'], postLogoutRedirectUris: ['http://evil.example/bye'] },
+        {
+          name: 'Bad',
+          kind: 'public',
+          callbackUrls: [redirectUri],
+          scopes: ['openid'],
+          postLogoutRedirectUris: ['http://evil.example/bye'],
+        },
         server.clock.now(),
       ),
     ).rejects.toThrow(/post-logout redirect URI/);
@@ -184,21 +211,29 @@ describe.each(dialects())('RP-initiated logout (%s)', (dialect) => {
     const form = async (path: string, fields: Record<string, string>) => {
       const page = await b.get(path);
       expect(page.text).toContain('name="post_logout_redirect_uris"');
-      const body = new URLSearchParams({ _csrf: hidden(page.text, '_csrf'), kind: 'public', callback_urls: redirectUri, id_token_alg: 'RS256', ...fields });
+      const body = new URLSearchParams({
+        _csrf: hidden(page.text, '_csrf'),
+        kind: 'public',
+        callback_urls: redirectUri,
+        id_token_alg: 'RS256',
+        ...fields,
+      });
       body.append('scope', 'openid');
       body.append('grant', 'authorization_code');
-      return b.request('POST', path === '/dashboard/apps/new' ? '/dashboard/apps' : path, body.toString(), { 'content-type': 'application/x-www-form-urlencoded' });
+      return b.request('POST', path === '/dashboard/apps/new' ? '/dashboard/apps' : path, body.toString(), {
+        'content-type': 'application/x-www-form-urlencoded',
+      });
     };
     const created = await form('/dashboard/apps/new', { name: 'Dash RP', post_logout_redirect_uris: `${loggedOut}\nhttp://127.0.0.1/bye` });
     expect(created.status).toBe(303);
     const clientId = decodeURIComponent(created.location!.split('/').pop()!);
-    expect((await server.store.getApplication(clientId))!.postLogoutRedirectUris).toEqual([loggedOut, 'http://127.0.0.1/bye']);
+    expect((await server.store.applications.get(clientId))!.postLogoutRedirectUris).toEqual([loggedOut, 'http://127.0.0.1/bye']);
     const edited = await form(created.location!, { name: 'Dash RP', post_logout_redirect_uris: 'https://app.example/bye' });
     expect(edited.status).toBe(303);
-    expect((await server.store.getApplication(clientId))!.postLogoutRedirectUris).toEqual(['https://app.example/bye']);
+    expect((await server.store.applications.get(clientId))!.postLogoutRedirectUris).toEqual(['https://app.example/bye']);
     const bad = await form(created.location!, { name: 'Dash RP', post_logout_redirect_uris: 'http://evil.example/bye' });
     expect(bad.status).toBe(400);
     expect(bad.text).toContain('post-logout redirect URI');
-    expect((await server.store.getApplication(clientId))!.postLogoutRedirectUris).toEqual(['https://app.example/bye']);
+    expect((await server.store.applications.get(clientId))!.postLogoutRedirectUris).toEqual(['https://app.example/bye']);
   });
 });

@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { decodeProtectedHeader } from 'jose';
 import { KEY_ACTIVATION_DELAY_MS } from '../src/config/defaults.js';
 import { generateSigningKey } from '../src/oauth/keys.js';
 import { sha256Hex } from '../src/util/crypto.js';
-import { authorize, Browser, dialects, seedApp, seedUser, startServer, tokenRequest, type TestServer } from './helpers.js';
+import { authorize, Browser, dialects, seedApp, seedUser, startServer, tokenRequest, type TestServer, ownClock } from './helpers.js';
 
 describe.each(dialects())('metadata, keys and probes (%s)', (dialect) => {
   let server: TestServer;
@@ -17,13 +17,13 @@ describe.each(dialects())('metadata, keys and probes (%s)', (dialect) => {
   });
   afterAll(async () => server.close());
 
-  async function idToken(): Promise<string> {
-    const { callback, verifier } = await authorize(server, new Browser(server.url), { clientId, redirectUri, scope: 'openid' });
-    const res = await tokenRequest(server, {
+  async function idToken(s: TestServer, client: string): Promise<string> {
+    const { callback, verifier } = await authorize(s, new Browser(s.url), { clientId: client, redirectUri, scope: 'openid' });
+    const res = await tokenRequest(s, {
       grant_type: 'authorization_code',
       code: callback.searchParams.get('code')!,
       redirect_uri: redirectUri,
-      client_id: clientId,
+      client_id: client,
       code_verifier: verifier,
     });
     expect(res.status).toBe(200);
@@ -64,22 +64,28 @@ describe.each(dialects())('metadata, keys and probes (%s)', (dialect) => {
   it('codes are stored only as their SHA-256', async () => {
     const { callback } = await authorize(server, new Browser(server.url), { clientId, redirectUri, scope: 'openid' });
     const code = callback.searchParams.get('code')!;
-    const rows = await server.store.db.selectFrom('authorization_codes').select('code_hash').execute();
+    const rows = await server.store.rowsForTests().select('authorization_codes');
     expect(rows.map((r) => r.code_hash)).toContain(sha256Hex(code));
     expect(rows.map((r) => r.code_hash)).not.toContain(code);
   });
 
   it('key rotation: the new key is published first and signs only after the activation delay; the old one stays published', async () => {
-    const before = decodeProtectedHeader(await idToken()).kid;
-    const fresh = await Promise.all([generateSigningKey('RS256', server.clock.now()), generateSigningKey('ES256', server.clock.now())]);
-    await server.store.rotateSigningKeys(fresh, server.clock.now());
-    server.clock.advance(31_000); // past the 30 s reload
-    const published = ((await (await fetch(`${server.url}/oauth/jwks`)).json()) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
+    // A server of its own: the rotation changes the keys every other test here reads.
+    const s = await startServer(dialect);
+    onTestFinished(() => s.close());
+    await seedUser(s);
+    const client = (await seedApp(s, { callbackUrls: [redirectUri] })).app.clientId;
+    const clock = ownClock(s);
+    const before = decodeProtectedHeader(await idToken(s, client)).kid;
+    const fresh = await Promise.all([generateSigningKey('RS256', clock.now()), generateSigningKey('ES256', clock.now())]);
+    await s.store.keys.rotate(fresh, clock.now());
+    clock.advance(31_000); // past the 30 s reload
+    const published = ((await (await fetch(`${s.url}/oauth/jwks`)).json()) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
     expect(published).toEqual(expect.arrayContaining([before, fresh[0]!.kid, fresh[1]!.kid]));
-    expect(decodeProtectedHeader(await idToken()).kid).toBe(before);
-    server.clock.advance(KEY_ACTIVATION_DELAY_MS);
-    expect(decodeProtectedHeader(await idToken()).kid).toBe(fresh[0]!.kid);
-    const still = ((await (await fetch(`${server.url}/oauth/jwks`)).json()) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
+    expect(decodeProtectedHeader(await idToken(s, client)).kid).toBe(before);
+    clock.advance(KEY_ACTIVATION_DELAY_MS);
+    expect(decodeProtectedHeader(await idToken(s, client)).kid).toBe(fresh[0]!.kid);
+    const still = ((await (await fetch(`${s.url}/oauth/jwks`)).json()) as { keys: { kid: string }[] }).keys.map((k) => k.kid);
     expect(still).toContain(before);
   });
 
@@ -90,7 +96,11 @@ describe.each(dialects())('metadata, keys and probes (%s)', (dialect) => {
       expect(res.headers.get('access-control-allow-origin'), path).toBe('*');
       expect(res.headers.get('access-control-allow-credentials')).toBeNull();
     }
-    const token = await fetch(`${server.url}/oauth/token`, { method: 'POST', headers: { ...origin, 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=x' });
+    const token = await fetch(`${server.url}/oauth/token`, {
+      method: 'POST',
+      headers: { ...origin, 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'grant_type=x',
+    });
     expect(token.headers.get('access-control-allow-origin')).toBe('*');
     const preflight = await fetch(`${server.url}/oauth/userinfo`, {
       method: 'OPTIONS',
@@ -105,9 +115,17 @@ describe.each(dialects())('metadata, keys and probes (%s)', (dialect) => {
   it('CORS and nosniff on every protocol answer, errors included; nosniff on probes and unknown paths', async () => {
     const form = { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://spa.example' };
     const answers = {
-      'wrong content type': await fetch(`${server.url}/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' }),
+      'wrong content type': await fetch(`${server.url}/oauth/token`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{}',
+      }),
       'oversize body': await fetch(`${server.url}/oauth/token`, { method: 'POST', headers: form, body: `a=${'x'.repeat(2_000_000)}` }),
-      'unknown client': await fetch(`${server.url}/oauth/device/authorization`, { method: 'POST', headers: form, body: 'client_id=nobody' }),
+      'unknown client': await fetch(`${server.url}/oauth/device/authorization`, {
+        method: 'POST',
+        headers: form,
+        body: 'client_id=nobody',
+      }),
       'no token': await fetch(`${server.url}/oauth/userinfo`),
       revocation: await fetch(`${server.url}/oauth/revoke`, { method: 'POST', headers: form, body: `client_id=${clientId}&token=x` }),
     };

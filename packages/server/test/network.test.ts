@@ -2,18 +2,18 @@ import { connect, createServer, type Server, type Socket } from 'node:net';
 import { request as httpRequest } from 'node:http';
 import Database from 'better-sqlite3';
 import pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { FastifyInstance } from 'fastify';
-import { sql } from 'kysely';
 import { buildApp } from '../src/app.js';
 import { loadConfig, type ServerConfig } from '../src/config/config.js';
 import { STORE_RETRY_AFTER_SECONDS } from '../src/config/defaults.js';
 import { openStore } from '../src/store/open.js';
 import { StoreError, type Store } from '../src/store/store.js';
 import { isStoreUnavailable } from '../src/store/unavailable.js';
-import { Browser, freePort, hidden, type Res } from '../../../test/support/http.js';
-import { rawExchange } from '../../../test/support/raw-http.js';
-import { addUser, bootstrapStore } from '../src/bootstrap.js';
+import { Browser, freePort, hidden, type Res } from '@authcli/test-support/http';
+import { rawExchange } from '@authcli/test-support/raw-http';
+import { addUser } from '../src/oauth/accounts.js';
+import { bootstrapStore } from '../src/oauth/registration.js';
 import { dialects, freshStore, startServer, type TestServer } from './helpers.js';
 
 /** Opens `n` connections that each send `head` and then nothing, in batches (the listen backlog is finite). */
@@ -21,16 +21,18 @@ async function stalledConnections(port: number, n: number, head: (i: number) => 
   const sockets: Socket[] = [];
   for (let i = 0; i < n; i += 200) {
     const batch = await Promise.all(
-      Array.from({ length: Math.min(200, n - i) }, (_, k) =>
-        new Promise<Socket>((resolve, reject) => {
-          const s = connect(port, '127.0.0.1');
-          s.on('error', () => undefined);
-          s.once('connect', () => {
-            s.write(head(i + k));
-            resolve(s);
-          });
-          s.once('close', () => reject(new Error('closed before connecting')));
-        }),
+      Array.from(
+        { length: Math.min(200, n - i) },
+        (_, k) =>
+          new Promise<Socket>((resolve, reject) => {
+            const s = connect(port, '127.0.0.1');
+            s.on('error', () => undefined);
+            s.once('connect', () => {
+              s.write(head(i + k));
+              resolve(s);
+            });
+            s.once('close', () => reject(new Error('closed before connecting')));
+          }),
       ),
     );
     sockets.push(...batch);
@@ -103,9 +105,13 @@ describe('slow and stalled clients are cut by the socket timeouts', () => {
   it(`a body that never arrives is cut at the request timeout, at every route that takes one (${POST_ROUTES.length} at once)`, async () => {
     const outcomes = await Promise.all(
       POST_ROUTES.map((path) =>
-        rawExchange(portOf(server), `POST ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\nx=`, {
-          giveUpMs: 10_000,
-        }),
+        rawExchange(
+          portOf(server),
+          `POST ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\nx=`,
+          {
+            giveUpMs: 10_000,
+          },
+        ),
       ),
     );
     for (const [i, { response, closedAfterMs }] of outcomes.entries()) {
@@ -172,7 +178,9 @@ describe('many stalled connections do not starve the server', () => {
     const port = portOf(server);
     // Half stop inside their headers, half inside their bodies: both wait on the (default) timeouts.
     sockets = await stalledConnections(port, 2000, (i) =>
-      i % 2 ? 'GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: ' : 'POST /oauth/token HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\n',
+      i % 2
+        ? 'GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: '
+        : 'POST /oauth/token HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\n',
     );
     await until('the server holds them all', async () => (await connectionCount(server.app)) >= 2000);
     const ready = await timed(() => getOnce(port, '/readyz'));
@@ -346,11 +354,12 @@ async function expectUnavailableAnswer(res: Response): Promise<void> {
 }
 
 describe.runIf(dialects().includes('postgres'))('a stalled PostgreSQL gives quick 503s and recovers by itself', () => {
+  // A server and proxy per test: a test leaves connections dropped or frozen for good in the pool behind it.
   let server: ProxiedServer;
-  beforeAll(async () => {
+  beforeEach(async () => {
     server = await startBehindProxy();
   });
-  afterAll(async () => server.close());
+  afterEach(async () => server.close());
 
   it('black hole: the token endpoint answers 503 temporarily_unavailable, a page a 503 page, /readyz 503 within a second; all answer again once it lifts', async () => {
     expect((await pollToken(server.url)).status).toBe(400);
@@ -395,8 +404,10 @@ describe.runIf(dialects().includes('postgres'))('a stalled PostgreSQL gives quic
     // Needs the store: each must say "temporarily unavailable".
     const needsStore: Record<string, () => Promise<Res>> = {
       'POST /oauth/token': () => browser.request('POST', '/oauth/token', POLL, formHeaders),
-      'POST /oauth/device/authorization': () => browser.request('POST', '/oauth/device/authorization', form({ client_id: `c-${Math.random()}` }), formHeaders),
-      'POST /oauth/revoke': () => browser.request('POST', '/oauth/revoke', form({ token: 'x', client_id: `c-${Math.random()}` }), formHeaders),
+      'POST /oauth/device/authorization': () =>
+        browser.request('POST', '/oauth/device/authorization', form({ client_id: `c-${Math.random()}` }), formHeaders),
+      'POST /oauth/revoke': () =>
+        browser.request('POST', '/oauth/revoke', form({ token: 'x', client_id: `c-${Math.random()}` }), formHeaders),
       'GET /oauth/authorize': () => browser.get(`/oauth/authorize?client_id=c-${Math.random()}`),
       'POST /signin': () => browser.postForm('/signin', { _csrf: csrf, username: 'alice', password: 'wrong password' }),
       'GET /device': () => browser.get('/device'),
@@ -412,7 +423,8 @@ describe.runIf(dialects().includes('postgres'))('a stalled PostgreSQL gives quic
       'GET /healthz': () => browser.get('/healthz'),
       'GET /.well-known/openid-configuration': () => browser.get('/.well-known/openid-configuration'),
       'GET /oauth/jwks': () => browser.get('/oauth/jwks'),
-      'GET /oauth/userinfo (a token that is not ours)': () => browser.request('GET', '/oauth/userinfo', undefined, { authorization: 'Bearer not.a.token' }),
+      'GET /oauth/userinfo (a token that is not ours)': () =>
+        browser.request('GET', '/oauth/userinfo', undefined, { authorization: 'Bearer not.a.token' }),
     };
     server.proxy.stall();
     try {
@@ -486,7 +498,7 @@ describe.runIf(dialects().includes('postgres'))('a stalled PostgreSQL gives quic
     const base = process.env.AUTHCLI_TEST_POSTGRES_URL!;
     const holder = new pg.Client({ connectionString: base });
     await holder.connect();
-    const schema = (await sql<{ s: string }>`select current_schema() as s`.execute(server.direct.db)).rows[0]!.s;
+    const schema = await server.direct.rowsForTests().currentSchema();
     try {
       expect((await pollToken(server.url)).status).toBe(400);
       const connectionsBefore = server.proxy.accepted;
@@ -496,10 +508,13 @@ describe.runIf(dialects().includes('postgres'))('a stalled PostgreSQL gives quic
       await expectUnavailableAnswer(value);
       expect(ms).toBeGreaterThan(DB_TIMEOUT_MS - 100);
       expect(ms).toBeLessThan(DB_TIMEOUT_MS + 750);
-      const failure = await sql`select count(*) from device_authorizations`.execute(server.store.db).then(
-        () => undefined,
-        (err: unknown) => err,
-      );
+      const failure = await server.store
+        .rowsForTests()
+        .count('device_authorizations')
+        .then(
+          () => undefined,
+          (err: unknown) => err,
+        );
       expect((failure as { code?: string }).code).toBe('57014');
       // The server cancelled the statement and the connection answered: it is kept, nothing reconnected.
       expect(server.proxy.accepted).toBe(connectionsBefore);
@@ -557,13 +572,12 @@ describe('/readyz checks the schema version', () => {
         expect(ok.status).toBe(200);
         expect(await ok.json()).toEqual({ status: 'ready' });
 
-        const [latest] = (await sql<{ name: string }>`select name from kysely_migration order by name desc limit 1`.execute(server.store.db)).rows;
-        await sql`delete from kysely_migration where name = ${latest!.name}`.execute(server.store.db);
+        expect(await server.store.rowsForTests().forgetLatestMigration()).toBeDefined();
         const behind = await fetch(`${server.url}/readyz`);
         expect(behind.status).toBe(503);
         expect(await behind.json()).toEqual({ status: 'unavailable', reason: 'schema_outdated' });
 
-        await sql`drop table kysely_migration`.execute(server.store.db);
+        await server.store.rowsForTests().dropMigrationTable();
         const missing = await fetch(`${server.url}/readyz`);
         expect(missing.status).toBe(503);
         expect(await missing.json()).toEqual({ status: 'unavailable', reason: 'store_error' });

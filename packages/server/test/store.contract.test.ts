@@ -1,18 +1,50 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomInt, randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sql } from 'kysely';
-import { addUser, bootstrapStore, registerApplication } from '../src/bootstrap.js';
-import { openStore, parseDatabaseUrl, syncConnection, WAL_LIMIT_PAGES } from '../src/store/open.js';
+import { addUser } from '../src/oauth/accounts.js';
+import { bootstrapStore, registerApplication } from '../src/oauth/registration.js';
+import { openEngine, openStore, parseDatabaseUrl, type OpenOptions } from '../src/store/open.js';
+import { SqliteEngine, syncConnection } from '../src/store/sqlite-engine.js';
 import { BackgroundCheckpointer } from '../src/store/checkpointer.js';
 import { GroupCommit } from '../src/store/group-commit.js';
-import { APPLICATION_CACHE_MS } from '../src/config/defaults.js';
-import { StoreError, type Store } from '../src/store/store.js';
+import { APPLICATION_CACHE_MS, RATE_LIMIT_ROWS_KEPT_MS, REPLAY_EVIDENCE_MS, WAL_LIMIT_PAGES } from '../src/config/defaults.js';
+import { Store, StoreError, type DeviceAuthorization } from '../src/store/store.js';
 import { generateSigningKey } from '../src/oauth/keys.js';
-import { pendingDeviceAuthorization } from '../src/oauth/device-authorization.js';
 import { sha256Hex } from '../src/util/crypto.js';
 import { dialects, freshStore } from './helpers.js';
+
+/** A pending device authorization as the device authorization endpoint stores one (RFC 8628 §3.2), 5 s interval. */
+function pendingDevice(hash: string, userCode: string, clientId: string, now: number, expiresAt = now + 600_000): DeviceAuthorization {
+  return {
+    device_code_hash: hash,
+    user_code: userCode,
+    client_id: clientId,
+    scope: 'openid',
+    status: 'pending',
+    user_id: null,
+    auth_time: null,
+    created_at: now,
+    expires_at: expiresAt,
+    interval_s: 5,
+    last_poll_at: null,
+    last_poll_slowed: 0,
+    grant_id: null,
+  };
+}
+
+/** A random user code (8 of the 20 consonants: collisions are one in 25 billion). */
+function userCode(): string {
+  return Array.from({ length: 8 }, () => 'BCDFGHJKLMNPQRSTVWXZ'[randomInt(20)]).join('');
+}
+
+/** An embedded store with its engine in reach, for what only the engine shows (its settings). */
+async function openSqlite(file: string, options: OpenOptions = {}): Promise<{ engine: SqliteEngine; store: Store }> {
+  const engine = await openEngine(file, options);
+  if (!(engine instanceof SqliteEngine)) throw new Error(`${file} is not an SQLite store`);
+  return { engine, store: new Store(engine) };
+}
 
 describe('DATABASE_URL parsing', () => {
   it('postgres URLs select PostgreSQL', () => {
@@ -43,10 +75,67 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
   });
   afterAll(async () => cleanup());
 
+  /** A name no other test uses: every test makes its own rows, so tests pass in any order. */
+  const unique = (prefix: string) => `${prefix}-${randomUUID()}`;
+
+  /** A user (its hash is not a real one: these tests never check a password) and an application of their own. */
+  async function userAndApp(on: Store = store) {
+    const user = await on.users.create({
+      id: randomUUID(),
+      username: unique('u'),
+      password_hash: 'scrypt$test',
+      name: null,
+      email: null,
+      is_admin: 0,
+      disabled_at: null,
+      created_at: now,
+    });
+    const { app } = await registerApplication(
+      on,
+      { name: unique('app'), kind: 'public', callbackUrls: ['http://127.0.0.1/cb'], scopes: ['openid'] },
+      now,
+    );
+    return { user, app };
+  }
+
+  type Fixture = Awaited<ReturnType<typeof userAndApp>>;
+
+  const codeRow = (f: Fixture, codeHash: string, expiresAt = now + 60_000) => ({
+    code_hash: codeHash,
+    client_id: f.app.clientId,
+    user_id: f.user.id,
+    redirect_uri: 'http://127.0.0.1/cb',
+    code_challenge: 'x'.repeat(43),
+    code_challenge_method: 'S256',
+    scope: 'openid',
+    nonce: null,
+    auth_time: now,
+    created_at: now,
+    expires_at: expiresAt,
+  });
+  const grantRow = (f: Fixture, id: string, expiresAt = now + 1000) => ({
+    id,
+    client_id: f.app.clientId,
+    user_id: f.user.id,
+    scope: 'openid',
+    auth_time: now,
+    created_at: now,
+    expires_at: expiresAt,
+    revoked_at: null,
+  });
+  const refreshRow = (hash: string, grantId: string, expiresAt = now + 1000) => ({
+    token_hash: hash,
+    grant_id: grantId,
+    created_at: now,
+    expires_at: expiresAt,
+    used_at: null,
+  });
+
   it('migrations are idempotent', async () => {
     await store.migrate();
     await store.migrate();
     await store.ping();
+    expect(await store.schemaIsCurrent()).toBe(true);
   });
 
   it("migrations find their own tables, not another schema's (PostgreSQL: two stores side by side in one database)", async () => {
@@ -56,30 +145,37 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     try {
       await second.store.migrate();
       await second.store.ping();
-      expect(await second.store.countUsers()).toBe(0);
+      expect(await second.store.users.count()).toBe(0);
     } finally {
       await second.cleanup();
     }
   });
 
   it('first start creates the built-in public authcli application, once', async () => {
-    const app = await store.getApplication('authcli');
-    expect(app).toMatchObject({ kind: 'public', callbackUrls: ['http://127.0.0.1/callback'], secretHash: null });
-    expect(app!.grantTypes).toContain('urn:ietf:params:oauth:grant-type:device_code');
-    await store.deleteApplication('authcli');
-    await bootstrapStore(store, now);
-    expect(await store.getApplication('authcli')).toBeUndefined();
+    const own = await freshStore(dialect);
+    try {
+      await bootstrapStore(own.store, now);
+      const app = await own.store.applications.get('authcli');
+      expect(app).toMatchObject({ kind: 'public', callbackUrls: ['http://127.0.0.1/callback'], secretHash: null });
+      expect(app!.grantTypes).toContain('urn:ietf:params:oauth:grant-type:device_code');
+      await own.store.applications.delete('authcli');
+      await bootstrapStore(own.store, now);
+      expect(await own.store.applications.get('authcli')).toBeUndefined();
+    } finally {
+      await own.cleanup();
+    }
   });
 
   it('users: scrypt hash stored, username unique', async () => {
-    const u = await addUser(store, { username: 'carol', password: 'pa55word!' }, now);
+    const username = unique('carol');
+    const u = await addUser(store, { username, password: 'pa55word!' }, now);
     expect(u.password_hash).toMatch(/^scrypt\$/);
     expect(u.password_hash).not.toContain('pa55word!');
-    await expect(addUser(store, { username: 'carol', password: 'another1!' }, now)).rejects.toMatchObject({ code: 'duplicate' });
-    expect((await store.findUserByUsername('carol'))?.id).toBe(u.id);
-    await store.setUserDisabled('carol', now);
-    expect((await store.findUserById(u.id))?.disabled_at).toBe(now);
-    await expect(store.setUserDisabled('nobody', now)).rejects.toMatchObject({ code: 'not_found' });
+    await expect(addUser(store, { username, password: 'another1!' }, now)).rejects.toMatchObject({ code: 'duplicate' });
+    expect((await store.users.findByUsername(username))?.id).toBe(u.id);
+    await store.users.setDisabled(username, now);
+    expect((await store.users.findById(u.id))?.disabled_at).toBe(now);
+    await expect(store.users.setDisabled(unique('nobody'), now)).rejects.toMatchObject({ code: 'not_found' });
   });
 
   it('applications: secret stored as SHA-256 only; lists round-trip', async () => {
@@ -89,209 +185,316 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
       now,
     );
     expect(clientSecret).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    const stored = await store.getApplication(app.clientId);
+    const stored = await store.applications.get(app.clientId);
     expect(stored!.secretHash).toBe(sha256Hex(clientSecret!));
     expect(stored!.callbackUrls).toEqual(['https://ci.example/cb', 'http://127.0.0.1/cb']);
     expect(stored!.scopes).toEqual(['openid', 'email']);
-    const updated = await store.updateApplication(app.clientId, { name: 'CI 2', scopes: ['openid'] }, now + 1);
+    const updated = await store.applications.update(app.clientId, { name: 'CI 2', scopes: ['openid'] }, now + 1);
     expect(updated).toMatchObject({ name: 'CI 2', scopes: ['openid'], updatedAt: now + 1 });
-    await expect(store.updateApplication('missing', { name: 'x' }, now)).rejects.toMatchObject({ code: 'not_found' });
+    await expect(store.applications.update(unique('missing'), { name: 'x' }, now)).rejects.toMatchObject({ code: 'not_found' });
   });
 
   it('sessions: found by hash while live and the user enabled', async () => {
-    const u = await addUser(store, { username: 'dave', password: 'pa55word!' }, now);
-    await store.createSession({ id_hash: 'h1', user_id: u.id, auth_time: now, created_at: now, expires_at: now + 1000 });
-    expect((await store.findSession('h1', now))?.user.username).toBe('dave');
-    expect(await store.findSession('h1', now + 1000)).toBeUndefined();
-    await store.setUserDisabled('dave', now);
-    expect(await store.findSession('h1', now)).toBeUndefined();
+    const { user } = await userAndApp();
+    const idHash = unique('session');
+    await store.sessions.create({ id_hash: idHash, user_id: user.id, auth_time: now, created_at: now, expires_at: now + 1000 });
+    expect((await store.sessions.find(idHash, now))?.user.username).toBe(user.username);
+    expect(await store.sessions.find(idHash, now + 1000)).toBeUndefined();
+    await store.users.setDisabled(user.username, now);
+    expect(await store.sessions.find(idHash, now)).toBeUndefined();
   });
 
   it('consent is remembered per user, application and scope set', async () => {
-    const u = await addUser(store, { username: 'erin', password: 'pa55word!' }, now);
-    const { app } = await registerApplication(store, { name: 'A', kind: 'public', callbackUrls: ['https://a.example/cb'], scopes: ['openid', 'profile', 'email'] }, now);
-    expect(await store.hasConsent(u.id, app.clientId, ['openid'])).toBe(false);
-    await store.addConsent(u.id, app.clientId, ['profile', 'openid'], now);
-    await store.addConsent(u.id, app.clientId, ['openid', 'profile'], now);
-    expect(await store.hasConsent(u.id, app.clientId, ['openid'])).toBe(true);
-    expect(await store.hasConsent(u.id, app.clientId, ['openid', 'profile'])).toBe(true);
-    expect(await store.hasConsent(u.id, app.clientId, ['openid', 'email'])).toBe(false);
+    const { user: u } = await userAndApp();
+    const { app } = await registerApplication(
+      store,
+      { name: 'A', kind: 'public', callbackUrls: ['https://a.example/cb'], scopes: ['openid', 'profile', 'email'] },
+      now,
+    );
+    expect(await store.consents.covers(u.id, app.clientId, ['openid'])).toBe(false);
+    await store.consents.add(u.id, app.clientId, ['profile', 'openid'], now);
+    await store.consents.add(u.id, app.clientId, ['openid', 'profile'], now);
+    expect(await store.consents.covers(u.id, app.clientId, ['openid'])).toBe(true);
+    expect(await store.consents.covers(u.id, app.clientId, ['openid', 'profile'])).toBe(true);
+    expect(await store.consents.covers(u.id, app.clientId, ['openid', 'email'])).toBe(false);
   });
 
   it('authorization code consumption is atomic: one winner among concurrent consumers', async () => {
-    const u = await addUser(store, { username: 'frank', password: 'pa55word!' }, now);
-    const { app } = await registerApplication(store, { name: 'B', kind: 'public', callbackUrls: ['http://127.0.0.1/cb'], scopes: ['openid'] }, now);
-    const code = {
-      code_hash: 'c1',
-      client_id: app.clientId,
-      user_id: u.id,
-      redirect_uri: 'http://127.0.0.1/cb',
-      code_challenge: 'x'.repeat(43),
-      code_challenge_method: 'S256',
-      scope: 'openid',
-      nonce: null,
-      auth_time: now,
-      created_at: now,
-      expires_at: now + 60_000,
-    };
+    const f = await userAndApp();
+    const c = unique('code');
     // Foreign keys hold on both stores: a code for an unknown client is refused.
-    await expect(store.insertCode({ ...code, code_hash: 'c0', client_id: 'nope' })).rejects.toThrow();
-    await store.insertCode(code);
-    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => store.consumeCode('c1', `g${i}`, now)));
+    await expect(store.codes.insert({ ...codeRow(f, unique('code')), client_id: unique('nope') })).rejects.toThrow();
+    await store.codes.insert(codeRow(f, c));
+    const results = await Promise.all(Array.from({ length: 12 }, (_, i) => store.codes.consume(c, `g${i}`, now)));
     expect(results.filter(Boolean)).toHaveLength(1);
-    const row = await store.findCode('c1');
+    const row = await store.codes.find(c);
     expect(row!.consumed_at).toBe(now);
     expect(row!.grant_id).toBe(`g${results.indexOf(true)}`);
-    expect(await store.consumeCode('c1', 'again', now)).toBe(false);
+    expect(await store.codes.consume(c, 'again', now)).toBe(false);
   });
 
   it('redeeming a code into a grant: one winner, and the losers leave no grant behind', async () => {
-    const u = await store.findUserByUsername('frank');
-    const row = await store.findCode('c1');
-    await store.insertCode({ ...row!, code_hash: 'c3', user_id: u!.id, expires_at: now + 60_000 });
-    const grant = (id: string) => ({ id, client_id: row!.client_id, user_id: u!.id, scope: 'openid', auth_time: now, created_at: now, expires_at: now + 1000, revoked_at: null });
-    const results = await Promise.all(Array.from({ length: 8 }, (_, i) => store.redeemCode('c3', grant(`r${i}`), now)));
+    const f = await userAndApp();
+    const c = unique('code');
+    await store.codes.insert(codeRow(f, c));
+    const ids = Array.from({ length: 8 }, () => unique('grant'));
+    const results = await Promise.all(ids.map((id) => store.codes.redeem(c, grantRow(f, id), now)));
     expect(results.filter(Boolean)).toHaveLength(1);
-    const winner = `r${results.indexOf(true)}`;
-    expect((await store.findCode('c3'))!.grant_id).toBe(winner);
-    for (let i = 0; i < 8; i++) {
-      expect(await store.findGrant(`r${i}`), `r${i}`).toEqual(`r${i}` === winner ? expect.objectContaining({ id: winner }) : undefined);
+    const winner = ids[results.indexOf(true)]!;
+    expect((await store.codes.find(c))!.grant_id).toBe(winner);
+    for (const id of ids) {
+      expect(await store.grants.find(id), id).toEqual(id === winner ? expect.objectContaining({ id: winner }) : undefined);
     }
   });
 
   it('redemptions that arrive together stand or fall each on its own: a failing one undoes only its own writes', async () => {
-    const u = await store.findUserByUsername('frank');
-    const row = await store.findCode('c1');
-    for (const h of ['c4', 'c5', 'c6']) await store.insertCode({ ...row!, code_hash: h, user_id: u!.id, expires_at: now + 60_000 });
-    const grant = (id: string) => ({ id, client_id: row!.client_id, user_id: u!.id, scope: 'openid', auth_time: now, created_at: now, expires_at: now + 1000, revoked_at: null });
-    const refresh = (hash: string, grantId: string) => ({ token_hash: hash, grant_id: grantId, created_at: now, expires_at: now + 1000, used_at: null });
+    const f = await userAndApp();
+    const [c4, c5, c6] = [unique('c4'), unique('c5'), unique('c6')];
+    const [g4, g5, g6] = [unique('g4'), unique('g5'), unique('g6')];
+    for (const h of [c4, c5, c6]) await store.codes.insert(codeRow(f, h));
+    const taken = unique('rt-taken');
+    const rt6 = unique('rt6');
     // c4 and c5 want the same refresh-token hash: whichever runs second fails at its last step, after its grant
     // and its code's consumption ran (on SQLite that is c5, in batch order; on PostgreSQL the race decides).
-    const [c4, c5, c6] = await Promise.allSettled([
-      store.redeemCode('c4', grant('g4'), now, refresh('rt-taken', 'g4')),
-      store.redeemCode('c5', grant('g5'), now, refresh('rt-taken', 'g5')),
-      store.redeemCode('c6', grant('g6'), now, refresh('rt6', 'g6')),
+    const [r4, r5, r6] = await Promise.allSettled([
+      store.codes.redeem(c4, grantRow(f, g4), now, refreshRow(taken, g4)),
+      store.codes.redeem(c5, grantRow(f, g5), now, refreshRow(taken, g5)),
+      store.codes.redeem(c6, grantRow(f, g6), now, refreshRow(rt6, g6)),
     ]);
-    expect(c6).toEqual({ status: 'fulfilled', value: true });
-    expect([c4.status, c5.status].sort()).toEqual(['fulfilled', 'rejected']);
-    const [won, lost] = c4.status === 'fulfilled' ? ['4', '5'] : ['5', '4'];
-    expect(c4.status === 'fulfilled' ? c4.value : c5.status === 'fulfilled' && c5.value).toBe(true);
-    expect(await store.findCode(`c${lost}`)).toMatchObject({ consumed_at: null, grant_id: null });
-    expect(await store.findGrant(`g${lost}`)).toBeUndefined();
-    expect(await store.findCode(`c${won}`)).toMatchObject({ consumed_at: now, grant_id: `g${won}` });
-    expect(await store.findCode('c6')).toMatchObject({ consumed_at: now, grant_id: 'g6' });
-    expect(await store.findRefreshToken('rt-taken')).toMatchObject({ grant_id: `g${won}` });
-    expect(await store.findRefreshToken('rt6')).toMatchObject({ grant_id: 'g6' });
+    expect(r6).toEqual({ status: 'fulfilled', value: true });
+    expect([r4.status, r5.status].sort()).toEqual(['fulfilled', 'rejected']);
+    const [won, lost] =
+      r4.status === 'fulfilled'
+        ? [
+            { c: c4, g: g4 },
+            { c: c5, g: g5 },
+          ]
+        : [
+            { c: c5, g: g5 },
+            { c: c4, g: g4 },
+          ];
+    expect(r4.status === 'fulfilled' ? r4.value : r5.status === 'fulfilled' && r5.value).toBe(true);
+    expect(await store.codes.find(lost.c)).toMatchObject({ consumed_at: null, grant_id: null });
+    expect(await store.grants.find(lost.g)).toBeUndefined();
+    expect(await store.codes.find(won.c)).toMatchObject({ consumed_at: now, grant_id: won.g });
+    expect(await store.codes.find(c6)).toMatchObject({ consumed_at: now, grant_id: g6 });
+    expect(await store.grants.findRefreshToken(taken)).toMatchObject({ grant_id: won.g });
+    expect(await store.grants.findRefreshToken(rt6)).toMatchObject({ grant_id: g6 });
     // The failed one can be redeemed afterwards: nothing of it was left half-done.
-    expect(await store.redeemCode(`c${lost}`, grant(`g${lost}`), now, refresh('rt-later', `g${lost}`))).toBe(true);
+    expect(await store.codes.redeem(lost.c, grantRow(f, lost.g), now, refreshRow(unique('rt-later'), lost.g))).toBe(true);
     // Alone in its turn, a losing redemption leaves nothing behind either.
-    expect(await store.redeemCode(`c${lost}`, grant('g-again'), now, refresh('rt-again', 'g-again'))).toBe(false);
-    expect(await store.findGrant('g-again')).toBeUndefined();
-    expect(await store.findRefreshToken('rt-again')).toBeUndefined();
+    const again = unique('g-again');
+    const rtAgain = unique('rt-again');
+    expect(await store.codes.redeem(lost.c, grantRow(f, again), now, refreshRow(rtAgain, again))).toBe(false);
+    expect(await store.grants.find(again)).toBeUndefined();
+    expect(await store.grants.findRefreshToken(rtAgain)).toBeUndefined();
   });
 
   it('an expired code cannot be consumed', async () => {
-    const u = await store.findUserByUsername('frank');
-    const row = await store.findCode('c1');
-    await store.insertCode({ ...row!, code_hash: 'c2', user_id: u!.id, expires_at: now + 10 });
-    expect(await store.consumeCode('c2', 'g', now + 10)).toBe(false);
+    const f = await userAndApp();
+    const c = unique('code');
+    await store.codes.insert(codeRow(f, c, now + 10));
+    expect(await store.codes.consume(c, 'g', now + 10)).toBe(false);
   });
 
   it('grants are revoked idempotently', async () => {
-    const u = await store.findUserByUsername('frank');
-    const row = await store.findCode('c1');
-    await store.insertGrant({ id: 'grant1', client_id: row!.client_id, user_id: u!.id, scope: 'openid', auth_time: now, created_at: now, expires_at: now + 1000, revoked_at: null });
-    await store.revokeGrant('grant1', now + 5);
-    await store.revokeGrant('grant1', now + 9);
-    expect((await store.findGrant('grant1'))?.revoked_at).toBe(now + 5);
+    const f = await userAndApp();
+    const id = unique('grant');
+    await store.grants.insert(grantRow(f, id));
+    await store.grants.revoke(id, now + 5);
+    await store.grants.revoke(id, now + 9);
+    expect((await store.grants.find(id))?.revoked_at).toBe(now + 5);
+  });
+
+  it('refresh-token rotation: the old token is used once; a second rotation of it is refused and stores nothing', async () => {
+    const f = await userAndApp();
+    const grant = unique('grant');
+    const [first, second, third] = [unique('rt'), unique('rt'), unique('rt')];
+    await store.grants.insert(grantRow(f, grant));
+    await store.grants.insertRefreshToken(refreshRow(first, grant));
+    expect(await store.grants.rotateRefreshToken(first, refreshRow(second, grant), now + 1)).toBe(true);
+    expect(await store.grants.findRefreshToken(first)).toMatchObject({ used_at: now + 1 });
+    expect(await store.grants.rotateRefreshToken(first, refreshRow(third, grant), now + 2)).toBe(false);
+    expect(await store.grants.findRefreshToken(third)).toBeUndefined();
   });
 
   it('key rotation retires the previous key and keeps it listed while published', async () => {
     const k1 = await generateSigningKey('ES256', now);
-    await store.insertSigningKey(k1);
+    await store.keys.insert(k1);
     const k2 = await generateSigningKey('ES256', now + 100);
-    await store.rotateSigningKeys([k2], now + 100);
-    const listed = await store.listSigningKeys(now);
+    await store.keys.rotate([k2], now + 100);
+    const listed = await store.keys.list(now);
     expect(listed.map((k) => k.kid)).toEqual(expect.arrayContaining([k1.kid, k2.kid]));
     expect(listed.find((k) => k.kid === k1.kid)!.retired_at).toBe(now + 100);
     expect(listed.find((k) => k.kid === k2.kid)!.retired_at).toBeNull();
-    const later = await store.listSigningKeys(now + 101);
+    const later = await store.keys.list(now + 101);
     expect(later.map((k) => k.kid)).not.toContain(k1.kid);
   });
 
   it('settings: the first writer wins under concurrency', async () => {
-    const values = await Promise.all(Array.from({ length: 8 }, (_, i) => store.getOrCreateSetting('race', () => `v${i}`)));
+    const key = unique('race');
+    const values = await Promise.all(Array.from({ length: 8 }, (_, i) => store.settings.getOrCreate(key, () => `v${i}`)));
     expect(new Set(values).size).toBe(1);
   });
 
   it("applications: this instance's changes count at once, another instance's within the lookup cache time", async () => {
-    const { app } = await registerApplication(store, { name: 'Cached', kind: 'public', callbackUrls: ['http://127.0.0.1/cb'], scopes: ['openid'] }, now);
-    expect((await store.getApplication(app.clientId))!.name).toBe('Cached');
-    await store.updateApplication(app.clientId, { name: 'Renamed' }, now + 1);
-    expect((await store.getApplication(app.clientId))!.name).toBe('Renamed');
-    expect(Object.isFrozen((await store.getApplication(app.clientId))!.callbackUrls)).toBe(true);
+    const { app } = await registerApplication(
+      store,
+      { name: 'Cached', kind: 'public', callbackUrls: ['http://127.0.0.1/cb'], scopes: ['openid'] },
+      now,
+    );
+    expect((await store.applications.get(app.clientId))!.name).toBe('Cached');
+    await store.applications.update(app.clientId, { name: 'Renamed' }, now + 1);
+    expect((await store.applications.get(app.clientId))!.name).toBe('Renamed');
+    expect(Object.isFrozen((await store.applications.get(app.clientId))!.callbackUrls)).toBe(true);
 
     const other = await openStore(url);
     try {
-      await other.updateApplication(app.clientId, { name: 'Elsewhere' }, now + 2);
-      await other.deleteApplication(app.clientId);
+      await other.applications.update(app.clientId, { name: 'Elsewhere' }, now + 2);
+      await other.applications.delete(app.clientId);
       await new Promise((r) => setTimeout(r, APPLICATION_CACHE_MS + 50));
-      expect(await store.getApplication(app.clientId)).toBeUndefined();
+      expect(await store.applications.get(app.clientId)).toBeUndefined();
     } finally {
       await other.close();
     }
-    await store.deleteApplication('nope').catch(() => undefined);
-    expect(await store.getApplication(app.clientId)).toBeUndefined();
+    await store.applications.delete(unique('nope')).catch(() => undefined);
+    expect(await store.applications.get(app.clientId)).toBeUndefined();
   });
 
-  let deviceClient: string;
   it('device polls that arrive together are each answered on their own and all recorded (RFC 8628 §3.5)', async () => {
-    deviceClient = (await registerApplication(store, { name: 'TV', kind: 'public', callbackUrls: ['http://127.0.0.1/cb'], scopes: ['openid'] }, now)).app.clientId;
-    const row = (hash: string, userCode: string) =>
-      pendingDeviceAuthorization({ deviceCodeHash: hash, userCode, clientId: deviceClient, scope: 'openid', now });
-    await store.insertDeviceAuthorization(row('dA', 'BBBBCCCC'));
-    await store.insertDeviceAuthorization(row('dB', 'BBBBDDDD'));
+    const { app } = await userAndApp();
+    const [dA, dB] = [unique('dA'), unique('dB')];
+    await store.deviceGrants.insert(pendingDevice(dA, userCode(), app.clientId, now));
+    await store.deviceGrants.insert(pendingDevice(dB, userCode(), app.clientId, now));
     const answers = await Promise.all([
-      store.recordDevicePoll('dA', deviceClient, now + 1000),
-      store.recordDevicePoll('dA', deviceClient, now + 1001),
-      store.recordDevicePoll('dB', deviceClient, now + 1000),
-      store.recordDevicePoll('dB', 'someone-else', now + 1000),
-      store.recordDevicePoll('missing', deviceClient, now + 1000),
+      store.deviceGrants.recordPoll(dA, app.clientId, now + 1000),
+      store.deviceGrants.recordPoll(dA, app.clientId, now + 1001),
+      store.deviceGrants.recordPoll(dB, app.clientId, now + 1000),
+      store.deviceGrants.recordPoll(dB, 'someone-else', now + 1000),
+      store.deviceGrants.recordPoll(unique('missing'), app.clientId, now + 1000),
     ]);
     // The two polls of dA race (on PostgreSQL they run on two pooled connections in either order): whichever
     // comes second is too early and slowed down, never both, never neither.
     const [a1, a2, ...rest] = answers;
     expect([a1, a2].sort((x, y) => Number(x!.slowed) - Number(y!.slowed))).toEqual([{ slowed: false }, { interval_s: 10, slowed: true }]);
     expect(rest).toEqual([{ slowed: false }, undefined, undefined]);
-    const dA = await store.findDeviceByCodeHash('dA');
-    expect(dA).toMatchObject({ interval_s: 10, last_poll_slowed: 1 });
-    expect([now + 1000, now + 1001]).toContain(dA!.last_poll_at);
-    expect(await store.findDeviceByCodeHash('dB')).toMatchObject({ interval_s: 5, last_poll_at: now + 1000, last_poll_slowed: 0 });
+    const rowA = await store.deviceGrants.findByCodeHash(dA);
+    expect(rowA).toMatchObject({ interval_s: 10, last_poll_slowed: 1 });
+    expect([now + 1000, now + 1001]).toContain(rowA!.last_poll_at);
+    expect(await store.deviceGrants.findByCodeHash(dB)).toMatchObject({ interval_s: 5, last_poll_at: now + 1000, last_poll_slowed: 0 });
+  });
+
+  it('device authorizations in bulk: all stored, a taken user code refused as a duplicate', async () => {
+    const { app } = await userAndApp();
+    const rows = Array.from({ length: 1200 }, () => pendingDevice(unique('bulk'), userCode(), app.clientId, now));
+    await store.deviceGrants.insertMany(rows);
+    expect(await store.deviceGrants.findByCodeHash(rows[1199]!.device_code_hash)).toMatchObject({ status: 'pending' });
+    const taken = pendingDevice(unique('bulk'), rows[0]!.user_code, app.clientId, now);
+    await expect(store.deviceGrants.insertMany([taken])).rejects.toMatchObject({ code: 'duplicate' });
+    await expect(store.deviceGrants.insert(taken)).rejects.toMatchObject({ code: 'duplicate' });
   });
 
   it('work issued while a transaction is open neither joins it nor is lost when it rolls back', async () => {
-    let began!: () => void;
-    const open = new Promise<void>((r) => (began = r));
-    const doomed = store.db
-      .transaction()
-      .execute(async (trx) => {
-        await trx.updateTable('device_authorizations').set({ scope: 'changed' }).where('device_code_hash', '=', 'dB').execute();
-        began();
-        await new Promise((r) => setTimeout(r, 50));
-        throw new Error('roll back');
-      })
-      .catch((err: Error) => err.message);
-    await open;
-    const [poll, grantAdded] = await Promise.all([
-      store.recordDevicePoll('dB', deviceClient, now + 20_000),
-      store.insertGrant({ id: 'outside', client_id: deviceClient, user_id: (await store.findUserByUsername('frank'))!.id, scope: 'openid', auth_time: now, created_at: now, expires_at: now + 1000, revoked_at: null }),
-      doomed,
-    ]);
-    expect(await doomed).toBe('roll back');
-    expect(poll).toEqual({ slowed: false });
-    expect(grantAdded).toBeUndefined();
-    expect(await store.findDeviceByCodeHash('dB')).toMatchObject({ scope: 'openid', last_poll_at: now + 20_000 });
-    expect(await store.findGrant('outside')).toMatchObject({ id: 'outside' });
+    // The engine under a store of its own: the test holds a transaction open on the very connection the
+    // repositories use.
+    const engine = await openEngine(url);
+    const own = new Store(engine);
+    try {
+      const f = await userAndApp(own);
+      const device = unique('device');
+      await own.deviceGrants.insert(pendingDevice(device, userCode(), f.app.clientId, now));
+      let began!: () => void;
+      const open = new Promise<void>((r) => {
+        began = r;
+      });
+      const doomed = engine
+        .transaction(async (trx) => {
+          await trx.updateTable('device_authorizations').set({ scope: 'changed' }).where('device_code_hash', '=', device).execute();
+          began();
+          await new Promise((r) => setTimeout(r, 50));
+          throw new Error('roll back');
+        })
+        .catch((err: Error) => err.message);
+      await open;
+      const outside = unique('outside');
+      const [poll, grantAdded] = await Promise.all([
+        own.deviceGrants.recordPoll(device, f.app.clientId, now + 20_000),
+        own.grants.insert(grantRow(f, outside)),
+        doomed,
+      ]);
+      expect(await doomed).toBe('roll back');
+      expect(poll).toEqual({ slowed: false });
+      expect(grantAdded).toBeUndefined();
+      expect(await own.deviceGrants.findByCodeHash(device)).toMatchObject({ scope: 'openid', last_poll_at: now + 20_000 });
+      expect(await own.grants.find(outside)).toMatchObject({ id: outside });
+    } finally {
+      await own.close();
+    }
+  });
+
+  it('purgeExpired deletes what has expired and keeps codes and device codes as replay evidence for REPLAY_EVIDENCE_MS', async () => {
+    // A store of its own: purging at a time far ahead would take other tests' rows too.
+    const own = await freshStore(dialect);
+    try {
+      const s = own.store;
+      const f = await userAndApp(s);
+      const at = now + 10 * REPLAY_EVIDENCE_MS; // the purge's "now"
+      const evidenceUntil = at - REPLAY_EVIDENCE_MS; // a row that expired at or before this is no evidence any more
+
+      // Sessions: gone at expiry.
+      await s.sessions.create({ id_hash: 'session-expired', user_id: f.user.id, auth_time: now, created_at: now, expires_at: at });
+      await s.sessions.create({ id_hash: 'session-live', user_id: f.user.id, auth_time: now, created_at: now, expires_at: at + 1 });
+      // Codes: consumed ones kept past expiry, until REPLAY_EVIDENCE_MS after it, so that a replay still revokes its grant.
+      await s.codes.insert(codeRow(f, 'code-old', evidenceUntil));
+      await s.codes.insert(codeRow(f, 'code-evidence', evidenceUntil + 1));
+      expect(await s.codes.consume('code-evidence', 'some-grant', now)).toBe(true);
+      // Device authorizations: the same.
+      await s.deviceGrants.insert(pendingDevice('device-old', userCode(), f.app.clientId, now, evidenceUntil));
+      await s.deviceGrants.insert(pendingDevice('device-evidence', userCode(), f.app.clientId, now, evidenceUntil + 1));
+      // Grants: gone at expiry, with their refresh tokens.
+      await s.grants.insert(grantRow(f, 'grant-expired', at));
+      await s.grants.insertRefreshToken(refreshRow('rt-of-expired', 'grant-expired', at + 1000));
+      await s.grants.insert(grantRow(f, 'grant-live', at + 1));
+      await s.grants.insertRefreshToken(refreshRow('rt-of-live', 'grant-live', at + 1));
+      // Revoked access tokens: the record is needed only until the token itself expires.
+      await s.grants.revokeAccessToken('jti-expired', at);
+      await s.grants.revokeAccessToken('jti-live', at + 1);
+      // Rate-limit counters: kept RATE_LIMIT_ROWS_KEPT_MS after their window began.
+      await s.rateLimits.consume('limit-old', 60_000, at - RATE_LIMIT_ROWS_KEPT_MS);
+      await s.rateLimits.consume('limit-recent', 60_000, at - RATE_LIMIT_ROWS_KEPT_MS + 1);
+      // Sign-in continuations: gone at expiry.
+      const continuation = (id: string, expiresAt: number) => ({
+        id_hash: id,
+        browser_hash: 'browser',
+        target: '{}',
+        created_at: now,
+        expires_at: expiresAt,
+      });
+      await s.continuations.insert(continuation('continuation-expired', at));
+      await s.continuations.insert(continuation('continuation-live', at + 1));
+
+      await s.purgeExpired(at);
+
+      const rows = s.rowsForTests();
+      expect((await rows.select('sessions')).map((r) => r.id_hash)).toEqual(['session-live']);
+      expect(await s.codes.find('code-old')).toBeUndefined();
+      expect(await s.codes.find('code-evidence')).toMatchObject({ consumed_at: now, grant_id: 'some-grant' });
+      expect(await s.deviceGrants.findByCodeHash('device-old')).toBeUndefined();
+      expect(await s.deviceGrants.findByCodeHash('device-evidence')).toMatchObject({ status: 'pending' });
+      expect(await s.grants.find('grant-expired')).toBeUndefined();
+      expect(await s.grants.findRefreshToken('rt-of-expired')).toBeUndefined();
+      expect(await s.grants.find('grant-live')).toMatchObject({ id: 'grant-live' });
+      expect(await s.grants.findRefreshToken('rt-of-live')).toMatchObject({ grant_id: 'grant-live' });
+      expect(await s.grants.isAccessTokenRevoked('jti-expired')).toBe(false);
+      expect(await s.grants.isAccessTokenRevoked('jti-live')).toBe(true);
+      expect((await s.rateLimits.list()).map((r) => r.key)).toEqual(['limit-recent']);
+      expect((await rows.select('continuations')).map((r) => r.id_hash)).toEqual(['continuation-live']);
+      // What the purge keeps it keeps: users, applications, settings are never purged.
+      expect(await s.users.findById(f.user.id)).toBeDefined();
+      expect(await s.applications.get(f.app.clientId)).toBeDefined();
+    } finally {
+      await own.cleanup();
+    }
   });
 });
 
@@ -300,18 +503,15 @@ describe('embedded store: write-ahead log checkpoints off the event loop', () =>
     const dir = mkdtempSync(join(tmpdir(), 'authcli-ckpt-'));
     const file = join(dir, 'a.db');
     try {
-      const store = await openStore(file, { backgroundCheckpoints: true });
+      const { engine, store } = await openSqlite(file, { backgroundCheckpoints: true });
       await store.migrate();
       await bootstrapStore(store, Date.now());
-      const pragma = async (name: string) => Object.values((await sql<Record<string, number>>`${sql.raw(`pragma ${name}`)}`.execute(store.db)).rows[0]!)[0];
-      expect(await pragma('wal_autocheckpoint')).toBe(WAL_LIMIT_PAGES); // the commits checkpoint only past the bound
+      expect(engine.pragma('wal_autocheckpoint')).toBe(WAL_LIMIT_PAGES); // the commits checkpoint only past the bound
       await new Promise((r) => setTimeout(r, 200));
       const before = statSync(file).size;
       const now = Date.now();
       for (let i = 0; i < 2000; i++) {
-        await store.insertDeviceAuthorization(
-          pendingDeviceAuthorization({ deviceCodeHash: sha256Hex(`d${i}`), userCode: `U${i}`.padEnd(8, 'X'), clientId: 'authcli', scope: 'openid', now }),
-        );
+        await store.deviceGrants.insert(pendingDevice(sha256Hex(`d${i}`), `U${i}`.padEnd(8, 'X'), 'authcli', now));
       }
       const deadline = Date.now() + 5000;
       while (statSync(file).size <= before + 100_000 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
@@ -319,7 +519,7 @@ describe('embedded store: write-ahead log checkpoints off the event loop', () =>
       await store.close();
       expect(existsSync(`${file}-wal`)).toBe(false); // the checkpointer's connection closed first: the last close cleans up
       const reopened = await openStore(file);
-      expect((await reopened.findDeviceByCodeHash(sha256Hex('d1999')))?.status).toBe('pending');
+      expect((await reopened.deviceGrants.findByCodeHash(sha256Hex('d1999')))?.status).toBe('pending');
       await reopened.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -338,17 +538,15 @@ describe('embedded store: write-ahead log checkpoints off the event loop', () =>
       const walPages = () => Math.ceil(statSync(`${file}-wal`).size / (4096 + 24));
       let most = 0;
       for (let i = 0; i < 600; i++) {
-        await store.insertDeviceAuthorization(
-          pendingDeviceAuthorization({ deviceCodeHash: sha256Hex(`w${i}`), userCode: `W${i}`.padEnd(8, 'X'), clientId: 'authcli', scope: 'openid', now }),
-        );
+        await store.deviceGrants.insert(pendingDevice(sha256Hex(`w${i}`), `W${i}`.padEnd(8, 'X'), 'authcli', now));
         most = Math.max(most, walPages());
       }
       // Each insert writes a few pages; without the bound the log would hold them all (well over 600 pages).
       expect(most).toBeLessThan(64 + 16);
-      expect(await store.findDeviceByCodeHash(sha256Hex('w599'))).toMatchObject({ status: 'pending' });
+      expect(await store.deviceGrants.findByCodeHash(sha256Hex('w599'))).toMatchObject({ status: 'pending' });
       await store.close();
       const reopened = await openStore(file);
-      expect(await reopened.db.selectFrom('device_authorizations').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow()).toEqual({ n: 600 });
+      expect(await reopened.rowsForTests().count('device_authorizations')).toBe(600);
       await reopened.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });
@@ -372,9 +570,8 @@ describe('embedded store: write-ahead log checkpoints off the event loop', () =>
   it('one-shot commands keep SQLite’s own automatic checkpoints', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'authcli-ckpt-'));
     try {
-      const store = await openStore(join(dir, 'b.db'));
-      const rows = (await sql<Record<string, number>>`pragma wal_autocheckpoint`.execute(store.db)).rows;
-      expect(Object.values(rows[0]!)[0]).toBe(1000);
+      const { engine, store } = await openSqlite(join(dir, 'b.db'));
+      expect(engine.pragma('wal_autocheckpoint')).toBe(1000);
       await store.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -17,7 +17,14 @@ describe('rfc6749 §3.1.2.3 redirect_uri matching', () => {
     expect(matchRedirectUri('https://app.example/cb', reg)).toBe(true);
   });
   it('no normalization: case, trailing slash, default port, query and fragment all differ', () => {
-    for (const r of ['https://APP.example/cb', 'https://app.example/cb/', 'https://app.example:443/cb', 'https://app.example/cb?x', 'https://app.example/cb#f', 'https://app.example/./cb']) {
+    for (const r of [
+      'https://APP.example/cb',
+      'https://app.example/cb/',
+      'https://app.example:443/cb',
+      'https://app.example/cb?x',
+      'https://app.example/cb#f',
+      'https://app.example/./cb',
+    ]) {
       expect(matchRedirectUri(r, reg), r).toBe(false);
     }
   });
@@ -28,7 +35,18 @@ describe('rfc6749 §3.1.2.3 redirect_uri matching', () => {
     expect(matchRedirectUri('http://[::1]/callback', reg)).toBe(true);
   });
   it('rfc8252 §7.3 not a different path, host, scheme or an invalid port', () => {
-    for (const r of ['http://127.0.0.1:5000/callbackx', 'http://127.0.0.1:5000/', 'https://127.0.0.1:5000/callback', 'http://127.0.0.1:65536/callback', 'http://127.0.0.1:0/callback', 'http://127.0.0.1:080/callback', 'http://127.0.0.1:5000/callback#x', 'http://127.0.0.01:5000/callback', 'http://[::1]:5000/callback', 'http://127.0.0.1:5000/callback/..']) {
+    for (const r of [
+      'http://127.0.0.1:5000/callbackx',
+      'http://127.0.0.1:5000/',
+      'https://127.0.0.1:5000/callback',
+      'http://127.0.0.1:65536/callback',
+      'http://127.0.0.1:0/callback',
+      'http://127.0.0.1:080/callback',
+      'http://127.0.0.1:5000/callback#x',
+      'http://127.0.0.01:5000/callback',
+      'http://[::1]:5000/callback',
+      'http://127.0.0.1:5000/callback/..',
+    ]) {
       if (r === 'http://[::1]:5000/callback') continue; // registered with a port, any port matches
       expect(matchRedirectUri(r, reg), r).toBe(false);
     }
@@ -137,7 +155,9 @@ describe('operator settings', () => {
       expect(readKeyEncryptionKey({ AUTHCLI_KEY_ENCRYPTION_KEY_FILE: join(dir, 'text') })).toEqual(key);
       expect(readKeyEncryptionKey({ AUTHCLI_KEY_ENCRYPTION_KEY_FILE: join(dir, 'raw') })).toEqual(key);
       expect(() => readKeyEncryptionKey({ AUTHCLI_KEY_ENCRYPTION_KEY_FILE: join(dir, 'missing') })).toThrow(ConfigError);
-      expect(() => readKeyEncryptionKey({ AUTHCLI_KEY_ENCRYPTION_KEY_FILE: join(dir, 'raw'), AUTHCLI_KEY_ENCRYPTION_KEY: key.toString('base64') })).toThrow(ConfigError);
+      expect(() =>
+        readKeyEncryptionKey({ AUTHCLI_KEY_ENCRYPTION_KEY_FILE: join(dir, 'raw'), AUTHCLI_KEY_ENCRYPTION_KEY: key.toString('base64') }),
+      ).toThrow(ConfigError);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -158,9 +178,23 @@ describe('operator settings', () => {
   });
 
   it('timeouts and caps come from the environment within sane bounds', () => {
-    const c = loadConfig({}, { AUTHCLI_HEADERS_TIMEOUT: '3', AUTHCLI_REQUEST_TIMEOUT: '7', AUTHCLI_MAX_CONNECTIONS: '100', AUTHCLI_DB_TIMEOUT: '2', AUTHCLI_BODY_LIMIT: '4096' });
+    const c = loadConfig(
+      {},
+      {
+        AUTHCLI_HEADERS_TIMEOUT: '3',
+        AUTHCLI_REQUEST_TIMEOUT: '7',
+        AUTHCLI_MAX_CONNECTIONS: '100',
+        AUTHCLI_DB_TIMEOUT: '2',
+        AUTHCLI_BODY_LIMIT: '4096',
+      },
+    );
     expect([c.headersTimeoutMs, c.requestTimeoutMs, c.maxConnections, c.dbTimeoutMs, c.bodyLimit]).toEqual([3000, 7000, 100, 2000, 4096]);
-    for (const [name, value] of [['AUTHCLI_REQUEST_TIMEOUT', '0'], ['AUTHCLI_MAX_CONNECTIONS', '5'], ['AUTHCLI_DB_TIMEOUT', 'soon'], ['AUTHCLI_BODY_LIMIT', '1e9']]) {
+    for (const [name, value] of [
+      ['AUTHCLI_REQUEST_TIMEOUT', '0'],
+      ['AUTHCLI_MAX_CONNECTIONS', '5'],
+      ['AUTHCLI_DB_TIMEOUT', 'soon'],
+      ['AUTHCLI_BODY_LIMIT', '1e9'],
+    ]) {
       expect(() => loadConfig({}, { [name!]: value }), `${name}=${value}`).toThrow(ConfigError);
     }
   });
@@ -192,7 +226,13 @@ describe('passwords', () => {
   it('a stored hash naming an absurd cost is refused, never computed', () => {
     const salt = Buffer.alloc(16).toString('base64url');
     const key = Buffer.alloc(32).toString('base64url');
-    for (const [n, r, p] of [['4294967296', '8', '1'], ['1000', '8', '1'], ['16384', '1000', '1'], ['16384', '8', '99'], ['16384', '8', '0']]) {
+    for (const [n, r, p] of [
+      ['4294967296', '8', '1'],
+      ['1000', '8', '1'],
+      ['16384', '1000', '1'],
+      ['16384', '8', '99'],
+      ['16384', '8', '0'],
+    ]) {
       const stored = `scrypt$${n}$${r}$${p}$${salt}$${key}`;
       expect(parsePasswordHash(stored), stored).toBeUndefined();
       expect(verifyPasswordSync('x', stored)).toBe(false);

@@ -34,7 +34,10 @@ export function validateCallback(query: URLSearchParams, expect: CallbackExpecta
   }
   const iss = one('iss');
   if (iss === undefined ? expect.issRequired : iss !== expect.issuer) {
-    throw new CliError('callback', `the callback comes from ${iss ?? 'an unnamed issuer'}, not ${expect.issuer} (RFC 9207); nothing was exchanged`);
+    throw new CliError(
+      'callback',
+      `the callback comes from ${iss ?? 'an unnamed issuer'}, not ${expect.issuer} (RFC 9207); nothing was exchanged`,
+    );
   }
   const error = one('error');
   if (error !== undefined) {

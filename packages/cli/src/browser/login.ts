@@ -1,10 +1,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { challengeS256, generateNonce, generateState, generateVerifier } from '@authcli/pkce';
+import { AUTHORIZATION_CODE_GRANT_TYPE, type TokenResponse } from '@authcli/protocol';
 import type { ClientSettings } from '../config.js';
 import type { ServerMetadata } from '../discovery.js';
 import { CliError } from '../errors.js';
 import { clientAuth, oauthError, type Transport } from '../http.js';
-import { asTokenResponse, type TokenResponse } from '../tokens.js';
+import { asTokenResponse } from '../tokens.js';
 import { validateCallback, type ValidatedCallback } from './callback.js';
 
 /** The redirect URI a server must have registered for the CLI (any port, RFC 8252 §7.3). */
@@ -56,7 +57,11 @@ function answer(res: ServerResponse, status: number, html: string): Promise<void
     res.once('finish', resolve);
     res.once('close', resolve);
   });
-  res.writeHead(status, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store', 'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'" });
+  res.writeHead(status, {
+    'content-type': 'text/html; charset=utf-8',
+    'cache-control': 'no-store',
+    'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'",
+  });
   res.end(html);
   return sent;
 }
@@ -74,7 +79,9 @@ function listen(port: number): Promise<Server> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', (err: NodeJS.ErrnoException) =>
-      reject(new CliError('config', err.code === 'EADDRINUSE' ? `port ${port} on 127.0.0.1 is in use; pick another with --port` : err.message)),
+      reject(
+        new CliError('config', err.code === 'EADDRINUSE' ? `port ${port} on 127.0.0.1 is in use; pick another with --port` : err.message),
+      ),
     );
     server.listen(port, '127.0.0.1', () => resolve(server));
   });
@@ -126,7 +133,13 @@ function awaitCallback(
     );
     const quiet =
       opts.quietHintMs < opts.timeoutMs
-        ? setTimeout(() => opts.say(`Nothing has come back from the browser yet. If it shows an error page, ${checkHint(opts.settings)}. Still waiting… Ctrl-C to cancel`), opts.quietHintMs)
+        ? setTimeout(
+            () =>
+              opts.say(
+                `Nothing has come back from the browser yet. If it shows an error page, ${checkHint(opts.settings)}. Still waiting… Ctrl-C to cancel`,
+              ),
+            opts.quietHintMs,
+          )
         : undefined;
     const onAbort = () => finish(new CliError('cancelled', 'sign-in cancelled'));
     opts.signal?.addEventListener('abort', onAbort, { once: true });
@@ -138,7 +151,9 @@ function awaitCallback(
       clearTimeout(quiet);
       opts.signal?.removeEventListener('abort', onAbort);
       server.off('request', onRequest);
-      server.on('request', (_req: IncomingMessage, res: ServerResponse) => res.writeHead(404, { 'content-type': 'text/plain' }).end('not found'));
+      server.on('request', (_req: IncomingMessage, res: ServerResponse) =>
+        res.writeHead(404, { 'content-type': 'text/plain' }).end('not found'),
+      );
       if (result instanceof Error) reject(result);
       else resolve(result);
     }
@@ -159,7 +174,8 @@ function awaitCallback(
   });
 }
 
-const OAUTH_ERROR_CODE = /\b(invalid_client|invalid_request|unauthorized_client|redirect_uri_mismatch|invalid_redirect_uri|unsupported_response_type|invalid_scope)\b/;
+const OAUTH_ERROR_CODE =
+  /\b(invalid_client|invalid_request|unauthorized_client|redirect_uri_mismatch|invalid_redirect_uri|unsupported_response_type|invalid_scope)\b/;
 
 /** What an error page says, in one short line: its OAuth error code and its first paragraph (or title). */
 function pageReason(body: unknown): string | undefined {
@@ -205,13 +221,17 @@ async function preflight(url: URL, transport: Transport, settings: ClientSetting
   const reason = pageReason(res.body);
   const aboutRedirect = /redirect/i.test(reason ?? '');
   const aboutClient = !aboutRedirect && /client/i.test(reason ?? '');
-  throw new CliError('authorization_request', `the server refused the sign-in request with HTTP ${res.status}${reason ? ` (${reason})` : ''}; the browser was not opened`, {
-    hint: aboutRedirect
-      ? `Check that the server has ${LOOPBACK_CALLBACK} (any port) registered as a redirect URI for client ${settings.clientId}.`
-      : aboutClient
-        ? `Check the client id (${settings.clientId}: --client-id, AUTHCLI_CLIENT_ID or config.json).`
-        : `${checkHint(settings).replace(/^c/, 'C')}.`,
-  });
+  throw new CliError(
+    'authorization_request',
+    `the server refused the sign-in request with HTTP ${res.status}${reason ? ` (${reason})` : ''}; the browser was not opened`,
+    {
+      hint: aboutRedirect
+        ? `Check that the server has ${LOOPBACK_CALLBACK} (any port) registered as a redirect URI for client ${settings.clientId}.`
+        : aboutClient
+          ? `Check the client id (${settings.clientId}: --client-id, AUTHCLI_CLIENT_ID or config.json).`
+          : `${checkHint(settings).replace(/^c/, 'C')}.`,
+    },
+  );
 }
 
 /**
@@ -221,7 +241,12 @@ async function preflight(url: URL, transport: Transport, settings: ClientSetting
  * and the issuer's iss, exchange the code with the verifier, let `complete`
  * verify and store, and only then answer the browser with what happened.
  */
-export async function browserLogin<T extends SignedIn>(meta: ServerMetadata, settings: ClientSettings, transport: Transport, opts: BrowserLoginOptions<T>): Promise<T> {
+export async function browserLogin<T extends SignedIn>(
+  meta: ServerMetadata,
+  settings: ClientSettings,
+  transport: Transport,
+  opts: BrowserLoginOptions<T>,
+): Promise<T> {
   if (!meta.authorization_endpoint) throw new CliError('discovery', `${settings.issuer} has no authorization endpoint`);
   const server = await listen(opts.port);
   const sending: Promise<void>[] = [];
@@ -260,7 +285,9 @@ export async function browserLogin<T extends SignedIn>(meta: ServerMetadata, set
       const tokens = await exchangeCode(meta, settings, transport, callback, redirectUri, verifier);
       const signedIn = await opts.complete(tokens, nonce);
       const who = signedIn.username ?? signedIn.subject;
-      sending.push(answer(res, 200, page(`Signed in${who ? ` as ${who}` : ''}`, `authcli has verified and stored the sign-in to ${settings.issuer}.`)));
+      sending.push(
+        answer(res, 200, page(`Signed in${who ? ` as ${who}` : ''}`, `authcli has verified and stored the sign-in to ${settings.issuer}.`)),
+      );
       return signedIn;
     } catch (err) {
       sending.push(failurePage(res, err));
@@ -283,12 +310,22 @@ export async function exchangeCode(
   redirectUri: string,
   verifier: string,
 ): Promise<TokenResponse> {
-  const auth = clientAuth(settings, { grant_type: 'authorization_code', code: callback.code, redirect_uri: redirectUri, code_verifier: verifier });
+  const auth = clientAuth(settings, {
+    grant_type: AUTHORIZATION_CODE_GRANT_TYPE,
+    code: callback.code,
+    redirect_uri: redirectUri,
+    code_verifier: verifier,
+  });
   const res = await transport(meta.token_endpoint, { method: 'POST', headers: auth.headers, form: auth.form });
   if (res.status === 200) return asTokenResponse(res.body);
   const e = oauthError(res);
   if (e?.error === 'invalid_client') {
-    throw new CliError('invalid_client', `the server refused this client: ${e.description ?? 'invalid_client'}`, { hint: 'Check --client-id and the client secret (--client-secret-stdin or AUTHCLI_CLIENT_SECRET).' });
+    throw new CliError('invalid_client', `the server refused this client: ${e.description ?? 'invalid_client'}`, {
+      hint: 'Check --client-id and the client secret (--client-secret-stdin or AUTHCLI_CLIENT_SECRET).',
+    });
   }
-  throw new CliError('protocol', `the code exchange failed: ${e ? `${e.error}${e.description ? `: ${e.description}` : ''}` : `HTTP ${res.status}`}`);
+  throw new CliError(
+    'protocol',
+    `the code exchange failed: ${e ? `${e.error}${e.description ? `: ${e.description}` : ''}` : `HTTP ${res.status}`}`,
+  );
 }

@@ -1,4 +1,5 @@
 import { createInterface } from 'node:readline';
+import type { TokenResponse } from '@authcli/protocol';
 import { browserLogin } from '../browser/login.js';
 import { resolveSettings, type SettingFlags } from '../config.js';
 import { deviceLogin } from '../device/login.js';
@@ -8,7 +9,7 @@ import { CliError } from '../errors.js';
 import { httpTransport } from '../http.js';
 import { createOutput, hasDisplay, openInBrowser, type Output } from '../output.js';
 import { replaceSession } from '../revocation.js';
-import { displayNameFromUserinfo, sessionFromTokens, type TokenResponse } from '../tokens.js';
+import { displayNameFromUserinfo, sessionFromTokens } from '../tokens.js';
 
 export interface LoginFlags extends SettingFlags {
   browser?: boolean;
@@ -33,7 +34,8 @@ function parsePort(value: string | undefined): number {
 
 function parseTimeout(value: string | undefined): number {
   if (value === undefined) return BROWSER_TIMEOUT_MS;
-  if (!/^\d+$/.test(value) || Number(value) < 1) throw new CliError('usage', `--timeout must be a whole number of seconds, got ${value}`, { hint: 'See `authcli login --help`.' });
+  if (!/^\d+$/.test(value) || Number(value) < 1)
+    throw new CliError('usage', `--timeout must be a whole number of seconds, got ${value}`, { hint: 'See `authcli login --help`.' });
   return Number(value) * 1000;
 }
 
@@ -55,7 +57,10 @@ export async function login(flags: LoginFlags, signal: AbortSignal, out: Output 
   let session;
   if (flags.browser) {
     if (flags.open && !hasDisplay()) {
-      throw new CliError('no_browser', 'no browser can be opened here (no display, e.g. an SSH session); run `authcli login` for the device flow, or `--browser --no-open` to open the URL yourself');
+      throw new CliError(
+        'no_browser',
+        'no browser can be opened here (no display, e.g. an SSH session); run `authcli login` for the device flow, or `--browser --no-open` to open the URL yourself',
+      );
     }
     session = await browserLogin(meta, settings, httpTransport, {
       scope: flags.scope,
@@ -77,14 +82,22 @@ export async function login(flags: LoginFlags, signal: AbortSignal, out: Output 
       : undefined;
     let tokens;
     try {
-      tokens = await deviceLogin(meta, settings, httpTransport, out, { scope: flags.scope, clock: realClock, signal, offerBrowser, qr: flags.qr });
+      tokens = await deviceLogin(meta, settings, httpTransport, out, {
+        scope: flags.scope,
+        clock: realClock,
+        signal,
+        offerBrowser,
+        qr: flags.qr,
+      });
     } finally {
       prompt?.close();
     }
     session = await signIn(tokens, undefined);
   }
   if (flags.json) {
-    out.data(`${JSON.stringify({ issuer: settings.issuer, subject: session.subject, username: session.username, scope: session.scope, expires_at: new Date(session.expires_at).toISOString() })}\n`);
+    out.data(
+      `${JSON.stringify({ issuer: settings.issuer, subject: session.subject, username: session.username, scope: session.scope, expires_at: new Date(session.expires_at).toISOString() })}\n`,
+    );
   } else {
     out.data(`Signed in to ${settings.issuer}${session.username ? ` as ${session.username}` : ''}.\n`);
   }

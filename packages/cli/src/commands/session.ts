@@ -76,7 +76,9 @@ export async function logout(flags: SettingFlags & { local?: boolean }, signal?:
       const { revokeSession } = await import('../revocation.js');
       try {
         if ((await revokeSession(settings, session)) === 'unsupported') {
-          out.say(`${issuer} offers no token revocation (RFC 7009): the ${session.refresh_token ? 'refresh' : 'access'} token stays valid there until it expires.`);
+          out.say(
+            `${issuer} offers no token revocation (RFC 7009): the ${session.refresh_token ? 'refresh' : 'access'} token stays valid there until it expires.`,
+          );
         }
       } catch (err) {
         if (!(err instanceof CliError) || !['network', 'discovery', 'protocol'].includes(err.code)) throw err;

@@ -73,7 +73,9 @@ export async function status(flags: SettingFlags & { json?: boolean }): Promise<
     );
   } else {
     const others = Object.keys(await allSessions());
-    process.stdout.write(`Not signed in to ${settings.issuer}. Run \`authcli login\`.${others.length ? `\nSigned in elsewhere: ${others.join(', ')}` : ''}\n`);
+    process.stdout.write(
+      `Not signed in to ${settings.issuer}. Run \`authcli login\`.${others.length ? `\nSigned in elsewhere: ${others.join(', ')}` : ''}\n`,
+    );
   }
   process.exitCode = STATUS_EXIT_CODES[state];
 }

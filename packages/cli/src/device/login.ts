@@ -1,25 +1,20 @@
+import { DEVICE_CODE_GRANT_TYPE, type DeviceAuthorizationResponse, type TokenResponse } from '@authcli/protocol';
 import type { ClientSettings } from '../config.js';
 import type { ServerMetadata } from '../discovery.js';
 import { CliError } from '../errors.js';
 import { clientAuth, oauthError, type Transport } from '../http.js';
 import type { Output } from '../output.js';
-import type { TokenResponse } from '../tokens.js';
 import { pollForTokens, type Clock } from './poll.js';
-
-export const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
-
-interface DeviceAuthorizationResponse {
-  device_code: string;
-  user_code: string;
-  verification_uri: string;
-  verification_uri_complete?: string;
-  expires_in: number;
-  interval?: number;
-}
 
 function asDeviceResponse(body: unknown): DeviceAuthorizationResponse {
   const b = body as Partial<DeviceAuthorizationResponse> | undefined;
-  if (!b || typeof b.device_code !== 'string' || typeof b.user_code !== 'string' || typeof b.verification_uri !== 'string' || typeof b.expires_in !== 'number') {
+  if (
+    !b ||
+    typeof b.device_code !== 'string' ||
+    typeof b.user_code !== 'string' ||
+    typeof b.verification_uri !== 'string' ||
+    typeof b.expires_in !== 'number'
+  ) {
     throw new CliError('protocol', 'the device authorization response is incomplete');
   }
   return b as DeviceAuthorizationResponse;
@@ -58,11 +53,18 @@ export async function deviceLogin(
   if (res.status !== 200) {
     const e = oauthError(res);
     if (e?.error === 'invalid_client' || e?.error === 'unauthorized_client') {
-      throw new CliError('invalid_client', `the server refused this client for the device flow (${e.error}${e.description ? `: ${e.description}` : ''})`, {
-        hint: `Check the client id (${settings.clientId}: --client-id, AUTHCLI_CLIENT_ID or config.json) and, for a confidential client, its secret.`,
-      });
+      throw new CliError(
+        'invalid_client',
+        `the server refused this client for the device flow (${e.error}${e.description ? `: ${e.description}` : ''})`,
+        {
+          hint: `Check the client id (${settings.clientId}: --client-id, AUTHCLI_CLIENT_ID or config.json) and, for a confidential client, its secret.`,
+        },
+      );
     }
-    throw new CliError('protocol', `device authorization failed: ${e ? `${e.error}${e.description ? `: ${e.description}` : ''}` : `HTTP ${res.status}`}`);
+    throw new CliError(
+      'protocol',
+      `device authorization failed: ${e ? `${e.error}${e.description ? `: ${e.description}` : ''}` : `HTTP ${res.status}`}`,
+    );
   }
   const d = asDeviceResponse(res.body);
   const expiresAt = opts.clock.now() + d.expires_in * 1000;
@@ -79,9 +81,11 @@ export async function deviceLogin(
   }
   opts.offerBrowser?.(complete);
 
-  const tick = out.tty ? setInterval(() => out.status(`Waiting for approval… the code expires in ${mmss(expiresAt - opts.clock.now())}`), 1000) : undefined;
+  const tick = out.tty
+    ? setInterval(() => out.status(`Waiting for approval… the code expires in ${mmss(expiresAt - opts.clock.now())}`), 1000)
+    : undefined;
   try {
-    const polled = clientAuth(settings, { grant_type: DEVICE_GRANT, device_code: d.device_code });
+    const polled = clientAuth(settings, { grant_type: DEVICE_CODE_GRANT_TYPE, device_code: d.device_code });
     return await pollForTokens(
       { tokenEndpoint: meta.token_endpoint, form: polled.form, headers: polled.headers, interval: d.interval ?? 5, expiresAt },
       transport,
@@ -89,7 +93,8 @@ export async function deviceLogin(
       opts.signal,
       {
         onWait: ({ reason, intervalSeconds }) => {
-          if (reason === 'slow_down' || reason === 'rate_limited') out.say(`The server asked to poll more slowly: every ${intervalSeconds} s from now on.`);
+          if (reason === 'slow_down' || reason === 'rate_limited')
+            out.say(`The server asked to poll more slowly: every ${intervalSeconds} s from now on.`);
           if (reason === 'network') out.say('The server did not answer; retrying…');
         },
       },

@@ -1,6 +1,7 @@
+import type { TokenResponse } from '@authcli/protocol';
 import { CliError } from '../errors.js';
 import { oauthError, type Transport } from '../http.js';
-import { asTokenResponse, type TokenResponse } from '../tokens.js';
+import { asTokenResponse } from '../tokens.js';
 
 export interface Clock {
   now(): number;
@@ -50,7 +51,13 @@ const MAX_NETWORK_BACKOFF_S = 60;
  * exponential backoff until the codes expire; `access_denied`,
  * `expired_token` and an invalid client end the login.
  */
-export async function pollForTokens(req: PollRequest, transport: Transport, clock: Clock, signal?: AbortSignal, events: PollEvents = {}): Promise<TokenResponse> {
+export async function pollForTokens(
+  req: PollRequest,
+  transport: Transport,
+  clock: Clock,
+  signal?: AbortSignal,
+  events: PollEvents = {},
+): Promise<TokenResponse> {
   let interval = Math.max(1, req.interval || 5);
   let failures = 0;
   let reason: 'pending' | 'slow_down' | 'rate_limited' | 'network' = 'pending';
@@ -105,7 +112,10 @@ export async function pollForTokens(req: PollRequest, transport: Transport, cloc
         throw new CliError('expired_token', 'the code expired before the sign-in was approved; run `authcli login` again');
       case 'invalid_client':
       case 'unauthorized_client':
-        throw new CliError('invalid_client', `the server refused this client (${e.error}${e.description ? `: ${e.description}` : ''}); check --client-id / --client-secret`);
+        throw new CliError(
+          'invalid_client',
+          `the server refused this client (${e.error}${e.description ? `: ${e.description}` : ''}); check --client-id / --client-secret`,
+        );
       default:
         throw new CliError('protocol', `${e.error}${e.description ? `: ${e.description}` : ''}`);
     }

@@ -56,7 +56,9 @@ export class KeychainError extends CliError {
 function failure(action: string, err: unknown): KeychainError {
   const detail = (err as Error).message ?? String(err);
   if (/IsLocked|\blocked\b/i.test(detail)) {
-    return new KeychainError(`the keychain (${keychainName()}) is locked (${detail}); unlock it, or use --storage file`, true, { cause: err });
+    return new KeychainError(`the keychain (${keychainName()}) is locked (${detail}); unlock it, or use --storage file`, true, {
+      cause: err,
+    });
   }
   return new KeychainError(`the keychain (${keychainName()}) could not ${action}: ${detail}`, false, { cause: err });
 }

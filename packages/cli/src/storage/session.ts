@@ -30,7 +30,12 @@ export function parseSession(text: string): StoredSession | undefined {
   try {
     const s = JSON.parse(text) as Partial<StoredSession> | null;
     if (typeof s !== 'object' || s === null) return undefined;
-    if (typeof s.client_id !== 'string' || typeof s.access_token !== 'string' || typeof s.expires_at !== 'number' || typeof s.obtained_at !== 'number') {
+    if (
+      typeof s.client_id !== 'string' ||
+      typeof s.access_token !== 'string' ||
+      typeof s.expires_at !== 'number' ||
+      typeof s.obtained_at !== 'number'
+    ) {
       return undefined;
     }
     return s as StoredSession;

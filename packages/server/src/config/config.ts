@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
+import { IssuerError, normalizeIssuer as normalizeIssuerIdentifier } from '@authcli/protocol';
 import * as D from './defaults.js';
 
 /**
@@ -70,26 +71,14 @@ export interface ConfigInput {
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
-function isLoopbackHost(hostname: string): boolean {
-  return hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname);
-}
-
-/** Validates an issuer identifier per RFC 8414 §2 / OIDC Discovery §3. */
+/** The issuer identifier in its canonical form (@authcli/protocol, RFC 8414 §2); a ConfigError if it cannot be one. */
 export function normalizeIssuer(value: string): string {
-  let url: URL;
   try {
-    url = new URL(value);
-  } catch {
-    throw new ConfigError(`issuer ${JSON.stringify(value)} is not an absolute URL`);
+    return normalizeIssuerIdentifier(value);
+  } catch (err) {
+    if (err instanceof IssuerError) throw new ConfigError(err.message, { cause: err });
+    throw err;
   }
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopbackHost(url.hostname))) {
-    throw new ConfigError(`issuer must use https (http is allowed only for loopback hosts): ${value}`);
-  }
-  if (url.search || url.hash || value.includes('#') || value.includes('?')) {
-    throw new ConfigError(`issuer must not have a query or fragment: ${value}`);
-  }
-  if (url.username || url.password) throw new ConfigError('issuer must not contain credentials');
-  return url.href.replace(/\/+$/, '');
 }
 
 /** A whole number from the environment within [min, max], or `fallback` when unset. */
@@ -130,7 +119,10 @@ export function parseTrustProxy(value: string | undefined): false | number | str
     if (hops > 10) throw new ConfigError(`AUTHCLI_TRUST_PROXY: ${hops} proxy hops is not plausible (1-10)`);
     return hops;
   }
-  const list = v.split(',').map((s) => s.trim()).filter(Boolean);
+  const list = v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   for (const entry of list) {
     if (!isCidrOrAddress(entry)) {
       throw new ConfigError(
@@ -182,7 +174,10 @@ const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000 };
  */
 export function parseLimits(value: string | undefined): D.Limits {
   const limits: Record<D.CounterKind, D.Limit> = { ...D.LIMITS };
-  for (const entry of (value ?? '').split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const entry of (value ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const m = /^([a-z-]+)=(\d{1,9})\/(\d{1,6})([smh])$/.exec(entry);
     if (!m || !Object.hasOwn(D.LIMITS, m[1]!)) {
       throw new ConfigError(
@@ -248,7 +243,13 @@ export function loadConfig(
     keepAliveTimeoutMs: envSeconds(env, 'AUTHCLI_KEEPALIVE_TIMEOUT', D.KEEPALIVE_TIMEOUT_MS, 600),
     maxConnections: envInt(env, 'AUTHCLI_MAX_CONNECTIONS', D.MAX_CONNECTIONS, 16, 1_000_000),
     dbTimeoutMs: envSeconds(env, 'AUTHCLI_DB_TIMEOUT', D.DB_TIMEOUT_MS, 600),
-    deviceCodeTtlSeconds: envInt(env, 'AUTHCLI_DEVICE_CODE_TTL', D.DEVICE_CODE_TTL_SECONDS, D.DEVICE_CODE_TTL_BOUNDS.min, D.DEVICE_CODE_TTL_BOUNDS.max),
+    deviceCodeTtlSeconds: envInt(
+      env,
+      'AUTHCLI_DEVICE_CODE_TTL',
+      D.DEVICE_CODE_TTL_SECONDS,
+      D.DEVICE_CODE_TTL_BOUNDS.min,
+      D.DEVICE_CODE_TTL_BOUNDS.max,
+    ),
     devicePollIntervalSeconds: envInt(
       env,
       'AUTHCLI_DEVICE_POLL_INTERVAL',

@@ -51,6 +51,31 @@ export const KEY_ACTIVATION_DELAY_MS = MINUTE;
 /** How often an instance re-reads the signing keys. */
 export const KEY_REFRESH_MS = 30 * SECOND;
 
+// ---- input sizes: what is refused (or never looked up) before any work -------------------
+
+/** Longest `state` an authorization request may carry (RFC 6749 §4.1.1): it comes back in a URL. */
+export const AUTHORIZE_STATE_MAX = 2048;
+/** Longest `nonce` (OIDC Core §3.1.2.1): it is copied into the ID token. */
+export const NONCE_MAX = 512;
+/** Longest `state` of an RP-initiated logout request (OpenID Connect RP-Initiated Logout 1.0 §2). */
+export const LOGOUT_STATE_MAX = 1024;
+/**
+ * Longest token revocation (RFC 7009) and introspection (RFC 7662) look at:
+ * longer than any token this server issues (a JWT access token is about
+ * 1 KB); anything longer is answered without a look-up.
+ */
+export const PRESENTED_TOKEN_MAX = 4096;
+/**
+ * Longest refresh token or authorization code that is hashed and looked up:
+ * both are 43 characters here (256 random bits, base64url).
+ */
+export const PRESENTED_SECRET_MAX = 256;
+/** Longest username and password the sign-in form checks; longer ones fail like a wrong password. */
+export const SIGNIN_USERNAME_MAX = 128;
+export const SIGNIN_PASSWORD_MAX = 1024;
+/** The shortest password the operator commands accept (NIST SP 800-63B §5.1.1.2: at least 8). */
+export const MIN_PASSWORD_LENGTH = 8;
+
 /** What a username may be (letters, digits, `. _ @ -`, 1-64); per-account limits count only names of this form. */
 export const USERNAME_PATTERN = /^[A-Za-z0-9._@-]{1,64}$/;
 
@@ -150,3 +175,28 @@ export const DB_TIMEOUT_MS = 5 * SECOND;
 export const STORE_RETRY_AFTER_SECONDS = 5;
 /** /readyz answers 503 when the store does not answer within this. */
 export const READY_TIMEOUT_MS = SECOND;
+
+// ---- the store ---------------------------------------------------------------------
+
+/** Applications one instance keeps in its lookup cache (see APPLICATION_CACHE_MS); past it the cache starts over. */
+export const APPLICATION_CACHE_SIZE = 1000;
+/** PostgreSQL connections per instance: the hot paths hold one for a statement or a short transaction. */
+export const POSTGRES_POOL_SIZE = 10;
+/**
+ * PostgreSQL: how much longer than the statement timeout pg waits for an
+ * answer before giving the connection up (enough for the server's own
+ * cancellation to travel back over a working network).
+ */
+export const QUERY_TIMEOUT_MARGIN_MS = 250;
+/** SQLite: how long a statement waits for another process's write lock (an operator command) before failing. */
+export const SQLITE_BUSY_TIMEOUT_MS = 5 * SECOND;
+/** How often the embedded store's background thread copies committed WAL pages into the database file. */
+export const CHECKPOINT_INTERVAL_MS = 50;
+/**
+ * With background checkpoints, the most pages the write-ahead log may hold
+ * (64 MiB of 4 KiB pages) before the commit that grows it past that finishes
+ * the checkpoint itself (see store/sqlite-engine.ts).
+ */
+export const WAL_LIMIT_PAGES = 16_384;
+/** A write-ahead log that grew past this (a long reader kept it from starting over) is cut back once it can be. */
+export const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;

@@ -1,3 +1,4 @@
+import type { FastifyRequest } from 'fastify';
 /**
  * Strict `application/x-www-form-urlencoded` parsing (WHATWG URL §5.1) for
  * request bodies and query strings. Unlike URLSearchParams it refuses input a
@@ -67,7 +68,11 @@ class Form implements ParsedForm {
   get lists(): Readonly<Record<string, readonly string[]>> {
     if (!this.all) {
       const lists: Record<string, string[]> = Object.create(null) as Record<string, string[]>;
-      eachPair(this.text, (name, value) => (lists[name] ??= []).push(value));
+      eachPair(this.text, (name, value) => {
+        const list = lists[name];
+        if (list) list.push(value);
+        else lists[name] = [value];
+      });
       this.all = lists;
     }
     return this.all;
@@ -94,7 +99,10 @@ export function parseForm(input: string | Uint8Array): ParsedForm {
   let repeated: Set<string> | undefined;
   eachPair(text, (name, value) => {
     if (params[name] === undefined) params[name] = value;
-    else (repeated ??= new Set()).add(name);
+    else {
+      repeated ??= new Set();
+      repeated.add(name);
+    }
   });
   return new Form(params, repeated ?? NO_REPEATS, text);
 }
@@ -107,4 +115,33 @@ export function parseQuery(rawUrl: string): ParsedForm {
 
 export function isParsedForm(body: unknown): body is ParsedForm {
   return typeof body === 'object' && body !== null && 'params' in body && 'repeated' in body;
+}
+
+/**
+ * The strict form body every OAuth POST endpoint requires (RFC 6749 §3.2):
+ * `application/x-www-form-urlencoded`, no parameter repeated. A FormError
+ * otherwise, which the protocol endpoints answer as `invalid_request`.
+ */
+export function formParams(req: FastifyRequest): Readonly<Record<string, string>> {
+  if (!isParsedForm(req.body)) throw new FormError('the request body must be application/x-www-form-urlencoded');
+  if (req.body.repeated.size > 0) {
+    const [first] = req.body.repeated;
+    throw new FormError(`parameter ${first} is repeated (RFC 6749 §3.2)`);
+  }
+  return req.body.params;
+}
+
+/** The fields of a page's form POST; a page form never repeats a field. */
+export function pageForm(req: FastifyRequest): Readonly<Record<string, string>> {
+  if (!isParsedForm(req.body)) throw new FormError('expected a form submission');
+  return req.body.params;
+}
+
+/**
+ * The query of a page request, parsed strictly rather than by Fastify's
+ * lenient parser: malformed escapes, invalid UTF-8 and NUL are a 400 page,
+ * the same answer wherever they appear.
+ */
+export function pageQuery(req: FastifyRequest): Readonly<Record<string, string>> {
+  return parseQuery(req.raw.url ?? '').params;
 }

@@ -1,5 +1,5 @@
 import { errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
-import type { AppContext } from '../context.js';
+import type { OAuthContext } from './context.js';
 import type { User } from '../store/store.js';
 import { InvalidToken } from './errors.js';
 
@@ -15,18 +15,18 @@ export interface VerifiedAccessToken {
  * is still enabled.
  * @throws InvalidToken
  */
-export async function verifyAccessToken(ctx: AppContext, token: string): Promise<VerifiedAccessToken> {
+export async function verifyAccessToken(ctx: OAuthContext, token: string): Promise<VerifiedAccessToken> {
   const payload = await verifyAccessTokenJwt(ctx, token);
-  if (await ctx.store.isAccessTokenRevoked(payload.jti)) throw new InvalidToken('the access token has been revoked');
-  const grant = await ctx.store.findGrant(payload.gid);
+  if (await ctx.store.grants.isAccessTokenRevoked(payload.jti)) throw new InvalidToken('the access token has been revoked');
+  const grant = await ctx.store.grants.find(payload.gid);
   if (!grant || grant.revoked_at !== null) throw new InvalidToken('the access token has been revoked');
-  const user = await ctx.store.findUserById(payload.sub);
+  const user = await ctx.store.users.findById(payload.sub);
   if (!user || user.disabled_at !== null) throw new InvalidToken('the account is disabled or no longer exists');
   return { payload, user };
 }
 
 /** The JWT checks alone (RFC 9068 §4), without looking at revocation. */
-export async function verifyAccessTokenJwt(ctx: AppContext, token: string): Promise<VerifiedAccessToken['payload']> {
+export async function verifyAccessTokenJwt(ctx: OAuthContext, token: string): Promise<VerifiedAccessToken['payload']> {
   let payload: VerifiedAccessToken['payload'];
   try {
     ({ payload } = (await jwtVerify(token, await ctx.keys.verificationKeys(), {

@@ -1,11 +1,14 @@
 import { isValidChallenge } from '@authcli/pkce';
-import type { AppContext } from '../context.js';
+import { AUTHORIZE_STATE_MAX, NONCE_MAX } from '../config/defaults.js';
+import type { OAuthContext } from './context.js';
 import { FormError, parseForm } from '../http/form.js';
 import type { Application, User } from '../store/store.js';
 import { randomToken, sha256Hex } from '../util/crypto.js';
 import {
   AccessDenied,
+  ConsentRequired,
   InvalidRequest,
+  LoginRequired,
   OAuthError,
   RequestNotSupported,
   RequestUriNotSupported,
@@ -55,19 +58,17 @@ export class AuthorizationRedirectError extends Error {
   }
 }
 
-const MAX_STATE = 2048;
-const MAX_NONCE = 512;
 const PROMPTS = new Set(['none', 'login', 'consent', 'select_account']);
 
 type Params = Readonly<Record<string, string>>;
 
 // ---- checks before the redirect_uri is trusted: failures are shown, never redirected ----
 
-async function checkClient(ctx: AppContext, params: Params, repeated: ReadonlySet<string>): Promise<Application> {
+async function checkClient(ctx: OAuthContext, params: Params, repeated: ReadonlySet<string>): Promise<Application> {
   if (repeated.has('client_id')) throw new AuthorizationPageError('invalid_request', 'client_id is repeated');
   const clientId = params.client_id;
   if (!clientId) throw new AuthorizationPageError('invalid_request', 'client_id is missing');
-  const app = await ctx.store.getApplication(clientId);
+  const app = await ctx.store.applications.get(clientId);
   if (!app) throw new AuthorizationPageError('invalid_client', 'The application is not registered with this server (unknown client_id).');
   return app;
 }
@@ -132,8 +133,8 @@ function checkPrompt(params: Params): { prompt: Set<string>; maxAge: number | un
 }
 
 function checkLengths(params: Params): void {
-  if (params.state !== undefined && params.state.length > MAX_STATE) throw new InvalidRequest('state is too long');
-  if (params.nonce !== undefined && params.nonce.length > MAX_NONCE) throw new InvalidRequest('nonce is too long');
+  if (params.state !== undefined && params.state.length > AUTHORIZE_STATE_MAX) throw new InvalidRequest('state is too long');
+  if (params.nonce !== undefined && params.nonce.length > NONCE_MAX) throw new InvalidRequest('nonce is too long');
 }
 
 /**
@@ -141,7 +142,7 @@ function checkLengths(params: Params): void {
  * requires: client and redirect_uri first (errors shown as a page), then
  * everything else (errors redirected with state and iss).
  */
-export async function validateAuthorizationRequest(ctx: AppContext, rawQuery: string): Promise<AuthorizationRequest> {
+export async function validateAuthorizationRequest(ctx: OAuthContext, rawQuery: string): Promise<AuthorizationRequest> {
   let parsed;
   try {
     parsed = parseForm(rawQuery);
@@ -176,7 +177,7 @@ export function callbackUrl(redirectUri: string, params: Record<string, string |
 }
 
 /** RFC 6749 §4.1.2.1 error redirect, with `iss` (RFC 9207 §2). */
-export function errorCallback(ctx: AppContext, err: AuthorizationRedirectError): string {
+export function errorCallback(ctx: OAuthContext, err: AuthorizationRedirectError): string {
   return callbackUrl(err.redirectUri, {
     error: err.oauthError.error,
     error_description: err.oauthError.description,
@@ -194,10 +195,10 @@ export function denied(req: AuthorizationRequest): AuthorizationRedirectError {
  * bound to client, redirect_uri, challenge, scope, nonce and user) and
  * returns the callback URL carrying `code`, `state` and `iss` (RFC 9207).
  */
-export async function issueCode(ctx: AppContext, req: AuthorizationRequest, user: User, authTime: number): Promise<string> {
+export async function issueCode(ctx: OAuthContext, req: AuthorizationRequest, user: User, authTime: number): Promise<string> {
   const now = ctx.config.now();
   const code = randomToken(32);
-  await ctx.store.insertCode({
+  await ctx.store.codes.insert({
     code_hash: sha256Hex(code),
     client_id: req.app.clientId,
     user_id: user.id,
@@ -211,6 +212,69 @@ export async function issueCode(ctx: AppContext, req: AuthorizationRequest, user
     expires_at: now + ctx.config.codeTtlSeconds * 1000,
   });
   return callbackUrl(req.redirectUri, { code, state: req.state, iss: ctx.config.issuer });
+}
+
+/** The user's sign-in an authorization request may rest on: who, and when they authenticated. */
+export interface Authentication {
+  user: User;
+  /** Epoch ms of the sign-in (OIDC Core §2 `auth_time`). */
+  authTime: number;
+}
+
+/** What the authorization endpoint does next with a validated request. */
+export type AuthorizationStep =
+  /** Send the browser to sign in, then resume the request. */
+  | { next: 'sign-in' }
+  /**
+   * `prompt=select_account` (OIDC Core §3.1.2.1) with a live session: offer to continue as the signed-in user
+   * (`continueAs`, the request again without select_account) or to sign in as someone else.
+   */
+  | { next: 'select-account'; continueAs: string }
+  /** Ask the signed-in user to approve the application and scopes. */
+  | { next: 'consent' }
+  /** Done: send the browser back to the client with a fresh code. */
+  | { next: 'redirect'; location: string };
+
+/**
+ * The authorization endpoint's decision (OIDC Core §3.1.2.3–3.1.2.4, RFC
+ * 6749 §4.1.1): a sign-in when there is none, `prompt=login` asks for one or
+ * it is older than `max_age`; the account chooser for `prompt=select_account`;
+ * consent unless the user approved these scopes
+ * for this application before and `prompt=consent` is absent; otherwise a
+ * code. With `prompt=none` (§3.1.2.6) a step that needs the user is the
+ * error `login_required` or `consent_required`, redirected to the client.
+ */
+export async function nextAuthorizationStep(
+  ctx: OAuthContext,
+  req: AuthorizationRequest,
+  signedIn: Authentication | undefined,
+): Promise<AuthorizationStep> {
+  const stale = signedIn !== undefined && req.maxAge !== undefined && ctx.config.now() - signedIn.authTime > req.maxAge * 1000;
+  if (!signedIn || req.prompt.has('login') || stale) {
+    if (req.prompt.has('none'))
+      throw new AuthorizationRedirectError(new LoginRequired('the user is not signed in'), req.redirectUri, req.state);
+    return { next: 'sign-in' };
+  }
+  if (req.prompt.has('select_account')) {
+    return { next: 'select-account', continueAs: `/oauth/authorize?${requestQuery(withoutPrompt(req, 'select_account'))}` };
+  }
+  if (!req.prompt.has('consent') && (await ctx.store.consents.covers(signedIn.user.id, req.app.clientId, req.scopes))) {
+    return { next: 'redirect', location: await issueCode(ctx, req, signedIn.user, signedIn.authTime) };
+  }
+  if (req.prompt.has('none')) {
+    throw new AuthorizationRedirectError(new ConsentRequired('the user has not approved this application'), req.redirectUri, req.state);
+  }
+  return { next: 'consent' };
+}
+
+/**
+ * The user approved the request on the consent page: the approval is
+ * remembered for this application and scope set, and a code issued; returns
+ * the callback URL.
+ */
+export async function approveAuthorization(ctx: OAuthContext, req: AuthorizationRequest, signedIn: Authentication): Promise<string> {
+  await ctx.store.consents.add(signedIn.user.id, req.app.clientId, req.scopes, ctx.config.now());
+  return issueCode(ctx, req, signedIn.user, signedIn.authTime);
 }
 
 /**
@@ -237,11 +301,16 @@ export function requestQuery(req: AuthorizationRequest): string {
 /**
  * The query of the authorization request a sign-in resumes, serialized by the
  * server from the validated fields, never the query as received: parameters
- * this server does not use are left behind, `login` leaves `prompt` and
- * `max_age` goes (the sign-in that follows satisfies both, so they must not
- * ask again). GET /oauth/authorize validates the result again when it runs.
+ * this server does not use are left behind, `login` and `select_account`
+ * leave `prompt` and `max_age` goes (the sign-in that follows satisfies all
+ * three, so they must not ask again). GET /oauth/authorize validates the
+ * result again when it runs.
  */
 export function resumeQuery(req: AuthorizationRequest): string {
-  const prompt = new Set([...req.prompt].filter((p) => p !== 'login'));
-  return requestQuery({ ...req, prompt, maxAge: undefined });
+  return requestQuery({ ...withoutPrompt(req, 'login', 'select_account'), maxAge: undefined });
+}
+
+/** The request without the given `prompt` values. */
+export function withoutPrompt(req: AuthorizationRequest, ...values: string[]): AuthorizationRequest {
+  return { ...req, prompt: new Set([...req.prompt].filter((p) => !values.includes(p))) };
 }

@@ -58,7 +58,7 @@ export async function authenticateClient(
   params: Readonly<Record<string, string>>,
 ): Promise<Application> {
   const presented = presentedClient(authorization, params);
-  const app = await store.getApplication(presented.clientId);
+  const app = await store.applications.get(presented.clientId);
   // One answer for every failure: which client ids exist, and of which kind, is not for an unauthenticated caller
   // to learn (RFC 6749 §5.2 invalid_client covers them all).
   if (!app) throw CLIENT_AUTHENTICATION_FAILED;

@@ -1,16 +1,12 @@
-import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../context.js';
-import { clientAddress } from '../http/client-ip.js';
+import { DEVICE_CODE_GRANT_TYPE, type DeviceAuthorizationResponse } from '@authcli/protocol';
+import type { OAuthContext } from './context.js';
 import { DEVICE_CODE_TTL_SECONDS, DEVICE_POLL_INTERVAL_SECONDS } from '../config/defaults.js';
 import { StoreError, type DeviceAuthorization } from '../store/store.js';
 import { randomToken, sha256Hex } from '../util/crypto.js';
 import { authenticateClient } from './client-auth.js';
 import { TemporarilyUnavailable, UnauthorizedClient } from './errors.js';
 import { parseScope } from './scopes.js';
-import { formParams } from './token.js';
 import { formatUserCode, generateUserCode } from './user-code.js';
-
-export const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 
 /** The row a device authorization request stores: pending, for 600 s, polled every 5 s at first. */
 export function pendingDeviceAuthorization(input: {
@@ -40,47 +36,56 @@ export function pendingDeviceAuthorization(input: {
   };
 }
 
-/** POST /oauth/device/authorization (RFC 8628 §3.1–3.2). */
-export async function deviceAuthorizationRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  app.post('/oauth/device/authorization', async (req, reply) => {
-    const params = formParams(req);
-    const client = await authenticateClient(ctx.store, req.headers.authorization, params);
-    if (!client.grantTypes.includes(DEVICE_GRANT)) throw new UnauthorizedClient('this application may not use the device authorization grant');
-    const scopes = parseScope(params.scope, client.scopes);
-    // Each authorization is a row kept for a day: counted per client IP and per application before one is made.
-    const admission = await ctx.limits.deviceAuthorization(clientAddress(req), client.clientId);
-    if (!admission.admitted) {
-      throw new TemporarilyUnavailable('too many device authorization requests; retry later', admission.retryAfterSeconds, { status: 429 });
+/**
+ * A device authorization request (RFC 8628 §3.1–3.2) from the client at
+ * `clientIp`: the client authenticated and allowed the device grant, the
+ * scope checked, the limits consumed, then a pending authorization stored.
+ * Protocol errors are thrown as OAuthError.
+ */
+export async function authorizeDevice(
+  ctx: OAuthContext,
+  params: Readonly<Record<string, string>>,
+  authorization: string | undefined,
+  clientIp: string,
+): Promise<DeviceAuthorizationResponse> {
+  const client = await authenticateClient(ctx.store, authorization, params);
+  if (!client.grantTypes.includes(DEVICE_CODE_GRANT_TYPE))
+    throw new UnauthorizedClient('this application may not use the device authorization grant');
+  const scopes = parseScope(params.scope, client.scopes);
+  // Each authorization is a row kept for a day: counted per client IP and per application before one is made.
+  const admission = await ctx.limits.deviceAuthorization(clientIp, client.clientId);
+  if (!admission.admitted) {
+    throw new TemporarilyUnavailable('too many device authorization requests; retry later', admission.retryAfterSeconds, { status: 429 });
+  }
+  const now = ctx.config.now();
+  const deviceCode = randomToken(32);
+  // 20^8 user codes: a collision with a live one is rare; draw again if it happens.
+  for (let attempt = 0; ; attempt++) {
+    const userCode = generateUserCode();
+    try {
+      await ctx.store.deviceGrants.insert(
+        pendingDeviceAuthorization({
+          deviceCodeHash: sha256Hex(deviceCode),
+          userCode,
+          clientId: client.clientId,
+          scope: scopes.join(' '),
+          now,
+          ttlSeconds: ctx.config.deviceCodeTtlSeconds,
+          intervalSeconds: ctx.config.devicePollIntervalSeconds,
+        }),
+      );
+      const shown = formatUserCode(userCode);
+      const verificationUri = `${ctx.config.issuer}/device`;
+      return {
+        device_code: deviceCode,
+        user_code: shown,
+        verification_uri: verificationUri,
+        verification_uri_complete: `${verificationUri}?user_code=${shown}`,
+        expires_in: ctx.config.deviceCodeTtlSeconds,
+        interval: ctx.config.devicePollIntervalSeconds,
+      };
+    } catch (err) {
+      if (!(err instanceof StoreError && err.code === 'duplicate') || attempt >= 4) throw err;
     }
-    const now = ctx.config.now();
-    const deviceCode = randomToken(32);
-    // 20^8 user codes: a collision with a live one is rare; draw again if it happens.
-    for (let attempt = 0; ; attempt++) {
-      const userCode = generateUserCode();
-      try {
-        await ctx.store.insertDeviceAuthorization(
-          pendingDeviceAuthorization({ deviceCodeHash: sha256Hex(deviceCode), userCode, clientId: client.clientId, scope: scopes.join(' '),
-            now,
-            ttlSeconds: ctx.config.deviceCodeTtlSeconds,
-            intervalSeconds: ctx.config.devicePollIntervalSeconds,
-          }),
-        );
-        const shown = formatUserCode(userCode);
-        const verificationUri = `${ctx.config.issuer}/device`;
-        return reply
-          .header('cache-control', 'no-store')
-          .header('pragma', 'no-cache')
-          .send({
-            device_code: deviceCode,
-            user_code: shown,
-            verification_uri: verificationUri,
-            verification_uri_complete: `${verificationUri}?user_code=${shown}`,
-            expires_in: ctx.config.deviceCodeTtlSeconds,
-            interval: ctx.config.devicePollIntervalSeconds,
-          });
-      } catch (err) {
-        if (!(err instanceof StoreError && err.code === 'duplicate') || attempt >= 4) throw err;
-      }
-    }
-  });
+  }
 }

@@ -1,11 +1,11 @@
-import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../context.js';
+import type { OpenIDProviderMetadata } from '@authcli/protocol';
+import type { OAuthContext } from './context.js';
 import { SIGNING_ALGS } from './keys.js';
 import { SUPPORTED_SCOPES } from './scopes.js';
-import { GRANT_HANDLERS } from './token.js';
+import { supportedGrantTypes } from './grants/registry.js';
 
 /** Authorization server metadata (RFC 8414 §2, OIDC Discovery §3). */
-export function metadata(ctx: AppContext): Record<string, unknown> {
+export function metadata(ctx: OAuthContext): OpenIDProviderMetadata {
   const iss = ctx.config.issuer;
   return {
     issuer: iss,
@@ -23,31 +23,30 @@ export function metadata(ctx: AppContext): Record<string, unknown> {
     scopes_supported: [...SUPPORTED_SCOPES],
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
-    grant_types_supported: Object.keys(GRANT_HANDLERS),
+    grant_types_supported: supportedGrantTypes(),
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: [...SIGNING_ALGS],
     token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
     code_challenge_methods_supported: ['S256'],
     prompt_values_supported: ['none', 'login', 'consent', 'select_account'],
-    claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'azp', 'at_hash', 'name', 'preferred_username', 'email', 'email_verified'],
+    claims_supported: [
+      'sub',
+      'iss',
+      'aud',
+      'exp',
+      'iat',
+      'auth_time',
+      'nonce',
+      'azp',
+      'at_hash',
+      'name',
+      'preferred_username',
+      'email',
+      'email_verified',
+    ],
     claims_parameter_supported: false,
     request_parameter_supported: false,
     request_uri_parameter_supported: false,
     authorization_response_iss_parameter_supported: true,
   };
-}
-
-/** GET /.well-known/openid-configuration, /.well-known/oauth-authorization-server and /oauth/jwks. */
-export async function discoveryRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  const doc = metadata(ctx);
-  for (const path of ['/.well-known/openid-configuration', '/.well-known/oauth-authorization-server']) {
-    app.get(path, async (_req, reply) => {
-      reply.header('cache-control', 'public, max-age=300');
-      return doc;
-    });
-  }
-  app.get('/oauth/jwks', async (_req, reply) => {
-    reply.header('cache-control', 'public, max-age=60').type('application/jwk-set+json; charset=utf-8');
-    return ctx.keys.jwks();
-  });
 }

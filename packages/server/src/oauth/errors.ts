@@ -1,12 +1,13 @@
-import type { FastifyReply } from 'fastify';
+import type { OAuthErrorResponse } from '@authcli/protocol';
 import { STORE_RETRY_AFTER_SECONDS } from '../config/defaults.js';
+import type { ErrorAnswer } from '../http/errors.js';
 
 /**
  * OAuth 2.0 protocol errors: one class per error code (RFC 6749 §4.1.2.1,
  * §5.2; RFC 8628 §3.5; RFC 6750 §3.1), each carrying its HTTP status, turned
  * into the RFC JSON or redirect parameters in one place.
  */
-export abstract class OAuthError extends Error {
+export abstract class OAuthError extends Error implements ErrorAnswer {
   abstract readonly error: string;
   /** HTTP status; 400 unless the error code or the caller (e.g. 413 for an oversize body) says otherwise. */
   readonly status: number;
@@ -32,7 +33,7 @@ export abstract class OAuthError extends Error {
   }
 
   /** RFC 6749 §5.2 error response body. */
-  toJSON(): { error: string; error_description: string } {
+  toJSON(): OAuthErrorResponse {
     return { error: this.error, error_description: this.description };
   }
 
@@ -129,7 +130,10 @@ export class TemporarilyUnavailable extends OAuthError {
 }
 
 /** The one answer to a request the store failed (it never varies, and during an outage every request gets it). */
-export const STORE_UNAVAILABLE = new TemporarilyUnavailable('the server cannot reach its database just now; try again shortly', STORE_RETRY_AFTER_SECONDS);
+export const STORE_UNAVAILABLE = new TemporarilyUnavailable(
+  'the server cannot reach its database just now; try again shortly',
+  STORE_RETRY_AFTER_SECONDS,
+);
 
 /** RFC 6750 §3.1: 401 with the error in `WWW-Authenticate: Bearer`. */
 export class InvalidToken extends OAuthError {
@@ -141,12 +145,6 @@ export class InvalidToken extends OAuthError {
   protected override get defaultStatus() {
     return 401;
   }
-}
-
-/** Answers with the error's status, headers and RFC 6749 §5.2 JSON body (see {@link OAuthError.response}). */
-export function sendOAuthError(reply: FastifyReply, err: OAuthError): FastifyReply {
-  const { headers, body } = err.response;
-  return reply.code(err.status).headers(headers).send(body);
 }
 
 /** OIDC Core §3.1.2.6 */

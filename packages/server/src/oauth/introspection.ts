@@ -1,24 +1,19 @@
-import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../context.js';
+import { PRESENTED_SECRET_MAX, PRESENTED_TOKEN_MAX } from '../config/defaults.js';
+import type { OAuthContext } from './context.js';
 import type { Application } from '../store/store.js';
 import { sha256Hex } from '../util/crypto.js';
 import { verifyAccessToken } from './access-token.js';
 import { authenticateClient } from './client-auth.js';
 import { InvalidClient, InvalidRequest, InvalidToken } from './errors.js';
-import { formParams } from './token.js';
 
 /** RFC 7662 §2.2: the whole answer for a token that is not active, or that this caller may not see. */
 const INACTIVE = Object.freeze({ active: false });
 
-/** Longer than any token this server issues (a JWT access token is about 1 KB): not looked up at all. */
-const MAX_TOKEN_LENGTH = 4096;
-/** Refresh tokens are 43 characters; the refresh grant looks up nothing longer either. */
-const MAX_REFRESH_TOKEN_LENGTH = 256;
-
-type Introspection = Record<string, unknown> & { active: boolean };
+/** RFC 7662 §2.2: the introspection response. */
+export type Introspection = Record<string, unknown> & { active: boolean };
 
 /** An access token issued here (RFC 9068), verified and still valid, or undefined. */
-async function introspectAccessToken(ctx: AppContext, client: Application, token: string): Promise<Introspection | undefined> {
+async function introspectAccessToken(ctx: OAuthContext, client: Application, token: string): Promise<Introspection | undefined> {
   if (token.split('.').length !== 3) return undefined;
   let verified;
   try {
@@ -51,15 +46,15 @@ async function introspectAccessToken(ctx: AppContext, client: Application, token
  * revoked nor expired, it has not been rotated, and the account is enabled:
  * exactly when the refresh grant would accept it.
  */
-async function introspectRefreshToken(ctx: AppContext, client: Application, token: string): Promise<Introspection | undefined> {
-  if (token.length > MAX_REFRESH_TOKEN_LENGTH) return undefined;
-  const row = await ctx.store.findRefreshToken(sha256Hex(token));
+async function introspectRefreshToken(ctx: OAuthContext, client: Application, token: string): Promise<Introspection | undefined> {
+  if (token.length > PRESENTED_SECRET_MAX) return undefined;
+  const row = await ctx.store.grants.findRefreshToken(sha256Hex(token));
   if (!row) return undefined;
-  const grant = await ctx.store.findGrant(row.grant_id);
+  const grant = await ctx.store.grants.find(row.grant_id);
   if (!grant || grant.client_id !== client.clientId) return undefined;
   const now = ctx.config.now();
   if (grant.revoked_at !== null || row.used_at !== null || now >= row.expires_at || now >= grant.expires_at) return undefined;
-  const user = await ctx.store.findUserById(grant.user_id);
+  const user = await ctx.store.users.findById(grant.user_id);
   if (!user || user.disabled_at !== null) return undefined;
   // No token_type: RFC 7662 §2.2 defines it as the access token type of RFC 6749 §5.1, which a refresh token has not.
   return {
@@ -83,24 +78,24 @@ async function introspectRefreshToken(ctx: AppContext, client: Application, toke
  * invalid_client (§2.3), described exactly like every other failed
  * authentication, so the answer does not tell which client ids are public.
  */
-export async function introspectionRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  app.post('/oauth/introspect', async (req, reply) => {
-    const params = formParams(req);
-    const client = await authenticateClient(ctx.store, req.headers.authorization, params);
-    if (client.kind !== 'confidential') throw new InvalidClient('client authentication failed');
-    const token = params.token;
-    if (token === undefined || token === '') throw new InvalidRequest('token is missing');
-    reply.header('cache-control', 'no-store').header('pragma', 'no-cache');
-    if (token.length > MAX_TOKEN_LENGTH) return INACTIVE;
-    // token_type_hint only orders the look-ups (§2.1: a server that does not find the token by the hint MUST look further).
-    const order =
-      params.token_type_hint === 'refresh_token'
-        ? [introspectRefreshToken, introspectAccessToken]
-        : [introspectAccessToken, introspectRefreshToken];
-    for (const look of order) {
-      const found = await look(ctx, client, token);
-      if (found) return found;
-    }
-    return INACTIVE;
-  });
+export async function introspect(
+  ctx: OAuthContext,
+  params: Readonly<Record<string, string>>,
+  authorization: string | undefined,
+): Promise<Introspection> {
+  const client = await authenticateClient(ctx.store, authorization, params);
+  if (client.kind !== 'confidential') throw new InvalidClient('client authentication failed');
+  const token = params.token;
+  if (token === undefined || token === '') throw new InvalidRequest('token is missing');
+  if (token.length > PRESENTED_TOKEN_MAX) return INACTIVE;
+  // token_type_hint only orders the look-ups (§2.1: a server that does not find the token by the hint MUST look further).
+  const order =
+    params.token_type_hint === 'refresh_token'
+      ? [introspectRefreshToken, introspectAccessToken]
+      : [introspectAccessToken, introspectRefreshToken];
+  for (const look of order) {
+    const found = await look(ctx, client, token);
+    if (found) return found;
+  }
+  return INACTIVE;
 }

@@ -95,7 +95,9 @@ export function decryptPrivateJwk(stored: string, kid: string, kek: Buffer): str
   const envelope = envelopeOf(stored);
   if (!envelope) throw new ConfigError(`signing key ${kid} is not encrypted`);
   if (envelope.v !== VERSION || envelope.enc !== ENC) {
-    throw new ConfigError(`signing key ${kid} is encrypted in an unknown format (v ${JSON.stringify(envelope.v)}): was it written by a newer authcli-server?`);
+    throw new ConfigError(
+      `signing key ${kid} is encrypted in an unknown format (v ${JSON.stringify(envelope.v)}): was it written by a newer authcli-server?`,
+    );
   }
   const { iv, ct, tag } = envelope;
   const undecryptable = new ConfigError(

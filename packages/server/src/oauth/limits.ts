@@ -4,7 +4,7 @@ import type { Store } from '../store/store.js';
 
 /**
  * The abuse limits, as policy over the store's one atomic counter
- * ({@link Store.consumeRateLimit}). Every limit is consumed before the work it
+ * (`store.rateLimits.consume`). Every limit is consumed before the work it
  * protects (a password hash, a user-code lookup, a device authorization row),
  * so parallel requests cannot all pass a check that has not yet been counted;
  * a success may give its attempt back.
@@ -35,7 +35,6 @@ const key = (kind: CounterKind, ...subjects: string[]) => [kind, ...subjects].jo
 
 /** The IP subject of a counter (an IPv4 address or an IPv6 /64; see ipSubject). */
 const ipOf = (address: string) => ipSubject(address) ?? address;
-
 
 /** Reads a counter key back; undefined for keys this module did not write. */
 export function describeCounter(counterKey: string, limits: Limits = DEFAULT_LIMITS): CounterInfo | undefined {
@@ -81,7 +80,7 @@ export class AbuseLimits {
     const taken: { key: string; windowStart: number }[] = [];
     for (const [kind, k] of counters) {
       const limit = this.limits[kind];
-      const { count, windowStart } = await this.store.consumeRateLimit(k, limit.windowMs, now);
+      const { count, windowStart } = await this.store.rateLimits.consume(k, limit.windowMs, now);
       if (count > limit.limit) {
         return { admitted: false, by: kind, retryAfterSeconds: Math.max(1, Math.ceil((windowStart + limit.windowMs - now) / 1000)) };
       }
@@ -93,7 +92,7 @@ export class AbuseLimits {
       // (a device approved, a correct password) must not turn into an error because the give-back failed, and a
       // give-back that comes after its window ended must not lower the next one.
       giveBack: async () => {
-        for (const t of taken) await this.store.releaseRateLimit(t.key, t.windowStart).catch(() => undefined);
+        for (const t of taken) await this.store.rateLimits.release(t.key, t.windowStart).catch(() => undefined);
       },
     };
   }

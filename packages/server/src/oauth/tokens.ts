@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto';
+import type { TokenResponse } from '@authcli/protocol';
 import type { ServerConfig } from '../config/config.js';
 import type { Application, User } from '../store/store.js';
 import { randomToken } from '../util/crypto.js';
@@ -12,15 +13,6 @@ export interface TokenContext {
   scopes: string[];
   authTime: number;
   nonce?: string | null | undefined;
-}
-
-export interface TokenResponse {
-  access_token: string;
-  token_type: 'Bearer';
-  expires_in: number;
-  scope: string;
-  id_token?: string;
-  refresh_token?: string;
 }
 
 /** OIDC Core §5.4: the claims each scope releases. */

@@ -1,12 +1,9 @@
 import { randomBytes } from 'node:crypto';
+import { USER_CODE_ALPHABET, USER_CODE_LENGTH } from '@authcli/protocol';
 
-/**
- * RFC 8628 §6.1 user codes: 8 characters from 20 consonants (no vowels, so
- * no words; no look-alikes), 20^8 ≈ 2^34.6 codes, shown as XXXX-XXXX and
- * entered case- and dash-insensitively.
- */
-export const USER_CODE_ALPHABET = 'BCDFGHJKLMNPQRSTVWXZ';
-export const USER_CODE_LENGTH = 8;
+// RFC 8628 §6.1 user codes: 8 characters from 20 consonants (no vowels, so
+// no words; no look-alikes), 20^8 ≈ 2^34.6 codes, shown as XXXX-XXXX and
+// entered case- and dash-insensitively.
 
 /** A uniformly random user code (rejection sampling: bytes ≥ 240 would bias the alphabet). */
 export function generateUserCode(): string {

@@ -1,7 +1,7 @@
 import { closeSync, chmodSync, existsSync, openSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { InputError } from '../bootstrap.js';
-import { StoreError } from './store.js';
+import { InputError } from '../util/input-error.js';
+import { StoreError } from './errors.js';
 import { parseDatabaseUrl } from './open.js';
 
 /** What `authcli-server backup` says for PostgreSQL, whose own tool does this job better. */

@@ -1,19 +1,13 @@
-import { createRequire } from 'node:module';
+import { CHECKPOINT_INTERVAL_MS } from '../config/defaults.js';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import type { CheckpointWorkerData } from './checkpoint-worker.js';
 
-/** How often the background thread copies committed WAL pages into the database file. */
-export const CHECKPOINT_INTERVAL_MS = 50;
-
-// The thread's whole program: its own connection to the same file, a PASSIVE checkpoint (it never blocks
-// readers or writers, and does what it can when they are busy) every interval, including the fsyncs.
-const PROGRAM = `
-const { parentPort, workerData } = require('node:worker_threads');
-const Database = require(workerData.driver);
-const db = new Database(workerData.path);
-db.pragma('busy_timeout = 1000');
-const timer = setInterval(() => db.pragma('wal_checkpoint(PASSIVE)'), workerData.intervalMs);
-parentPort.on('message', () => { clearInterval(timer); db.close(); process.exit(0); });
-`;
+// The thread is its own bundle entry (dist/checkpoint-worker.js, next to the bundle that loads it). Tests run
+// this module from src/store/, two folders below the package's dist/; `pnpm test` builds first.
+const here = import.meta.url;
+const WORKER = fileURLToPath(new URL(here.endsWith('.ts') ? '../../dist/checkpoint-worker.js' : './checkpoint-worker.js', here));
 
 /**
  * Checkpoints the embedded store's write-ahead log from a thread of its own,
@@ -21,7 +15,7 @@ parentPort.on('message', () => { clearInterval(timer); db.close(); process.exit(
  * for its fsync: with SQLite's automatic checkpoint the commit that crosses
  * the WAL threshold does all of that on the request path. While this runs
  * the caller raises the automatic checkpoint to a bound the log should never
- * reach (see WAL_LIMIT_PAGES in open.ts), and lowers it back to SQLite's
+ * reach (see WAL_LIMIT_PAGES in config/defaults.ts), and lowers it back to SQLite's
  * default (`onFailure`) if the thread ever stops unasked.
  */
 export class BackgroundCheckpointer {
@@ -29,8 +23,9 @@ export class BackgroundCheckpointer {
   private stopping = false;
 
   constructor(path: string, onFailure: () => void, intervalMs = CHECKPOINT_INTERVAL_MS) {
-    const driver = createRequire(import.meta.url).resolve('better-sqlite3');
-    this.worker = new Worker(PROGRAM, { eval: true, workerData: { path, driver, intervalMs } });
+    if (!existsSync(WORKER)) throw new Error(`checkpoint worker ${WORKER} is missing: build the server first (pnpm build)`);
+    const workerData: CheckpointWorkerData = { path, intervalMs };
+    this.worker = new Worker(WORKER, { workerData });
     this.worker.unref();
     const failed = () => {
       if (!this.stopping) onFailure();

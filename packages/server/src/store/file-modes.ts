@@ -26,7 +26,9 @@ function restrict(path: string, mode: number, describe: string): void {
   try {
     chmodSync(path, mode);
   } catch (err) {
-    throw new StoreError('unavailable', `cannot make ${describe} ${path} private (mode ${mode.toString(8)}): ${(err as Error).message}`, { cause: err });
+    throw new StoreError('unavailable', `cannot make ${describe} ${path} private (mode ${mode.toString(8)}): ${(err as Error).message}`, {
+      cause: err,
+    });
   }
 }
 

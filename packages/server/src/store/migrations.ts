@@ -4,9 +4,17 @@ import { sql, type Kysely, type Migration, type MigrationProvider } from 'kysely
  * Schema migrations, in order. Column types are the portable subset of
  * SQLite and PostgreSQL: text, bigint (epoch ms), integer (flags).
  */
+/**
+ * A migration sees the schema as it stood when the migration was written, not
+ * today's `Database` type, so it works on an untyped database (Kysely's
+ * documented pattern for migrations).
+ */
+// biome-ignore lint/suspicious/noExplicitAny: see above
+type Past = Kysely<any>;
+
 const migrations: Record<string, Migration> = {
   '0001_foundation': {
-    async up(db: Kysely<any>) {
+    async up(db: Past) {
       await db.schema
         .createTable('users')
         .addColumn('id', 'text', (c) => c.primaryKey())
@@ -103,7 +111,7 @@ const migrations: Record<string, Migration> = {
     },
   },
   '0002_device_refresh_revocation': {
-    async up(db: Kysely<any>) {
+    async up(db: Past) {
       await db.schema
         .createTable('device_authorizations')
         .addColumn('device_code_hash', 'text', (c) => c.primaryKey())
@@ -147,7 +155,7 @@ const migrations: Record<string, Migration> = {
     },
   },
   '0003_continuations': {
-    async up(db: Kysely<any>) {
+    async up(db: Past) {
       await db.schema
         .createTable('continuations')
         .addColumn('id_hash', 'text', (c) => c.primaryKey())
@@ -160,7 +168,7 @@ const migrations: Record<string, Migration> = {
     },
   },
   '0004_username_case_insensitive': {
-    async up(db: Kysely<any>) {
+    async up(db: Past) {
       // Usernames are matched without regard to case (sign-in, `users disable`), so two that differ only in
       // case would make one of them unreachable. Existing ones are reported for the operator to rename or
       // remove: merging accounts (their sessions, grants, applications) is not a decision a migration can make.
@@ -174,7 +182,11 @@ const migrations: Record<string, Migration> = {
         const names = await db
           .selectFrom('users')
           .select('username')
-          .where(sql`lower(username)`, 'in', clashes.map((c) => c.folded))
+          .where(
+            sql`lower(username)`,
+            'in',
+            clashes.map((c) => c.folded),
+          )
           .orderBy(sql`lower(username)`)
           .orderBy('username')
           .execute();
@@ -186,7 +198,7 @@ const migrations: Record<string, Migration> = {
     },
   },
   '0005_post_logout_redirect_uris': {
-    async up(db: Kysely<any>) {
+    async up(db: Past) {
       // Existing applications have none registered: RP-initiated logout then never redirects for them.
       await db.schema
         .alterTable('applications')

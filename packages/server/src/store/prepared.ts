@@ -30,16 +30,25 @@ export interface Rows<R> {
  * are named by passing sentinels at build time; each sentinel's positions in
  * the compiled parameter list are filled at run time.
  */
+/**
+ * A Kysely instance of any schema: a prepared statement is built against the
+ * store's typed instance, but its sentinels stand in for values of every type.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: see above
+type AnyDb = Kysely<any>;
+// biome-ignore lint/suspicious/noExplicitAny: a sentinel stands in for a value of any column type
+type Sentinels<P extends string> = Record<P, any>;
+
 export class Prepared<P extends string, R> {
   private compiled: CompiledQuery | undefined;
   private slots: (P | undefined)[] = [];
 
   constructor(
     private readonly names: readonly P[],
-    private readonly build: (db: Kysely<any>, p: Record<P, any>) => { compile(): CompiledQuery },
+    private readonly build: (db: AnyDb, p: Sentinels<P>) => { compile(): CompiledQuery },
   ) {}
 
-  private compile(db: Kysely<any>): CompiledQuery {
+  private compile(db: AnyDb): CompiledQuery {
     if (!this.compiled) {
       const sentinels = Object.fromEntries(this.names.map((n) => [n, `\u0000param:${n}\u0000`])) as Record<P, string>;
       this.compiled = this.build(db, sentinels).compile();
@@ -56,14 +65,14 @@ export class Prepared<P extends string, R> {
   }
 
   /** Runs through Kysely on `db` (the store's instance or a transaction of it). */
-  async execute(db: Kysely<any>, values: Record<P, unknown>): Promise<Rows<R>> {
+  async execute(db: AnyDb, values: Record<P, unknown>): Promise<Rows<R>> {
     const template = this.compile(db);
     const r = await db.executeQuery<R>({ ...template, parameters: this.parameters(template, values) });
     return { rows: r.rows, changes: Number(r.numAffectedRows ?? r.rows.length) };
   }
 
   /** Runs synchronously on the embedded store's connection (`db` only compiles the statement, once). */
-  executeSync(conn: SyncConnection, db: Kysely<any>, values: Record<P, unknown>): Rows<R> {
+  executeSync(conn: SyncConnection, db: AnyDb, values: Record<P, unknown>): Rows<R> {
     const template = this.compile(db);
     const stmt = conn.prepare(template.sql);
     const parameters = this.parameters(template, values);

@@ -1,4 +1,4 @@
-import { StoreError } from './store.js';
+import { StoreError } from './errors.js';
 
 /** pg's `query_timeout` error: the query may still be on the wire, with no answer coming. */
 const PG_QUERY_READ_TIMEOUT = 'Query read timeout';

@@ -19,7 +19,10 @@ const loaded = new Map<string, Promise<string>>();
  */
 export async function sendBundle(reply: FastifyReply, name: string): Promise<string> {
   let text = loaded.get(name);
-  if (!text) loaded.set(name, (text = readFile(bundlePath(name), 'utf8')));
+  if (!text) {
+    text = readFile(bundlePath(name), 'utf8');
+    loaded.set(name, text);
+  }
   reply.header('cache-control', 'no-cache').type('text/javascript; charset=utf-8');
   return text;
 }

@@ -1,12 +1,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Kysely } from 'kysely';
 import type { ServerConfig } from '../config/config.js';
 import { CONTINUATION_TTL_MS } from '../config/defaults.js';
 import { clientAddress } from '../http/client-ip.js';
 import type { AbuseLimits } from '../oauth/limits.js';
 import { formatUserCode, normalizeUserCode } from '../oauth/user-code.js';
-import { ContinuationStore } from '../store/continuations.js';
-import type { Database } from '../store/schema.js';
+import type { Continuations as ContinuationRows } from '../store/repositories/continuations.js';
 import { randomToken, sha256Hex } from '../util/crypto.js';
 
 /** Pages a sign-in may continue to by name, with the one path each stands for. */
@@ -114,16 +112,14 @@ export function deviceContinuation(typed: string | undefined): Continuation {
 export class Continuations {
   readonly cookieName: string;
   private readonly secure: boolean;
-  private readonly rows: ContinuationStore;
 
   constructor(
     private readonly config: ServerConfig,
-    db: Kysely<Database>,
+    private readonly rows: ContinuationRows,
     private readonly limits: AbuseLimits,
   ) {
     this.secure = config.issuer.startsWith('https:');
     this.cookieName = this.secure ? '__Host-authcli_continue' : 'authcli_continue';
-    this.rows = new ContinuationStore(db);
   }
 
   /** The SHA-256 of this browser's binding cookie; undefined without a well-formed one. */

@@ -1,3 +1,4 @@
+import { DEVICE_CODE_GRANT_TYPE } from '@authcli/protocol';
 import { SUPPORTED_SCOPES } from '../oauth/scopes.js';
 import { GRANT_TYPES, type Application } from '../store/store.js';
 import { Alert, Layout, type Viewer } from './views.js';
@@ -5,12 +6,13 @@ import { Alert, Layout, type Viewer } from './views.js';
 const GRANT_LABELS: Record<string, string> = {
   authorization_code: 'Authorization code (browser sign-in, PKCE)',
   refresh_token: 'Refresh token',
-  'urn:ietf:params:oauth:grant-type:device_code': 'Device code (sign-in on a second screen)',
+  [DEVICE_CODE_GRANT_TYPE]: 'Device code (sign-in on a second screen)',
 };
 
 /** A one-time "saved" notice from the flash, announced politely to screen readers. */
 function Notice(props: { text?: string | undefined }) {
   return props.text ? (
+    // biome-ignore lint/a11y/useSemanticElements: a notice announced politely; <output> would mean the result of a calculation
     <p class="alert success" role="status">
       {props.text}
     </p>
@@ -28,30 +30,30 @@ export function DashboardPage(props: { viewer: Viewer; apps: Application[]; all:
           <p>No applications yet.</p>
         ) : (
           <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Client ID</th>
-                <th scope="col">Kind</th>
-                <th scope="col">Grants</th>
-              </tr>
-            </thead>
-            <tbody>
-              {props.apps.map((a) => (
+            <table>
+              <thead>
                 <tr>
-                  <td>
-                    <a href={`/dashboard/apps/${encodeURIComponent(a.clientId)}`}>{a.name}</a>
-                  </td>
-                  <td>
-                    <code>{a.clientId}</code>
-                  </td>
-                  <td>{a.kind}</td>
-                  <td class="muted">{a.grantTypes.map((g) => (g.startsWith('urn:') ? 'device_code' : g)).join(', ')}</td>
+                  <th scope="col">Name</th>
+                  <th scope="col">Client ID</th>
+                  <th scope="col">Kind</th>
+                  <th scope="col">Grants</th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {props.apps.map((a) => (
+                  <tr>
+                    <td>
+                      <a href={`/dashboard/apps/${encodeURIComponent(a.clientId)}`}>{a.name}</a>
+                    </td>
+                    <td>
+                      <code>{a.clientId}</code>
+                    </td>
+                    <td>{a.kind}</td>
+                    <td class="muted">{a.grantTypes.map((g) => (g.startsWith('urn:') ? 'device_code' : g)).join(', ')}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
           </div>
         )}
         <div class="actions">
@@ -74,21 +76,30 @@ export interface AppFormValues {
   idTokenAlg: string;
 }
 
-export function AppFormPage(props: { viewer: Viewer; values: AppFormValues; error?: string | undefined; app?: Application | undefined; notice?: string | undefined }) {
+export function AppFormPage(props: {
+  viewer: Viewer;
+  values: AppFormValues;
+  error?: string | undefined;
+  app?: Application | undefined;
+  notice?: string | undefined;
+}) {
   const v = props.values;
   const editing = props.app !== undefined;
   const action = editing ? `/dashboard/apps/${encodeURIComponent(props.app!.clientId)}` : '/dashboard/apps';
   return (
-    <Layout title={editing ? props.app!.name : 'Register an application'} viewer={props.viewer} wide scripts={editing ? ['/assets/copy.js'] : undefined}>
+    <Layout
+      title={editing ? props.app!.name : 'Register an application'}
+      viewer={props.viewer}
+      wide
+      scripts={editing ? ['/assets/copy.js'] : undefined}
+    >
       <div class="card">
         <h1>{editing ? props.app!.name : 'Register an application'}</h1>
         {editing && (
-          <>
-            <p>
-              Client ID <code id="client_id">{props.app!.clientId}</code> · {props.app!.kind}{' '}
-              <CopyButton target="client_id" label="Copy client ID" />
-            </p>
-          </>
+          <p>
+            Client ID <code id="client_id">{props.app!.clientId}</code> · {props.app!.kind}{' '}
+            <CopyButton target="client_id" label="Copy client ID" />
+          </p>
         )}
         <Notice text={props.notice} />
         <Alert message={props.error} />
@@ -100,10 +111,12 @@ export function AppFormPage(props: { viewer: Viewer; values: AppFormValues; erro
             <fieldset>
               <legend>Kind</legend>
               <label>
-                <input type="radio" name="kind" value="public" checked={v.kind === 'public'} /> Public (native apps, CLIs, browser apps: no secret)
+                <input type="radio" name="kind" value="public" checked={v.kind === 'public'} /> Public (native apps, CLIs, browser apps: no
+                secret)
               </label>
               <label>
-                <input type="radio" name="kind" value="confidential" checked={v.kind === 'confidential'} /> Confidential (servers that keep a secret)
+                <input type="radio" name="kind" value="confidential" checked={v.kind === 'confidential'} /> Confidential (servers that keep
+                a secret)
               </label>
             </fieldset>
           )}
@@ -115,11 +128,18 @@ export function AppFormPage(props: { viewer: Viewer; values: AppFormValues; erro
             One per line: absolute, no fragment, https or loopback http (http://127.0.0.1/… matches any port).
           </p>
           <label for="post_logout_redirect_uris">Post-logout redirect URIs</label>
-          <textarea id="post_logout_redirect_uris" name="post_logout_redirect_uris" rows={2} class="mono" aria-describedby="post-logout-help">
+          <textarea
+            id="post_logout_redirect_uris"
+            name="post_logout_redirect_uris"
+            rows={2}
+            class="mono"
+            aria-describedby="post-logout-help"
+          >
             {v.postLogoutRedirectUris}
           </textarea>
           <p id="post-logout-help" class="muted">
-            Optional, one per line, the same rules: where signing out from the application (RP-initiated logout) may return to, matched exactly.
+            Optional, one per line, the same rules: where signing out from the application (RP-initiated logout) may return to, matched
+            exactly.
           </p>
           <fieldset>
             <legend>Allowed scopes</legend>
@@ -227,7 +247,8 @@ export function SecretPage(props: { viewer: Viewer; app: Application; secret: st
       <div class="card">
         <h1>{props.rotated ? 'New client secret' : 'Application registered'}</h1>
         <p>
-          <strong>{props.app.name}</strong> · client ID <code id="client_id">{props.app.clientId}</code> <CopyButton target="client_id" label="Copy client ID" />
+          <strong>{props.app.name}</strong> · client ID <code id="client_id">{props.app.clientId}</code>{' '}
+          <CopyButton target="client_id" label="Copy client ID" />
         </p>
         <p class="alert success">Copy the client secret now: it is shown only this once and cannot be recovered.</p>
         <label for="client_secret">Client secret</label>

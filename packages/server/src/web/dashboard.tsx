@@ -1,15 +1,16 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { InputError, newClientSecret, registerApplication, validateApplicationFields } from '../bootstrap.js';
-import type { AppContext } from '../context.js';
+import { newClientSecret, registerApplication, validateApplicationFields } from '../oauth/registration.js';
+import { InputError } from '../util/input-error.js';
+import type { WebContext } from './context.js';
 import { isParsedForm } from '../http/form.js';
 import type { Application } from '../store/store.js';
 import { AppFormPage, ConfirmPage, DashboardPage, SecretPage, type AppFormValues } from './dashboard-views.js';
 import { sendBundle } from './bundles.js';
 import { Flash } from './flash.js';
-import { sendPage } from './pages.js';
+import { sendPage, viewerOf } from './render.js';
 import type { Continuation } from './continuation.js';
 import { requireSignIn, type CurrentSession } from './session.js';
-import { NotFoundPage, type Viewer } from './views.js';
+import { NotFoundPage } from './views.js';
 
 type WithId = { Params: { clientId: string } };
 
@@ -25,14 +26,14 @@ const DASHBOARD: Continuation = { kind: 'page', page: 'dashboard' };
  * notices travel to that page in a one-time flash bound to the session
  * (flash.ts), never in the URL; the secret page is no-store like every page.
  */
-export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Promise<void> {
   const { store, config } = ctx;
   const flash = new Flash(() => config.now());
 
   // Each page names what a sign-in resumes (continuation.ts); a form posted after the session ended resumes the list.
   const signedIn = (req: FastifyRequest, reply: FastifyReply, resume: Continuation = DASHBOARD) => requireSignIn(ctx, req, reply, resume);
-  const viewerOf = (reply: FastifyReply, c: CurrentSession): Viewer => ({ username: c.user.username, csrf: reply.generateCsrf() });
-  const mayManage = (c: CurrentSession, a: Application | undefined): a is Application => a !== undefined && (c.user.is_admin === 1 || a.ownerId === c.user.id);
+  const mayManage = (c: CurrentSession, a: Application | undefined): a is Application =>
+    a !== undefined && (c.user.is_admin === 1 || a.ownerId === c.user.id);
 
   function formValues(req: FastifyRequest, base?: Application): AppFormValues {
     const lists = isParsedForm(req.body) ? req.body.lists : {};
@@ -75,14 +76,22 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Pr
     const c = await signedIn(req, reply, DASHBOARD);
     if (!c) return reply;
     const all = c.user.is_admin === 1;
-    const apps = await store.listApplications(all ? undefined : c.user.id);
+    const apps = await store.applications.list(all ? undefined : c.user.id);
     return sendPage(reply, <DashboardPage viewer={viewerOf(reply, c)} apps={apps} all={all} notice={notice(c)} />);
   });
 
   app.get('/dashboard/apps/new', async (req, reply) => {
     const c = await signedIn(req, reply, { kind: 'page', page: 'new-application' });
     if (!c) return reply;
-    const values: AppFormValues = { name: '', kind: 'public', callbackUrls: '', postLogoutRedirectUris: '', scopes: ['openid', 'profile'], grantTypes: ['authorization_code', 'refresh_token'], idTokenAlg: 'RS256' };
+    const values: AppFormValues = {
+      name: '',
+      kind: 'public',
+      callbackUrls: '',
+      postLogoutRedirectUris: '',
+      scopes: ['openid', 'profile'],
+      grantTypes: ['authorization_code', 'refresh_token'],
+      idTokenAlg: 'RS256',
+    };
     return sendPage(reply, <AppFormPage viewer={viewerOf(reply, c)} values={values} />);
   });
 
@@ -91,7 +100,11 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Pr
     if (!c) return reply;
     const values = formValues(req);
     try {
-      const { app: created, clientSecret } = await registerApplication(store, { ...fieldsOf(values), kind: values.kind, ownerId: c.user.id }, config.now());
+      const { app: created, clientSecret } = await registerApplication(
+        store,
+        { ...fieldsOf(values), kind: values.kind, ownerId: c.user.id },
+        config.now(),
+      );
       if (clientSecret) {
         flash.put(c.session.id_hash, { kind: 'secret', clientId: created.clientId, secret: clientSecret, rotated: false });
         return reply.redirect(`${appPath(created.clientId)}/secret`, 303);
@@ -107,7 +120,7 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Pr
   app.get<WithId>('/dashboard/apps/:clientId', async (req, reply) => {
     const c = await signedIn(req, reply, { kind: 'application', clientId: req.params.clientId });
     if (!c) return reply;
-    const a = await store.getApplication(req.params.clientId);
+    const a = await store.applications.get(req.params.clientId);
     if (!mayManage(c, a)) return notFound(reply);
     return sendPage(reply, <AppFormPage viewer={viewerOf(reply, c)} values={valuesOf(a)} app={a} notice={notice(c)} />);
   });
@@ -117,7 +130,7 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Pr
   app.get<WithId>('/dashboard/apps/:clientId/secret', async (req, reply) => {
     const c = await signedIn(req, reply, { kind: 'application', clientId: req.params.clientId });
     if (!c) return reply;
-    const a = await store.getApplication(req.params.clientId);
+    const a = await store.applications.get(req.params.clientId);
     if (!mayManage(c, a)) return notFound(reply);
     const shown = flash.take(c.session.id_hash, 'secret', (m) => m.clientId === a.clientId);
     if (!shown) return reply.redirect(appPath(a.clientId), 303);
@@ -127,11 +140,11 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Pr
   app.post<WithId>('/dashboard/apps/:clientId', { preHandler: app.csrfProtection }, async (req, reply) => {
     const c = await signedIn(req, reply);
     if (!c) return reply;
-    const a = await store.getApplication(req.params.clientId);
+    const a = await store.applications.get(req.params.clientId);
     if (!mayManage(c, a)) return notFound(reply);
     const values = formValues(req, a);
     try {
-      await store.updateApplication(a.clientId, validateApplicationFields(fieldsOf(values)), config.now());
+      await store.applications.update(a.clientId, validateApplicationFields(fieldsOf(values)), config.now());
       flash.put(c.session.id_hash, { kind: 'notice', text: 'Application saved' });
       return reply.redirect(appPath(a.clientId), 303);
     } catch (err) {
@@ -141,11 +154,14 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Pr
   });
 
   // Rotate and delete are confirmed on a page of their own; only its form's POST acts.
-  for (const [action, segment] of [['rotate', 'rotate-secret'], ['delete', 'delete']] as const) {
+  for (const [action, segment] of [
+    ['rotate', 'rotate-secret'],
+    ['delete', 'delete'],
+  ] as const) {
     app.get<WithId>(`/dashboard/apps/:clientId/${segment}`, async (req, reply) => {
       const c = await signedIn(req, reply, { kind: 'application', clientId: req.params.clientId });
       if (!c) return reply;
-      const a = await store.getApplication(req.params.clientId);
+      const a = await store.applications.get(req.params.clientId);
       if (!mayManage(c, a)) return notFound(reply);
       if (action === 'rotate' && a.kind !== 'confidential') return reply.redirect(appPath(a.clientId), 303);
       return sendPage(reply, <ConfirmPage viewer={viewerOf(reply, c)} app={a} action={action} />);
@@ -155,11 +171,11 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Pr
   app.post<WithId>('/dashboard/apps/:clientId/rotate-secret', { preHandler: app.csrfProtection }, async (req, reply) => {
     const c = await signedIn(req, reply);
     if (!c) return reply;
-    const a = await store.getApplication(req.params.clientId);
+    const a = await store.applications.get(req.params.clientId);
     if (!mayManage(c, a)) return notFound(reply);
     if (a.kind !== 'confidential') return reply.code(400).type('text/plain').send('Public applications have no secret');
     const { secret, hash } = newClientSecret();
-    await store.updateApplication(a.clientId, { secretHash: hash }, config.now());
+    await store.applications.update(a.clientId, { secretHash: hash }, config.now());
     flash.put(c.session.id_hash, { kind: 'secret', clientId: a.clientId, secret, rotated: true });
     return reply.redirect(`${appPath(a.clientId)}/secret`, 303);
   });
@@ -167,9 +183,9 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: AppContext): Pr
   app.post<WithId>('/dashboard/apps/:clientId/delete', { preHandler: app.csrfProtection }, async (req, reply) => {
     const c = await signedIn(req, reply);
     if (!c) return reply;
-    const a = await store.getApplication(req.params.clientId);
+    const a = await store.applications.get(req.params.clientId);
     if (!mayManage(c, a)) return notFound(reply);
-    await store.deleteApplication(a.clientId);
+    await store.applications.delete(a.clientId);
     flash.put(c.session.id_hash, { kind: 'notice', text: `Application “${a.name}” deleted` });
     return reply.redirect('/dashboard', 303);
   });

@@ -1,9 +1,7 @@
 import { FLASH_TTL_MS, FLASHES_PER_SESSION } from '../config/defaults.js';
 
 /** What a dashboard action leaves for the page its 303 redirect leads to. */
-export type FlashMessage =
-  | { kind: 'secret'; clientId: string; secret: string; rotated: boolean }
-  | { kind: 'notice'; text: string };
+export type FlashMessage = { kind: 'secret'; clientId: string; secret: string; rotated: boolean } | { kind: 'notice'; text: string };
 
 interface Entry {
   message: FlashMessage;
@@ -36,11 +34,17 @@ export class Flash {
   }
 
   /** Removes and returns the first live message of this session that `match` accepts. */
-  take<K extends FlashMessage['kind']>(sessionHash: string, kind: K, match: (m: Extract<FlashMessage, { kind: K }>) => boolean = () => true): Extract<FlashMessage, { kind: K }> | undefined {
+  take<K extends FlashMessage['kind']>(
+    sessionHash: string,
+    kind: K,
+    match: (m: Extract<FlashMessage, { kind: K }>) => boolean = () => true,
+  ): Extract<FlashMessage, { kind: K }> | undefined {
     const now = this.now();
     const entries = this.bySession.get(sessionHash);
     if (!entries) return undefined;
-    const i = entries.findIndex((e) => e.expiresAt > now && e.message.kind === kind && match(e.message as Extract<FlashMessage, { kind: K }>));
+    const i = entries.findIndex(
+      (e) => e.expiresAt > now && e.message.kind === kind && match(e.message as Extract<FlashMessage, { kind: K }>),
+    );
     if (i < 0) return undefined;
     const [found] = entries.splice(i, 1);
     if (entries.length === 0) this.bySession.delete(sessionHash);

@@ -1,80 +1,26 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { VNode } from 'preact';
-import { STORE_RETRY_AFTER_SECONDS } from '../config/defaults.js';
-import type { AppContext } from '../context.js';
+import { SIGNIN_PASSWORD_MAX, SIGNIN_USERNAME_MAX } from '../config/defaults.js';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { WebContext } from './context.js';
 import { clientAddress } from '../http/client-ip.js';
-import { FormError, isParsedForm, parseQuery } from '../http/form.js';
+import { FormError, isParsedForm, pageForm, pageQuery } from '../http/form.js';
 import {
-  AuthorizationPageError,
-  AuthorizationRedirectError,
+  approveAuthorization,
   denied,
-  errorCallback,
-  issueCode,
+  nextAuthorizationStep,
   requestQuery,
   resumeQuery,
   validateAuthorizationRequest,
-  type AuthorizationRequest,
 } from '../oauth/authorize.js';
-import { ConsentRequired, LoginRequired } from '../oauth/errors.js';
 import { DUMMY_PASSWORD_HASH, needsRehash } from '../util/password.js';
 import { PasswordHasherBusy } from '../util/password-pool.js';
 import { retryAfterText } from './retry-after.js';
 import { FAVICON_PATH, FAVICON_SVG, FAVICON_VERSION, STYLESHEET, STYLESHEET_ETAG } from './assets.js';
-import { isStoreUnavailable } from '../store/unavailable.js';
 import type { Continuation } from './continuation.js';
-import type { CurrentSession } from './session.js';
-import { ConsentPage, HomePage, MessagePage, NotFoundPage, renderPage, SignInPage, SignOutPage, type Viewer } from './views.js';
-
-/** Sends a server-rendered page; pages are never cached (they carry CSRF tokens and personal data). */
-export function sendPage(reply: FastifyReply, page: VNode, status = 200): FastifyReply {
-  return reply.code(status).header('cache-control', 'no-store').type('text/html; charset=utf-8').send(renderPage(page));
-}
-
-/** The form fields of a page POST; a page form never repeats a field. */
-export function pageForm(req: FastifyRequest): Readonly<Record<string, string>> {
-  if (!isParsedForm(req.body)) throw new FormError('expected a form submission');
-  return req.body.params;
-}
-
-/**
- * The query of a page request, parsed strictly (http/form.ts) rather than by
- * Fastify's lenient parser: malformed escapes, invalid UTF-8 and NUL are a
- * 400 page, the same answer wherever they appear.
- */
-export function pageQuery(req: FastifyRequest): Readonly<Record<string, string>> {
-  return parseQuery(req.raw.url ?? '').params;
-}
-
-function viewer(reply: FastifyReply, current: CurrentSession | undefined): Viewer | undefined {
-  return current && { username: current.user.username, csrf: reply.generateCsrf() };
-}
-
-const MAX_USERNAME = 128;
-const MAX_PASSWORD = 1024;
-
-/** Errors on pages become pages: a redirect to the client when the request allows it, else an HTML message. */
-export function pageErrorHandler(ctx: AppContext) {
-  return async (err: Error & { statusCode?: number; code?: string }, req: FastifyRequest, reply: FastifyReply) => {
-    if (err instanceof AuthorizationRedirectError) return reply.redirect(errorCallback(ctx, err), 303);
-    if (err instanceof AuthorizationPageError) {
-      return sendPage(reply, <MessagePage title="Cannot continue" kind="error" message={err.description} detail={`Error: ${err.error}`} />, 400);
-    }
-    if (isStoreUnavailable(err)) {
-      req.log.warn({ reqId: req.id, reason: err.message }, 'store unavailable');
-      reply.header('retry-after', String(STORE_RETRY_AFTER_SECONDS));
-      return sendPage(reply, <MessagePage title="Temporarily unavailable" kind="error" message="The server cannot complete this just now. Please try again in a few seconds." />, 503);
-    }
-    if (err.code?.startsWith('FST_CSRF')) {
-      return sendPage(reply, <MessagePage title="Form expired" kind="error" message="This form has expired or was not sent from this site. Go back, reload the page and try again." />, 403);
-    }
-    const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
-    if (status === 500) req.log.error({ err, reqId: req.id }, 'page failed');
-    return sendPage(reply, <MessagePage title={status === 500 ? 'Something went wrong' : 'Bad request'} kind="error" message={status === 500 ? 'The server could not complete this request. Please try again.' : err.message} />, status);
-  };
-}
+import { sendPage, viewerOf } from './render.js';
+import { ConsentPage, HomePage, MessagePage, NotFoundPage, SignInPage, SignOutPage } from './views.js';
 
 /** End-user pages: sign-in, sign-out, consent and the authorization endpoint that drives them. */
-export async function pageRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise<void> {
   const { sessions, continuations, store, config, limits, passwords, trustedDevices } = ctx;
 
   app.get('/assets/style.css', async (req, reply) => {
@@ -99,12 +45,12 @@ export async function pageRoutes(app: FastifyInstance, ctx: AppContext): Promise
       return reply.code(404).send({ message: `Route ${req.method}:${path} not found`, error: 'Not Found', statusCode: 404 });
     }
     const current = req.method === 'GET' || req.method === 'HEAD' ? await sessions.current(req) : undefined;
-    return sendPage(reply, <NotFoundPage viewer={viewer(reply, current)} />, 404);
+    return sendPage(reply, <NotFoundPage viewer={viewerOf(reply, current)} />, 404);
   });
 
   app.get('/', async (req, reply) => {
     const current = await sessions.current(req);
-    return sendPage(reply, <HomePage issuer={config.issuer} viewer={viewer(reply, current)} />);
+    return sendPage(reply, <HomePage issuer={config.issuer} viewer={viewerOf(reply, current)} />);
   });
 
   // ---- sign-in / sign-out ----------------------------------------------------
@@ -113,7 +59,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: AppContext): Promise
   async function appNameOf(c: Continuation | undefined): Promise<string | undefined> {
     if (c?.kind !== 'authorize') return undefined;
     const clientId = new URLSearchParams(c.query).get('client_id');
-    return clientId ? (await store.getApplication(clientId))?.name : undefined;
+    return clientId ? (await store.applications.get(clientId))?.name : undefined;
   }
 
   // A sign-in resumes only a server-side continuation (continuation.ts): the page and form carry its random id.
@@ -131,19 +77,29 @@ export async function pageRoutes(app: FastifyInstance, ctx: AppContext): Promise
     const retry = async (error: string, status: number) => {
       // The id goes back into the form only while it is live for this browser; a successful sign-in uses it up instead.
       const waiting = await continuations.peek(req, form.continue);
-      return sendPage(reply, <SignInPage csrf={reply.generateCsrf()} continueId={waiting && form.continue} username={username.slice(0, MAX_USERNAME)} error={error} appName={await appNameOf(waiting)} />, status);
+      return sendPage(
+        reply,
+        <SignInPage
+          csrf={reply.generateCsrf()}
+          continueId={waiting && form.continue}
+          username={username.slice(0, SIGNIN_USERNAME_MAX)}
+          error={error}
+          appName={await appNameOf(waiting)}
+        />,
+        status,
+      );
     };
     if (!username || !password) return retry('Enter your username and password.', 400);
     // Counted before the password is hashed: parallel guesses cannot all pass a check not yet counted. A browser
     // where this user signed in before is counted on its own, never slowed by an attack on the account.
     const client = clientAddress(req);
-    const admission = await limits.signIn(client, username.slice(0, MAX_USERNAME), trustedDevices.deviceFor(req, username));
+    const admission = await limits.signIn(client, username.slice(0, SIGNIN_USERNAME_MAX), trustedDevices.deviceFor(req, username));
     if (!admission.admitted) {
       reply.header('retry-after', String(admission.retryAfterSeconds));
       return retry(`Too many failed sign-ins. Try again in ${retryAfterText(admission.retryAfterSeconds)}.`, 429);
     }
-    if (username.length > MAX_USERNAME || password.length > MAX_PASSWORD) return retry('Invalid username or password.', 401);
-    const user = await store.findUserByUsername(username);
+    if (username.length > SIGNIN_USERNAME_MAX || password.length > SIGNIN_PASSWORD_MAX) return retry('Invalid username or password.', 401);
+    const user = await store.users.findByUsername(username);
     let ok: boolean;
     try {
       // Hash even for unknown users so response time does not reveal which usernames exist.
@@ -161,7 +117,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: AppContext): Promise
       // Upgraded to the current cost while the password is at hand, only over the hash just checked (a reset in
       // between wins). The sign-in itself has succeeded: if the upgrade cannot be made now, it is made next time.
       try {
-        await store.setPasswordHash(user.id, await passwords.hash(password, client), user.password_hash);
+        await store.users.setPasswordHash(user.id, await passwords.hash(password, client), user.password_hash);
       } catch (err) {
         req.log.warn({ err, reqId: req.id }, 'password hash upgrade postponed');
       }
@@ -174,7 +130,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: AppContext): Promise
   app.get('/signout', async (req, reply) => {
     const current = await sessions.current(req);
     if (!current) return reply.redirect('/', 303);
-    return sendPage(reply, <SignOutPage viewer={viewer(reply, current)!} />);
+    return sendPage(reply, <SignOutPage viewer={viewerOf(reply, current)!} />);
   });
 
   app.post('/signout', { preHandler: app.csrfProtection }, async (req, reply) => {
@@ -189,28 +145,33 @@ export async function pageRoutes(app: FastifyInstance, ctx: AppContext): Promise
     return q === -1 ? '' : req.raw.url!.slice(q + 1);
   }
 
-  function needsSignIn(ar: AuthorizationRequest, current: CurrentSession | undefined): boolean {
-    if (!current) return true;
-    if (ar.prompt.has('login')) return true;
-    return ar.maxAge !== undefined && config.now() - current.session.auth_time > ar.maxAge * 1000;
-  }
-
   app.get('/oauth/authorize', async (req, reply) => {
     const ar = await validateAuthorizationRequest(ctx, rawQuery(req));
     const current = await sessions.current(req);
-    if (needsSignIn(ar, current)) {
-      if (ar.prompt.has('none')) throw new AuthorizationRedirectError(new LoginRequired('the user is not signed in'), ar.redirectUri, ar.state);
+    const step = await nextAuthorizationStep(ctx, ar, current && { user: current.user, authTime: current.session.auth_time });
+    if (step.next === 'redirect') return reply.redirect(step.location, 303);
+    if (step.next === 'sign-in') {
       return reply.redirect(await continuations.signInUrl(req, reply, { kind: 'authorize', query: resumeQuery(ar) }), 303);
     }
-    const { user, session } = current!;
-    if (!ar.prompt.has('consent') && (await store.hasConsent(user.id, ar.app.clientId, ar.scopes))) {
-      return reply.redirect(await issueCode(ctx, ar, user, session.auth_time), 303);
+    if (step.next === 'select-account') {
+      // The sign-in page despite the live session: continue as the signed-in user, or sign in as someone else
+      // (resumed like any sign-in).
+      const signInUrl = await continuations.signInUrl(req, reply, { kind: 'authorize', query: resumeQuery(ar) });
+      const continueId = new URLSearchParams(signInUrl.split('?')[1]).get('continue') ?? undefined;
+      return sendPage(
+        reply,
+        <SignInPage
+          csrf={reply.generateCsrf()}
+          continueId={continueId}
+          appName={ar.app.name}
+          signedInAs={{ username: current!.user.username, continueHref: step.continueAs }}
+        />,
+      );
     }
-    if (ar.prompt.has('none')) throw new AuthorizationRedirectError(new ConsentRequired('the user has not approved this application'), ar.redirectUri, ar.state);
     return sendPage(
       reply,
       <ConsentPage
-        viewer={viewer(reply, current)!}
+        viewer={viewerOf(reply, current)!}
         appName={ar.app.name}
         clientId={ar.app.clientId}
         scopes={ar.scopes}
@@ -240,7 +201,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: AppContext): Promise
     if (!current) return reply.redirect(await continuations.signInUrl(req, reply, { kind: 'authorize', query: resumeQuery(ar) }), 303);
     if (form.decision === 'deny') throw denied(ar);
     if (form.decision !== 'approve') throw new FormError('decision must be approve or deny');
-    await store.addConsent(current.user.id, ar.app.clientId, ar.scopes, config.now());
-    return reply.redirect(await issueCode(ctx, ar, current.user, current.session.auth_time), 303);
+    const location = await approveAuthorization(ctx, ar, { user: current.user, authTime: current.session.auth_time });
+    return reply.redirect(location, 303);
   });
 }

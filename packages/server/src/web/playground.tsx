@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AppContext } from '../context.js';
+import type { WebContext } from './context.js';
 import type { Application } from '../store/store.js';
 import { sendBundle } from './bundles.js';
-import { sendPage } from './pages.js';
+import { sendPage, viewerOf } from './render.js';
 import { requireSignIn, type CurrentSession } from './session.js';
 import { Layout, type Viewer } from './views.js';
 
@@ -73,12 +73,12 @@ function PlaygroundPage(props: { viewer: Viewer; issuer: string; callback: strin
 }
 
 /** GET /developer/playground, its JSON app endpoint, and the browser module. */
-export async function playgroundRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+export async function playgroundRoutes(app: FastifyInstance, ctx: WebContext): Promise<void> {
   const { store, sessions, config } = ctx;
   const callback = playgroundCallback(config.issuer);
 
   const signedIn = (req: FastifyRequest, reply: FastifyReply) => requireSignIn(ctx, req, reply, { kind: 'page', page: 'playground' });
-  const appsOf = (c: CurrentSession) => store.listApplications(c.user.is_admin === 1 ? undefined : c.user.id);
+  const appsOf = (c: CurrentSession) => store.applications.list(c.user.is_admin === 1 ? undefined : c.user.id);
 
   app.get('/assets/playground.js', async (_req, reply) => sendBundle(reply, 'playground'));
 
@@ -86,14 +86,24 @@ export async function playgroundRoutes(app: FastifyInstance, ctx: AppContext): P
     const c = await signedIn(req, reply);
     if (!c) return reply;
     // The callback carries a code: keep it out of Referer and caches.
-    return sendPage(reply, <PlaygroundPage viewer={{ username: c.user.username, csrf: reply.generateCsrf() }} issuer={config.issuer} callback={callback} apps={await appsOf(c)} />);
+    return sendPage(
+      reply,
+      <PlaygroundPage viewer={viewerOf(reply, c)} issuer={config.issuer} callback={callback} apps={await appsOf(c)} />,
+    );
   });
 
   app.get<{ Params: { clientId: string } }>('/developer/playground/apps/:clientId', async (req, reply) => {
     const current = await sessions.current(req);
     if (!current) return reply.code(401).send({ error: 'sign in first' });
-    const a = await store.getApplication(req.params.clientId);
+    const a = await store.applications.get(req.params.clientId);
     if (!a || (current.user.is_admin !== 1 && a.ownerId !== current.user.id)) return reply.code(404).send({ error: 'not found' });
-    return reply.header('cache-control', 'no-store').send({ client_id: a.clientId, name: a.name, kind: a.kind, callback_urls: a.callbackUrls, scopes: a.scopes, usable: !unusableReason(a, callback) });
+    return reply.header('cache-control', 'no-store').send({
+      client_id: a.clientId,
+      name: a.name,
+      kind: a.kind,
+      callback_urls: a.callbackUrls,
+      scopes: a.scopes,
+      usable: !unusableReason(a, callback),
+    });
   });
 }

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ServerConfig } from '../config/config.js';
-import type { AppContext } from '../context.js';
+import type { WebContext } from './context.js';
 import type { Session, Store, User } from '../store/store.js';
 import { randomToken, sha256Hex } from '../util/crypto.js';
 import type { Continuation } from './continuation.js';
@@ -35,14 +35,14 @@ export class Sessions {
   async current(req: FastifyRequest): Promise<CurrentSession | undefined> {
     const raw = req.cookies[this.cookieName];
     if (!raw || raw.length > 128) return undefined;
-    return this.store.findSession(sha256Hex(raw), this.config.now());
+    return this.store.sessions.find(sha256Hex(raw), this.config.now());
   }
 
   /** Starts a new session (a fresh id on every sign-in, against session fixation). */
   async start(reply: FastifyReply, user: User): Promise<void> {
     const now = this.config.now();
     const raw = randomToken(32);
-    await this.store.createSession({
+    await this.store.sessions.create({
       id_hash: sha256Hex(raw),
       user_id: user.id,
       auth_time: now,
@@ -54,7 +54,7 @@ export class Sessions {
 
   async end(req: FastifyRequest, reply: FastifyReply): Promise<void> {
     const raw = req.cookies[this.cookieName];
-    if (raw) await this.store.deleteSession(sha256Hex(raw));
+    if (raw) await this.store.sessions.delete(sha256Hex(raw));
     reply.clearCookie(this.cookieName, this.cookieOptions());
   }
 }
@@ -65,7 +65,7 @@ export class Sessions {
  * never as a URL from the request (see continuation.ts).
  */
 export async function requireSignIn(
-  ctx: Pick<AppContext, 'sessions' | 'continuations'>,
+  ctx: Pick<WebContext, 'sessions' | 'continuations'>,
   req: FastifyRequest,
   reply: FastifyReply,
   resume: Continuation,

@@ -28,7 +28,7 @@ export class TrustedDevices {
 
   /** Loads (or, on the first start of a store, creates) the MAC key every instance shares. */
   static async open(config: ServerConfig, store: Store): Promise<TrustedDevices> {
-    const key = await store.getOrCreateSetting('device_cookie_key', () => randomToken(32));
+    const key = await store.settings.getOrCreate('device_cookie_key', () => randomToken(32));
     return new TrustedDevices(config, Buffer.from(key, 'base64url'));
   }
 

@@ -1,12 +1,6 @@
-import type { ComponentChildren, VNode } from 'preact';
-import { renderToString } from 'preact-render-to-string';
+import type { ComponentChildren } from 'preact';
 import { FAVICON_PATH } from './assets.js';
 import { SCOPE_DESCRIPTIONS } from './scope-text.js';
-
-/** Renders a page to an HTML document. Preact escapes every interpolated value. */
-export function renderPage(page: VNode): string {
-  return `<!doctype html>${renderToString(page)}`;
-}
 
 export interface Viewer {
   username: string;
@@ -18,7 +12,14 @@ export interface Viewer {
  * signed-in user, and not on the pages an end user meets in an
  * authorization (consent, device): `endUser` keeps those to the account.
  */
-export function Layout(props: { title: string; viewer?: Viewer | undefined; wide?: boolean; endUser?: boolean | undefined; scripts?: readonly string[]; children: ComponentChildren }) {
+export function Layout(props: {
+  title: string;
+  viewer?: Viewer | undefined;
+  wide?: boolean;
+  endUser?: boolean | undefined;
+  scripts?: readonly string[];
+  children: ComponentChildren;
+}) {
   return (
     <html lang="en">
       <head>
@@ -28,7 +29,9 @@ export function Layout(props: { title: string; viewer?: Viewer | undefined; wide
         <title>{`${props.title} · authcli`}</title>
         <link rel="stylesheet" href="/assets/style.css" />
         <link rel="icon" type="image/svg+xml" href={FAVICON_PATH} />
-        {props.scripts?.map((src) => <script type="module" src={src} />)}
+        {props.scripts?.map((src) => (
+          <script type="module" src={src} />
+        ))}
       </head>
       <body>
         <header class="top">
@@ -73,7 +76,15 @@ export function Alert(props: { message?: string | undefined }) {
 }
 
 /** The sign-in form; `continueId` is the random id of the server-side continuation it resumes, never a URL. */
-export function SignInPage(props: { csrf: string; continueId?: string | undefined; username?: string; error?: string; appName?: string | undefined }) {
+export function SignInPage(props: {
+  csrf: string;
+  continueId?: string | undefined;
+  username?: string;
+  error?: string;
+  appName?: string | undefined;
+  /** prompt=select_account with a live session: who is signed in, and the link that continues as them. */
+  signedInAs?: { username: string; continueHref: string };
+}) {
   return (
     <Layout title="Sign in">
       <div class="card">
@@ -81,6 +92,12 @@ export function SignInPage(props: { csrf: string; continueId?: string | undefine
         {props.appName && (
           <p class="muted">
             to continue to <strong>{props.appName}</strong>
+          </p>
+        )}
+        {props.signedInAs && (
+          <p>
+            You are signed in as <strong>{props.signedInAs.username}</strong>.{' '}
+            <a href={props.signedInAs.continueHref}>{`Continue as ${props.signedInAs.username}`}</a>, or sign in with another account.
           </p>
         )}
         <Alert message={props.error} />
@@ -157,8 +174,7 @@ export function ConsentPage(props: {
           Authorize <span>{props.appName}</span>?
         </h1>
         <p>
-          <strong>{props.appName}</strong> <span class="muted">({props.clientId})</span> asks for access to your
-          account:
+          <strong>{props.appName}</strong> <span class="muted">({props.clientId})</span> asks for access to your account:
         </p>
         <ScopeList scopes={props.scopes} />
         <p class="muted">
@@ -184,7 +200,10 @@ export function MessagePage(props: {
     <Layout title={props.title} viewer={props.viewer} endUser={props.endUser}>
       <div class="card">
         <h1>{props.title}</h1>
-        <p class={props.kind === 'error' ? 'alert' : props.kind === 'success' ? 'alert success' : undefined} role={props.kind === 'error' ? 'alert' : undefined}>
+        <p
+          class={props.kind === 'error' ? 'alert' : props.kind === 'success' ? 'alert success' : undefined}
+          role={props.kind === 'error' ? 'alert' : undefined}
+        >
           {props.message}
         </p>
         {props.detail && <p class="muted">{props.detail}</p>}
@@ -295,7 +314,13 @@ export function DeviceEntryPage(props: { viewer: Viewer; code: string; error?: s
   );
 }
 
-export function DeviceConfirmPage(props: { viewer: Viewer; appName: string; clientId: string; scopes: readonly string[]; userCode: string }) {
+export function DeviceConfirmPage(props: {
+  viewer: Viewer;
+  appName: string;
+  clientId: string;
+  scopes: readonly string[];
+  userCode: string;
+}) {
   return (
     <Layout title="Confirm device" viewer={props.viewer} endUser>
       <div class="card">
@@ -303,9 +328,7 @@ export function DeviceConfirmPage(props: { viewer: Viewer; appName: string; clie
           Sign in <span>{props.appName}</span> on your device?
         </h1>
         <p>Check that your device shows this code:</p>
-        <p class="usercode" aria-label="Device code">
-          {props.userCode}
-        </p>
+        <p class="usercode">{props.userCode}</p>
         <p>
           <strong>{props.appName}</strong> <span class="muted">({props.clientId})</span> asks for access to your account:
         </p>

@@ -1,12 +1,13 @@
+import { PRESENTED_SECRET_MAX } from '../../config/defaults.js';
+import type { TokenResponse } from '@authcli/protocol';
 import { isValidChallenge, isValidVerifier } from '@authcli/pkce';
 import { hash, timingSafeEqual } from 'node:crypto';
-import type { AppContext } from '../../context.js';
+import type { OAuthContext } from '../context.js';
 import type { Application } from '../../store/store.js';
 import { sha256Hex } from '../../util/crypto.js';
 import { isLoopbackRedirect } from '../redirect-uri.js';
 import { newGrant, newRefreshToken, wantsRefreshToken } from '../refresh.js';
 import { InvalidGrant, InvalidRequest } from '../errors.js';
-import type { TokenResponse } from '../tokens.js';
 
 type Params = Readonly<Record<string, string>>;
 
@@ -33,20 +34,20 @@ function verifyS256(verifier: string, challenge: string): boolean {
  * requests wins; a replay of a consumed code revokes its grant and every
  * token issued under it (RFC 6749 §4.1.2, RFC 9700 §4.5).
  */
-export async function authorizationCodeGrant(ctx: AppContext, app: Application, params: Params): Promise<TokenResponse> {
+export async function authorizationCodeGrant(ctx: OAuthContext, app: Application, params: Params): Promise<TokenResponse> {
   const { store, config } = ctx;
   const code = params.code;
   if (!code) throw new InvalidRequest('code is missing');
   if (params.redirect_uri === undefined) throw new InvalidRequest('redirect_uri is missing');
   const verifier = params.code_verifier;
 
-  const row = code.length <= 256 ? await store.findCode(sha256Hex(code)) : undefined;
+  const row = code.length <= PRESENTED_SECRET_MAX ? await store.codes.find(sha256Hex(code)) : undefined;
   if (!row) throw new InvalidGrant('the authorization code is invalid');
   if (row.client_id !== app.clientId) throw new InvalidGrant('the authorization code was issued to another client');
 
   const now = config.now();
   if (row.consumed_at !== null) {
-    if (row.grant_id) await store.revokeGrant(row.grant_id, now);
+    if (row.grant_id) await store.grants.revoke(row.grant_id, now);
     throw new InvalidGrant('the authorization code was already used; tokens issued from it are revoked');
   }
   if (row.expires_at <= now) throw new InvalidGrant('the authorization code has expired');
@@ -62,7 +63,7 @@ export async function authorizationCodeGrant(ctx: AppContext, app: Application, 
     throw new InvalidGrant('code_verifier does not match the code_challenge (RFC 7636 §4.6)');
   }
 
-  const user = await store.findUserById(row.user_id);
+  const user = await store.users.findById(row.user_id);
   if (!user || user.disabled_at !== null) throw new InvalidGrant('the account is disabled or no longer exists');
 
   const scopes = row.scope.split(' ').filter(Boolean);
@@ -70,10 +71,10 @@ export async function authorizationCodeGrant(ctx: AppContext, app: Application, 
   const refresh = wantsRefreshToken(app, scopes, { kind: 'code', nativeLoopback: isLoopbackRedirect(row.redirect_uri) })
     ? newRefreshToken(grant, now)
     : undefined;
-  if (!(await store.redeemCode(row.code_hash, grant, now, refresh?.row))) {
+  if (!(await store.codes.redeem(row.code_hash, grant, now, refresh?.row))) {
     // Another request redeemed it first (or it just expired): treat as a replay.
-    const winner = await store.findCode(row.code_hash);
-    if (winner?.grant_id) await store.revokeGrant(winner.grant_id, now);
+    const winner = await store.codes.find(row.code_hash);
+    if (winner?.grant_id) await store.grants.revoke(winner.grant_id, now);
     throw new InvalidGrant('the authorization code was already used; tokens issued from it are revoked');
   }
   return ctx.tokens.issue(

@@ -1,9 +1,9 @@
-import type { AppContext } from '../../context.js';
+import type { TokenResponse } from '@authcli/protocol';
+import type { OAuthContext } from '../context.js';
 import type { Application } from '../../store/store.js';
 import { sha256Hex } from '../../util/crypto.js';
 import { AUTHORIZATION_PENDING, AccessDenied, ExpiredToken, InvalidGrant, InvalidRequest, SlowDown, type OAuthError } from '../errors.js';
 import { newGrant, newRefreshToken, wantsRefreshToken } from '../refresh.js';
-import type { TokenResponse } from '../tokens.js';
 
 type Params = Readonly<Record<string, string>>;
 
@@ -17,7 +17,7 @@ type Params = Readonly<Record<string, string>>;
  * account is checked again. The two answers of a code still waiting
  * (authorization_pending, slow_down) are returned, not thrown.
  */
-export async function deviceCodeGrant(ctx: AppContext, app: Application, params: Params): Promise<TokenResponse | OAuthError> {
+export async function deviceCodeGrant(ctx: OAuthContext, app: Application, params: Params): Promise<TokenResponse | OAuthError> {
   const { store, config } = ctx;
   const deviceCode = params.device_code;
   if (!deviceCode) throw new InvalidRequest('device_code is missing');
@@ -26,12 +26,12 @@ export async function deviceCodeGrant(ctx: AppContext, app: Application, params:
   const now = config.now();
 
   // The common case first, in one statement: a pending code of this client being polled.
-  const poll = await store.recordDevicePoll(hash, app.clientId, now);
+  const poll = await store.deviceGrants.recordPoll(hash, app.clientId, now);
   if (poll) {
     return poll.slowed ? new SlowDown(`polling too fast: wait ${poll.interval_s} seconds between requests`) : AUTHORIZATION_PENDING;
   }
 
-  const row = await store.findDeviceByCodeHash(hash);
+  const row = await store.deviceGrants.findByCodeHash(hash);
   if (!row) throw new InvalidGrant('the device_code is invalid');
   if (row.client_id !== app.clientId) throw new InvalidGrant('the device_code was issued to another client');
   if (row.status === 'consumed') throw new InvalidGrant('the device_code was already redeemed');
@@ -41,13 +41,13 @@ export async function deviceCodeGrant(ctx: AppContext, app: Application, params:
   if (row.status === 'pending') return AUTHORIZATION_PENDING;
 
   // Approved: check the account again before anything is issued.
-  const user = row.user_id ? await store.findUserById(row.user_id) : undefined;
+  const user = row.user_id ? await store.users.findById(row.user_id) : undefined;
   if (!user || user.disabled_at !== null) throw new InvalidGrant('the account is disabled or no longer exists');
   const scopes = row.scope.split(' ').filter(Boolean);
   const authTime = row.auth_time ?? now;
   const grant = newGrant(config, { clientId: app.clientId, userId: user.id, scope: row.scope, authTime }, now);
   const refresh = wantsRefreshToken(app, scopes, { kind: 'device' }) ? newRefreshToken(grant, now) : undefined;
-  if (!(await store.redeemDevice(hash, grant, now, refresh?.row))) {
+  if (!(await store.deviceGrants.redeem(hash, grant, now, refresh?.row))) {
     throw new InvalidGrant('the device_code was already redeemed');
   }
   return ctx.tokens.issue({ grantId: grant.id, user, app, scopes, authTime }, refresh ? { refreshToken: refresh.token } : {});

@@ -1,9 +1,10 @@
-import type { AppContext } from '../../context.js';
+import type { TokenResponse } from '@authcli/protocol';
+import { PRESENTED_SECRET_MAX } from '../../config/defaults.js';
+import type { OAuthContext } from '../context.js';
 import type { Application } from '../../store/store.js';
 import { sha256Hex } from '../../util/crypto.js';
 import { InvalidGrant, InvalidRequest, InvalidScope } from '../errors.js';
 import { newRefreshToken } from '../refresh.js';
-import type { TokenResponse } from '../tokens.js';
 
 type Params = Readonly<Record<string, string>>;
 
@@ -15,19 +16,19 @@ type Params = Readonly<Record<string, string>>;
  * lifetime. `scope` may only narrow; the new refresh token keeps the
  * grant's full scope (RFC 6749 §6).
  */
-export async function refreshTokenGrant(ctx: AppContext, app: Application, params: Params): Promise<TokenResponse> {
+export async function refreshTokenGrant(ctx: OAuthContext, app: Application, params: Params): Promise<TokenResponse> {
   const { store, config } = ctx;
   const presented = params.refresh_token;
   if (!presented) throw new InvalidRequest('refresh_token is missing');
   const hash = sha256Hex(presented);
-  const row = presented.length <= 256 ? await store.findRefreshToken(hash) : undefined;
+  const row = presented.length <= PRESENTED_SECRET_MAX ? await store.grants.findRefreshToken(hash) : undefined;
   if (!row) throw new InvalidGrant('the refresh token is invalid');
-  const grant = await store.findGrant(row.grant_id);
+  const grant = await store.grants.find(row.grant_id);
   if (!grant || grant.client_id !== app.clientId) throw new InvalidGrant('the refresh token was issued to another client');
   const now = config.now();
   if (grant.revoked_at !== null) throw new InvalidGrant('the refresh token has been revoked');
   if (row.used_at !== null) {
-    await store.revokeGrant(grant.id, now);
+    await store.grants.revoke(grant.id, now);
     throw new InvalidGrant('the refresh token was already used; every token of this sign-in is revoked');
   }
   if (now >= row.expires_at || now >= grant.expires_at) throw new InvalidGrant('the refresh token has expired; sign in again');
@@ -37,15 +38,16 @@ export async function refreshTokenGrant(ctx: AppContext, app: Application, param
   if (params.scope !== undefined) {
     scopes = [...new Set(params.scope.split(' ').filter(Boolean))];
     if (scopes.length === 0) throw new InvalidScope('scope is empty');
-    for (const s of scopes) if (!granted.includes(s)) throw new InvalidScope(`scope ${s} was not granted (a refresh may only narrow scope)`);
+    for (const s of scopes)
+      if (!granted.includes(s)) throw new InvalidScope(`scope ${s} was not granted (a refresh may only narrow scope)`);
   }
 
-  const user = await store.findUserById(grant.user_id);
+  const user = await store.users.findById(grant.user_id);
   if (!user || user.disabled_at !== null) throw new InvalidGrant('the account is disabled or no longer exists');
 
   const successor = newRefreshToken(grant, now);
-  if (!(await store.rotateRefreshToken(hash, successor.row, now))) {
-    await store.revokeGrant(grant.id, now);
+  if (!(await store.grants.rotateRefreshToken(hash, successor.row, now))) {
+    await store.grants.revoke(grant.id, now);
     throw new InvalidGrant('the refresh token was already used; every token of this sign-in is revoked');
   }
   return ctx.tokens.issue({ grantId: grant.id, user, app, scopes, authTime: grant.auth_time }, { refreshToken: successor.token });

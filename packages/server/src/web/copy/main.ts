@@ -4,7 +4,7 @@
  * `button[data-copy]` (rendered `hidden`: without this script they would do
  * nothing), shows it, and copies the value of the element it names.
  */
-function valueOf(target: Element | null): string | undefined {
+function textOf(target: Element | null): string | undefined {
   if (target instanceof HTMLInputElement || target instanceof HTMLTextAreaElement) return target.value;
   return target?.textContent ?? undefined;
 }
@@ -28,7 +28,7 @@ for (const button of document.querySelectorAll<HTMLButtonElement>('button[data-c
   button.hidden = false;
   button.addEventListener('click', () => {
     const target = document.getElementById(button.dataset.copy ?? '');
-    const text = valueOf(target);
+    const text = textOf(target);
     if (text === undefined) return;
     void copy(text, target).then((ok) => {
       button.textContent = ok ? 'Copied' : 'Press Ctrl+C';

@@ -33,7 +33,11 @@ const steps = document.getElementById('steps')!;
 
 // ---- DOM helpers (text only) ----
 
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string> = {}, ...children: (Node | string)[]): HTMLElementTagNameMap[K] {
+function el<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, string> = {},
+  ...children: (Node | string)[]
+): HTMLElementTagNameMap[K] {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
   for (const c of children) e.append(c);
@@ -51,11 +55,19 @@ function pre(text: string, label?: string): HTMLElement {
 }
 
 function check(label: string, ok: boolean, detail = ''): HTMLElement {
-  return el('li', { class: ok ? 'check ok' : 'check fail', 'data-check': label }, `${ok ? '✔' : '✘'} ${label}${detail ? ` — ${detail}` : ''}`);
+  return el(
+    'li',
+    { class: ok ? 'check ok' : 'check fail', 'data-check': label },
+    `${ok ? '✔' : '✘'} ${label}${detail ? ` — ${detail}` : ''}`,
+  );
 }
 
 function blocked(message: string): void {
-  step('Token exchange blocked', el('p', { class: 'alert', role: 'alert', id: 'blocked' }, message), el('p', { class: 'muted' }, 'No token request was sent.'));
+  step(
+    'Token exchange blocked',
+    el('p', { class: 'alert', role: 'alert', id: 'blocked' }, message),
+    el('p', { class: 'muted' }, 'No token request was sent.'),
+  );
 }
 
 const json = (v: unknown) => JSON.stringify(v, null, 2);
@@ -141,7 +153,11 @@ async function start(form: HTMLFormElement): Promise<void> {
   const url = `${issuer}/oauth/authorize?${params}`;
   saved.url = url;
   sessionStorage.setItem(PREFIX + saved.state, JSON.stringify(saved));
-  step('1. Authorization request', pre(url, 'Authorization request URL'), pre(json(Object.fromEntries(params)), 'Authorization request parameters'));
+  step(
+    '1. Authorization request',
+    pre(url, 'Authorization request URL'),
+    pre(json(Object.fromEntries(params)), 'Authorization request parameters'),
+  );
   window.location.assign(url);
 }
 
@@ -149,7 +165,11 @@ async function start(form: HTMLFormElement): Promise<void> {
 
 function curlOf(url: string, body: URLSearchParams): string {
   const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-  return [`curl -sS -X POST ${q(url)}`, `  -H ${q('content-type: application/x-www-form-urlencoded')}`, ...[...body].map(([k, v]) => `  --data-urlencode ${q(`${k}=${v}`)}`)].join(' \\\n');
+  return [
+    `curl -sS -X POST ${q(url)}`,
+    `  -H ${q('content-type: application/x-www-form-urlencoded')}`,
+    ...[...body].map(([k, v]) => `  --data-urlencode ${q(`${k}=${v}`)}`),
+  ].join(' \\\n');
 }
 
 async function tokenCall(title: string, body: URLSearchParams): Promise<Record<string, unknown> | undefined> {
@@ -157,7 +177,13 @@ async function tokenCall(title: string, body: URLSearchParams): Promise<Record<s
   const curl = curlOf(url, body);
   const copy = el('button', { type: 'button', class: 'secondary' }, 'Copy as curl');
   copy.addEventListener('click', () => void navigator.clipboard?.writeText(curl));
-  const section = step(title, el('h3', {}, 'Request'), pre(`POST ${url}\ncontent-type: application/x-www-form-urlencoded\n\n${body}`, 'Token request'), copy, pre(curl, 'curl'));
+  const section = step(
+    title,
+    el('h3', {}, 'Request'),
+    pre(`POST ${url}\ncontent-type: application/x-www-form-urlencoded\n\n${body}`, 'Token request'),
+    copy,
+    pre(curl, 'curl'),
+  );
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body });
   const text = await res.text();
   const headers = [...res.headers].map(([k, v]) => `${k}: ${v}`).join('\n');
@@ -183,7 +209,10 @@ async function showIdToken(idToken: string, saved: SavedRequest): Promise<void> 
   try {
     const jwks = (await (await fetch(`${issuer}/oauth/jwks`)).json()) as JSONWebKeySet;
     const { payload } = await jwtVerify(idToken, createLocalJWKSet(jwks), { issuer: saved.issuer, audience: saved.client_id });
-    checks.append(check('signature verified against the JWKS', true), check('iss and aud', true, `${payload.iss} / ${String(payload.aud)}`));
+    checks.append(
+      check('signature verified against the JWKS', true),
+      check('iss and aud', true, `${payload.iss} / ${String(payload.aud)}`),
+    );
     const nonceOk = typeof payload.nonce === 'string' && timingSafeEqualString(payload.nonce, saved.nonce);
     checks.append(check('nonce matches the request', nonceOk));
   } catch (err) {
@@ -197,16 +226,27 @@ function offerFollowUps(tokens: Record<string, unknown>, saved: SavedRequest): v
   if (typeof tokens.refresh_token === 'string') {
     const b = el('button', { type: 'button' }, 'Refresh tokens');
     b.addEventListener('click', async () => {
-      const next = await tokenCall('Refresh', new URLSearchParams({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token as string, client_id: saved.client_id }));
+      const next = await tokenCall(
+        'Refresh',
+        new URLSearchParams({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token as string, client_id: saved.client_id }),
+      );
       if (next) offerFollowUps(next, saved);
     });
     actions.append(b);
   }
-  if (typeof tokens.access_token === 'string' && String(tokens.scope ?? '').split(' ').includes('openid')) {
+  if (
+    typeof tokens.access_token === 'string' &&
+    String(tokens.scope ?? '')
+      .split(' ')
+      .includes('openid')
+  ) {
     const b = el('button', { type: 'button', class: 'secondary' }, 'Call userinfo');
     b.addEventListener('click', async () => {
       const res = await fetch(`${issuer}/oauth/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token as string}` } });
-      step('Userinfo', pre(`GET ${issuer}/oauth/userinfo\nauthorization: Bearer …\n\nHTTP ${res.status}\n\n${await res.text()}`, 'Userinfo response'));
+      step(
+        'Userinfo',
+        pre(`GET ${issuer}/oauth/userinfo\nauthorization: Bearer …\n\nHTTP ${res.status}\n\n${await res.text()}`, 'Userinfo response'),
+      );
     });
     actions.append(b);
   }
@@ -220,29 +260,45 @@ async function handleCallback(params: URLSearchParams): Promise<void> {
   const saved = state ? takeSaved(state) : undefined;
   if (saved) {
     const sent = new URL(saved.url);
-    step('1. Authorization request', pre(saved.url, 'Authorization request URL'), pre(json(Object.fromEntries(sent.searchParams)), 'Authorization request parameters'));
+    step(
+      '1. Authorization request',
+      pre(saved.url, 'Authorization request URL'),
+      pre(json(Object.fromEntries(sent.searchParams)), 'Authorization request parameters'),
+    );
   }
   step('2. Callback', pre(json(Object.fromEntries(params)), 'Callback parameters'));
   const checks = el('ul', { class: 'checks' });
   step('3. Checks', checks);
   checks.append(check('state: a saved request of this tab', saved !== undefined));
   if (!saved) {
-    return blocked('No saved request for this state in this tab (another tab, a reload after use, cleared storage, or older than 10 minutes).');
+    return blocked(
+      'No saved request for this state in this tab (another tab, a reload after use, cleared storage, or older than 10 minutes).',
+    );
   }
   const iss = params.get('iss');
   const issOk = iss !== null && iss === saved.issuer;
   checks.append(check('iss equals the issuer (RFC 9207)', issOk, iss ?? 'missing'));
-  if (!issOk) return blocked(iss === null ? 'The callback has no iss parameter.' : `The callback's iss (${iss}) is not the issuer ${saved.issuer}.`);
+  if (!issOk)
+    return blocked(iss === null ? 'The callback has no iss parameter.' : `The callback's iss (${iss}) is not the issuer ${saved.issuer}.`);
   const error = params.get('error');
   if (error) {
-    step('Authorization error', el('p', { class: 'alert', role: 'alert', id: 'auth-error' }, `${error}: ${params.get('error_description') ?? ''}`));
+    step(
+      'Authorization error',
+      el('p', { class: 'alert', role: 'alert', id: 'auth-error' }, `${error}: ${params.get('error_description') ?? ''}`),
+    );
     return;
   }
   const code = params.get('code');
   if (!code) return blocked('The callback has neither a code nor an error.');
   const tokens = await tokenCall(
     '4. Token request',
-    new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: saved.redirect_uri, client_id: saved.client_id, code_verifier: saved.verifier }),
+    new URLSearchParams({
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: saved.redirect_uri,
+      client_id: saved.client_id,
+      code_verifier: saved.verifier,
+    }),
   );
   if (!tokens) return;
   if (typeof tokens.id_token === 'string') await showIdToken(tokens.id_token, saved);

@@ -1,10 +1,14 @@
-import { USERNAME_PATTERN } from './config/defaults.js';
-import { callbackUrlProblem } from './oauth/redirect-uri.js';
-import { SUPPORTED_SCOPES } from './oauth/scopes.js';
-import { GRANT_TYPES, StoreError, type Application, type GrantType, type Store } from './store/store.js';
-import { randomToken, sha256Hex } from './util/crypto.js';
-import { hashPassword } from './util/password.js';
-import { randomUUID } from 'node:crypto';
+/**
+ * Registering applications (RFC 6749 §2): the rules every way of doing it
+ * shares (operator CLI, dashboard), and the built-in application of a new
+ * store.
+ */
+
+import { GRANT_TYPES, StoreError, type Application, type GrantType, type Store } from '../store/store.js';
+import { randomToken, sha256Hex } from '../util/crypto.js';
+import { InputError } from '../util/input-error.js';
+import { callbackUrlProblem } from './redirect-uri.js';
+import { SUPPORTED_SCOPES } from './scopes.js';
 
 /** The CLI's own public application, created on the first start of an empty store. */
 export const BUILTIN_CLIENT_ID = 'authcli';
@@ -16,10 +20,10 @@ export const BUILTIN_CLIENT_ID = 'authcli';
  * is respected.
  */
 export async function bootstrapStore(store: Store, now: number): Promise<void> {
-  const marker = await store.getOrCreateSetting('bootstrapped_at', () => 'pending');
+  const marker = await store.settings.getOrCreate('bootstrapped_at', () => 'pending');
   if (marker !== 'pending') return;
   try {
-    await store.createApplication({
+    await store.applications.create({
       clientId: BUILTIN_CLIENT_ID,
       ownerId: null,
       name: 'authcli',
@@ -34,46 +38,7 @@ export async function bootstrapStore(store: Store, now: number): Promise<void> {
   } catch (err) {
     if (!(err instanceof StoreError && err.code === 'duplicate')) throw err;
   }
-  await store.setSetting('bootstrapped_at', String(now));
-}
-
-export class InputError extends Error {
-  override name = 'InputError';
-}
-
-export const MIN_PASSWORD_LENGTH = 8;
-
-/** Creates a user with an scrypt password hash. */
-export async function addUser(
-  store: Store,
-  input: { username: string; password: string; admin?: boolean; name?: string | null; email?: string | null },
-  now: number,
-) {
-  if (!USERNAME_PATTERN.test(input.username)) throw new InputError('username must be 1-64 characters of letters, digits and . _ @ -');
-  if (input.password.length < MIN_PASSWORD_LENGTH) throw new InputError(`password must be at least ${MIN_PASSWORD_LENGTH} characters`);
-  return store.createUser({
-    id: randomUUID(),
-    username: input.username,
-    password_hash: await hashPassword(input.password),
-    name: input.name ?? null,
-    email: input.email ?? null,
-    is_admin: input.admin ? 1 : 0,
-    disabled_at: null,
-    created_at: now,
-  });
-}
-
-/**
- * The operator's password reset: checks the new password as `users add`
- * does, stores its scrypt hash and ends the user's sessions. Returns how many
- * sessions were ended; the caller clears the failed sign-in counters.
- */
-export async function resetUserPassword(store: Store, username: string, password: string): Promise<{ username: string; sessionsEnded: number }> {
-  if (password.length < MIN_PASSWORD_LENGTH) throw new InputError(`password must be at least ${MIN_PASSWORD_LENGTH} characters`);
-  const user = await store.findUserByUsername(username);
-  if (!user) throw new StoreError('not_found', `no user ${username}`);
-  const sessionsEnded = await store.resetPassword(user.id, await hashPassword(password));
-  return { username: user.username, sessionsEnded };
+  await store.settings.set('bootstrapped_at', String(now));
 }
 
 /** The grants an application gets when none are named: the code flow and its refresh tokens. */
@@ -120,12 +85,15 @@ export function validateApplicationFields(input: Omit<NewAppInput, 'kind' | 'own
   }
   if (input.scopes.length === 0) throw new InputError('at least one scope is required');
   for (const s of input.scopes) {
-    if (!(SUPPORTED_SCOPES as readonly string[]).includes(s)) throw new InputError(`unknown scope ${s} (one of ${SUPPORTED_SCOPES.join(', ')})`);
+    if (!(SUPPORTED_SCOPES as readonly string[]).includes(s))
+      throw new InputError(`unknown scope ${s} (one of ${SUPPORTED_SCOPES.join(', ')})`);
   }
   // OIDC Core §11: offline_access asks for a refresh token. Allowing the scope without the grant would show it on
   // the consent page and then issue none; refused, so the operator chooses which one is meant.
   if (input.scopes.includes('offline_access') && !grantTypes.includes('refresh_token')) {
-    throw new InputError('the offline_access scope needs the refresh_token grant: allow refresh_token as well, or drop offline_access from the scopes');
+    throw new InputError(
+      'the offline_access scope needs the refresh_token grant: allow refresh_token as well, or drop offline_access from the scopes',
+    );
   }
   const postLogoutRedirectUris = [...new Set((input.postLogoutRedirectUris ?? []).map((u) => u.trim()).filter(Boolean))];
   if (postLogoutRedirectUris.length > 20) throw new InputError('at most 20 post-logout redirect URIs');
@@ -135,7 +103,14 @@ export function validateApplicationFields(input: Omit<NewAppInput, 'kind' | 'own
   }
   const idTokenAlg = input.idTokenAlg ?? 'RS256';
   if (idTokenAlg !== 'RS256' && idTokenAlg !== 'ES256') throw new InputError('ID token algorithm must be RS256 or ES256');
-  return { name, callbackUrls, scopes: [...new Set(input.scopes)], grantTypes: [...new Set(grantTypes)] as GrantType[], idTokenAlg, postLogoutRedirectUris };
+  return {
+    name,
+    callbackUrls,
+    scopes: [...new Set(input.scopes)],
+    grantTypes: [...new Set(grantTypes)] as GrantType[],
+    idTokenAlg,
+    postLogoutRedirectUris,
+  };
 }
 
 /** A fresh client secret (256 bits) and the SHA-256 that is all the store keeps of it. */
@@ -153,7 +128,7 @@ export async function registerApplication(
   if (input.kind !== 'public' && input.kind !== 'confidential') throw new InputError('kind must be public or confidential');
   const fields = validateApplicationFields(input);
   const secret = input.kind === 'confidential' ? newClientSecret() : undefined;
-  const app = await store.createApplication({
+  const app = await store.applications.create({
     clientId: randomToken(16),
     ownerId: input.ownerId ?? null,
     kind: input.kind,

@@ -26,7 +26,24 @@ export const DARK_SCHEME: Scheme = {
   name: 'dark',
   fg: hex('#d3d7cf'),
   bg: hex('#1e1e1e'),
-  palette: ['#2e3436', '#cc0000', '#4e9a06', '#c4a000', '#3465a4', '#75507b', '#06989a', '#d3d7cf', '#555753', '#ef2929', '#8ae234', '#fce94f', '#729fcf', '#ad7fa8', '#34e2e2', '#eeeeec'].map(hex),
+  palette: [
+    '#2e3436',
+    '#cc0000',
+    '#4e9a06',
+    '#c4a000',
+    '#3465a4',
+    '#75507b',
+    '#06989a',
+    '#d3d7cf',
+    '#555753',
+    '#ef2929',
+    '#8ae234',
+    '#fce94f',
+    '#729fcf',
+    '#ad7fa8',
+    '#34e2e2',
+    '#eeeeec',
+  ].map(hex),
 };
 
 /**
@@ -37,7 +54,24 @@ export const LIGHT_SCHEME: Scheme = {
   name: 'light',
   fg: hex('#586e75'),
   bg: hex('#fdf6e3'),
-  palette: ['#073642', '#dc322f', '#859900', '#b58900', '#268bd2', '#d33682', '#2aa198', '#eee8d5', '#002b36', '#cb4b16', '#586e75', '#657b83', '#839496', '#6c71c4', '#93a1a1', '#fdf6e3'].map(hex),
+  palette: [
+    '#073642',
+    '#dc322f',
+    '#859900',
+    '#b58900',
+    '#268bd2',
+    '#d33682',
+    '#2aa198',
+    '#eee8d5',
+    '#002b36',
+    '#cb4b16',
+    '#586e75',
+    '#657b83',
+    '#839496',
+    '#6c71c4',
+    '#93a1a1',
+    '#fdf6e3',
+  ].map(hex),
 };
 
 type Colour = { kind: 'default' } | { kind: 'palette'; index: number } | { kind: 'rgb'; rgb: Rgb };
@@ -157,7 +191,7 @@ export function paint(screen: Cell[][], scheme: Scheme, cellWidth = 6): Image {
     }
   };
   fill(0, 0, width, height, scheme.bg);
-  screen.forEach((line, r) =>
+  screen.forEach((line, r) => {
     line.forEach((cell, c) => {
       let fg = resolve(cell.fg, scheme.fg);
       let bg = resolve(cell.bg, scheme.bg);
@@ -170,8 +204,8 @@ export function paint(screen: Cell[][], scheme: Scheme, cellWidth = 6): Image {
       else if (cell.ch === '▄') fill(x, y + ch / 2, cw, ch / 2, fg);
       // Any other visible character: a glyph-sized blot of the foreground.
       else if (cell.ch !== ' ') fill(x + 1, y + ch / 4, cw - 2, ch / 2, fg);
-    }),
-  );
+    });
+  });
   return { data, width, height };
 }
 

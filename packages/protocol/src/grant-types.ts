@@ -1,0 +1,11 @@
+/** The authorization code grant (RFC 6749 §4.1.3, {@link https://www.rfc-editor.org/rfc/rfc6749#section-4.1.3}). */
+export const AUTHORIZATION_CODE_GRANT_TYPE = 'authorization_code';
+
+/** The refresh token grant (RFC 6749 §6, {@link https://www.rfc-editor.org/rfc/rfc6749#section-6}). */
+export const REFRESH_TOKEN_GRANT_TYPE = 'refresh_token';
+
+/**
+ * The device authorization grant's `grant_type` URN (RFC 8628 §3.4,
+ * {@link https://www.rfc-editor.org/rfc/rfc8628#section-3.4}).
+ */
+export const DEVICE_CODE_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:device_code';

@@ -1,0 +1,130 @@
+import type { ConfigInput, ServerConfig } from './config.js';
+import * as D from './defaults.js';
+
+/** One effective setting, as `authcli-server config` prints it. */
+export interface ConfigEntry {
+  /** The setting's name (stable: scripts read `--json`). */
+  name: string;
+  /** The effective value, with its unit; secrets are never printed, only whether they are set. */
+  value: string;
+  /**
+   * Where the value came from: `flag --port`, `env PORT`, `default` (a
+   * default the operator may override, config/defaults.ts), or `built-in`
+   * (a protocol or security choice with no override).
+   */
+  source: string;
+}
+
+const seconds = (ms: number) => `${ms / 1000} s`;
+const windowText = (ms: number) => (ms % 3_600_000 === 0 ? `${ms / 3_600_000}h` : ms % 60_000 === 0 ? `${ms / 60_000}m` : `${ms / 1000}s`);
+
+/** A database URL fit to print: a PostgreSQL password is masked. */
+function printableDatabase(url: string): string {
+  if (!/^postgres(ql)?:\/\//i.test(url)) return url;
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '****';
+    return u.toString();
+  } catch {
+    return 'postgres://(unreadable URL)';
+  }
+}
+
+/**
+ * Every setting the server runs with and where each came from, in the order
+ * an operator looks for them: where it listens and what it is, then
+ * lifetimes, the network, abuse limits, and the built-in sizes. `config` is
+ * what {@link loadConfig} built from the same `flags` and `env`.
+ */
+export function describeConfig(config: ServerConfig, flags: ConfigInput, env: NodeJS.ProcessEnv): ConfigEntry[] {
+  const from = (flag: keyof ConfigInput | undefined, envName: string | undefined, fallback = 'default'): string => {
+    if (flag && flags[flag] !== undefined) return `flag --${flag}`;
+    if (envName && env[envName] !== undefined) return `env ${envName}`;
+    return fallback;
+  };
+  const overridden = new Set(
+    (env.AUTHCLI_LIMITS ?? '')
+      .split(',')
+      .map((e) => e.split('=')[0]?.trim())
+      .filter(Boolean),
+  );
+  const kek = env.AUTHCLI_KEY_ENCRYPTION_KEY !== undefined ? 'AUTHCLI_KEY_ENCRYPTION_KEY' : 'AUTHCLI_KEY_ENCRYPTION_KEY_FILE';
+  const trust =
+    config.trustProxy === false ? 'off' : Array.isArray(config.trustProxy) ? config.trustProxy.join(',') : `${config.trustProxy} hop(s)`;
+
+  return [
+    { name: 'issuer', value: config.issuer, source: from('issuer', 'AUTHCLI_ISSUER', 'default (http://<host>:<port>)') },
+    { name: 'host', value: config.host, source: from('host', 'HOST') },
+    { name: 'port', value: String(config.port), source: from('port', 'PORT') },
+    { name: 'database', value: printableDatabase(config.databaseUrl), source: from('database', 'DATABASE_URL') },
+    { name: 'log_level', value: config.logLevel, source: from(undefined, 'LOG_LEVEL') },
+    {
+      name: 'key_encryption_key',
+      value: config.keyEncryptionKey ? 'set (private signing keys encrypted at rest)' : 'not set (private signing keys stored unencrypted)',
+      source: from(undefined, kek, 'not configured'),
+    },
+    { name: 'trust_proxy', value: trust, source: from(undefined, 'AUTHCLI_TRUST_PROXY') },
+    // lifetimes
+    { name: 'access_token_ttl', value: `${config.accessTokenTtlSeconds} s`, source: from(undefined, 'AUTHCLI_ACCESS_TOKEN_TTL') },
+    { name: 'access_token_alg', value: config.accessTokenAlg, source: from(undefined, 'AUTHCLI_ACCESS_TOKEN_ALG') },
+    { name: 'id_token_ttl', value: `${config.idTokenTtlSeconds} s`, source: 'built-in' },
+    { name: 'authorization_code_ttl', value: `${config.codeTtlSeconds} s`, source: 'built-in' },
+    { name: 'refresh_family_ttl', value: `${config.grantTtlSeconds} s`, source: 'built-in' },
+    { name: 'session_ttl', value: `${config.sessionTtlSeconds} s`, source: 'built-in' },
+    { name: 'device_code_ttl', value: `${config.deviceCodeTtlSeconds} s`, source: from(undefined, 'AUTHCLI_DEVICE_CODE_TTL') },
+    {
+      name: 'device_poll_interval',
+      value: `${config.devicePollIntervalSeconds} s`,
+      source: from(undefined, 'AUTHCLI_DEVICE_POLL_INTERVAL'),
+    },
+    { name: 'trusted_device_ttl', value: `${D.TRUSTED_DEVICE_TTL_SECONDS} s`, source: 'built-in' },
+    { name: 'continuation_ttl', value: seconds(D.CONTINUATION_TTL_MS), source: 'built-in' },
+    { name: 'flash_ttl', value: seconds(D.FLASH_TTL_MS), source: 'built-in' },
+    { name: 'replay_evidence_kept', value: seconds(D.REPLAY_EVIDENCE_MS), source: 'built-in' },
+    { name: 'purge_interval', value: seconds(D.PURGE_INTERVAL_MS), source: 'built-in' },
+    { name: 'application_cache', value: seconds(D.APPLICATION_CACHE_MS), source: 'built-in' },
+    { name: 'key_activation_delay', value: seconds(D.KEY_ACTIVATION_DELAY_MS), source: 'built-in' },
+    { name: 'key_refresh', value: seconds(D.KEY_REFRESH_MS), source: 'built-in' },
+    // network
+    { name: 'body_limit', value: `${config.bodyLimit} bytes`, source: from(undefined, 'AUTHCLI_BODY_LIMIT') },
+    { name: 'headers_timeout', value: seconds(config.headersTimeoutMs), source: from(undefined, 'AUTHCLI_HEADERS_TIMEOUT') },
+    { name: 'request_timeout', value: seconds(config.requestTimeoutMs), source: from(undefined, 'AUTHCLI_REQUEST_TIMEOUT') },
+    { name: 'keepalive_timeout', value: seconds(config.keepAliveTimeoutMs), source: from(undefined, 'AUTHCLI_KEEPALIVE_TIMEOUT') },
+    { name: 'max_connections', value: String(config.maxConnections), source: from(undefined, 'AUTHCLI_MAX_CONNECTIONS') },
+    { name: 'db_timeout', value: seconds(config.dbTimeoutMs), source: from(undefined, 'AUTHCLI_DB_TIMEOUT') },
+    { name: 'shutdown_grace', value: seconds(config.shutdownGraceMs), source: from(undefined, 'AUTHCLI_SHUTDOWN_GRACE') },
+    { name: 'store_retry_after', value: `${D.STORE_RETRY_AFTER_SECONDS} s`, source: 'built-in' },
+    { name: 'ready_timeout', value: seconds(D.READY_TIMEOUT_MS), source: 'built-in' },
+    // the store
+    { name: 'application_cache_size', value: `${D.APPLICATION_CACHE_SIZE} applications`, source: 'built-in' },
+    { name: 'postgres_pool_size', value: `${D.POSTGRES_POOL_SIZE} connections`, source: 'built-in' },
+    { name: 'sqlite_busy_timeout', value: seconds(D.SQLITE_BUSY_TIMEOUT_MS), source: 'built-in' },
+    { name: 'checkpoint_interval', value: seconds(D.CHECKPOINT_INTERVAL_MS), source: 'built-in' },
+    { name: 'wal_limit', value: `${D.WAL_LIMIT_PAGES} pages`, source: 'built-in' },
+    { name: 'wal_size_limit', value: `${D.WAL_SIZE_LIMIT_BYTES} bytes`, source: 'built-in' },
+    // password hashing
+    {
+      name: 'password_hash_threads',
+      value: String(config.passwordHashThreads),
+      source: from(undefined, 'AUTHCLI_PASSWORD_HASH_THREADS', 'default (half the cores)'),
+    },
+    { name: 'password_hashes_per_client', value: String(config.passwordHashesPerClient), source: 'built-in' },
+    { name: 'password_hashes_queued_per_thread', value: String(D.PASSWORD_HASHES_QUEUED_PER_THREAD), source: 'built-in' },
+    { name: 'scrypt', value: `N=${D.SCRYPT.N} r=${D.SCRYPT.r} p=${D.SCRYPT.p}`, source: 'built-in' },
+    // abuse limits
+    ...Object.entries(config.limits).map(([kind, l]) => ({
+      name: `limit.${kind}`,
+      value: `${l.limit}/${windowText(l.windowMs)}`,
+      source: overridden.has(kind) ? 'env AUTHCLI_LIMITS' : 'default',
+    })),
+    // input sizes
+    { name: 'authorize_state_max', value: `${D.AUTHORIZE_STATE_MAX} chars`, source: 'built-in' },
+    { name: 'nonce_max', value: `${D.NONCE_MAX} chars`, source: 'built-in' },
+    { name: 'logout_state_max', value: `${D.LOGOUT_STATE_MAX} chars`, source: 'built-in' },
+    { name: 'presented_token_max', value: `${D.PRESENTED_TOKEN_MAX} chars`, source: 'built-in' },
+    { name: 'presented_secret_max', value: `${D.PRESENTED_SECRET_MAX} chars`, source: 'built-in' },
+    { name: 'signin_username_max', value: `${D.SIGNIN_USERNAME_MAX} chars`, source: 'built-in' },
+    { name: 'signin_password_max', value: `${D.SIGNIN_PASSWORD_MAX} chars`, source: 'built-in' },
+    { name: 'min_password_length', value: `${D.MIN_PASSWORD_LENGTH} chars`, source: 'built-in' },
+  ];
+}

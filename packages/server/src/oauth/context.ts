@@ -1,0 +1,18 @@
+import type { ServerConfig } from '../config/config.js';
+import type { Store } from '../store/store.js';
+import type { KeyRing } from './keys.js';
+import type { AbuseLimits } from './limits.js';
+import type { TokenIssuer } from './tokens.js';
+
+/**
+ * What the protocol logic needs, passed down explicitly (no module-level
+ * singletons): the configuration, the store, the signing keys and token
+ * issuer, and the abuse limits (consumed before the work they protect).
+ */
+export interface OAuthContext {
+  config: ServerConfig;
+  store: Store;
+  keys: KeyRing;
+  tokens: TokenIssuer;
+  limits: AbuseLimits;
+}

@@ -1,0 +1,62 @@
+import { printTable, withStore } from './shared.js';
+import type { Command } from 'commander';
+import { InputError } from '../util/input-error.js';
+import { ipSubject } from '../http/client-ip.js';
+import { describeCounter, ipCounterKeys } from '../oauth/limits.js';
+
+/** `authcli-server limits ...`: the abuse-limit counters (list, clear-ip). */
+export function limitsCommand(cli: Command): void {
+  const limits = cli
+    .command('limits')
+    .description('see and clear abuse limits (failed sign-ins, user-code guesses, device authorizations)');
+  limits
+    .command('list')
+    .description('counters in their current window, with their limits')
+    .option('--json', 'print JSON')
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(async (opts: { json?: boolean; database?: string }) => {
+      await withStore(opts.database, async (store, config) => {
+        const now = Date.now();
+        const rows = (await store.rateLimits.list()).flatMap((r) => {
+          const info = describeCounter(r.key, config.limits);
+          if (!info || r.window_start + info.limit.windowMs <= now) return [];
+          const subject = info.username ?? info.userId ?? info.clientId ?? '';
+          return [
+            {
+              kind: info.kind,
+              subject,
+              ip: info.ip ?? '',
+              count: r.count,
+              limit: info.limit.limit,
+              limited: r.count >= info.limit.limit,
+              resets_at: new Date(r.window_start + info.limit.windowMs).toISOString(),
+            },
+          ];
+        });
+        if (opts.json) {
+          process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+          return;
+        }
+        printTable(
+          ['KIND', 'SUBJECT', 'IP', 'COUNT', 'LIMIT', 'RESETS AT'],
+          rows.map((r) => [r.kind, r.subject, r.ip, String(r.count), String(r.limit), r.resets_at]),
+        );
+      });
+    });
+  limits
+    .command('clear-ip <address>')
+    .description("clear a client IP's sign-in and user-code counters (e.g. an office locked out of /device)")
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(async (address: string, opts: { database?: string }) => {
+      if (ipSubject(address) === undefined) throw new InputError(`${address} is not an IP address`);
+      await withStore(opts.database, async (store) => {
+        const n = await store.rateLimits.delete(
+          ipCounterKeys(
+            (await store.rateLimits.list()).map((r) => r.key),
+            address,
+          ),
+        );
+        process.stdout.write(n ? `cleared ${n} counter${n === 1 ? '' : 's'} of ${address}\n` : `${address} had nothing counted\n`);
+      });
+    });
+}

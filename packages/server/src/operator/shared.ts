@@ -1,0 +1,86 @@
+import { ConfigError, loadConfig, type ServerConfig } from '../config/config.js';
+import { bootstrapStore } from '../oauth/registration.js';
+import { openStore, type OpenOptions } from '../store/open.js';
+import { StoreError, type Store } from '../store/store.js';
+import { isStoreUnavailable } from '../store/unavailable.js';
+import { InputError } from '../util/input-error.js';
+
+/** Expected failures print one line and exit 1; anything else is a bug and prints its stack. */
+export function isExpected(err: unknown): err is Error {
+  return err instanceof ConfigError || err instanceof InputError || err instanceof StoreError;
+}
+
+/** Said on standard error: not part of any command's output, and shown whatever LOG_LEVEL is. */
+export function warn(message: string): void {
+  process.stderr.write(`authcli-server: warning: ${message}\n`);
+}
+
+/**
+ * Opens and migrates the store. A database that cannot be reached (refused,
+ * or silent past the database timeout) is one line naming where it was
+ * looked for, not a stack or a wait without end.
+ */
+export async function openMigrated(config: ServerConfig, options: OpenOptions = {}): Promise<Store> {
+  const store = await openStore(config.databaseUrl, { ...options, timeoutMs: config.dbTimeoutMs });
+  try {
+    await store.migrate();
+  } catch (err) {
+    await store.close().catch(() => undefined);
+    const cause = err instanceof StoreError ? err.cause : err;
+    if (store.dialect === 'postgres' && isStoreUnavailable(cause)) {
+      // pg's timeouts carry no code; a refusal or a server's own error does, and came at once.
+      const waited =
+        (cause as { code?: unknown }).code === undefined ? ` (no answer within AUTHCLI_DB_TIMEOUT, ${config.dbTimeoutMs / 1000} s)` : '';
+      throw new StoreError(
+        'unavailable',
+        `cannot reach the database at ${databaseHost(config.databaseUrl)}: ${(cause as Error).message}${waited}`,
+        { cause },
+      );
+    }
+    throw err;
+  }
+  return store;
+}
+
+/** host:port of a PostgreSQL URL, for messages (never the user or password). */
+export function databaseHost(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname || 'localhost'}:${u.port || '5432'}`;
+  } catch {
+    return 'the configured address';
+  }
+}
+
+export async function withStore<T>(database: string | undefined, fn: (store: Store, config: ServerConfig) => Promise<T>): Promise<T> {
+  const config = loadConfig({ database });
+  const store = await openMigrated(config);
+  try {
+    await bootstrapStore(store, Date.now());
+    return await fn(store, config);
+  } finally {
+    await store.close();
+  }
+}
+
+export async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of stream) chunks.push(Buffer.from(c as Buffer));
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Prompts on the terminal without echoing what is typed. */
+export async function promptHidden(prompt: string): Promise<string> {
+  if (!process.stdin.isTTY) throw new InputError('no terminal to ask for the password: pipe it with --password-stdin');
+  const { read } = await import('read');
+  return read({ prompt, silent: true, replace: '', output: process.stderr });
+}
+
+export const collect = (v: string, prev: string[] = []) => [...prev, v];
+
+/** A text table: a header row, columns padded to their widest cell. */
+export function printTable(header: string[], rows: string[][]): void {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  for (const row of [header, ...rows])
+    process.stdout.write(`${row.map((c, i) => (i === row.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')}\n`);
+}

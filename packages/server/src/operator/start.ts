@@ -1,0 +1,122 @@
+import { databaseHost, openMigrated, warn } from './shared.js';
+import type { Command } from 'commander';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../app.js';
+import { PURGE_INTERVAL_MS } from '../config/defaults.js';
+import { bootstrapStore } from '../oauth/registration.js';
+import { loadConfig, type ConfigInput } from '../config/config.js';
+import { UNENCRYPTED_KEYS_WARNING } from '../oauth/key-encryption.js';
+import { loopbackIssuerWarning } from '../http/loopback.js';
+import { exposedFolderWarning } from '../store/file-modes.js';
+import { parseDatabaseUrl } from '../store/open.js';
+
+/** package.json's version, fixed at build time by tsup's `define` (tsup.config.ts). */
+declare const __AUTHCLI_SERVER_VERSION__: string;
+
+/** `authcli-server start`: open and migrate the store, serve, and stop gracefully on SIGTERM/SIGINT. */
+export function startCommand(cli: Command): void {
+  cli
+    .command('start')
+    .description('run the server')
+    .option('--port <port>', 'port to listen on (env PORT, default 8080)')
+    .option('--host <host>', 'address to bind (env HOST, default 127.0.0.1)')
+    .option('--issuer <url>', 'public base URL (env AUTHCLI_ISSUER, default http://<host>:<port>)')
+    .option('--database <url>', 'postgres:// URL or SQLite file (env DATABASE_URL, default ./data/authcli.db)')
+    .action(async (opts: ConfigInput) => {
+      const config = loadConfig(opts);
+      const store = await openMigrated(config, { backgroundCheckpoints: true });
+      let app: FastifyInstance;
+      try {
+        await bootstrapStore(store, config.now());
+        // Refuses (a ConfigError) when the signing keys cannot be opened with the key-encryption key given.
+        app = await buildApp(config, store);
+      } catch (err) {
+        await store.close();
+        throw err;
+      }
+      const loc = parseDatabaseUrl(config.databaseUrl);
+      const folderWarning = loc.dialect === 'sqlite' && loc.path !== ':memory:' ? exposedFolderWarning(loc.path) : undefined;
+      if (folderWarning) warn(folderWarning);
+      if (!config.keyEncryptionKey) warn(UNENCRYPTED_KEYS_WARNING);
+      const loopbackWarning = loopbackIssuerWarning(config.host, config.issuer);
+      if (loopbackWarning) warn(loopbackWarning);
+      // A person at a terminal gets text; anything else (systemd, docker, a pipe) gets JSON log lines only.
+      const human = process.stdout.isTTY === true;
+      const purge = setInterval(() => {
+        store.purgeExpired(config.now()).catch((err: unknown) => app.log.warn({ err }, 'purge failed'));
+      }, PURGE_INTERVAL_MS);
+      purge.unref();
+      let closing = false;
+      /**
+       * SIGTERM/SIGINT: stop accepting connections and close idle ones (Fastify answers 503 to new requests on
+       * kept-alive ones), let requests in flight finish for up to AUTHCLI_SHUTDOWN_GRACE, cut what is left, then
+       * close the store (SQLite checkpoints its log into the file) and exit 0: a stop asked for is not a failure.
+       */
+      const shutdown = async (signal: NodeJS.Signals) => {
+        if (closing) return;
+        closing = true;
+        clearInterval(purge);
+        if (human) process.stdout.write(`stopping (${signal}): finishing requests in flight, at most ${config.shutdownGraceMs / 1000} s\n`);
+        else app.log.info({ signal, graceMs: config.shutdownGraceMs }, 'shutting down: finishing requests in flight');
+        const cut = setTimeout(() => {
+          app.log.warn('shutdown grace period over: closing the connections still open');
+          app.server.closeAllConnections();
+        }, config.shutdownGraceMs);
+        try {
+          await app.close();
+          clearTimeout(cut);
+          await store.close();
+          process.exitCode = 0;
+        } catch (err) {
+          process.stderr.write(`authcli-server: shutdown failed: ${(err as Error).stack ?? String(err)}\n`);
+          process.exitCode = 1;
+        }
+        // Nothing should keep the process alive now; if a handle does, it still ends (unref: no wait when none does).
+        setTimeout(() => process.exit(), 1000).unref();
+      };
+      // `on`, not `once`: Ctrl-C under `pnpm start` reaches the server twice (from the terminal, and passed on by
+      // scripts/start.mjs); a repeat while closing changes nothing, where the default action would kill the process.
+      process.on('SIGINT', (s) => void shutdown(s));
+      process.on('SIGTERM', (s) => void shutdown(s));
+      // Fastify logs "Server listening at" as a JSON line; a terminal gets the banner below instead.
+      const level = app.log.level;
+      if (human) app.log.level = 'warn';
+      await app.listen({ port: config.port, host: config.host });
+      app.log.level = level;
+      const users = await store.users.count();
+      const address = app.server.address();
+      const port = address && typeof address === 'object' ? address.port : config.port;
+      const started = {
+        version: __AUTHCLI_SERVER_VERSION__,
+        issuer: config.issuer,
+        store:
+          store.dialect === 'sqlite'
+            ? `SQLite ${loc.dialect === 'sqlite' ? loc.path : config.databaseUrl}`
+            : `PostgreSQL ${databaseHost(config.databaseUrl)}`,
+        listening: `${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`,
+        dashboard: `${config.issuer}/dashboard`,
+        // Set by bin/authcli-server.cjs before libuv starts its pool (RS256 signatures, scrypt).
+        signingThreads: process.env.UV_THREADPOOL_SIZE || '4 (libuv default)',
+        users,
+      };
+      if (!human) {
+        app.log.info(started, 'authcli-server started');
+        return;
+      }
+      process.stdout.write(
+        [
+          `authcli-server ${started.version}`,
+          `  issuer:          ${started.issuer}`,
+          `  store:           ${started.store}`,
+          `  listening on:    ${started.listening}`,
+          `  dashboard:       ${started.dashboard}`,
+          `  signing threads: ${started.signingThreads}`,
+          users === 0
+            ? `no users yet: add one with \`authcli-server users add <username>\`, then sign in at ${config.issuer}/signin`
+            : `sign in at ${config.issuer}/signin`,
+          'Ctrl-C stops it.',
+          '',
+        ].join('\n'),
+      );
+    });
+}

@@ -1,0 +1,35 @@
+import { warn, withStore } from './shared.js';
+import type { Command } from 'commander';
+import { loadConfig } from '../config/config.js';
+import { UNENCRYPTED_KEYS_WARNING } from '../oauth/key-encryption.js';
+import { rotateKeys } from '../oauth/keys.js';
+import { backupStore } from '../store/backup.js';
+
+/** `authcli-server backup <file>` and `keys rotate`: the store and its signing keys. */
+export function storeCommands(cli: Command): void {
+  cli
+    .command('backup <file>')
+    .description('copy the embedded SQLite store to a new file (0600) while the server runs; for PostgreSQL, use pg_dump')
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(async (file: string, opts: { database?: string }) => {
+      const config = loadConfig({ database: opts.database });
+      const { path, pages } = await backupStore(config.databaseUrl, file);
+      process.stdout.write(`backed up ${config.databaseUrl} to ${path} (${pages} pages)\n`);
+      if (!config.keyEncryptionKey) warn('the backup holds the signing keys unencrypted: keep it as safe as the database');
+    });
+
+  cli
+    .command('keys')
+    .description('manage signing keys')
+    .command('rotate')
+    .description('create new signing keys; the previous ones stay in JWKS until their tokens expire')
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(async (opts: { database?: string }) => {
+      await withStore(opts.database, async (store, config) => {
+        const fresh = await rotateKeys(store, Date.now(), config.keyEncryptionKey);
+        for (const k of fresh)
+          process.stdout.write(`new ${k.alg} key ${k.kid} (signs in about a minute, once every instance has published it)\n`);
+        if (!config.keyEncryptionKey) warn(UNENCRYPTED_KEYS_WARNING);
+      });
+    });
+}

@@ -1,0 +1,119 @@
+import { printTable, promptHidden, readAll, withStore } from './shared.js';
+import type { Command } from 'commander';
+import { addUser, resetUserPassword } from '../oauth/accounts.js';
+import { accountCounterKeys } from '../oauth/limits.js';
+
+/** `authcli-server users ...`: end users (add, list, reset-password, disable, enable, unlock). */
+export function usersCommand(cli: Command): void {
+  const users = cli.command('users').description('manage end users');
+  users
+    .command('add <username>')
+    .description('add a user (asks for the password, or reads it from stdin)')
+    .option('--password-stdin', 'read the password from standard input')
+    .option('--admin', 'make the user an administrator (sees every application)')
+    .option('--name <name>', 'display name')
+    .option('--email <email>', 'email address')
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(
+      async (username: string, opts: { passwordStdin?: boolean; admin?: boolean; name?: string; email?: string; database?: string }) => {
+        const password = opts.passwordStdin
+          ? (await readAll(process.stdin)).replace(/\r?\n$/, '')
+          : await promptHidden(`Password for ${username}: `);
+        await withStore(opts.database, async (store) => {
+          const user = await addUser(
+            store,
+            { username, password, admin: opts.admin ?? false, name: opts.name ?? null, email: opts.email ?? null },
+            Date.now(),
+          );
+          process.stdout.write(`added user ${user.username}${opts.admin ? ' (admin)' : ''}\n`);
+        });
+      },
+    );
+  users
+    .command('list')
+    .description('list users, oldest first')
+    .option('--json', 'print JSON')
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(async (opts: { json?: boolean; database?: string }) => {
+      await withStore(opts.database, async (store) => {
+        const rows = (await store.users.list()).map((u) => ({
+          username: u.username,
+          name: u.name,
+          email: u.email,
+          admin: u.is_admin === 1,
+          disabled: u.disabled_at !== null,
+          created: new Date(Number(u.created_at)).toISOString(),
+        }));
+        if (opts.json) {
+          process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+          return;
+        }
+        printTable(
+          ['USERNAME', 'NAME', 'EMAIL', 'ADMIN', 'DISABLED', 'CREATED'],
+          rows.map((r) => [r.username, r.name ?? '', r.email ?? '', r.admin ? 'yes' : 'no', r.disabled ? 'yes' : 'no', r.created]),
+        );
+      });
+    });
+  users
+    .command('reset-password <username>')
+    .description(
+      "set a new password (asks for it, or reads it from stdin); ends the user's sessions and clears their failed sign-in counters",
+    )
+    .option('--password-stdin', 'read the password from standard input')
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(async (username: string, opts: { passwordStdin?: boolean; database?: string }) => {
+      const password = opts.passwordStdin
+        ? (await readAll(process.stdin)).replace(/\r?\n$/, '')
+        : await promptHidden(`New password for ${username}: `);
+      await withStore(opts.database, async (store) => {
+        const reset = await resetUserPassword(store, username, password);
+        // A lockout earned by someone guessing the old password would otherwise outlast the reset.
+        const cleared = await store.rateLimits.delete(
+          accountCounterKeys(
+            (await store.rateLimits.list()).map((r) => r.key),
+            reset.username,
+          ),
+        );
+        process.stdout.write(
+          `reset the password of ${reset.username} (${reset.sessionsEnded} session${reset.sessionsEnded === 1 ? '' : 's'} ended, ${cleared} failed sign-in counter${cleared === 1 ? '' : 's'} cleared)\n`,
+        );
+      });
+    });
+  users
+    .command('disable <username>')
+    .description('disable a user: sign-in and token redemption are refused')
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(async (username: string, opts: { database?: string }) => {
+      await withStore(opts.database, async (store) => {
+        await store.users.setDisabled(username, Date.now());
+        process.stdout.write(`disabled user ${username}\n`);
+      });
+    });
+  users
+    .command('enable <username>')
+    .description('enable a disabled user')
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(async (username: string, opts: { database?: string }) => {
+      await withStore(opts.database, async (store) => {
+        await store.users.setDisabled(username, null);
+        process.stdout.write(`enabled user ${username}\n`);
+      });
+    });
+
+  users
+    .command('unlock <username>')
+    .description('clear the failed sign-in counters of a user (every client IP), so sign-in is not limited or slowed')
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(async (username: string, opts: { database?: string }) => {
+      await withStore(opts.database, async (store) => {
+        const keys = accountCounterKeys(
+          (await store.rateLimits.list()).map((r) => r.key),
+          username,
+        );
+        const n = await store.rateLimits.delete(keys);
+        process.stdout.write(
+          n ? `unlocked ${username} (${n} counter${n === 1 ? '' : 's'} cleared)\n` : `${username} had no failed sign-ins counted\n`,
+        );
+      });
+    });
+}

@@ -1,0 +1,32 @@
+import type { Kysely } from 'kysely';
+import { RATE_LIMIT_ROWS_KEPT_MS, REPLAY_EVIDENCE_MS } from '../config/defaults.js';
+import type { Database } from './schema.js';
+
+/**
+ * Deletes what has expired in every table: sessions, revoked-access-token
+ * records, grants (with their refresh tokens), continuations at expiry;
+ * codes and device authorizations only {@link REPLAY_EVIDENCE_MS} after it,
+ * so that a late replay still finds its row; rate-limit counters
+ * {@link RATE_LIMIT_ROWS_KEPT_MS} after their window began.
+ */
+export async function purgeExpired(db: Kysely<Database>, now: number): Promise<void> {
+  await db.deleteFrom('sessions').where('expires_at', '<=', now).execute();
+  // Keep codes for a while past expiry: a late replay still finds the row and revokes its grant.
+  await db
+    .deleteFrom('authorization_codes')
+    .where('expires_at', '<=', now - REPLAY_EVIDENCE_MS)
+    .execute();
+  await db
+    .deleteFrom('device_authorizations')
+    .where('expires_at', '<=', now - REPLAY_EVIDENCE_MS)
+    .execute();
+  await db.deleteFrom('revoked_access_tokens').where('expires_at', '<=', now).execute();
+  await db
+    .deleteFrom('rate_limits')
+    .where('window_start', '<=', now - RATE_LIMIT_ROWS_KEPT_MS)
+    .execute();
+  // Expired grants take their refresh tokens with them (ON DELETE CASCADE).
+  await db.deleteFrom('grants').where('expires_at', '<=', now).execute();
+  // Sign-in continuations: nothing to keep once expired, a late use goes to `/` anyway.
+  await db.deleteFrom('continuations').where('expires_at', '<=', now).execute();
+}

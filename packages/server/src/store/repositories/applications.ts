@@ -1,0 +1,168 @@
+import { APPLICATION_CACHE_MS, APPLICATION_CACHE_SIZE } from '../../config/defaults.js';
+import type { Engine } from '../engine.js';
+import { isUniqueViolation, StoreError } from '../errors.js';
+import { Prepared } from '../prepared.js';
+import type { ApplicationRow } from '../schema.js';
+
+/** Grant types an application may be allowed (RFC 6749 §4.1, §6; RFC 8628 §3.4). */
+export const GRANT_TYPES = ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code'] as const;
+export type GrantType = (typeof GRANT_TYPES)[number];
+
+/** A registered client application (RFC 6749 §2). */
+export interface Application {
+  clientId: string;
+  ownerId: string | null;
+  name: string;
+  kind: 'public' | 'confidential';
+  secretHash: string | null;
+  callbackUrls: string[];
+  scopes: string[];
+  grantTypes: GrantType[];
+  idTokenAlg: 'RS256' | 'ES256';
+  createdAt: number;
+  updatedAt: number;
+  /** Where RP-initiated logout may send the browser back to, exact-matched (OpenID Connect RP-Initiated Logout 1.0 §3.1). */
+  postLogoutRedirectUris: string[];
+}
+
+export type NewApplication = Omit<Application, 'updatedAt' | 'postLogoutRedirectUris'> & { postLogoutRedirectUris?: string[] };
+
+/** What an application update may change. */
+export type ApplicationPatch = Partial<
+  Pick<Application, 'name' | 'callbackUrls' | 'scopes' | 'grantTypes' | 'idTokenAlg' | 'secretHash' | 'postLogoutRedirectUris'>
+>;
+
+/** Registered client applications (RFC 6749 §2). */
+export interface Applications {
+  /** Registers an application; `duplicate` when its client_id is taken. */
+  create(app: NewApplication): Promise<Application>;
+  /**
+   * The application with this client_id. Every token, device and revocation
+   * request looks its client up, so answers are kept for
+   * {@link APPLICATION_CACHE_MS}; this instance's own changes take effect at
+   * once, another instance's within that time. The answer is frozen.
+   */
+  get(clientId: string): Promise<Application | undefined>;
+  /** Applications owned by `ownerId`, or all of them when `ownerId` is undefined. */
+  list(ownerId?: string): Promise<Application[]>;
+  /** Changes an application; `not_found` when there is none. */
+  update(clientId: string, patch: ApplicationPatch, now: number): Promise<Application>;
+  /** Deletes an application; `not_found` when there is none. */
+  delete(clientId: string): Promise<void>;
+}
+
+function freezeApplication(app: Application): Application {
+  Object.freeze(app.callbackUrls);
+  Object.freeze(app.postLogoutRedirectUris);
+  Object.freeze(app.scopes);
+  Object.freeze(app.grantTypes);
+  return Object.freeze(app);
+}
+
+function toApplication(row: ApplicationRow): Application {
+  return {
+    clientId: row.client_id,
+    ownerId: row.owner_id,
+    name: row.name,
+    kind: row.kind,
+    secretHash: row.secret_hash,
+    callbackUrls: JSON.parse(row.callback_urls) as string[],
+    scopes: row.scopes.split(' ').filter(Boolean),
+    grantTypes: JSON.parse(row.grant_types) as GrantType[],
+    idTokenAlg: row.id_token_alg,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    postLogoutRedirectUris: JSON.parse(row.post_logout_redirect_uris) as string[],
+  };
+}
+
+/** {@link Applications} on Kysely, with the per-instance lookup cache; the lookup is prepared (every token request makes it). */
+export class KyselyApplications implements Applications {
+  private readonly byClientId = new Prepared<'clientId', ApplicationRow>(['clientId'], (db, p) =>
+    db.selectFrom('applications').selectAll().where('client_id', '=', p.clientId),
+  );
+
+  /** Recently read applications by client_id (see get). */
+  private readonly cache = new Map<string, { app: Application; at: number }>();
+
+  constructor(private readonly engine: Engine) {}
+
+  async create(app: NewApplication): Promise<Application> {
+    try {
+      await this.engine.db
+        .insertInto('applications')
+        .values({
+          client_id: app.clientId,
+          owner_id: app.ownerId,
+          name: app.name,
+          kind: app.kind,
+          secret_hash: app.secretHash,
+          callback_urls: JSON.stringify(app.callbackUrls),
+          scopes: app.scopes.join(' '),
+          grant_types: JSON.stringify(app.grantTypes),
+          id_token_alg: app.idTokenAlg,
+          created_at: app.createdAt,
+          updated_at: app.createdAt,
+          post_logout_redirect_uris: JSON.stringify(app.postLogoutRedirectUris ?? []),
+        })
+        .execute();
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new StoreError('duplicate', `client_id ${app.clientId} already exists`);
+      throw err;
+    }
+    return (await this.reload(app.clientId))!;
+  }
+
+  async get(clientId: string): Promise<Application | undefined> {
+    const now = performance.now();
+    const hit = this.cache.get(clientId);
+    if (hit && now - hit.at < APPLICATION_CACHE_MS) return hit.app;
+    const [row] = (await this.engine.run(this.byClientId, { clientId })).rows;
+    if (!row) {
+      this.cache.delete(clientId);
+      return undefined;
+    }
+    const app = freezeApplication(toApplication(row));
+    if (this.cache.size >= APPLICATION_CACHE_SIZE) this.cache.clear();
+    this.cache.set(clientId, { app, at: now });
+    return app;
+  }
+
+  /** Reads the application past the cache (after changing it). */
+  private async reload(clientId: string): Promise<Application | undefined> {
+    this.cache.delete(clientId);
+    return this.get(clientId);
+  }
+
+  async list(ownerId?: string): Promise<Application[]> {
+    let q = this.engine.db.selectFrom('applications').selectAll().orderBy('created_at').orderBy('client_id');
+    if (ownerId !== undefined) q = q.where('owner_id', '=', ownerId);
+    return (await q.execute()).map(toApplication);
+  }
+
+  async update(clientId: string, patch: ApplicationPatch, now: number): Promise<Application> {
+    const r = await this.engine.db
+      .updateTable('applications')
+      .set({
+        ...(patch.name !== undefined && { name: patch.name }),
+        ...(patch.callbackUrls !== undefined && { callback_urls: JSON.stringify(patch.callbackUrls) }),
+        ...(patch.postLogoutRedirectUris !== undefined && { post_logout_redirect_uris: JSON.stringify(patch.postLogoutRedirectUris) }),
+        ...(patch.scopes !== undefined && { scopes: patch.scopes.join(' ') }),
+        ...(patch.grantTypes !== undefined && { grant_types: JSON.stringify(patch.grantTypes) }),
+        ...(patch.idTokenAlg !== undefined && { id_token_alg: patch.idTokenAlg }),
+        ...(patch.secretHash !== undefined && { secret_hash: patch.secretHash }),
+        updated_at: now,
+      })
+      .where('client_id', '=', clientId)
+      .executeTakeFirst();
+    this.cache.delete(clientId);
+    if (Number(r.numUpdatedRows) === 0) throw new StoreError('not_found', `no application ${clientId}`);
+    return (await this.reload(clientId))!;
+  }
+
+  async delete(clientId: string): Promise<void> {
+    const r = await this.engine.db.deleteFrom('applications').where('client_id', '=', clientId).executeTakeFirst();
+    this.cache.delete(clientId);
+    if (Number(r.numDeletedRows) === 0) throw new StoreError('not_found', `no application ${clientId}`);
+  }
+}

@@ -1,0 +1,218 @@
+import { type Kysely, sql } from 'kysely';
+import { DEVICE_POLL_INTERVAL_SECONDS } from '../../config/defaults.js';
+import type { Engine } from '../engine.js';
+import { isUniqueViolation, StoreError } from '../errors.js';
+import { Prepared } from '../prepared.js';
+import type { Database, DeviceAuthorization, Grant, RefreshToken } from '../schema.js';
+import type { GrantStatements } from './grants.js';
+import { insertRow } from './statements.js';
+
+export type { DeviceAuthorization, DeviceStatus } from '../schema.js';
+
+/** What a device poll did: recorded on time, or too early (the interval it now has). */
+export type DevicePoll = { slowed: false } | { slowed: true; interval_s: number };
+
+/** How the device codes of a store have been polled (operators, `pnpm bench`). */
+export interface DevicePollSummary {
+  /** Device authorizations polled at least once. */
+  polled: number;
+  /**
+   * Device authorizations whose interval is above the default one: with the
+   * default interval, each growth was a `slow_down` answer (RFC 8628 §3.5).
+   */
+  slowedDown: number;
+}
+
+/** Device authorizations (RFC 8628 §3.2), stored by the device code's SHA-256. */
+export interface DeviceGrants {
+  /** Stores a new device authorization; `duplicate` when its user code or device code is taken. */
+  insert(row: DeviceAuthorization): Promise<void>;
+  /**
+   * Stores many device authorizations, in transactions of 500 rows: seeding a
+   * store in bulk (`pnpm bench` writes 300,000 pending ones this way). All
+   * or, on a failure (`duplicate` as in {@link insert}), those slices written
+   * before it.
+   */
+  insertMany(rows: readonly DeviceAuthorization[]): Promise<void>;
+  findByCodeHash(hash: string): Promise<DeviceAuthorization | undefined>;
+  findByUserCode(userCode: string): Promise<DeviceAuthorization | undefined>;
+  /**
+   * Records a poll of a pending, unexpired device code of this client (RFC
+   * 8628 §3.5): a poll sooner than the current interval after the previous
+   * poll is slowed (interval + 5 s); every poll becomes the new "previous
+   * poll". On time and early are two exclusive conditional UPDATEs, each one
+   * atomic step across instances (a poll that finds itself early because
+   * another just landed is rightly early), so an on-time poll is never
+   * slowed. Returns undefined when no such pending row exists (then the
+   * caller looks at why).
+   *
+   * On the embedded store the polls that arrive in one turn of the event loop
+   * are committed together (group commit): each poll is still its own
+   * statements, and its answer is given only after the commit.
+   */
+  recordPoll(hash: string, clientId: string, now: number): Promise<DevicePoll | undefined>;
+  /** Approves or denies a pending, unexpired device authorization (RFC 8628 §3.3); false when it was not pending. */
+  decide(
+    userCode: string,
+    decision: { status: 'approved'; userId: string; authTime: number } | { status: 'denied'; userId: string },
+    now: number,
+  ): Promise<boolean>;
+  /**
+   * Redeems an approved device code into a new grant (and its first refresh
+   * token) in one transaction; among concurrent pollers exactly one wins.
+   */
+  redeem(hash: string, grant: Grant, now: number, refresh?: RefreshToken): Promise<boolean>;
+  /** See {@link DevicePollSummary}. */
+  pollSummary(): Promise<DevicePollSummary>;
+}
+
+const ON_TIME: DevicePoll = Object.freeze({ slowed: false });
+const slowedDown = (row: { interval_s: number } | undefined): DevicePoll | undefined => row && { slowed: true, interval_s: row.interval_s };
+
+type PollParams = Record<'hash' | 'clientId' | 'now', unknown>;
+type PollValues = { hash: string; clientId: string; now: number };
+
+/** A pending, unexpired device authorization of this client: the rows a poll may change. */
+function pendingOf(db: Kysely<Database>, p: PollParams, early: boolean) {
+  const last = sql`last_poll_at is not null and last_poll_at + interval_s * 1000 > ${p.now}`;
+  return db
+    .updateTable('device_authorizations')
+    .where('device_code_hash', '=', sql<string>`${p.hash}`)
+    .where('client_id', '=', sql<string>`${p.clientId}`)
+    .where('status', '=', 'pending')
+    .where('expires_at', '>', sql<number>`${p.now}`)
+    .where(early ? sql<boolean>`${last}` : sql<boolean>`not (${last})`);
+}
+
+/** Rows per transaction of {@link DeviceGrants.insertMany}: both engines cap the parameters of one statement. */
+const INSERT_SLICE = 500;
+
+/** {@link DeviceGrants} on Kysely; the poll, lookup and redemption are prepared (the device poll is a hot path). */
+export class KyselyDeviceGrants implements DeviceGrants {
+  private readonly q = {
+    // RFC 8628 §3.5 as two exclusive conditional UPDATEs: an on-time poll (the common case: one statement, no
+    // row to return) only becomes the previous poll; an early one also grows the interval by 5 s.
+    pollOnTime: new Prepared<'hash' | 'clientId' | 'now', never>(['hash', 'clientId', 'now'], (db, p) =>
+      pendingOf(db, p, false).set({ last_poll_at: sql<number>`${p.now}`, last_poll_slowed: 0 }),
+    ),
+    pollEarly: new Prepared<'hash' | 'clientId' | 'now', { interval_s: number }>(['hash', 'clientId', 'now'], (db, p) =>
+      pendingOf(db, p, true)
+        .set({ last_poll_at: sql<number>`${p.now}`, last_poll_slowed: 1, interval_s: sql<number>`interval_s + 5` })
+        .returning(['interval_s']),
+    ),
+    byHash: new Prepared<'hash', DeviceAuthorization>(['hash'], (db, p) =>
+      db.selectFrom('device_authorizations').selectAll().where('device_code_hash', '=', p.hash),
+    ),
+    redeem: new Prepared<'hash' | 'grantId' | 'now', never>(['hash', 'grantId', 'now'], (db, p) =>
+      db
+        .updateTable('device_authorizations')
+        .set({ status: 'consumed', grant_id: p.grantId })
+        .where('device_code_hash', '=', p.hash)
+        .where('status', '=', 'approved')
+        .where('expires_at', '>', p.now),
+    ),
+    insert: insertRow('device_authorizations', [
+      'device_code_hash',
+      'user_code',
+      'client_id',
+      'scope',
+      'status',
+      'user_id',
+      'auth_time',
+      'created_at',
+      'expires_at',
+      'interval_s',
+      'last_poll_at',
+      'last_poll_slowed',
+      'grant_id',
+    ] as const),
+  };
+
+  constructor(
+    private readonly engine: Engine,
+    private readonly grants: GrantStatements,
+  ) {}
+
+  async insert(row: DeviceAuthorization): Promise<void> {
+    try {
+      await this.engine.run(this.q.insert, row);
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new StoreError('duplicate', 'user_code or device_code already in use');
+      throw err;
+    }
+  }
+
+  async insertMany(rows: readonly DeviceAuthorization[]): Promise<void> {
+    for (let i = 0; i < rows.length; i += INSERT_SLICE) {
+      const slice = rows.slice(i, i + INSERT_SLICE);
+      try {
+        await this.engine.transaction((trx) => trx.insertInto('device_authorizations').values(slice).execute());
+      } catch (err) {
+        if (isUniqueViolation(err)) throw new StoreError('duplicate', 'user_code or device_code already in use');
+        throw err;
+      }
+    }
+  }
+
+  async findByCodeHash(hash: string): Promise<DeviceAuthorization | undefined> {
+    return (await this.engine.run(this.q.byHash, { hash })).rows[0];
+  }
+
+  async findByUserCode(userCode: string): Promise<DeviceAuthorization | undefined> {
+    return this.engine.db.selectFrom('device_authorizations').selectAll().where('user_code', '=', userCode).executeTakeFirst();
+  }
+
+  async recordPoll(hash: string, clientId: string, now: number): Promise<DevicePoll | undefined> {
+    const values = { hash, clientId, now };
+    const grouped = this.engine.grouped;
+    if (!grouped) return this.pollAlone(values);
+    const { pollOnTime: onTime, pollEarly: early } = this.q;
+    return grouped.run({
+      now: () => (grouped.now(onTime, values).changes === 1 ? ON_TIME : slowedDown(grouped.now(early, values).rows[0])),
+      alone: () => this.pollAlone(values),
+    });
+  }
+
+  private async pollAlone(values: PollValues): Promise<DevicePoll | undefined> {
+    if ((await this.engine.run(this.q.pollOnTime, values)).changes === 1) return ON_TIME;
+    return slowedDown((await this.engine.run(this.q.pollEarly, values)).rows[0]);
+  }
+
+  async decide(
+    userCode: string,
+    decision: { status: 'approved'; userId: string; authTime: number } | { status: 'denied'; userId: string },
+    now: number,
+  ): Promise<boolean> {
+    const r = await this.engine.db
+      .updateTable('device_authorizations')
+      .set({
+        status: decision.status,
+        user_id: decision.userId,
+        auth_time: decision.status === 'approved' ? decision.authTime : null,
+      })
+      .where('user_code', '=', userCode)
+      .where('status', '=', 'pending')
+      .where('expires_at', '>', now)
+      .executeTakeFirst();
+    return Number(r.numUpdatedRows) === 1;
+  }
+
+  async redeem(hash: string, grant: Grant, now: number, refresh?: RefreshToken): Promise<boolean> {
+    return this.engine.atomically([
+      { q: this.grants.insertGrant, values: grant },
+      { q: this.q.redeem, values: { hash, grantId: grant.id, now }, mustChange: true },
+      ...(refresh ? [{ q: this.grants.insertRefreshToken, values: refresh }] : []),
+    ]);
+  }
+
+  async pollSummary(): Promise<DevicePollSummary> {
+    const row = await this.engine.db
+      .selectFrom('device_authorizations')
+      .select((eb) => [
+        eb.fn.countAll<number>().filterWhere('interval_s', '>', DEVICE_POLL_INTERVAL_SECONDS).as('slowedDown'),
+        eb.fn.countAll<number>().filterWhere('last_poll_at', 'is not', null).as('polled'),
+      ])
+      .executeTakeFirstOrThrow();
+    return { slowedDown: Number(row.slowedDown), polled: Number(row.polled) };
+  }
+}

@@ -1,0 +1,77 @@
+import { sql } from 'kysely';
+import type { Engine } from '../engine.js';
+import type { RateLimitsTable } from '../schema.js';
+
+/** One fixed-window counter as stored. */
+export type RateLimitRow = RateLimitsTable;
+
+/** Fixed-window counters shared by every instance (the limits themselves are oauth/limits.ts). */
+export interface RateLimits {
+  /**
+   * Counts one event under `key` in a fixed window and returns the window's
+   * count, including this event: one `INSERT ... ON CONFLICT DO UPDATE ...
+   * RETURNING` on both engines, so the increment and the read are one atomic
+   * step across instances. Callers consume before the work the limit protects
+   * and refuse when the answer is over the limit: N parallel requests get N
+   * distinct counts, so at most `limit` of them ever pass.
+   */
+  consume(key: string, windowMs: number, now: number): Promise<{ count: number; windowStart: number }>;
+  /**
+   * Gives one event back to the window it was counted in (a success that was
+   * counted before it was known); nothing when that window has since ended
+   * and another begun.
+   */
+  release(key: string, windowStart: number): Promise<void>;
+  /** Every counter (operator commands: what is limited now, and clearing it). */
+  list(): Promise<RateLimitRow[]>;
+  /** Deletes the counters with these keys; returns how many there were. */
+  delete(keys: readonly string[]): Promise<number>;
+}
+
+/** {@link RateLimits} on Kysely. */
+export class KyselyRateLimits implements RateLimits {
+  constructor(private readonly engine: Engine) {}
+
+  async consume(key: string, windowMs: number, now: number): Promise<{ count: number; windowStart: number }> {
+    const stale = sql<boolean>`rate_limits.window_start <= ${now - windowMs}`;
+    const row = await this.engine.db
+      .insertInto('rate_limits')
+      .values({ key, window_start: now, count: 1 })
+      .onConflict((oc) =>
+        oc.column('key').doUpdateSet({
+          count: sql<number>`case when ${stale} then 1 else rate_limits.count + 1 end`,
+          window_start: sql<number>`case when ${stale} then ${now} else rate_limits.window_start end`,
+        }),
+      )
+      .returning(['count', 'window_start'])
+      .executeTakeFirstOrThrow();
+    return { count: row.count, windowStart: row.window_start };
+  }
+
+  async release(key: string, windowStart: number): Promise<void> {
+    await this.engine.db
+      .updateTable('rate_limits')
+      .set({ count: sql<number>`count - 1` })
+      .where('key', '=', key)
+      .where('window_start', '=', windowStart)
+      .where('count', '>', 0)
+      .execute();
+  }
+
+  async list(): Promise<RateLimitRow[]> {
+    return this.engine.db.selectFrom('rate_limits').selectAll().orderBy('key').execute();
+  }
+
+  async delete(keys: readonly string[]): Promise<number> {
+    let n = 0;
+    // In slices: PostgreSQL and SQLite both cap the parameters of one statement.
+    for (let i = 0; i < keys.length; i += 500) {
+      const r = await this.engine.db
+        .deleteFrom('rate_limits')
+        .where('key', 'in', keys.slice(i, i + 500))
+        .executeTakeFirst();
+      n += Number(r.numDeletedRows);
+    }
+    return n;
+  }
+}

@@ -1,0 +1,66 @@
+import type { Engine } from '../engine.js';
+import type { Session, User } from '../schema.js';
+
+export type { Session } from '../schema.js';
+
+/** Browser sessions, stored by the cookie value's SHA-256 only. */
+export interface Sessions {
+  create(session: Session): Promise<void>;
+  /** The live session with this id hash, with its (enabled) user. */
+  find(idHash: string, now: number): Promise<{ session: Session; user: User } | undefined>;
+  delete(idHash: string): Promise<void>;
+}
+
+/** {@link Sessions} on Kysely. */
+export class KyselySessions implements Sessions {
+  constructor(private readonly engine: Engine) {}
+
+  async create(session: Session): Promise<void> {
+    await this.engine.db.insertInto('sessions').values(session).execute();
+  }
+
+  async find(idHash: string, now: number): Promise<{ session: Session; user: User } | undefined> {
+    const row = await this.engine.db
+      .selectFrom('sessions')
+      .innerJoin('users', 'users.id', 'sessions.user_id')
+      .selectAll('sessions')
+      .select([
+        'users.id as u_id',
+        'users.username as u_username',
+        'users.password_hash as u_password_hash',
+        'users.name as u_name',
+        'users.email as u_email',
+        'users.is_admin as u_is_admin',
+        'users.disabled_at as u_disabled_at',
+        'users.created_at as u_created_at',
+      ])
+      .where('sessions.id_hash', '=', idHash)
+      .where('sessions.expires_at', '>', now)
+      .where('users.disabled_at', 'is', null)
+      .executeTakeFirst();
+    if (!row) return undefined;
+    return {
+      session: {
+        id_hash: row.id_hash,
+        user_id: row.user_id,
+        auth_time: row.auth_time,
+        created_at: row.created_at,
+        expires_at: row.expires_at,
+      },
+      user: {
+        id: row.u_id,
+        username: row.u_username,
+        password_hash: row.u_password_hash,
+        name: row.u_name,
+        email: row.u_email,
+        is_admin: row.u_is_admin,
+        disabled_at: row.u_disabled_at,
+        created_at: row.u_created_at,
+      },
+    };
+  }
+
+  async delete(idHash: string): Promise<void> {
+    await this.engine.db.deleteFrom('sessions').where('id_hash', '=', idHash).execute();
+  }
+}

@@ -1,0 +1,8 @@
+/**
+ * What a person or operator typed is not acceptable (a username, a callback
+ * URL, a backup path): the message says what to change, and callers show it
+ * as it is (a CLI line, a form error), never as a server fault.
+ */
+export class InputError extends Error {
+  override name = 'InputError';
+}

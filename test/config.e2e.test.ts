@@ -1,0 +1,103 @@
+import { describe, expect, it } from 'vitest';
+import { serverCommand } from '@authcli/test-support/server-process';
+
+interface Entry {
+  name: string;
+  value: string;
+  source: string;
+}
+
+/** Every variable `config` reads, unset, so that the process's own environment cannot change what the test sees. */
+const CLEAN: NodeJS.ProcessEnv = Object.fromEntries(
+  [
+    'AUTHCLI_ISSUER',
+    'HOST',
+    'PORT',
+    'DATABASE_URL',
+    'LOG_LEVEL',
+    'AUTHCLI_KEY_ENCRYPTION_KEY',
+    'AUTHCLI_KEY_ENCRYPTION_KEY_FILE',
+    'AUTHCLI_TRUST_PROXY',
+    'AUTHCLI_ACCESS_TOKEN_TTL',
+    'AUTHCLI_ACCESS_TOKEN_ALG',
+    'AUTHCLI_DEVICE_CODE_TTL',
+    'AUTHCLI_DEVICE_POLL_INTERVAL',
+    'AUTHCLI_BODY_LIMIT',
+    'AUTHCLI_HEADERS_TIMEOUT',
+    'AUTHCLI_REQUEST_TIMEOUT',
+    'AUTHCLI_KEEPALIVE_TIMEOUT',
+    'AUTHCLI_MAX_CONNECTIONS',
+    'AUTHCLI_DB_TIMEOUT',
+    'AUTHCLI_SHUTDOWN_GRACE',
+    'AUTHCLI_PASSWORD_HASH_THREADS',
+    'AUTHCLI_LIMITS',
+  ].map((k) => [k, undefined]),
+);
+
+async function config(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Map<string, Entry>> {
+  const r = await serverCommand(['config', '--json', ...args], { ...CLEAN, ...env });
+  expect(r.code, r.stderr).toBe(0);
+  return new Map((JSON.parse(r.stdout) as Entry[]).map((e) => [e.name, e]));
+}
+
+describe('authcli-server config: the effective settings and where each came from', () => {
+  it('with nothing set, every value is a default or built-in, and the issuer follows host and port', async () => {
+    const c = await config([]);
+    expect(c.get('issuer')).toEqual({ name: 'issuer', value: 'http://127.0.0.1:8080', source: 'default (http://<host>:<port>)' });
+    expect(c.get('port')).toMatchObject({ value: '8080', source: 'default' });
+    expect(c.get('database')).toMatchObject({ value: './data/authcli.db', source: 'default' });
+    expect(c.get('authorization_code_ttl')).toMatchObject({ value: '60 s', source: 'built-in' });
+    expect(c.get('device_code_ttl')).toMatchObject({ value: '600 s', source: 'default' });
+    expect(c.get('device_poll_interval')).toMatchObject({ value: '5 s', source: 'default' });
+    expect(c.get('key_encryption_key')).toMatchObject({ source: 'not configured' });
+    expect(c.get('limit.signin-account-ip')).toMatchObject({ value: '10/15m', source: 'default' });
+    for (const e of c.values()) expect(e.source, e.name).toMatch(/^(default|built-in|not configured)/);
+  });
+
+  it('a flag wins over the environment, which wins over the default', async () => {
+    const c = await config(['--port', '9002', '--issuer', 'https://id.example/'], {
+      PORT: '9001',
+      HOST: '127.0.0.2',
+      AUTHCLI_ISSUER: 'https://other.example',
+      AUTHCLI_DEVICE_POLL_INTERVAL: '7',
+      AUTHCLI_LIMITS: 'signin-ip=5/1m',
+    });
+    expect(c.get('port')).toMatchObject({ value: '9002', source: 'flag --port' });
+    expect(c.get('host')).toMatchObject({ value: '127.0.0.2', source: 'env HOST' });
+    expect(c.get('issuer')).toMatchObject({ value: 'https://id.example', source: 'flag --issuer' });
+    expect(c.get('device_poll_interval')).toMatchObject({ value: '7 s', source: 'env AUTHCLI_DEVICE_POLL_INTERVAL' });
+    expect(c.get('limit.signin-ip')).toMatchObject({ value: '5/1m', source: 'env AUTHCLI_LIMITS' });
+    expect(c.get('limit.signin-account-ip')).toMatchObject({ source: 'default' });
+  });
+
+  it('secrets are never printed: the database password is masked, the key-encryption key only said to be set', async () => {
+    const kek = Buffer.alloc(32, 7).toString('base64url');
+    const r = await serverCommand(['config'], {
+      ...CLEAN,
+      DATABASE_URL: 'postgres://authcli:s3cr3t-pw@db.internal:5432/authcli',
+      AUTHCLI_KEY_ENCRYPTION_KEY: kek,
+    });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).not.toContain('s3cr3t-pw');
+    expect(r.stdout).not.toContain(kek);
+    expect(r.stdout).toMatch(/^database\s+postgres:\/\/authcli:\*\*\*\*@db\.internal:5432\/authcli\s+env DATABASE_URL$/m);
+    expect(r.stdout).toMatch(/^key_encryption_key\s+set \(private signing keys encrypted at rest\)\s+env AUTHCLI_KEY_ENCRYPTION_KEY$/m);
+  });
+
+  it('text output has a header row and one row per setting of the JSON output', async () => {
+    const text = await serverCommand(['config'], CLEAN);
+    expect(text.code, text.stderr).toBe(0);
+    const [header, ...rows] = text.stdout.trimEnd().split('\n');
+    expect(header).toMatch(/^NAME\s+VALUE\s+SOURCE$/);
+    const json = await config([]);
+    expect(rows.map((r) => r.split(/\s{2,}/)[0])).toEqual([...json.keys()]);
+  });
+
+  it('a setting out of range is one line and exit 1, as at start', async () => {
+    const r = await serverCommand(['config'], { ...CLEAN, AUTHCLI_ACCESS_TOKEN_TTL: '0' });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    expect(r.stderr).toContain('AUTHCLI_ACCESS_TOKEN_TTL must be 1-86400 seconds');
+  });
+});
