@@ -179,16 +179,20 @@ describe('systemd units (deploy/systemd)', () => {
     expect(run(SYSTEMD_ANALYZE!, ['verify', '--man=no', broken]).stderr).toMatch(/Unknown key 'ProtectKernelTunable'/);
   });
 
-  it.skipIf(!SYSTEMD_ANALYZE)('systemd-analyze security rates authcli-server.service OK (needs systemd-analyze)', () => {
-    const out = localUnits();
-    const res = run(SYSTEMD_ANALYZE!, ['security', '--offline=true', join(out, 'authcli-server.service')]);
-    const m = /Overall exposure level for authcli-server\.service: (\d+\.\d) (\w+)/.exec(res.stdout);
-    expect(m, res.stdout + res.stderr).not.toBeNull();
-    const [, score, level] = m!;
-    console.log(`systemd-analyze security: authcli-server.service exposure ${score} ${level}`);
-    expect(Number(score)).toBeLessThanOrEqual(2);
-    expect(level).toBe('OK');
-  });
+  it.skipIf(!SYSTEMD_ANALYZE)(
+    'systemd-analyze security rates authcli-server.service OK, the score docs/deployment.md gives (needs systemd-analyze)',
+    () => {
+      const out = localUnits();
+      const res = run(SYSTEMD_ANALYZE!, ['security', '--offline=true', join(out, 'authcli-server.service')]);
+      const m = /Overall exposure level for authcli-server\.service: (\d+\.\d) (\w+)/.exec(res.stdout);
+      expect(m, res.stdout + res.stderr).not.toBeNull();
+      const [, score, level] = m!;
+      console.log(`systemd-analyze security: authcli-server.service exposure ${score} ${level}`);
+      expect(Number(score)).toBeLessThanOrEqual(2);
+      expect(level).toBe('OK');
+      expect(read('docs/deployment.md')).toContain(`exposure level **${score} ${level}**`);
+    },
+  );
 
   it('authcli-server.service has the hardening, and leaves MemoryDenyWriteExecute off for V8', () => {
     const expected: Record<string, string> = {
@@ -722,5 +726,70 @@ describe('reverse proxies (deploy/nginx, deploy/caddy)', () => {
       expect(res.status).toBe(413);
       expect(res.headers.server).toMatch(/^nginx/);
     });
+  });
+});
+
+describe('docs/deployment.md', () => {
+  const guide = read('docs/deployment.md');
+  const blocks = [...guide.matchAll(/```[a-z]*\n([\s\S]*?)```/g)].map((m) => m[1]!);
+
+  it('is linked from the README, and every link in it is a file of this repository', () => {
+    expect(read('README.md')).toContain('(docs/deployment.md)');
+    const links = [...guide.matchAll(/\]\(([^)]+)\)/g)].map((m) => m[1]!);
+    expect(links.length).toBeGreaterThanOrEqual(4);
+    for (const link of links) {
+      expect(link).not.toMatch(/^[a-z]+:/);
+      expect(existsSync(resolve(root, 'docs', link.split('#')[0]!)), link).toBe(true);
+    }
+  });
+
+  it('every authcli-server command it shows exists with the flags it uses', async () => {
+    const commands = blocks
+      .flatMap((b) => b.replace(/\\\n\s*/g, ' ').split('\n'))
+      .flatMap((line) => [
+        ...line.matchAll(/authcli-server(?:\.cjs)? ((?:[a-z][a-z-]* ?)+)((?: ?(?:--[a-z-]+|<[^>]+>|"[^"]*"|[^\s|;&)'"]+))*)/g),
+      ])
+      .map((m) => ({ words: m[1]!.trim().split(' '), flags: [...m[2]!.matchAll(/--[a-z-]+/g)].map((f) => f[0]) }));
+    expect(commands.length).toBeGreaterThan(5);
+    const seen = new Set<string>();
+    const helps = new Map<string, Promise<{ code: number | null; stdout: string }>>();
+    const helpOf = (path: string[]) => {
+      const key = path.join(' ');
+      if (!helps.has(key)) helps.set(key, serverCommand([...path, '--help'], cleanEnv({})));
+      return helps.get(key)!;
+    };
+    for (const { words, flags } of commands) {
+      // Subcommands are the leading words that `--help` accepts as such (a word after them is an argument).
+      let path: string[] = [];
+      let help = '';
+      for (const w of words) {
+        const res = await helpOf([...path, w]);
+        if (res.code !== 0 || !res.stdout.startsWith(`Usage: authcli-server ${[...path, w].join(' ')}`)) break;
+        path = [...path, w];
+        help = res.stdout;
+      }
+      expect(path.length, `authcli-server ${words.join(' ')}`).toBeGreaterThan(0);
+      for (const flag of flags) expect(help, `authcli-server ${path.join(' ')} ${flag}`).toContain(flag);
+      seen.add(path.join(' '));
+    }
+    expect([...seen]).toEqual(expect.arrayContaining(['config', 'backup', 'keys rotate', 'users add', 'apps list']));
+  }, 120_000);
+
+  it('names the files of deploy/ it explains, and each exists', () => {
+    const files = [...guide.matchAll(/`(deploy\/[^`\s]+|\.dockerignore)`/g)].map((m) => m[1]!);
+    for (const f of [
+      'deploy/systemd/authcli-server.service',
+      'deploy/systemd/authcli.env',
+      'deploy/systemd/authcli.sysusers',
+      'deploy/systemd/authcli-backup.service',
+      'deploy/systemd/authcli-backup.timer',
+      'deploy/systemd/authcli-keys-rotate.service',
+      'deploy/docker/Dockerfile',
+      'deploy/docker/compose.yaml',
+      'deploy/nginx/authcli.conf',
+      'deploy/caddy/Caddyfile',
+    ])
+      expect(files).toContain(f);
+    for (const f of files) expect(existsSync(join(root, f)), f).toBe(true);
   });
 });
