@@ -320,12 +320,16 @@ describe('systemd units (deploy/systemd)', () => {
     } finally {
       child.kill(one(service.settings, 'KillSignal') as NodeJS.Signals);
     }
+    let timer: NodeJS.Timeout | undefined;
     const stopped = await Promise.race([
       exited(child),
-      new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), Number(one(service.settings, 'TimeoutStopSec')) * 1000)),
+      new Promise<'timeout'>((r) => {
+        timer = setTimeout(() => r('timeout'), Number(one(service.settings, 'TimeoutStopSec')) * 1000);
+      }),
     ]);
+    clearTimeout(timer);
     expect(stopped, output()).toEqual({ code: 0, signal: null });
-  });
+  }, 120_000);
 });
 
 describe('Docker (deploy/docker, .dockerignore)', () => {
