@@ -194,6 +194,55 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     await expect(store.applications.update(unique('missing'), { name: 'x' }, now)).rejects.toMatchObject({ code: 'not_found' });
   });
 
+  it('applications: a change conditioned on the registration access token happens once (RFC 7592), others are not_found', async () => {
+    const { app } = await registerApplication(
+      store,
+      {
+        name: 'Self-registered',
+        kind: 'public',
+        callbackUrls: ['http://127.0.0.1/cb'],
+        scopes: ['openid'],
+        registrationTokenHash: 'a'.repeat(64),
+      },
+      now,
+    );
+    expect(app.registrationTokenHash).toBe('a'.repeat(64));
+    const when = { registrationTokenHash: 'a'.repeat(64) };
+    const outcomes = await Promise.allSettled(
+      ['b', 'c', 'd', 'e'].map((h) => store.applications.update(app.clientId, { registrationTokenHash: h.repeat(64) }, now + 1, when)),
+    );
+    expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(1);
+    for (const o of outcomes) if (o.status === 'rejected') expect(o.reason).toMatchObject({ code: 'not_found' });
+    const current = (await store.applications.get(app.clientId))!.registrationTokenHash!;
+    await expect(store.applications.delete(app.clientId, when)).rejects.toMatchObject({ code: 'not_found' });
+    await store.applications.delete(app.clientId, { registrationTokenHash: current });
+    expect(await store.applications.get(app.clientId)).toBeUndefined();
+  });
+
+  it('initial access tokens: used once under concurrency, given back after a failed registration, revoked, listed', async () => {
+    const id = unique('iat');
+    const hash = sha256Hex(unique('token'));
+    await store.initialAccessTokens.create({ id, tokenHash: hash, createdAt: now, expiresAt: now + 60_000 });
+    expect(await store.initialAccessTokens.findUsable(hash, now)).toMatchObject({ id, usedAt: null });
+    expect(await store.initialAccessTokens.findUsable(hash, now + 60_000)).toBeUndefined();
+    const uses = await Promise.all(Array.from({ length: 8 }, (_, i) => store.initialAccessTokens.use(hash, `client-${i}`, now + 1)));
+    expect(uses.filter(Boolean)).toHaveLength(1);
+    const winner = `client-${uses.indexOf(true)}`;
+    expect(await store.initialAccessTokens.findUsable(hash, now + 1)).toBeUndefined();
+    // Another client's give-back changes nothing; the winner's makes the token usable again.
+    await store.initialAccessTokens.giveBack(hash, 'client-other');
+    expect(await store.initialAccessTokens.findUsable(hash, now + 1)).toBeUndefined();
+    await store.initialAccessTokens.giveBack(hash, winner);
+    expect(await store.initialAccessTokens.findUsable(hash, now + 1)).toMatchObject({ id, clientId: null });
+    expect(await store.initialAccessTokens.revoke(id, now + 2)).toMatchObject({ id, revokedAt: now + 2 });
+    expect(await store.initialAccessTokens.use(hash, 'late', now + 3)).toBe(false);
+    expect((await store.initialAccessTokens.list()).find((t) => t.id === id)).toMatchObject({ revokedAt: now + 2, usedAt: null });
+    await expect(store.initialAccessTokens.revoke(unique('missing'), now)).rejects.toMatchObject({ code: 'not_found' });
+    await expect(
+      store.initialAccessTokens.create({ id: unique('iat'), tokenHash: hash, createdAt: now, expiresAt: now + 1 }),
+    ).rejects.toMatchObject({ code: 'duplicate' });
+  });
+
   it('sessions: found by hash while live and the user enabled', async () => {
     const { user } = await userAndApp();
     const idHash = unique('session');
