@@ -72,9 +72,10 @@ const NATIVE = {
   client_name: 'oidc-agent',
 };
 
-function expectError(res: Answer, status: number, error: string) {
-  expect(res.status, res.text).toBe(status);
-  expect(res.json.error, res.text).toBe(error);
+function expectError(res: Omit<Answer, 'text'>, status: number, error: string) {
+  const text = JSON.stringify(res.json);
+  expect(res.status, text).toBe(status);
+  expect(res.json.error, text).toBe(error);
   expect(typeof res.json.error_description).toBe('string');
   expect(res.headers.get('content-type')).toMatch(/^application\/json/);
   expect(res.headers.get('cache-control')).toBe('no-store');
@@ -341,7 +342,7 @@ describe.each(dialects())('dynamic client registration, open (%s)', (dialect) =>
       expect(res.text).toBe(answers[0]!.text);
     }
     // No credentials at all (or another scheme): the bare challenge (RFC 6750 §3.1).
-    for (const headers of [{}, { authorization: basic(a.client_id, 'x') }]) {
+    for (const headers of [{}, { authorization: basic(a.client_id, 'x') }] as Record<string, string>[]) {
       const res = await send(server, 'GET', `/oauth/register/${a.client_id}`, undefined, headers);
       expect(res.status).toBe(401);
       expect(res.headers.get('www-authenticate')).toBe('Bearer realm="authcli"');
@@ -493,7 +494,7 @@ describe.each(dialects())('dynamic client registration, token (%s)', (dialect) =
   const iat = (ttlSeconds = 600) => createInitialAccessToken(server.store, ttlSeconds, server.clock.now());
 
   it('rfc7591 §3 / rfc6750 §3.1 without an initial access token: 401 with the bare Bearer challenge', async () => {
-    for (const headers of [{}, { authorization: basic('authcli', '') }]) {
+    for (const headers of [{}, { authorization: basic('authcli', '') }] as Record<string, string>[]) {
       const res = await register(server, WEB, headers);
       expect(res.status).toBe(401);
       expect(res.headers.get('www-authenticate')).toBe('Bearer realm="authcli"');
