@@ -16,6 +16,7 @@ import {
   postForm,
   seedApp,
   seedUser,
+  signIn,
   startServer,
   tokenRequest,
   type TestServer,
@@ -222,6 +223,36 @@ describe.each(dialects())('dynamic client registration, open (%s)', (dialect) =>
       (await new Browser(server.url).get((await authorizeUrl({ clientId: res.json.client_id, redirectUri })).url)).status;
     expect(await at('http://localhost:8081/cb')).toBe(400);
     expect(await at('http://127.0.0.1:53121/cb')).not.toBe(400);
+  });
+
+  it('rfc7591 §5 the consent page says that a self-registered client chose its own name', async () => {
+    const reg = (await register(server, { ...WEB, client_name: 'authcli' })).json;
+    const b = new Browser(server.url);
+    expect((await signIn(b)).status).toBe(303);
+    const consent = await b.get((await authorizeUrl({ clientId: reg.client_id, redirectUri: 'https://app.example/cb' })).url);
+    expect(consent.status).toBe(200);
+    expect(consent.text).toContain('This application registered itself: its name has not been checked by anyone here.');
+    const operatorApp = (await seedApp(server)).app.clientId;
+    const other = await b.get((await authorizeUrl({ clientId: operatorApp, redirectUri: 'https://app.example/callback' })).url);
+    expect(other.status).toBe(200);
+    expect(other.text).not.toContain('registered itself');
+  });
+
+  it('rfc7591 §3.2.1 a self-registered client has no owner: administrators see it in the dashboard, marked; a user does not', async () => {
+    const reg = (await register(server, { ...WEB, client_name: 'Self-registered tool' })).json;
+    await seedUser(server, 'root', { admin: true });
+    await seedUser(server, 'bob');
+    const admin = new Browser(server.url);
+    expect((await signIn(admin, 'root')).status).toBe(303);
+    const list = await admin.get('/dashboard');
+    expect(list.status).toBe(200);
+    const row = list.text.slice(list.text.indexOf(`/dashboard/apps/${reg.client_id}`));
+    expect(row.slice(0, row.indexOf('</tr>'))).toContain('(registered by the client, RFC 7591)');
+    expect((await admin.get(`/dashboard/apps/${reg.client_id}`)).status).toBe(200);
+    const user = new Browser(server.url);
+    expect((await signIn(user, 'bob')).status).toBe(303);
+    expect((await user.get('/dashboard')).text).not.toContain(reg.client_id);
+    expect((await user.get(`/dashboard/apps/${reg.client_id}`)).status).toBe(404);
   });
 
   it('rfc7591 §2.1 grant_types and response_types must agree, and only code and these grants are offered', async () => {
