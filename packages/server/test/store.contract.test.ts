@@ -9,7 +9,13 @@ import { openEngine, openStore, parseDatabaseUrl, type OpenOptions } from '../sr
 import { SqliteEngine, syncConnection } from '../src/store/sqlite-engine.js';
 import { BackgroundCheckpointer } from '../src/store/checkpointer.js';
 import { GroupCommit } from '../src/store/group-commit.js';
-import { APPLICATION_CACHE_MS, RATE_LIMIT_ROWS_KEPT_MS, REPLAY_EVIDENCE_MS, WAL_LIMIT_PAGES } from '../src/config/defaults.js';
+import {
+  APPLICATION_CACHE_MS,
+  INITIAL_ACCESS_TOKENS_KEPT_MS,
+  RATE_LIMIT_ROWS_KEPT_MS,
+  REPLAY_EVIDENCE_MS,
+  WAL_LIMIT_PAGES,
+} from '../src/config/defaults.js';
 import { Store, StoreError, type DeviceAuthorization } from '../src/store/store.js';
 import { generateSigningKey } from '../src/oauth/keys.js';
 import { sha256Hex } from '../src/util/crypto.js';
@@ -521,6 +527,11 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
       });
       await s.continuations.insert(continuation('continuation-expired', at));
       await s.continuations.insert(continuation('continuation-live', at + 1));
+      // Initial access tokens: listed for INITIAL_ACCESS_TOKENS_KEPT_MS past expiry, then gone.
+      const iat = (id: string, expiresAt: number) =>
+        s.initialAccessTokens.create({ id, tokenHash: sha256Hex(id), createdAt: now, expiresAt });
+      await iat('iat-old', at - INITIAL_ACCESS_TOKENS_KEPT_MS);
+      await iat('iat-kept', at - INITIAL_ACCESS_TOKENS_KEPT_MS + 1);
 
       await s.purgeExpired(at);
 
@@ -538,6 +549,7 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
       expect(await s.grants.isAccessTokenRevoked('jti-live')).toBe(true);
       expect((await s.rateLimits.list()).map((r) => r.key)).toEqual(['limit-recent']);
       expect((await rows.select('continuations')).map((r) => r.id_hash)).toEqual(['continuation-live']);
+      expect((await s.initialAccessTokens.list()).map((t) => t.id)).toEqual(['iat-kept']);
       // What the purge keeps it keeps: users, applications, settings are never purged.
       expect(await s.users.findById(f.user.id)).toBeDefined();
       expect(await s.applications.get(f.app.clientId)).toBeDefined();
