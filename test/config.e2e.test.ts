@@ -31,6 +31,7 @@ const CLEAN: NodeJS.ProcessEnv = Object.fromEntries(
     'AUTHCLI_SHUTDOWN_GRACE',
     'AUTHCLI_PASSWORD_HASH_THREADS',
     'AUTHCLI_LIMITS',
+    'AUTHCLI_REGISTRATION',
   ].map((k) => [k, undefined]),
 );
 
@@ -51,6 +52,9 @@ describe('authcli-server config: the effective settings and where each came from
     expect(c.get('device_poll_interval')).toMatchObject({ value: '5 s', source: 'default' });
     expect(c.get('key_encryption_key')).toMatchObject({ source: 'not configured' });
     expect(c.get('limit.signin-account-ip')).toMatchObject({ value: '10/15m', source: 'default' });
+    expect(c.get('registration')).toMatchObject({ value: 'off (no registration endpoint)', source: 'default' });
+    expect(c.get('limit.registration-ip')).toMatchObject({ value: '20/1h', source: 'default' });
+    expect(c.get('initial_access_token_ttl')).toMatchObject({ value: '86400 s (--expires-in)', source: 'built-in' });
     for (const e of c.values()) expect(e.source, e.name).toMatch(/^(default|built-in|not configured)/);
   });
 
@@ -91,6 +95,17 @@ describe('authcli-server config: the effective settings and where each came from
     expect(header).toMatch(/^NAME\s+VALUE\s+SOURCE$/);
     const json = await config([]);
     expect(rows.map((r) => r.split(/\s{2,}/)[0])).toEqual([...json.keys()]);
+  });
+
+  it('AUTHCLI_REGISTRATION (RFC 7591): open or token from the environment; anything else is one line and exit 1', async () => {
+    const open = await config([], { AUTHCLI_REGISTRATION: 'open', AUTHCLI_LIMITS: 'registration-ip=5/10m' });
+    expect(open.get('registration')).toMatchObject({ value: expect.stringMatching(/^open /), source: 'env AUTHCLI_REGISTRATION' });
+    expect(open.get('limit.registration-ip')).toMatchObject({ value: '5/10m', source: 'env AUTHCLI_LIMITS' });
+    const token = await config([], { AUTHCLI_REGISTRATION: 'token' });
+    expect(token.get('registration')?.value).toMatch(/^token \(an initial access token is required\)$/);
+    const r = await serverCommand(['config'], { ...CLEAN, AUTHCLI_REGISTRATION: 'yes' });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe('authcli-server: AUTHCLI_REGISTRATION must be one of off, open, token, got "yes"\n');
   });
 
   it('a setting out of range is one line and exit 1, as at start', async () => {

@@ -130,8 +130,10 @@ describe('authcli-server users and apps, on a running server', () => {
     const list = await serverCommand(['apps', 'list'], server.env);
     expect(list.code, list.stderr).toBe(0);
     const [header, ...rows] = list.stdout.trimEnd().split('\n');
-    expect(header).toMatch(/^CLIENT ID\s+KIND\s+NAME\s+GRANTS\s+SCOPES\s+CALLBACKS$/);
-    expect(rows.some((r) => /^\S+\s+public\s+Device tool\s+device_code,refresh_token\s+openid offline_access\s*$/.test(r))).toBe(true);
+    expect(header).toMatch(/^CLIENT ID\s+KIND\s+REGISTERED BY\s+NAME\s+GRANTS\s+SCOPES\s+CALLBACKS$/);
+    expect(rows.some((r) => /^\S+\s+public\s+operator\s+Device tool\s+device_code,refresh_token\s+openid offline_access\s*$/.test(r))).toBe(
+      true,
+    );
     expect(rows.some((r) => r.includes('Device only'))).toBe(false);
   });
 });
@@ -166,10 +168,13 @@ describe.each(dialects())('migration 0004: usernames unique without regard to ca
     // Back to the schema before 0004 (and the migrations after it), with the duplicates an earlier version allowed.
     await execute(db, dialect, 'drop index users_username_lower');
     await execute(db, dialect, 'alter table applications drop column post_logout_redirect_uris');
+    await execute(db, dialect, 'alter table applications drop column registration_token_hash');
+    await execute(db, dialect, 'alter table applications drop column registration_metadata');
+    await execute(db, dialect, 'drop table initial_access_tokens');
     await execute(
       db,
       dialect,
-      "delete from kysely_migration where name in ('0004_username_case_insensitive', '0005_post_logout_redirect_uris')",
+      "delete from kysely_migration where name in ('0004_username_case_insensitive', '0005_post_logout_redirect_uris', '0006_dynamic_client_registration')",
     );
     await execute(
       db,

@@ -31,6 +31,8 @@ export interface AuthorizationServerMetadata {
   grant_types_supported?: string[];
   /** OPTIONAL. */
   token_endpoint_auth_methods_supported?: string[];
+  /** OPTIONAL. The client registration endpoint (RFC 7591 §3); only when registration is on. */
+  registration_endpoint?: string;
   /** OPTIONAL. The revocation endpoint (RFC 7009). */
   revocation_endpoint?: string;
   /** OPTIONAL. */

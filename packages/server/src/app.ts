@@ -7,12 +7,10 @@ import type { ServerConfig } from './config/config.js';
 import { READY_TIMEOUT_MS } from './config/defaults.js';
 import type { WebContext } from './web/context.js';
 import { discoveryRoutes } from './api/discovery.js';
-import { toOAuthError } from './api/errors.js';
+import { apiErrorHandler } from './api/errors.js';
 import { trustProxyOption } from './http/client-ip.js';
-import { sendErrorAnswer } from './http/errors.js';
 import { FormError, parseForm } from './http/form.js';
 import type { OAuthContext } from './oauth/context.js';
-import { STORE_UNAVAILABLE } from './oauth/errors.js';
 import { KeyRing } from './oauth/keys.js';
 import { AbuseLimits } from './oauth/limits.js';
 import { PasswordHasher } from './util/password-pool.js';
@@ -21,6 +19,7 @@ import { tokenRoutes } from './api/token.js';
 import { deviceAuthorizationRoutes } from './api/device-authorization.js';
 import { logoutRoutes } from './web/logout.js';
 import { introspectionRoutes } from './api/introspection.js';
+import { registrationRoutes } from './api/registration.js';
 import { revocationRoutes } from './api/revocation.js';
 import { userinfoRoutes } from './api/userinfo.js';
 import type { Store } from './store/store.js';
@@ -34,12 +33,7 @@ import { Sessions } from './web/session.js';
 import { TrustedDevices } from './web/trusted-device.js';
 
 async function oauthApi(app: FastifyInstance, ctx: OAuthContext): Promise<void> {
-  app.setErrorHandler(async (err: Error & { statusCode?: number; code?: string }, req, reply) => {
-    const oauthErr = toOAuthError(err);
-    if (oauthErr === STORE_UNAVAILABLE) req.log.warn({ reqId: req.id, reason: err.message }, 'store unavailable');
-    else if (oauthErr.status >= 500) req.log.error({ err, reqId: req.id }, 'request failed');
-    return sendErrorAnswer(reply, oauthErr);
-  });
+  app.setErrorHandler(apiErrorHandler());
   // Browser-based clients on other origins call these endpoints (OIDC Discovery, RFC 8414, token, userinfo,
   // revocation). Nothing here uses cookies, so any origin may read the answers; credentials are never allowed.
   // With one fixed origin (`*`) an actual answer needs exactly one static header: set here, on every answer of
@@ -53,7 +47,8 @@ async function oauthApi(app: FastifyInstance, ctx: OAuthContext): Promise<void> 
   await app.register(async (preflight) => {
     await preflight.register(cors, {
       origin: '*',
-      methods: ['GET', 'POST'],
+      // PUT and DELETE: the client configuration endpoint (RFC 7592 §2), when registration is on.
+      methods: ['GET', 'POST', 'PUT', 'DELETE'],
       allowedHeaders: ['authorization', 'content-type'],
       credentials: false,
       maxAge: 600,
@@ -65,6 +60,7 @@ async function oauthApi(app: FastifyInstance, ctx: OAuthContext): Promise<void> 
   await app.register(revocationRoutes, ctx);
   await app.register(introspectionRoutes, ctx);
   await app.register(userinfoRoutes, ctx);
+  await app.register(registrationRoutes, ctx);
 }
 
 /**

@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { appsCommand } from './operator/apps.js';
 import { configCommand } from './operator/config.js';
 import { limitsCommand } from './operator/limits.js';
+import { registrationCommand } from './operator/registration.js';
 import { isExpected } from './operator/shared.js';
 import { startCommand } from './operator/start.js';
 import { storeCommands } from './operator/store.js';
@@ -24,6 +25,7 @@ export function program(): Command {
   usersCommand(cli);
   limitsCommand(cli);
   appsCommand(cli);
+  registrationCommand(cli);
   storeCommands(cli);
   return cli;
 }

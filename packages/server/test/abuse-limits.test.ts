@@ -370,6 +370,7 @@ describe('client IP subjects and counter keys', () => {
       'user-code-ip|192.0.2.1',
       'user-code-ip|192.0.2.10',
       'device-authz-ip|authcli|192.0.2.1',
+      'registration-ip|192.0.2.1',
       'something-else|alice',
     ];
     expect(accountCounterKeys(keys, 'Alice')).toEqual([
@@ -382,7 +383,9 @@ describe('client IP subjects and counter keys', () => {
       'signin-account-ip|alice|192.0.2.1',
       'signin-account-ip|alice2|192.0.2.1',
       'user-code-ip|192.0.2.1',
+      'registration-ip|192.0.2.1',
     ]);
+    expect(describeCounter('registration-ip|192.0.2.1')).toMatchObject({ kind: 'registration-ip', ip: '192.0.2.1' });
     expect(describeCounter('something-else|alice')).toBeUndefined();
   });
 });

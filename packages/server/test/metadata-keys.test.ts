@@ -34,6 +34,8 @@ describe.each(dialects())('metadata, keys and probes (%s)', (dialect) => {
     const oidc = await (await fetch(`${server.url}/.well-known/openid-configuration`)).json();
     const oauth = await (await fetch(`${server.url}/.well-known/oauth-authorization-server`)).json();
     expect(oauth).toEqual(oidc);
+    // RFC 7591: registration is off by default, and then no registration endpoint is named (registration.test.ts has it on).
+    expect(oidc).not.toHaveProperty('registration_endpoint');
     expect(oidc).toMatchObject({
       issuer: server.url,
       authorization_endpoint: `${server.url}/oauth/authorize`,

@@ -81,7 +81,12 @@ function pollToken(url: string) {
 describe('slow and stalled clients are cut by the socket timeouts', () => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startServer('sqlite', { headersTimeoutMs: 1000, requestTimeoutMs: 2000, keepAliveTimeoutMs: 2500 });
+    server = await startServer('sqlite', {
+      headersTimeoutMs: 1000,
+      requestTimeoutMs: 2000,
+      keepAliveTimeoutMs: 2500,
+      registration: 'open',
+    });
   });
   afterAll(async () => server.close());
 
@@ -100,19 +105,24 @@ describe('slow and stalled clients are cut by the socket timeouts', () => {
     '/dashboard/apps/authcli',
     '/dashboard/apps/authcli/delete',
     '/dashboard/apps/authcli/rotate-secret',
+    '/oauth/register',
+    'PUT /oauth/register/authcli',
   ];
 
   it(`a body that never arrives is cut at the request timeout, at every route that takes one (${POST_ROUTES.length} at once)`, async () => {
     const outcomes = await Promise.all(
-      POST_ROUTES.map((path) =>
-        rawExchange(
+      POST_ROUTES.map((route) => {
+        const [method, path] = route.includes(' ') ? route.split(' ') : ['POST', route];
+        // Client registration takes JSON only (RFC 7591 §3); another type would be refused before the body is read.
+        const type = path!.startsWith('/oauth/register') ? 'application/json' : 'application/x-www-form-urlencoded';
+        return rawExchange(
           portOf(server),
-          `POST ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\n\r\nx=`,
+          `${method} ${path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: ${type}\r\nContent-Length: 100\r\n\r\n{`,
           {
             giveUpMs: 10_000,
           },
-        ),
-      ),
+        );
+      }),
     );
     for (const [i, { response, closedAfterMs }] of outcomes.entries()) {
       expect(response, POST_ROUTES[i]).toMatch(/^HTTP\/1\.1 408 /);
@@ -327,7 +337,11 @@ async function startBehindProxy(): Promise<ProxiedServer> {
   proxied.port = String(proxy.port);
   const store = await openStore(proxied.href, { timeoutMs: DB_TIMEOUT_MS });
   const port = await freePort();
-  const config: ServerConfig = loadConfig({ port, host: '127.0.0.1' }, {}, { logLevel: 'silent', dbTimeoutMs: DB_TIMEOUT_MS });
+  const config: ServerConfig = loadConfig(
+    { port, host: '127.0.0.1' },
+    {},
+    { logLevel: 'silent', dbTimeoutMs: DB_TIMEOUT_MS, registration: 'open' },
+  );
   await bootstrapStore(store, Date.now());
   const app = await buildApp(config, store);
   await app.listen({ port, host: '127.0.0.1' });
@@ -409,6 +423,12 @@ describe.runIf(dialects().includes('postgres'))('a stalled PostgreSQL gives quic
       'POST /oauth/revoke': () =>
         browser.request('POST', '/oauth/revoke', form({ token: 'x', client_id: `c-${Math.random()}` }), formHeaders),
       'GET /oauth/authorize': () => browser.get(`/oauth/authorize?client_id=c-${Math.random()}`),
+      'POST /oauth/register': () =>
+        browser.request('POST', '/oauth/register', JSON.stringify({ redirect_uris: ['https://app.example/cb'] }), {
+          'content-type': 'application/json',
+        }),
+      'GET /oauth/register/:client_id': () =>
+        browser.request('GET', `/oauth/register/c-${Math.random().toString(36).slice(2)}`, undefined, { authorization: 'Bearer x' }),
       'POST /signin': () => browser.postForm('/signin', { _csrf: csrf, username: 'alice', password: 'wrong password' }),
       'GET /device': () => browser.get('/device'),
       'POST /device': () => browser.postForm('/device', { _csrf: pageCsrf, user_code: 'BCDF-GHJK' }),

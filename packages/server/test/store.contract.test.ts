@@ -9,7 +9,13 @@ import { openEngine, openStore, parseDatabaseUrl, type OpenOptions } from '../sr
 import { SqliteEngine, syncConnection } from '../src/store/sqlite-engine.js';
 import { BackgroundCheckpointer } from '../src/store/checkpointer.js';
 import { GroupCommit } from '../src/store/group-commit.js';
-import { APPLICATION_CACHE_MS, RATE_LIMIT_ROWS_KEPT_MS, REPLAY_EVIDENCE_MS, WAL_LIMIT_PAGES } from '../src/config/defaults.js';
+import {
+  APPLICATION_CACHE_MS,
+  INITIAL_ACCESS_TOKENS_KEPT_MS,
+  RATE_LIMIT_ROWS_KEPT_MS,
+  REPLAY_EVIDENCE_MS,
+  WAL_LIMIT_PAGES,
+} from '../src/config/defaults.js';
 import { Store, StoreError, type DeviceAuthorization } from '../src/store/store.js';
 import { generateSigningKey } from '../src/oauth/keys.js';
 import { sha256Hex } from '../src/util/crypto.js';
@@ -192,6 +198,55 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     const updated = await store.applications.update(app.clientId, { name: 'CI 2', scopes: ['openid'] }, now + 1);
     expect(updated).toMatchObject({ name: 'CI 2', scopes: ['openid'], updatedAt: now + 1 });
     await expect(store.applications.update(unique('missing'), { name: 'x' }, now)).rejects.toMatchObject({ code: 'not_found' });
+  });
+
+  it('applications: a change conditioned on the registration access token happens once (RFC 7592), others are not_found', async () => {
+    const { app } = await registerApplication(
+      store,
+      {
+        name: 'Self-registered',
+        kind: 'public',
+        callbackUrls: ['http://127.0.0.1/cb'],
+        scopes: ['openid'],
+        registrationTokenHash: 'a'.repeat(64),
+      },
+      now,
+    );
+    expect(app.registrationTokenHash).toBe('a'.repeat(64));
+    const when = { registrationTokenHash: 'a'.repeat(64) };
+    const outcomes = await Promise.allSettled(
+      ['b', 'c', 'd', 'e'].map((h) => store.applications.update(app.clientId, { registrationTokenHash: h.repeat(64) }, now + 1, when)),
+    );
+    expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(1);
+    for (const o of outcomes) if (o.status === 'rejected') expect(o.reason).toMatchObject({ code: 'not_found' });
+    const current = (await store.applications.get(app.clientId))!.registrationTokenHash!;
+    await expect(store.applications.delete(app.clientId, when)).rejects.toMatchObject({ code: 'not_found' });
+    await store.applications.delete(app.clientId, { registrationTokenHash: current });
+    expect(await store.applications.get(app.clientId)).toBeUndefined();
+  });
+
+  it('initial access tokens: used once under concurrency, given back after a failed registration, revoked, listed', async () => {
+    const id = unique('iat');
+    const hash = sha256Hex(unique('token'));
+    await store.initialAccessTokens.create({ id, tokenHash: hash, createdAt: now, expiresAt: now + 60_000 });
+    expect(await store.initialAccessTokens.findUsable(hash, now)).toMatchObject({ id, usedAt: null });
+    expect(await store.initialAccessTokens.findUsable(hash, now + 60_000)).toBeUndefined();
+    const uses = await Promise.all(Array.from({ length: 8 }, (_, i) => store.initialAccessTokens.use(hash, `client-${i}`, now + 1)));
+    expect(uses.filter(Boolean)).toHaveLength(1);
+    const winner = `client-${uses.indexOf(true)}`;
+    expect(await store.initialAccessTokens.findUsable(hash, now + 1)).toBeUndefined();
+    // Another client's give-back changes nothing; the winner's makes the token usable again.
+    await store.initialAccessTokens.giveBack(hash, 'client-other');
+    expect(await store.initialAccessTokens.findUsable(hash, now + 1)).toBeUndefined();
+    await store.initialAccessTokens.giveBack(hash, winner);
+    expect(await store.initialAccessTokens.findUsable(hash, now + 1)).toMatchObject({ id, clientId: null });
+    expect(await store.initialAccessTokens.revoke(id, now + 2)).toMatchObject({ id, revokedAt: now + 2 });
+    expect(await store.initialAccessTokens.use(hash, 'late', now + 3)).toBe(false);
+    expect((await store.initialAccessTokens.list()).find((t) => t.id === id)).toMatchObject({ revokedAt: now + 2, usedAt: null });
+    await expect(store.initialAccessTokens.revoke(unique('missing'), now)).rejects.toMatchObject({ code: 'not_found' });
+    await expect(
+      store.initialAccessTokens.create({ id: unique('iat'), tokenHash: hash, createdAt: now, expiresAt: now + 1 }),
+    ).rejects.toMatchObject({ code: 'duplicate' });
   });
 
   it('sessions: found by hash while live and the user enabled', async () => {
@@ -472,6 +527,11 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
       });
       await s.continuations.insert(continuation('continuation-expired', at));
       await s.continuations.insert(continuation('continuation-live', at + 1));
+      // Initial access tokens: listed for INITIAL_ACCESS_TOKENS_KEPT_MS past expiry, then gone.
+      const iat = (id: string, expiresAt: number) =>
+        s.initialAccessTokens.create({ id, tokenHash: sha256Hex(id), createdAt: now, expiresAt });
+      await iat('iat-old', at - INITIAL_ACCESS_TOKENS_KEPT_MS);
+      await iat('iat-kept', at - INITIAL_ACCESS_TOKENS_KEPT_MS + 1);
 
       await s.purgeExpired(at);
 
@@ -489,6 +549,7 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
       expect(await s.grants.isAccessTokenRevoked('jti-live')).toBe(true);
       expect((await s.rateLimits.list()).map((r) => r.key)).toEqual(['limit-recent']);
       expect((await rows.select('continuations')).map((r) => r.id_hash)).toEqual(['continuation-live']);
+      expect((await s.initialAccessTokens.list()).map((t) => t.id)).toEqual(['iat-kept']);
       // What the purge keeps it keeps: users, applications, settings are never purged.
       expect(await s.users.findById(f.user.id)).toBeDefined();
       expect(await s.applications.get(f.app.clientId)).toBeDefined();

@@ -1,5 +1,8 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { sendErrorAnswer } from '../http/errors.js';
 import { FormError } from '../http/form.js';
-import { InvalidRequest, OAuthError, STORE_UNAVAILABLE, ServerError } from '../oauth/errors.js';
+import { JsonBodyError } from '../http/json.js';
+import { InvalidClientMetadata, InvalidRequest, OAuthError, STORE_UNAVAILABLE, ServerError } from '../oauth/errors.js';
 import { isStoreUnavailable } from '../store/unavailable.js';
 
 /**
@@ -21,4 +24,33 @@ export function toOAuthError(err: Error & { statusCode?: number; code?: string }
     return new InvalidRequest(err.message, { status: err.statusCode });
   }
   return new ServerError('the server could not complete the request');
+}
+
+/**
+ * The client registration endpoints' mapping (RFC 7591 §3.2.2): a body that
+ * is not a JSON object of metadata (another content type, invalid JSON, too
+ * large) is 400 invalid_client_metadata, 413 when too large, like every
+ * other registration error, so a client reads one kind of answer; the rest as
+ * {@link toOAuthError}.
+ */
+export function toRegistrationError(err: Error & { statusCode?: number; code?: string }): OAuthError {
+  if (err instanceof JsonBodyError || err instanceof FormError || err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+    return new InvalidClientMetadata(err instanceof JsonBodyError ? err.message : 'the request body must be application/json');
+  }
+  if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return new InvalidClientMetadata('the request body is too large', { status: 413 });
+  return toOAuthError(err);
+}
+
+/**
+ * A JSON endpoint context's error handler: maps what was thrown (with `map`),
+ * logs store outages as warnings and other server errors with their stack,
+ * and sends the error's own answer.
+ */
+export function apiErrorHandler(map: (err: Error & { statusCode?: number; code?: string }) => OAuthError = toOAuthError) {
+  return async (err: Error & { statusCode?: number; code?: string }, req: FastifyRequest, reply: FastifyReply) => {
+    const oauthErr = map(err);
+    if (oauthErr === STORE_UNAVAILABLE) req.log.warn({ reqId: req.id, reason: err.message }, 'store unavailable');
+    else if (oauthErr.status >= 500) req.log.error({ err, reqId: req.id }, 'request failed');
+    return sendErrorAnswer(reply, oauthErr);
+  };
 }

@@ -51,6 +51,8 @@ export interface ServerConfig {
   shutdownGraceMs: number;
   /** AES-256-GCM key that encrypts private signing keys at rest; undefined: stored unencrypted (the server warns). */
   keyEncryptionKey: Buffer | undefined;
+  /** Dynamic client registration (RFC 7591): off, open, or with an initial access token (`AUTHCLI_REGISTRATION`). */
+  registration: D.RegistrationMode;
   /** Access token algorithm (RFC 9068 §2.1 requires RS256 support; ES256 is the default since it signs far faster). */
   accessTokenAlg: 'ES256' | 'RS256';
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -221,6 +223,12 @@ export function loadConfig(
   if (!/^\d{1,6}$/.test(accessTokenTtl) || Number(accessTokenTtl) < 1 || Number(accessTokenTtl) > 86400) {
     throw new ConfigError('AUTHCLI_ACCESS_TOKEN_TTL must be 1-86400 seconds');
   }
+  const registration = (env.AUTHCLI_REGISTRATION ?? D.REGISTRATION_MODE).trim().toLowerCase() || D.REGISTRATION_MODE;
+  if (!(D.REGISTRATION_MODES as readonly string[]).includes(registration)) {
+    throw new ConfigError(
+      `AUTHCLI_REGISTRATION must be one of ${D.REGISTRATION_MODES.join(', ')}, got ${JSON.stringify(env.AUTHCLI_REGISTRATION)}`,
+    );
+  }
   const accessTokenAlg = env.AUTHCLI_ACCESS_TOKEN_ALG ?? 'ES256';
   if (accessTokenAlg !== 'ES256' && accessTokenAlg !== 'RS256') throw new ConfigError('AUTHCLI_ACCESS_TOKEN_ALG must be ES256 or RS256');
   return {
@@ -259,6 +267,7 @@ export function loadConfig(
     ),
     shutdownGraceMs: envSeconds(env, 'AUTHCLI_SHUTDOWN_GRACE', D.SHUTDOWN_GRACE_MS, 600),
     keyEncryptionKey: readKeyEncryptionKey(env),
+    registration: registration as D.RegistrationMode,
     accessTokenAlg,
     logLevel,
     now: Date.now,

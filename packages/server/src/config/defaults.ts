@@ -50,6 +50,31 @@ export const APPLICATION_CACHE_MS = SECOND;
 export const KEY_ACTIVATION_DELAY_MS = MINUTE;
 /** How often an instance re-reads the signing keys. */
 export const KEY_REFRESH_MS = 30 * SECOND;
+/**
+ * Default lifetime of an initial access token (`registration token create
+ * --expires-in`): a day to hand it to whoever registers the client. Each
+ * token registers one client (single use), so a longer life only widens the
+ * window in which a leaked copy works.
+ */
+export const INITIAL_ACCESS_TOKEN_TTL_SECONDS = DAY / SECOND;
+/** The longest `--expires-in` accepted: past 30 days a registration credential is a standing secret, not a hand-over. */
+export const INITIAL_ACCESS_TOKEN_TTL_MAX_SECONDS = 30 * (DAY / SECOND);
+/** Used, expired and revoked initial access tokens stay listed this long past expiry, then are purged. */
+export const INITIAL_ACCESS_TOKENS_KEPT_MS = 7 * DAY;
+
+// ---- dynamic client registration (RFC 7591, RFC 7592) ----------------------------
+
+/**
+ * Who may register clients at `POST /oauth/register` (env AUTHCLI_REGISTRATION):
+ * `off` (the default: applications come from the dashboard and `apps add`
+ * only, and the endpoint is not there), `token` (a caller presents an initial
+ * access token the operator created, RFC 7591 §3), or `open` (anyone,
+ * counted per client IP by `registration-ip`). Off by default: every
+ * registered client can show its own name on the consent page.
+ */
+export const REGISTRATION_MODES = ['off', 'open', 'token'] as const;
+export type RegistrationMode = (typeof REGISTRATION_MODES)[number];
+export const REGISTRATION_MODE: RegistrationMode = 'off';
 
 // ---- input sizes: what is refused (or never looked up) before any work -------------------
 
@@ -126,6 +151,11 @@ export const LIMITS = {
   'device-authz-ip': { limit: 30, windowMs: 10 * MINUTE },
   /** Device authorizations per application from everywhere: each row is kept a day. */
   'device-authz-client': { limit: 600, windowMs: MINUTE },
+  /**
+   * Client registrations per client IP with AUTHCLI_REGISTRATION=open (RFC 7591 §3): a developer's tooling
+   * registers a handful; each registered client is a row kept until it is deleted.
+   */
+  'registration-ip': { limit: 20, windowMs: HOUR },
 } as const satisfies Record<string, Limit>;
 
 export type CounterKind = keyof typeof LIMITS;

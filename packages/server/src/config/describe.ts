@@ -64,6 +64,15 @@ export function describeConfig(config: ServerConfig, flags: ConfigInput, env: No
       source: from(undefined, kek, 'not configured'),
     },
     { name: 'trust_proxy', value: trust, source: from(undefined, 'AUTHCLI_TRUST_PROXY') },
+    {
+      name: 'registration',
+      value: {
+        off: 'off (no registration endpoint)',
+        open: 'open (anyone may register a client, counted by limit.registration-ip)',
+        token: 'token (an initial access token is required)',
+      }[config.registration],
+      source: from(undefined, 'AUTHCLI_REGISTRATION'),
+    },
     // lifetimes
     { name: 'access_token_ttl', value: `${config.accessTokenTtlSeconds} s`, source: from(undefined, 'AUTHCLI_ACCESS_TOKEN_TTL') },
     { name: 'access_token_alg', value: config.accessTokenAlg, source: from(undefined, 'AUTHCLI_ACCESS_TOKEN_ALG') },
@@ -85,6 +94,9 @@ export function describeConfig(config: ServerConfig, flags: ConfigInput, env: No
     { name: 'application_cache', value: seconds(D.APPLICATION_CACHE_MS), source: 'built-in' },
     { name: 'key_activation_delay', value: seconds(D.KEY_ACTIVATION_DELAY_MS), source: 'built-in' },
     { name: 'key_refresh', value: seconds(D.KEY_REFRESH_MS), source: 'built-in' },
+    { name: 'initial_access_token_ttl', value: `${D.INITIAL_ACCESS_TOKEN_TTL_SECONDS} s (--expires-in)`, source: 'built-in' },
+    { name: 'initial_access_token_ttl_max', value: `${D.INITIAL_ACCESS_TOKEN_TTL_MAX_SECONDS} s`, source: 'built-in' },
+    { name: 'initial_access_tokens_kept', value: seconds(D.INITIAL_ACCESS_TOKENS_KEPT_MS), source: 'built-in' },
     // network
     { name: 'body_limit', value: `${config.bodyLimit} bytes`, source: from(undefined, 'AUTHCLI_BODY_LIMIT') },
     { name: 'headers_timeout', value: seconds(config.headersTimeoutMs), source: from(undefined, 'AUTHCLI_HEADERS_TIMEOUT') },

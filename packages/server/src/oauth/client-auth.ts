@@ -49,7 +49,11 @@ export function presentedClient(authorization: string | undefined, params: Reado
  * Authenticates the client of a token, device or revocation request:
  * confidential clients with `client_secret_basic` or `client_secret_post`
  * (secret compared as SHA-256 in constant time), public clients with
- * `client_id` alone.
+ * `client_id` alone (token_endpoint_auth_method `none`). A public client may
+ * also send its id as HTTP Basic with an empty password, as oidc-agent
+ * always does (`Basic base64(client_id:)`): that identifies it exactly like
+ * `client_id` in the body and authenticates nothing. A confidential client
+ * with an empty password is refused like any wrong secret.
  * @throws InvalidClient (401 with WWW-Authenticate) or InvalidRequest
  */
 export async function authenticateClient(
@@ -63,7 +67,8 @@ export async function authenticateClient(
   // to learn (RFC 6749 §5.2 invalid_client covers them all).
   if (!app) throw CLIENT_AUTHENTICATION_FAILED;
   if (app.kind === 'public') {
-    if (presented.secret !== undefined) throw CLIENT_AUTHENTICATION_FAILED;
+    const identifiedOnly = presented.secret === undefined || (presented.method === 'client_secret_basic' && presented.secret === '');
+    if (!identifiedOnly) throw CLIENT_AUTHENTICATION_FAILED;
     return app;
   }
   if (presented.secret === undefined) throw CLIENT_AUTHENTICATION_FAILED;

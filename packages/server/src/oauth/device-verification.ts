@@ -12,7 +12,7 @@ export type UserCodeLookup =
   | { kind: 'limited'; retryAfterSeconds: number }
   | { kind: 'problem'; problem: UserCodeProblem }
   /** A pending authorization: what the confirmation page shows (§3.3: the application and its scopes). */
-  | { kind: 'pending'; userCode: string; clientId: string; appName: string; scopes: string[] };
+  | { kind: 'pending'; userCode: string; clientId: string; appName: string; selfRegistered: boolean; scopes: string[] };
 
 /** What became of the user's Approve or Deny. */
 export type UserCodeDecision =
@@ -48,6 +48,8 @@ export async function lookUpUserCode(ctx: OAuthContext, typed: string, clientIp:
     userCode: formatUserCode(row.user_code),
     clientId: row.client_id,
     appName: application?.name ?? row.client_id,
+    // RFC 7591: a client that registered itself chose its own name; the page says nobody checked it.
+    selfRegistered: (application?.registrationTokenHash ?? null) !== null,
     scopes: row.scope.split(' '),
   };
 }

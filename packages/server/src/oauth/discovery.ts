@@ -3,6 +3,7 @@ import type { OAuthContext } from './context.js';
 import { SIGNING_ALGS } from './keys.js';
 import { SUPPORTED_SCOPES } from './scopes.js';
 import { supportedGrantTypes } from './grants/registry.js';
+import { REGISTRATION_PATH } from './dynamic-registration.js';
 
 /** Authorization server metadata (RFC 8414 §2, OIDC Discovery §3). */
 export function metadata(ctx: OAuthContext): OpenIDProviderMetadata {
@@ -20,6 +21,8 @@ export function metadata(ctx: OAuthContext): OpenIDProviderMetadata {
     // RFC 7662 §2.1: introspection needs client authentication; public clients (`none`) are refused.
     introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
     device_authorization_endpoint: `${iss}/oauth/device/authorization`,
+    // RFC 8414 §2 / OIDC Discovery §3: advertised only when clients may register (AUTHCLI_REGISTRATION).
+    ...(ctx.config.registration !== 'off' && { registration_endpoint: `${iss}${REGISTRATION_PATH}` }),
     scopes_supported: [...SUPPORTED_SCOPES],
     response_types_supported: ['code'],
     response_modes_supported: ['query'],

@@ -157,6 +157,31 @@ export class RequestUriNotSupported extends OAuthError {
   readonly error = 'request_uri_not_supported';
 }
 
+/** RFC 7591 §3.2.2: one or more redirect URIs of a registration are invalid. */
+export class InvalidRedirectUri extends OAuthError {
+  readonly error = 'invalid_redirect_uri';
+}
+
+/** RFC 7591 §3.2.2: a client metadata field is invalid (or the request is not a JSON object of them). */
+export class InvalidClientMetadata extends OAuthError {
+  readonly error = 'invalid_client_metadata';
+}
+
+/**
+ * RFC 6750 §3.1: a request to a Bearer-protected endpoint that carries no
+ * credentials at all gets the challenge alone, without an error code or any
+ * other error information, and no body.
+ */
+export class BearerRequired extends OAuthError {
+  readonly error = 'invalid_token';
+  protected override get defaultStatus() {
+    return 401;
+  }
+  override get response() {
+    return { headers: { 'cache-control': 'no-store', 'www-authenticate': 'Bearer realm="authcli"' }, body: '' };
+  }
+}
+
 /** RFC 8628 §3.5 */
 export class AuthorizationPending extends OAuthError {
   readonly error = 'authorization_pending';

@@ -45,6 +45,7 @@ export function describeCounter(counterKey: string, limits: Limits = DEFAULT_LIM
     case 'signin-ip':
     case 'user-code-ip':
     case 'continuation-ip':
+    case 'registration-ip':
       return { kind, limit, ip: a };
     case 'signin-account':
     case 'signin-account-slowed':
@@ -140,6 +141,11 @@ export class AbuseLimits {
     return this.consume([['continuation-ip', key('continuation-ip', ipOf(ip))]]);
   }
 
+  /** A client registration (RFC 7591 §3) with AUTHCLI_REGISTRATION=open, per client IP. */
+  async registration(ip: string): Promise<Admission> {
+    return this.consume([['registration-ip', key('registration-ip', ipOf(ip))]]);
+  }
+
   /** A device authorization request (RFC 8628 §3.1), per client IP and application, then per application. */
   async deviceAuthorization(ip: string, clientId: string): Promise<Admission> {
     return this.consume([
@@ -165,7 +171,7 @@ export function accountCounterKeys(keys: readonly string[], username: string): s
   return keys.filter((k) => describeCounter(k)?.username === name);
 }
 
-/** The counters that hold back this client IP (`limits clear-ip`): sign-in and user-code entry. */
+/** The counters that hold back this client IP (`limits clear-ip`): sign-in and user-code entry, and client registration. */
 export function ipCounterKeys(keys: readonly string[], ip: string): string[] {
   const subject = ipOf(ip);
   return keys.filter((k) => {

@@ -54,7 +54,14 @@ export interface NewAppInput {
   ownerId?: string | null;
   /** OpenID Connect RP-Initiated Logout 1.0 §3.1; the same rules as callback URLs. */
   postLogoutRedirectUris?: string[];
+  /** A client that registers itself (RFC 7591, oauth/dynamic-registration.ts): its id chosen beforehand, its registration access token's SHA-256 and metadata. */
+  clientId?: string;
+  registrationTokenHash?: string;
+  registrationMetadata?: string;
 }
+
+/** The field names of {@link InputError}s about redirect URIs (RFC 7591 §3.2.2 answers them as invalid_redirect_uri). */
+export const CALLBACK_URLS_FIELD = 'callbackUrls';
 
 export interface ApplicationFields {
   name: string;
@@ -76,12 +83,12 @@ export function validateApplicationFields(input: Omit<NewAppInput, 'kind' | 'own
   }
   const callbackUrls = [...new Set(input.callbackUrls.map((u) => u.trim()).filter(Boolean))];
   if (grantTypes.includes('authorization_code') && callbackUrls.length === 0) {
-    throw new InputError('at least one callback URL is required for the authorization code grant');
+    throw new InputError('at least one callback URL is required for the authorization code grant', CALLBACK_URLS_FIELD);
   }
-  if (callbackUrls.length > 20) throw new InputError('at most 20 callback URLs');
+  if (callbackUrls.length > 20) throw new InputError('at most 20 callback URLs', CALLBACK_URLS_FIELD);
   for (const url of callbackUrls) {
     const problem = callbackUrlProblem(url);
-    if (problem) throw new InputError(problem);
+    if (problem) throw new InputError(problem, CALLBACK_URLS_FIELD);
   }
   if (input.scopes.length === 0) throw new InputError('at least one scope is required');
   for (const s of input.scopes) {
@@ -119,6 +126,11 @@ export function newClientSecret(): { secret: string; hash: string } {
   return { secret, hash: sha256Hex(secret) };
 }
 
+/** A new client_id: 128 random bits, base64url. */
+export function newClientId(): string {
+  return randomToken(16);
+}
+
 /** Validates and registers an application; returns it with the one-time plaintext secret for confidential ones. */
 export async function registerApplication(
   store: Store,
@@ -129,11 +141,13 @@ export async function registerApplication(
   const fields = validateApplicationFields(input);
   const secret = input.kind === 'confidential' ? newClientSecret() : undefined;
   const app = await store.applications.create({
-    clientId: randomToken(16),
+    clientId: input.clientId ?? newClientId(),
     ownerId: input.ownerId ?? null,
     kind: input.kind,
     secretHash: secret?.hash ?? null,
     ...fields,
+    ...(input.registrationTokenHash !== undefined && { registrationTokenHash: input.registrationTokenHash }),
+    ...(input.registrationMetadata !== undefined && { registrationMetadata: input.registrationMetadata }),
     createdAt: now,
   });
   return { app, clientSecret: secret?.secret };

@@ -2,6 +2,13 @@ import { collect, printTable, withStore } from './shared.js';
 import { DEVICE_CODE_GRANT_TYPE } from '@authcli/protocol';
 import { type Command, Option } from 'commander';
 import { DEFAULT_GRANT_TYPES, registerApplication } from '../oauth/registration.js';
+import type { Application } from '../store/store.js';
+
+/** Who registered an application: a dashboard user, an operator (`apps add`, the built-in one), or the client itself (RFC 7591). */
+function registeredBy(a: Application): 'dashboard' | 'operator' | 'client' {
+  if (a.registrationTokenHash !== null) return 'client';
+  return a.ownerId === null ? 'operator' : 'dashboard';
+}
 
 /** `authcli-server apps ...`: client applications (add, list). */
 export function appsCommand(cli: Command): void {
@@ -80,15 +87,17 @@ export function appsCommand(cli: Command): void {
             scopes: a.scopes,
             grant_types: a.grantTypes,
             id_token_signed_response_alg: a.idTokenAlg,
+            registered_by: registeredBy(a),
           }));
           process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
           return;
         }
         printTable(
-          ['CLIENT ID', 'KIND', 'NAME', 'GRANTS', 'SCOPES', 'CALLBACKS'],
+          ['CLIENT ID', 'KIND', 'REGISTERED BY', 'NAME', 'GRANTS', 'SCOPES', 'CALLBACKS'],
           list.map((a) => [
             a.clientId,
             a.kind,
+            registeredBy(a),
             a.name,
             a.grantTypes.map((g) => (g.startsWith('urn:') ? 'device_code' : g)).join(','),
             a.scopes.join(' '),

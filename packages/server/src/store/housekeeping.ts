@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { RATE_LIMIT_ROWS_KEPT_MS, REPLAY_EVIDENCE_MS } from '../config/defaults.js';
+import { INITIAL_ACCESS_TOKENS_KEPT_MS, RATE_LIMIT_ROWS_KEPT_MS, REPLAY_EVIDENCE_MS } from '../config/defaults.js';
 import type { Database } from './schema.js';
 
 /**
@@ -7,7 +7,9 @@ import type { Database } from './schema.js';
  * records, grants (with their refresh tokens), continuations at expiry;
  * codes and device authorizations only {@link REPLAY_EVIDENCE_MS} after it,
  * so that a late replay still finds its row; rate-limit counters
- * {@link RATE_LIMIT_ROWS_KEPT_MS} after their window began.
+ * {@link RATE_LIMIT_ROWS_KEPT_MS} after their window began; initial access
+ * tokens {@link INITIAL_ACCESS_TOKENS_KEPT_MS} after expiry (the operator
+ * still sees what became of them).
  */
 export async function purgeExpired(db: Kysely<Database>, now: number): Promise<void> {
   await db.deleteFrom('sessions').where('expires_at', '<=', now).execute();
@@ -29,4 +31,8 @@ export async function purgeExpired(db: Kysely<Database>, now: number): Promise<v
   await db.deleteFrom('grants').where('expires_at', '<=', now).execute();
   // Sign-in continuations: nothing to keep once expired, a late use goes to `/` anyway.
   await db.deleteFrom('continuations').where('expires_at', '<=', now).execute();
+  await db
+    .deleteFrom('initial_access_tokens')
+    .where('expires_at', '<=', now - INITIAL_ACCESS_TOKENS_KEPT_MS)
+    .execute();
 }

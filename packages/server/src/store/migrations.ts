@@ -206,6 +206,25 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0006_dynamic_client_registration': {
+    async up(db: Past) {
+      // RFC 7591 / RFC 7592: existing applications were not registered by themselves and get no registration
+      // access token (null), so the client configuration endpoint never manages them.
+      await db.schema.alterTable('applications').addColumn('registration_token_hash', 'text').execute();
+      await db.schema.alterTable('applications').addColumn('registration_metadata', 'text').execute();
+      await db.schema
+        .createTable('initial_access_tokens')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('token_hash', 'text', (c) => c.notNull().unique())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('used_at', 'bigint')
+        .addColumn('revoked_at', 'bigint')
+        .addColumn('client_id', 'text')
+        .execute();
+      await db.schema.createIndex('initial_access_tokens_expires').on('initial_access_tokens').column('expires_at').execute();
+    },
+  },
 };
 
 /** Provides the migrations above to Kysely's Migrator. */

@@ -34,6 +34,29 @@ export interface ApplicationsTable {
   updated_at: number;
   /** JSON array of registered post-logout redirect URIs (OpenID Connect RP-Initiated Logout 1.0 §3.1). */
   post_logout_redirect_uris: string;
+  /**
+   * SHA-256 (hex) of the registration access token (RFC 7592 §1) of a client
+   * that registered itself (RFC 7591); null for applications made in the
+   * dashboard or with `apps add`, which RFC 7592 cannot manage.
+   */
+  registration_token_hash: string | null;
+  /** JSON of the client metadata only a self-registered client has (RFC 7591 §2: auth method, URIs, contacts...); null otherwise. */
+  registration_metadata: string | null;
+}
+
+/** Initial access tokens (RFC 7591 §3) the operator created for `AUTHCLI_REGISTRATION=token`; each registers one client. */
+export interface InitialAccessTokensTable {
+  /** A short id the operator names the token by (list, revoke); not a secret. */
+  id: string;
+  /** SHA-256 (hex) of the token; the token itself is shown once, at creation. */
+  token_hash: string;
+  created_at: number;
+  expires_at: number;
+  /** When a registration used it up (single use). */
+  used_at: number | null;
+  revoked_at: number | null;
+  /** The client registered with it. */
+  client_id: string | null;
 }
 
 export interface SessionsTable {
@@ -158,6 +181,7 @@ export interface ContinuationsTable {
 
 export interface Database {
   continuations: ContinuationsTable;
+  initial_access_tokens: InitialAccessTokensTable;
   device_authorizations: DeviceAuthorizationsTable;
   refresh_tokens: RefreshTokensTable;
   revoked_access_tokens: RevokedAccessTokensTable;

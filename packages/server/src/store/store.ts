@@ -8,6 +8,7 @@ import { type Consents, KyselyConsents } from './repositories/consents.js';
 import { type Continuations, KyselyContinuations } from './repositories/continuations.js';
 import { type DeviceGrants, KyselyDeviceGrants } from './repositories/device-grants.js';
 import { grantStatements, type Grants, KyselyGrants } from './repositories/grants.js';
+import { type InitialAccessTokens, KyselyInitialAccessTokens } from './repositories/initial-access-tokens.js';
 import { KyselySigningKeys, type SigningKeys } from './repositories/keys.js';
 import { KyselyRateLimits, type RateLimits } from './repositories/rate-limits.js';
 import { KyselySessions, type Sessions } from './repositories/sessions.js';
@@ -21,6 +22,7 @@ export { GRANT_TYPES, type Application, type ApplicationPatch, type GrantType, t
 export type { AuthorizationCode } from './repositories/codes.js';
 export type { DeviceAuthorization, DevicePoll, DevicePollSummary } from './repositories/device-grants.js';
 export type { Grant, RefreshToken } from './repositories/grants.js';
+export type { InitialAccessToken } from './repositories/initial-access-tokens.js';
 export type { SigningKeyRow } from './repositories/keys.js';
 export type { RateLimitRow } from './repositories/rate-limits.js';
 export type { Session } from './repositories/sessions.js';
@@ -45,6 +47,7 @@ export class Store {
   readonly rateLimits: RateLimits;
   readonly settings: Settings;
   readonly continuations: Continuations;
+  readonly initialAccessTokens: InitialAccessTokens;
   /** Which database this store is on (messages and operator advice). */
   readonly dialect: Dialect;
 
@@ -65,6 +68,7 @@ export class Store {
     this.rateLimits = new KyselyRateLimits(engine);
     this.settings = new KyselySettings(engine);
     this.continuations = new KyselyContinuations(engine);
+    this.initialAccessTokens = new KyselyInitialAccessTokens(engine);
   }
 
   /** Brings the schema up to date; safe to run concurrently from several instances on PostgreSQL. */

@@ -21,6 +21,11 @@ export function randomToken(bytes = 32): string {
   return randomSlice(bytes).toString('base64url');
 }
 
+/** `bytes` random bytes as hex: short identifiers an operator types (never secrets). */
+export function randomHex(bytes: number): string {
+  return randomSlice(bytes).toString('hex');
+}
+
 /**
  * An identifier that sorts by creation time: 12 hex digits of epoch
  * milliseconds, then 96 random bits (base64url). Rows keyed by it land at the

@@ -5,4 +5,12 @@
  */
 export class InputError extends Error {
   override name = 'InputError';
+
+  /** `field`: which input the message is about, when callers answer differently per field (RFC 7591 §3.2.2). */
+  constructor(
+    message: string,
+    readonly field?: string,
+  ) {
+    super(message);
+  }
 }

@@ -48,7 +48,10 @@ export function DashboardPage(props: { viewer: Viewer; apps: Application[]; all:
                     <td>
                       <code>{a.clientId}</code>
                     </td>
-                    <td>{a.kind}</td>
+                    <td>
+                      {a.kind}
+                      {a.registrationTokenHash !== null && <span class="muted"> (registered by the client, RFC 7591)</span>}
+                    </td>
                     <td class="muted">{a.grantTypes.map((g) => (g.startsWith('urn:') ? 'device_code' : g)).join(', ')}</td>
                   </tr>
                 ))}

@@ -59,6 +59,7 @@ export async function devicePageRoutes(app: FastifyInstance, ctx: WebContext): P
       <DeviceConfirmPage
         viewer={viewer}
         appName={found.appName}
+        selfRegistered={found.selfRegistered}
         clientId={found.clientId}
         scopes={found.scopes}
         userCode={found.userCode}

@@ -173,6 +173,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
       <ConsentPage
         viewer={viewerOf(reply, current)!}
         appName={ar.app.name}
+        selfRegistered={ar.app.registrationTokenHash !== null}
         clientId={ar.app.clientId}
         scopes={ar.scopes}
         request={ar.rawQuery}

@@ -159,9 +159,20 @@ export function ScopeList(props: { scopes: readonly string[] }) {
   );
 }
 
+/**
+ * Under the name of a client that registered itself (RFC 7591): the name is
+ * the client's own claim, which no administrator looked at (RFC 7591 §5:
+ * a self-asserted client_name may impersonate another application).
+ */
+function SelfRegisteredNote(props: { selfRegistered: boolean }) {
+  if (!props.selfRegistered) return null;
+  return <p class="muted">This application registered itself: its name has not been checked by anyone here.</p>;
+}
+
 export function ConsentPage(props: {
   viewer: Viewer;
   appName: string;
+  selfRegistered: boolean;
   clientId: string;
   scopes: readonly string[];
   request: string;
@@ -176,6 +187,7 @@ export function ConsentPage(props: {
         <p>
           <strong>{props.appName}</strong> <span class="muted">({props.clientId})</span> asks for access to your account:
         </p>
+        <SelfRegisteredNote selfRegistered={props.selfRegistered} />
         <ScopeList scopes={props.scopes} />
         <p class="muted">
           After you decide, you will be sent back to <code>{props.redirectHost}</code>.
@@ -317,6 +329,7 @@ export function DeviceEntryPage(props: { viewer: Viewer; code: string; error?: s
 export function DeviceConfirmPage(props: {
   viewer: Viewer;
   appName: string;
+  selfRegistered: boolean;
   clientId: string;
   scopes: readonly string[];
   userCode: string;
@@ -332,6 +345,7 @@ export function DeviceConfirmPage(props: {
         <p>
           <strong>{props.appName}</strong> <span class="muted">({props.clientId})</span> asks for access to your account:
         </p>
+        <SelfRegisteredNote selfRegistered={props.selfRegistered} />
         <ScopeList scopes={props.scopes} />
         <p class="muted">Only approve if you started this sign-in yourself.</p>
         <DecisionForm action="/device/decision" csrf={props.viewer.csrf} fields={{ user_code: props.userCode }} />

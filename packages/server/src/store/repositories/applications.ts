@@ -23,14 +23,43 @@ export interface Application {
   updatedAt: number;
   /** Where RP-initiated logout may send the browser back to, exact-matched (OpenID Connect RP-Initiated Logout 1.0 §3.1). */
   postLogoutRedirectUris: string[];
+  /**
+   * SHA-256 (hex) of the registration access token of a client that
+   * registered itself (RFC 7591 §3.2.1, RFC 7592 §1); null for applications
+   * made in the dashboard or with `apps add`.
+   */
+  registrationTokenHash: string | null;
+  /** The metadata only a self-registered client has (oauth/dynamic-registration.ts), as JSON; null otherwise. */
+  registrationMetadata: string | null;
 }
 
-export type NewApplication = Omit<Application, 'updatedAt' | 'postLogoutRedirectUris'> & { postLogoutRedirectUris?: string[] };
+export type NewApplication = Omit<Application, 'updatedAt' | 'postLogoutRedirectUris' | 'registrationTokenHash' | 'registrationMetadata'> &
+  Partial<Pick<Application, 'postLogoutRedirectUris' | 'registrationTokenHash' | 'registrationMetadata'>>;
 
 /** What an application update may change. */
 export type ApplicationPatch = Partial<
-  Pick<Application, 'name' | 'callbackUrls' | 'scopes' | 'grantTypes' | 'idTokenAlg' | 'secretHash' | 'postLogoutRedirectUris'>
+  Pick<
+    Application,
+    | 'name'
+    | 'callbackUrls'
+    | 'scopes'
+    | 'grantTypes'
+    | 'idTokenAlg'
+    | 'secretHash'
+    | 'postLogoutRedirectUris'
+    | 'registrationTokenHash'
+    | 'registrationMetadata'
+  >
 >;
+
+/**
+ * A condition on a change (RFC 7592): it happens only while the application's
+ * registration access token is still the one with this SHA-256, so of two
+ * requests presenting the same token after it was rotated, only one acts.
+ */
+export interface RegistrationTokenCondition {
+  registrationTokenHash: string;
+}
 
 /** Registered client applications (RFC 6749 §2). */
 export interface Applications {
@@ -45,10 +74,15 @@ export interface Applications {
   get(clientId: string): Promise<Application | undefined>;
   /** Applications owned by `ownerId`, or all of them when `ownerId` is undefined. */
   list(ownerId?: string): Promise<Application[]>;
-  /** Changes an application; `not_found` when there is none. */
-  update(clientId: string, patch: ApplicationPatch, now: number): Promise<Application>;
-  /** Deletes an application; `not_found` when there is none. */
-  delete(clientId: string): Promise<void>;
+  /** Changes an application; `not_found` when there is none (or, with `when`, when its registration token has changed). */
+  update(clientId: string, patch: ApplicationPatch, now: number, when?: RegistrationTokenCondition): Promise<Application>;
+  /**
+   * Deletes an application (its consents, codes, device authorizations and
+   * grants with their refresh tokens go with it, ON DELETE CASCADE; its access
+   * tokens fail verification once their grant is gone); `not_found` when there
+   * is none (or, with `when`, when its registration token has changed).
+   */
+  delete(clientId: string, when?: RegistrationTokenCondition): Promise<void>;
 }
 
 function freezeApplication(app: Application): Application {
@@ -73,6 +107,8 @@ function toApplication(row: ApplicationRow): Application {
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     postLogoutRedirectUris: JSON.parse(row.post_logout_redirect_uris) as string[],
+    registrationTokenHash: row.registration_token_hash,
+    registrationMetadata: row.registration_metadata,
   };
 }
 
@@ -104,6 +140,8 @@ export class KyselyApplications implements Applications {
           created_at: app.createdAt,
           updated_at: app.createdAt,
           post_logout_redirect_uris: JSON.stringify(app.postLogoutRedirectUris ?? []),
+          registration_token_hash: app.registrationTokenHash ?? null,
+          registration_metadata: app.registrationMetadata ?? null,
         })
         .execute();
     } catch (err) {
@@ -140,8 +178,8 @@ export class KyselyApplications implements Applications {
     return (await q.execute()).map(toApplication);
   }
 
-  async update(clientId: string, patch: ApplicationPatch, now: number): Promise<Application> {
-    const r = await this.engine.db
+  async update(clientId: string, patch: ApplicationPatch, now: number, when?: RegistrationTokenCondition): Promise<Application> {
+    let q = this.engine.db
       .updateTable('applications')
       .set({
         ...(patch.name !== undefined && { name: patch.name }),
@@ -151,17 +189,22 @@ export class KyselyApplications implements Applications {
         ...(patch.grantTypes !== undefined && { grant_types: JSON.stringify(patch.grantTypes) }),
         ...(patch.idTokenAlg !== undefined && { id_token_alg: patch.idTokenAlg }),
         ...(patch.secretHash !== undefined && { secret_hash: patch.secretHash }),
+        ...(patch.registrationTokenHash !== undefined && { registration_token_hash: patch.registrationTokenHash }),
+        ...(patch.registrationMetadata !== undefined && { registration_metadata: patch.registrationMetadata }),
         updated_at: now,
       })
-      .where('client_id', '=', clientId)
-      .executeTakeFirst();
+      .where('client_id', '=', clientId);
+    if (when) q = q.where('registration_token_hash', '=', when.registrationTokenHash);
+    const r = await q.executeTakeFirst();
     this.cache.delete(clientId);
     if (Number(r.numUpdatedRows) === 0) throw new StoreError('not_found', `no application ${clientId}`);
     return (await this.reload(clientId))!;
   }
 
-  async delete(clientId: string): Promise<void> {
-    const r = await this.engine.db.deleteFrom('applications').where('client_id', '=', clientId).executeTakeFirst();
+  async delete(clientId: string, when?: RegistrationTokenCondition): Promise<void> {
+    let q = this.engine.db.deleteFrom('applications').where('client_id', '=', clientId);
+    if (when) q = q.where('registration_token_hash', '=', when.registrationTokenHash);
+    const r = await q.executeTakeFirst();
     this.cache.delete(clientId);
     if (Number(r.numDeletedRows) === 0) throw new StoreError('not_found', `no application ${clientId}`);
   }
