@@ -5,6 +5,7 @@ import { clientAddress } from '../http/client-ip.js';
 import { FormError, isParsedForm, pageForm, pageQuery } from '../http/form.js';
 import {
   approveAuthorization,
+  consentScopes,
   denied,
   nextAuthorizationStep,
   requestQuery,
@@ -174,7 +175,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
         viewer={viewerOf(reply, current)!}
         appName={ar.app.name}
         clientId={ar.app.clientId}
-        scopes={ar.scopes}
+        scopes={consentScopes(ar)}
         request={ar.rawQuery}
         redirectHost={new URL(ar.redirectUri).host}
       />,
