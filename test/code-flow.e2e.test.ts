@@ -94,7 +94,10 @@ describe('authorization code flow against a started authcli-server process', () 
     expect(claims.iss).toBe(server.issuer);
     expect(claims.aud).toBe(app.client_id);
     expect(claims.nonce).toBe(nonce);
-    expect(claims.email).toBe('alice@example.com');
+    // OIDC Core §5.4: with an access token issued, the email claims come from userinfo.
+    expect(claims.email).toBeUndefined();
+    const info = await client.fetchUserInfo(config, tokens.access_token, claims.sub);
+    expect(info.email).toBe('alice@example.com');
     expect(tokens.token_type).toBe('bearer');
   });
 
@@ -107,7 +110,9 @@ describe('authorization code flow against a started authcli-server process', () 
     const jwks = createRemoteJWKSet(new URL(`${server.issuer}/oauth/jwks`));
     const { payload } = await jwtVerify(body.id_token, jwks, { issuer: server.issuer, audience: pub.client_id });
     expect(payload.nonce).toBe(nonce);
-    expect(payload.preferred_username).toBe('alice');
+    expect(payload.preferred_username).toBeUndefined();
+    const info = await fetch(`${server.issuer}/oauth/userinfo`, { headers: { authorization: `Bearer ${body.access_token}` } });
+    expect(await info.json()).toMatchObject({ sub: payload.sub, preferred_username: 'alice' });
   });
 
   it("the launcher leaves a core to the event loop unless the operator sizes libuv's pool", async () => {

@@ -171,10 +171,12 @@ describe.each(dialects())('migration 0004: usernames unique without regard to ca
     await execute(db, dialect, 'alter table applications drop column registration_token_hash');
     await execute(db, dialect, 'alter table applications drop column registration_metadata');
     await execute(db, dialect, 'drop table initial_access_tokens');
+    await execute(db, dialect, 'alter table authorization_codes drop column claims');
+    await execute(db, dialect, 'alter table grants drop column claims');
     await execute(
       db,
       dialect,
-      "delete from kysely_migration where name in ('0004_username_case_insensitive', '0005_post_logout_redirect_uris', '0006_dynamic_client_registration')",
+      "delete from kysely_migration where name in ('0004_username_case_insensitive', '0005_post_logout_redirect_uris', '0006_dynamic_client_registration', '0007_claims_request')",
     );
     await execute(
       db,

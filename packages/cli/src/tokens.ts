@@ -71,7 +71,11 @@ export async function sessionFromTokens(
   let subject = opts.previous?.subject;
   let username = opts.previous?.username;
   if (tokens.id_token) {
-    ({ sub: subject, username } = await verifyIdToken(tokens.id_token, meta, settings, opts.nonce, now));
+    const verified = await verifyIdToken(tokens.id_token, meta, settings, opts.nonce, now);
+    subject = verified.sub;
+    // A server that follows OIDC Core §5.4 puts no profile claims in the ID token when it issues an access token:
+    // the name found at sign-in (from userinfo) is kept across refreshes.
+    username = verified.username ?? opts.previous?.username;
     if (opts.previous?.subject && opts.previous.subject !== subject)
       throw new CliError('id_token', 'the refreshed ID token is for a different user');
   } else if (!subject) {

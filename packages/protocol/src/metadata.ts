@@ -71,6 +71,8 @@ export interface OpenIDProviderMetadata extends AuthorizationServerMetadata {
   claims_supported?: string[];
   /** OPTIONAL; false when absent. */
   claims_parameter_supported?: boolean;
+  /** OPTIONAL. The authentication context class references supported (OIDC Discovery §3). */
+  acr_values_supported?: string[];
   /** OPTIONAL; false when absent. */
   request_parameter_supported?: boolean;
   /** OPTIONAL; true when absent. */

@@ -21,7 +21,8 @@ export function toOAuthError(err: Error & { statusCode?: number; code?: string }
     return new InvalidRequest('the request body is too large', { status: 413 });
   }
   if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) {
-    return new InvalidRequest(err.message, { status: err.statusCode });
+    // Fastify's own messages can quote the request (a content type, a header): not echoed (RFC 6749 §5.2 text).
+    return new InvalidRequest(`the request could not be read (HTTP ${err.statusCode})`, { status: err.statusCode });
   }
   return new ServerError('the server could not complete the request');
 }

@@ -3,12 +3,14 @@ import { isParsedForm } from '../http/form.js';
 import type { OAuthContext } from '../oauth/context.js';
 import { userinfo } from '../oauth/userinfo.js';
 
-/** GET/POST /oauth/userinfo (OIDC Core §5.3); errors per RFC 6750 §3. */
+/** GET/POST /oauth/userinfo (OIDC Core §5.3): the token in the Authorization header, or in a POST form body (RFC 6750 §2.2); errors per RFC 6750 §3. */
 export async function userinfoRoutes(app: FastifyInstance, ctx: OAuthContext): Promise<void> {
   const handler = async (req: FastifyRequest, reply: FastifyReply) => {
+    const form = isParsedForm(req.body) ? req.body : undefined;
     const claims = await userinfo(ctx, {
       authorization: req.headers.authorization,
-      tokenInBody: isParsedForm(req.body) && 'access_token' in req.body.params,
+      bodyToken: form?.params.access_token,
+      bodyTokenRepeated: form?.repeated.has('access_token') ?? false,
       tokenInQuery: typeof (req.query as Record<string, unknown>).access_token === 'string',
     });
     if (claims === undefined) {
@@ -18,6 +20,14 @@ export async function userinfoRoutes(app: FastifyInstance, ctx: OAuthContext): P
     }
     return reply.header('cache-control', 'no-store').send(claims);
   };
+  // RFC 6750 §3: every failure carries the Bearer challenge. invalid_token and insufficient_scope bring their
+  // own; a malformed request (including a body this route cannot read) gets error="invalid_request" here.
+  app.addHook('onSend', async (_req, reply, payload) => {
+    if (reply.statusCode === 400 && !reply.hasHeader('www-authenticate')) {
+      reply.header('www-authenticate', 'Bearer realm="authcli", error="invalid_request"');
+    }
+    return payload;
+  });
   app.get('/oauth/userinfo', handler);
   app.post('/oauth/userinfo', handler);
 }

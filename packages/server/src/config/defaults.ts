@@ -82,6 +82,11 @@ export const REGISTRATION_MODE: RegistrationMode = 'off';
 export const AUTHORIZE_STATE_MAX = 2048;
 /** Longest `nonce` (OIDC Core §3.1.2.1): it is copied into the ID token. */
 export const NONCE_MAX = 512;
+/**
+ * Longest `claims` parameter (OIDC Core §5.5), in characters: every standard
+ * claim named in both members with a few values each fits in well under half.
+ */
+export const CLAIMS_PARAMETER_MAX = 4096;
 /** Longest `state` of an RP-initiated logout request (OpenID Connect RP-Initiated Logout 1.0 §2). */
 export const LOGOUT_STATE_MAX = 1024;
 /**

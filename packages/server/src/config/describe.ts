@@ -132,6 +132,7 @@ export function describeConfig(config: ServerConfig, flags: ConfigInput, env: No
     // input sizes
     { name: 'authorize_state_max', value: `${D.AUTHORIZE_STATE_MAX} chars`, source: 'built-in' },
     { name: 'nonce_max', value: `${D.NONCE_MAX} chars`, source: 'built-in' },
+    { name: 'claims_parameter_max', value: `${D.CLAIMS_PARAMETER_MAX} chars`, source: 'built-in' },
     { name: 'logout_state_max', value: `${D.LOGOUT_STATE_MAX} chars`, source: 'built-in' },
     { name: 'presented_token_max', value: `${D.PRESENTED_TOKEN_MAX} chars`, source: 'built-in' },
     { name: 'presented_secret_max', value: `${D.PRESENTED_SECRET_MAX} chars`, source: 'built-in' },

@@ -118,6 +118,16 @@ export function isParsedForm(body: unknown): body is ParsedForm {
 }
 
 /**
+ * The error text for a repeated parameter (RFC 6749 §3.1, §3.2). The name
+ * is said only when it looks like a parameter name (lower-case letters and
+ * underscores, as every OAuth parameter is): request input is never echoed
+ * into an error description otherwise.
+ */
+export function repeatedParameter(name: string): string {
+  return /^[a-z][a-z_]{0,39}$/.test(name) ? `the ${name} parameter is repeated` : 'a parameter is repeated';
+}
+
+/**
  * The strict form body every OAuth POST endpoint requires (RFC 6749 §3.2):
  * `application/x-www-form-urlencoded`, no parameter repeated. A FormError
  * otherwise, which the protocol endpoints answer as `invalid_request`.
@@ -126,7 +136,7 @@ export function formParams(req: FastifyRequest): Readonly<Record<string, string>
   if (!isParsedForm(req.body)) throw new FormError('the request body must be application/x-www-form-urlencoded');
   if (req.body.repeated.size > 0) {
     const [first] = req.body.repeated;
-    throw new FormError(`parameter ${first} is repeated (RFC 6749 §3.2)`);
+    throw new FormError(repeatedParameter(first!));
   }
   return req.body.params;
 }

@@ -1,11 +1,13 @@
 import { errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import type { OAuthContext } from './context.js';
-import type { User } from '../store/store.js';
+import type { Grant, User } from '../store/store.js';
 import { InvalidToken } from './errors.js';
 
 export interface VerifiedAccessToken {
   payload: JWTPayload & { client_id: string; scope: string; jti: string; gid: string; sub: string };
   user: User;
+  /** The grant (sign-in) the token belongs to. */
+  grant: Grant;
 }
 
 /**
@@ -22,7 +24,7 @@ export async function verifyAccessToken(ctx: OAuthContext, token: string): Promi
   if (!grant || grant.revoked_at !== null) throw new InvalidToken('the access token has been revoked');
   const user = await ctx.store.users.findById(payload.sub);
   if (!user || user.disabled_at !== null) throw new InvalidToken('the account is disabled or no longer exists');
-  return { payload, user };
+  return { payload, user, grant };
 }
 
 /** The JWT checks alone (RFC 9068 §4), without looking at revocation. */

@@ -1,7 +1,7 @@
 import { isValidChallenge } from '@authcli/pkce';
 import { AUTHORIZE_STATE_MAX, NONCE_MAX } from '../config/defaults.js';
 import type { OAuthContext } from './context.js';
-import { FormError, parseForm } from '../http/form.js';
+import { FormError, parseForm, repeatedParameter } from '../http/form.js';
 import type { Application, User } from '../store/store.js';
 import { randomToken, sha256Hex } from '../util/crypto.js';
 import {
@@ -15,6 +15,15 @@ import {
   UnauthorizedClient,
   UnsupportedResponseType,
 } from './errors.js';
+import {
+  type ClaimsRequest,
+  claimsScopes,
+  essentialAcrUnmet,
+  parseClaimsRequest,
+  requestedSubject,
+  serializeClaimsRequest,
+} from './claims-request.js';
+import { verifyIdTokenHint } from './id-token-hint.js';
 import { matchRedirectUri } from './redirect-uri.js';
 import { parseScope } from './scopes.js';
 
@@ -28,6 +37,15 @@ export interface AuthorizationRequest {
   codeChallenge: string;
   prompt: ReadonlySet<string>;
   maxAge: number | undefined;
+  /** The `claims` parameter (OIDC Core §5.5), reduced to the claims this application may be given. */
+  claims: ClaimsRequest | undefined;
+  /** The `id_token_hint` as sent (OIDC Core §3.1.2.1): carried along when the request is resumed. */
+  idTokenHint: string | undefined;
+  /**
+   * The only user this request may be answered for: the subject of `id_token_hint`, or of a `sub` value in
+   * the claims request (§3.1.2.2). A session of anyone else counts as no session.
+   */
+  subject: string | undefined;
   /** The query string as received, carried through sign-in and consent and validated again there. */
   rawQuery: string;
 }
@@ -88,9 +106,10 @@ function checkRedirectUri(app: Application, params: Params, repeated: ReadonlySe
 
 // ---- checks after: failures go back to the client ----
 
+/** RFC 6749 §3.1: a parameter may not be repeated. */
 function checkNoRepeats(repeated: ReadonlySet<string>): void {
   const [first] = repeated;
-  if (first !== undefined) throw new InvalidRequest(`parameter ${first} is repeated (RFC 6749 §3.1)`);
+  if (first !== undefined) throw new InvalidRequest(repeatedParameter(first));
 }
 
 function checkNoRequestObjects(params: Params): void {
@@ -115,14 +134,17 @@ function checkPkce(params: Params): string {
   const challenge = params.code_challenge;
   if (challenge === undefined) throw new InvalidRequest('code_challenge is required (PKCE, RFC 7636)');
   if (method === undefined) throw new InvalidRequest('code_challenge_method is required and must be S256');
-  if (method !== 'S256') throw new InvalidRequest(`code_challenge_method ${method} is not supported; use S256`);
+  if (method !== 'S256') throw new InvalidRequest('code_challenge_method must be S256 (plain and other methods are not supported)');
   if (!isValidChallenge(challenge)) throw new InvalidRequest('code_challenge must be 43 base64url characters (RFC 7636 §4.2)');
   return challenge;
 }
 
 function checkPrompt(params: Params): { prompt: Set<string>; maxAge: number | undefined } {
   const prompt = new Set((params.prompt ?? '').split(' ').filter(Boolean));
-  for (const p of prompt) if (!PROMPTS.has(p)) throw new InvalidRequest(`unsupported prompt value ${p}`);
+  for (const p of prompt) {
+    if (!PROMPTS.has(p))
+      throw new InvalidRequest(`prompt has a value this server does not support (it supports ${[...PROMPTS].join(', ')})`);
+  }
   if (prompt.has('none') && prompt.size > 1) throw new InvalidRequest('prompt=none cannot be combined with other values');
   let maxAge: number | undefined;
   if (params.max_age !== undefined) {
@@ -130,6 +152,25 @@ function checkPrompt(params: Params): { prompt: Set<string>; maxAge: number | un
     maxAge = Number(params.max_age);
   }
   return { prompt, maxAge };
+}
+
+/**
+ * OIDC Core §3.1.2.1 `id_token_hint`: an ID token this server issued to
+ * this client names the user the client expects; with a `sub` value in the
+ * claims request (§3.1.2.2) as well, both must name the same user.
+ */
+async function checkSubject(
+  ctx: OAuthContext,
+  app: Application,
+  params: Params,
+  claims: ClaimsRequest | undefined,
+): Promise<string | undefined> {
+  const claimed = requestedSubject(claims);
+  if (params.id_token_hint === undefined) return claimed;
+  const hint = await verifyIdTokenHint(ctx, params.id_token_hint);
+  if (!hint || hint.aud !== app.clientId) throw new InvalidRequest('id_token_hint is not an ID token this server issued to this client');
+  if (claimed !== undefined && claimed !== hint.sub) throw new InvalidRequest('id_token_hint and the requested sub name different users');
+  return hint.sub;
 }
 
 function checkLengths(params: Params): void {
@@ -162,7 +203,23 @@ export async function validateAuthorizationRequest(ctx: OAuthContext, rawQuery: 
     const codeChallenge = checkPkce(params);
     const scopes = parseScope(params.scope, app.scopes);
     const { prompt, maxAge } = checkPrompt(params);
-    return { app, redirectUri, state, scopes, nonce: params.nonce, codeChallenge, prompt, maxAge, rawQuery };
+    const claims = parseClaimsRequest(params.claims, app.scopes);
+    if (essentialAcrUnmet(claims)) throw new AccessDenied('the requested authentication context class cannot be satisfied');
+    const subject = await checkSubject(ctx, app, params, claims);
+    return {
+      app,
+      redirectUri,
+      state,
+      scopes,
+      nonce: params.nonce,
+      codeChallenge,
+      prompt,
+      maxAge,
+      claims,
+      idTokenHint: params.id_token_hint,
+      subject,
+      rawQuery,
+    };
   } catch (err) {
     if (err instanceof OAuthError) throw new AuthorizationRedirectError(err, redirectUri, state);
     throw err;
@@ -207,6 +264,7 @@ export async function issueCode(ctx: OAuthContext, req: AuthorizationRequest, us
     code_challenge_method: 'S256',
     scope: req.scopes.join(' '),
     nonce: req.nonce ?? null,
+    claims: serializeClaimsRequest(req.claims),
     auth_time: authTime,
     created_at: now,
     expires_at: now + ctx.config.codeTtlSeconds * 1000,
@@ -237,8 +295,9 @@ export type AuthorizationStep =
 
 /**
  * The authorization endpoint's decision (OIDC Core §3.1.2.3–3.1.2.4, RFC
- * 6749 §4.1.1): a sign-in when there is none, `prompt=login` asks for one or
- * it is older than `max_age`; the account chooser for `prompt=select_account`;
+ * 6749 §4.1.1): a sign-in when there is none, `prompt=login` asks for one,
+ * it is older than `max_age`, or it is not the user the request names
+ * (`id_token_hint`, a `sub` value; §3.1.2.2); the account chooser for `prompt=select_account`;
  * consent unless the user approved these scopes
  * for this application before and `prompt=consent` is absent; otherwise a
  * code. With `prompt=none` (§3.1.2.6) a step that needs the user is the
@@ -250,7 +309,8 @@ export async function nextAuthorizationStep(
   signedIn: Authentication | undefined,
 ): Promise<AuthorizationStep> {
   const stale = signedIn !== undefined && req.maxAge !== undefined && ctx.config.now() - signedIn.authTime > req.maxAge * 1000;
-  if (!signedIn || req.prompt.has('login') || stale) {
+  const someoneElse = signedIn !== undefined && req.subject !== undefined && signedIn.user.id !== req.subject;
+  if (!signedIn || req.prompt.has('login') || stale || someoneElse) {
     if (req.prompt.has('none'))
       throw new AuthorizationRedirectError(new LoginRequired('the user is not signed in'), req.redirectUri, req.state);
     return { next: 'sign-in' };
@@ -258,7 +318,7 @@ export async function nextAuthorizationStep(
   if (req.prompt.has('select_account')) {
     return { next: 'select-account', continueAs: `/oauth/authorize?${requestQuery(withoutPrompt(req, 'select_account'))}` };
   }
-  if (!req.prompt.has('consent') && (await ctx.store.consents.covers(signedIn.user.id, req.app.clientId, req.scopes))) {
+  if (!req.prompt.has('consent') && (await ctx.store.consents.covers(signedIn.user.id, req.app.clientId, consentScopes(req)))) {
     return { next: 'redirect', location: await issueCode(ctx, req, signedIn.user, signedIn.authTime) };
   }
   if (req.prompt.has('none')) {
@@ -273,8 +333,17 @@ export async function nextAuthorizationStep(
  * the callback URL.
  */
 export async function approveAuthorization(ctx: OAuthContext, req: AuthorizationRequest, signedIn: Authentication): Promise<string> {
-  await ctx.store.consents.add(signedIn.user.id, req.app.clientId, req.scopes, ctx.config.now());
+  await ctx.store.consents.add(signedIn.user.id, req.app.clientId, consentScopes(req), ctx.config.now());
   return issueCode(ctx, req, signedIn.user, signedIn.authTime);
+}
+
+/**
+ * What the user approves: the requested scopes, and the scopes of the claims
+ * the request names one by one (OIDC Core §5.5), so a claim is never
+ * released without the user's approval of its scope.
+ */
+export function consentScopes(req: AuthorizationRequest): string[] {
+  return [...new Set([...req.scopes, ...claimsScopes(req.claims)])];
 }
 
 /**
@@ -295,6 +364,8 @@ export function requestQuery(req: AuthorizationRequest): string {
   if (req.nonce !== undefined) query.set('nonce', req.nonce);
   if (req.prompt.size) query.set('prompt', [...req.prompt].join(' '));
   if (req.maxAge !== undefined) query.set('max_age', String(req.maxAge));
+  if (req.claims !== undefined) query.set('claims', serializeClaimsRequest(req.claims)!);
+  if (req.idTokenHint !== undefined) query.set('id_token_hint', req.idTokenHint);
   return query.toString();
 }
 

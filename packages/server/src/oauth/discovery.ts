@@ -1,6 +1,7 @@
 import type { OpenIDProviderMetadata } from '@authcli/protocol';
 import type { OAuthContext } from './context.js';
 import { SIGNING_ALGS } from './keys.js';
+import { ACR_VALUES_SUPPORTED } from './acr.js';
 import { SUPPORTED_SCOPES } from './scopes.js';
 import { supportedGrantTypes } from './grants/registry.js';
 import { REGISTRATION_PATH } from './dynamic-registration.js';
@@ -42,12 +43,15 @@ export function metadata(ctx: OAuthContext): OpenIDProviderMetadata {
       'nonce',
       'azp',
       'at_hash',
+      'acr',
+      'amr',
       'name',
       'preferred_username',
       'email',
       'email_verified',
     ],
-    claims_parameter_supported: false,
+    claims_parameter_supported: true,
+    acr_values_supported: [...ACR_VALUES_SUPPORTED],
     request_parameter_supported: false,
     request_uri_parameter_supported: false,
     authorization_response_iss_parameter_supported: true,

@@ -2,10 +2,32 @@ import type { OAuthErrorResponse } from '@authcli/protocol';
 import { STORE_RETRY_AFTER_SECONDS } from '../config/defaults.js';
 import type { ErrorAnswer } from '../http/errors.js';
 
+/** RFC 6749 §4.1.2.1, §5.2: `error-description = 1*( %x20-21 / %x23-5B / %x5D-7E )`. */
+const DESCRIPTION_CHARS = /^[\x20-\x21\x23-\x5b\x5d-\x7e]*$/;
+
+/**
+ * An error description within RFC 6749's character set, whatever the text
+ * it is made from: a section sign becomes "section", a double quote a single
+ * one, a backslash a slash, and any other character outside the set "?".
+ * Every protocol error's description passes through here (the OAuthError
+ * constructor), so no answer (JSON body, redirect parameter,
+ * `WWW-Authenticate` quoted string) can carry one.
+ */
+export function errorDescription(text: string): string {
+  if (DESCRIPTION_CHARS.test(text)) return text;
+  return text
+    .replace(/\u00a7\s*/g, 'section ')
+    .replace(/"/g, "'")
+    .replace(/\\/g, '/')
+    .replace(/[^\x20-\x21\x23-\x5b\x5d-\x7e]/gu, '?');
+}
+
 /**
  * OAuth 2.0 protocol errors: one class per error code (RFC 6749 §4.1.2.1,
  * §5.2; RFC 8628 §3.5; RFC 6750 §3.1), each carrying its HTTP status, turned
- * into the RFC JSON or redirect parameters in one place.
+ * into the RFC JSON or redirect parameters in one place. Descriptions are
+ * fixed text written here in the code, never request input echoed back, and
+ * are held to RFC 6749's character set by {@link errorDescription}.
  */
 export abstract class OAuthError extends Error implements ErrorAnswer {
   abstract readonly error: string;
@@ -14,15 +36,16 @@ export abstract class OAuthError extends Error implements ErrorAnswer {
   /** Extra response headers, e.g. `WWW-Authenticate` for invalid_client. */
   headers: Record<string, string> = {};
 
-  constructor(
-    readonly description: string,
-    options: { status?: number } = {},
-  ) {
+  /** The `error_description`, within RFC 6749's character set. */
+  readonly description: string;
+
+  constructor(description: string, options: { status?: number } = {}) {
     // A protocol error is an expected answer, not a bug: skip the stack trace (hot on polling paths).
     const limit = Error.stackTraceLimit;
     Error.stackTraceLimit = 0;
     super(description);
     Error.stackTraceLimit = limit;
+    this.description = errorDescription(description);
     this.name = new.target.name;
     this.status = options.status ?? this.defaultStatus;
   }
@@ -140,7 +163,7 @@ export class InvalidToken extends OAuthError {
   readonly error = 'invalid_token';
   constructor(description: string) {
     super(description);
-    this.headers['www-authenticate'] = `Bearer realm="authcli", error="invalid_token", error_description="${description}"`;
+    this.headers['www-authenticate'] = `Bearer realm="authcli", error="invalid_token", error_description="${this.description}"`;
   }
   protected override get defaultStatus() {
     return 401;

@@ -1,4 +1,4 @@
-import { decodeJwt, jwtVerify } from 'jose';
+import { verifyIdTokenHint } from './id-token-hint.js';
 import { LOGOUT_STATE_MAX } from '../config/defaults.js';
 import type { Application } from '../store/store.js';
 import type { OAuthContext } from './context.js';
@@ -30,20 +30,10 @@ export async function validateLogout(ctx: OAuthContext, params: Readonly<Record<
   let hintSub: string | undefined;
   let hintAud: string | undefined;
   if (params.id_token_hint !== undefined) {
-    try {
-      const { payload } = await jwtVerify(params.id_token_hint, await ctx.keys.verificationKeys(), {
-        issuer: ctx.config.issuer,
-        algorithms: ['ES256', 'RS256'],
-        typ: 'JWT',
-        // Only exp is left unchecked: an RP commonly holds an expired ID token when the user signs out.
-        currentDate: new Date(Math.min(ctx.config.now(), (decodeJwt(params.id_token_hint).exp ?? 0) * 1000 - 1000)),
-      });
-      if (typeof payload.sub !== 'string' || typeof payload.aud !== 'string') throw new Error('not an ID token');
-      hintSub = payload.sub;
-      hintAud = payload.aud;
-    } catch {
-      throw new LogoutError('id_token_hint is not an ID token issued by this server');
-    }
+    const hint = await verifyIdTokenHint(ctx, params.id_token_hint);
+    if (!hint) throw new LogoutError('id_token_hint is not an ID token issued by this server');
+    hintSub = hint.sub;
+    hintAud = hint.aud;
   }
   if (params.client_id !== undefined && hintAud !== undefined && params.client_id !== hintAud) {
     throw new LogoutError('client_id does not match the audience of id_token_hint');

@@ -25,7 +25,7 @@ export function newRefreshToken(grant: Grant, now: number): { token: string; row
 /** A new grant row: the family every token of one sign-in belongs to. */
 export function newGrant(
   config: ServerConfig,
-  input: { clientId: string; userId: string; scope: string; authTime: number },
+  input: { clientId: string; userId: string; scope: string; claims?: string | null; authTime: number },
   now: number,
 ): Grant {
   return {
@@ -33,6 +33,7 @@ export function newGrant(
     client_id: input.clientId,
     user_id: input.userId,
     scope: input.scope,
+    claims: input.claims ?? null,
     auth_time: input.authTime,
     created_at: now,
     expires_at: now + config.grantTtlSeconds * 1000,

@@ -2,7 +2,7 @@ import type { GrantType } from '../store/store.js';
 import { authenticateClient } from './client-auth.js';
 import type { OAuthContext } from './context.js';
 import { InvalidRequest, type OAuthError, UnauthorizedClient, UnsupportedGrantType } from './errors.js';
-import { grantHandler } from './grants/registry.js';
+import { grantHandler, supportedGrantTypes } from './grants/registry.js';
 import type { TokenResponse } from '@authcli/protocol';
 
 /**
@@ -19,7 +19,7 @@ export async function tokenRequest(
   const grantType = params.grant_type;
   if (!grantType) throw new InvalidRequest('grant_type is missing');
   const handler = grantHandler(grantType);
-  if (!handler) throw new UnsupportedGrantType(`grant_type ${grantType} is not supported`);
+  if (!handler) throw new UnsupportedGrantType(`the grant_type is not supported (supported: ${supportedGrantTypes().join(', ')})`);
   const client = await authenticateClient(ctx.store, authorization, params);
   if (!client.grantTypes.includes(grantType as GrantType)) {
     throw new UnauthorizedClient(`this application may not use the ${grantType} grant`);

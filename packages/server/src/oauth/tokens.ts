@@ -3,6 +3,8 @@ import type { TokenResponse } from '@authcli/protocol';
 import type { ServerConfig } from '../config/config.js';
 import type { Application, User } from '../store/store.js';
 import { randomToken } from '../util/crypto.js';
+import { PASSWORD_ACR, PASSWORD_AMR } from './acr.js';
+import { CLAIM_SCOPE_NAMES, type ClaimsRequest, pickClaims } from './claims-request.js';
 import type { KeyRing, SigningAlg } from './keys.js';
 
 /** What a token is issued for: one grant (a code exchange, a device approval, a refresh family). */
@@ -13,6 +15,8 @@ export interface TokenContext {
   scopes: string[];
   authTime: number;
   nonce?: string | null | undefined;
+  /** The `claims` request of the sign-in (OIDC Core §5.5), if it named any. */
+  claims?: ClaimsRequest | undefined;
 }
 
 /** OIDC Core §5.4: the claims each scope releases. */
@@ -59,7 +63,13 @@ export class TokenIssuer {
     });
   }
 
-  /** OIDC Core §2 ID token, with nonce, azp and at_hash (§3.1.3.6); signed with the application's algorithm. */
+  /**
+   * OIDC Core §2 ID token, with nonce, azp, at_hash (§3.1.3.6), acr and amr
+   * (RFC 8176); signed with the application's algorithm. An access token is
+   * always issued with it, so the claims of the requested scopes are the
+   * UserInfo response's (§5.4), not the ID token's; it carries only the
+   * claims the `claims` request names for it (§5.5).
+   */
   async idToken(ctx: TokenContext, accessToken: string, iat: number): Promise<string> {
     return this.keys.signJwt(ctx.app.idTokenAlg, 'JWT', {
       iss: this.config.issuer,
@@ -71,7 +81,9 @@ export class TokenIssuer {
       auth_time: Math.floor(ctx.authTime / 1000),
       ...(ctx.nonce ? { nonce: ctx.nonce } : {}),
       at_hash: atHash(accessToken),
-      ...scopedClaims(ctx.user, ctx.scopes),
+      acr: PASSWORD_ACR,
+      amr: PASSWORD_AMR,
+      ...pickClaims(scopedClaims(ctx.user, CLAIM_SCOPE_NAMES), ctx.claims?.id_token),
     });
   }
 

@@ -225,6 +225,14 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('initial_access_tokens_expires').on('initial_access_tokens').column('expires_at').execute();
     },
   },
+  '0007_claims_request': {
+    async up(db: Past) {
+      // OIDC Core §5.5: the claims a client named in the `claims` parameter (JSON, or null when none) go with
+      // the code into its grant, so the ID tokens of later refreshes and every userinfo answer keep them.
+      await db.schema.alterTable('authorization_codes').addColumn('claims', 'text').execute();
+      await db.schema.alterTable('grants').addColumn('claims', 'text').execute();
+    },
+  },
 };
 
 /** Provides the migrations above to Kysely's Migrator. */

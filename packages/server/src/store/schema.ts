@@ -86,6 +86,8 @@ export interface AuthorizationCodesTable {
   code_challenge_method: string | null;
   scope: string;
   nonce: string | null;
+  /** The OIDC Core §5.5 `claims` request, reduced to what may be released (JSON), or null. */
+  claims: string | null;
   auth_time: number;
   created_at: number;
   expires_at: number;
@@ -99,6 +101,8 @@ export interface GrantsTable {
   client_id: string;
   user_id: string;
   scope: string;
+  /** The OIDC Core §5.5 `claims` request of the sign-in (JSON), or null. */
+  claims: string | null;
   auth_time: number;
   created_at: number;
   expires_at: number;

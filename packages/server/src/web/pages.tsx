@@ -5,6 +5,7 @@ import { clientAddress } from '../http/client-ip.js';
 import { FormError, isParsedForm, pageForm, pageQuery } from '../http/form.js';
 import {
   approveAuthorization,
+  consentScopes,
   denied,
   nextAuthorizationStep,
   requestQuery,
@@ -175,7 +176,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
         appName={ar.app.name}
         selfRegistered={ar.app.registrationTokenHash !== null}
         clientId={ar.app.clientId}
-        scopes={ar.scopes}
+        scopes={consentScopes(ar)}
         request={ar.rawQuery}
         redirectHost={new URL(ar.redirectUri).host}
       />,

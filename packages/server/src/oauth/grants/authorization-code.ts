@@ -8,6 +8,7 @@ import { sha256Hex } from '../../util/crypto.js';
 import { isLoopbackRedirect } from '../redirect-uri.js';
 import { newGrant, newRefreshToken, wantsRefreshToken } from '../refresh.js';
 import { InvalidGrant, InvalidRequest } from '../errors.js';
+import { storedClaimsRequest } from '../claims-request.js';
 
 type Params = Readonly<Record<string, string>>;
 
@@ -67,7 +68,11 @@ export async function authorizationCodeGrant(ctx: OAuthContext, app: Application
   if (!user || user.disabled_at !== null) throw new InvalidGrant('the account is disabled or no longer exists');
 
   const scopes = row.scope.split(' ').filter(Boolean);
-  const grant = newGrant(config, { clientId: app.clientId, userId: user.id, scope: row.scope, authTime: row.auth_time }, now);
+  const grant = newGrant(
+    config,
+    { clientId: app.clientId, userId: user.id, scope: row.scope, claims: row.claims, authTime: row.auth_time },
+    now,
+  );
   const refresh = wantsRefreshToken(app, scopes, { kind: 'code', nativeLoopback: isLoopbackRedirect(row.redirect_uri) })
     ? newRefreshToken(grant, now)
     : undefined;
@@ -78,7 +83,7 @@ export async function authorizationCodeGrant(ctx: OAuthContext, app: Application
     throw new InvalidGrant('the authorization code was already used; tokens issued from it are revoked');
   }
   return ctx.tokens.issue(
-    { grantId: grant.id, user, app, scopes, authTime: row.auth_time, nonce: row.nonce },
+    { grantId: grant.id, user, app, scopes, authTime: row.auth_time, nonce: row.nonce, claims: storedClaimsRequest(row.claims) },
     refresh ? { refreshToken: refresh.token } : {},
   );
 }

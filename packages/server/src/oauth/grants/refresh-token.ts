@@ -5,6 +5,8 @@ import type { Application } from '../../store/store.js';
 import { sha256Hex } from '../../util/crypto.js';
 import { InvalidGrant, InvalidRequest, InvalidScope } from '../errors.js';
 import { newRefreshToken } from '../refresh.js';
+import { isSupportedScope } from '../scopes.js';
+import { storedClaimsRequest } from '../claims-request.js';
 
 type Params = Readonly<Record<string, string>>;
 
@@ -36,10 +38,11 @@ export async function refreshTokenGrant(ctx: OAuthContext, app: Application, par
   const granted = grant.scope.split(' ').filter(Boolean);
   let scopes = granted;
   if (params.scope !== undefined) {
-    scopes = [...new Set(params.scope.split(' ').filter(Boolean))];
-    if (scopes.length === 0) throw new InvalidScope('scope is empty');
+    // Unknown values are ignored, as at the authorization endpoint (OIDC Core §3.1.2.1).
+    scopes = [...new Set(params.scope.split(' ').filter(isSupportedScope))];
+    if (scopes.length === 0) throw new InvalidScope('none of the requested scopes is one this server supports');
     for (const s of scopes)
-      if (!granted.includes(s)) throw new InvalidScope(`scope ${s} was not granted (a refresh may only narrow scope)`);
+      if (!granted.includes(s)) throw new InvalidScope(`the ${s} scope was not granted (a refresh may only narrow scope)`);
   }
 
   const user = await store.users.findById(grant.user_id);
@@ -50,5 +53,8 @@ export async function refreshTokenGrant(ctx: OAuthContext, app: Application, par
     await store.grants.revoke(grant.id, now);
     throw new InvalidGrant('the refresh token was already used; every token of this sign-in is revoked');
   }
-  return ctx.tokens.issue({ grantId: grant.id, user, app, scopes, authTime: grant.auth_time }, { refreshToken: successor.token });
+  return ctx.tokens.issue(
+    { grantId: grant.id, user, app, scopes, authTime: grant.auth_time, claims: storedClaimsRequest(grant.claims) },
+    { refreshToken: successor.token },
+  );
 }

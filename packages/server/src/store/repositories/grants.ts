@@ -40,6 +40,7 @@ export function grantStatements() {
       'client_id',
       'user_id',
       'scope',
+      'claims',
       'auth_time',
       'created_at',
       'expires_at',
