@@ -13,11 +13,12 @@
  */
 
 import { INITIAL_ACCESS_TOKEN_TTL_MAX_SECONDS, PRESENTED_SECRET_MAX } from '../config/defaults.js';
-import { StoreError, type Application, type InitialAccessToken, type Store } from '../store/store.js';
+import { GRANT_TYPES, StoreError, type Application, type InitialAccessToken, type Store } from '../store/store.js';
 import { hashesEqual, randomHex, randomToken, sha256Hex } from '../util/crypto.js';
 import { InputError } from '../util/input-error.js';
 import type { Admission } from './limits.js';
 import type { OAuthContext } from './context.js';
+import { isSupportedScope, SUPPORTED_SCOPES } from './scopes.js';
 import { BearerRequired, InvalidClientMetadata, InvalidRedirectUri, InvalidToken, TemporarilyUnavailable } from './errors.js';
 import {
   CALLBACK_URLS_FIELD,
@@ -121,12 +122,12 @@ function parseMetadata(body: unknown, clientId: string): ParsedMetadata {
 
   const applicationType = optionalString(body, 'application_type') ?? 'web';
   if (applicationType !== 'web' && applicationType !== 'native') {
-    throw new InvalidClientMetadata(`application_type ${applicationType} is not one of ${APPLICATION_TYPES.join(', ')}`);
+    throw new InvalidClientMetadata(`application_type must be one of ${APPLICATION_TYPES.join(', ')}`);
   }
   // RFC 7591 §2: client_secret_basic when omitted; a native app is a public client (RFC 8252 §8.4), so none.
   const method = optionalString(body, 'token_endpoint_auth_method') ?? (applicationType === 'native' ? 'none' : 'client_secret_basic');
   if (!(AUTH_METHODS as readonly string[]).includes(method)) {
-    throw new InvalidClientMetadata(`token_endpoint_auth_method ${method} is not supported (one of ${AUTH_METHODS.join(', ')})`);
+    throw new InvalidClientMetadata(`token_endpoint_auth_method must be one of ${AUTH_METHODS.join(', ')}`);
   }
   if (applicationType === 'native' && method !== 'none') {
     throw new InvalidClientMetadata(
@@ -139,14 +140,21 @@ function parseMetadata(body: unknown, clientId: string): ParsedMetadata {
   // default follows the grants, so a device-only client that names no response types is consistent.
   const responseTypes =
     optionalStrings(body, 'response_types', metadataError) ?? (grantTypes.includes('authorization_code') ? ['code'] : []);
-  for (const r of responseTypes) if (r !== 'code') throw new InvalidClientMetadata(`response type ${r} is not supported (only code)`);
+  for (const r of responseTypes) if (r !== 'code') throw new InvalidClientMetadata('response_types may only hold code');
   if (responseTypes.includes('code') !== grantTypes.includes('authorization_code')) {
     throw new InvalidClientMetadata(
       'grant_types and response_types disagree (RFC 7591 §2.1): the code response type needs the authorization_code grant and the other way round',
     );
   }
 
+  // Said without echoing the values sent (RFC 6749 §5.2 text): the lists of what is supported instead.
+  for (const g of grantTypes) {
+    if (!(GRANT_TYPES as readonly string[]).includes(g))
+      throw new InvalidClientMetadata(`grant_types may only hold ${GRANT_TYPES.join(', ')}`);
+  }
   const scope = optionalString(body, 'scope', 1000);
+  const scopes = scope === undefined ? [...DEFAULT_SCOPES] : scope.split(' ').filter(Boolean);
+  if (!scopes.every(isSupportedScope)) throw new InvalidClientMetadata(`scope may only hold ${SUPPORTED_SCOPES.join(', ')}`);
   const idTokenAlg = optionalString(body, 'id_token_signed_response_alg');
   const clientName = optionalString(body, 'client_name');
   let fields: ApplicationFields;
@@ -155,7 +163,7 @@ function parseMetadata(body: unknown, clientId: string): ParsedMetadata {
       name: clientName ?? clientId,
       callbackUrls: optionalStrings(body, 'redirect_uris', (m) => new InvalidRedirectUri(m)) ?? [],
       postLogoutRedirectUris: optionalStrings(body, 'post_logout_redirect_uris', metadataError) ?? [],
-      scopes: scope === undefined ? [...DEFAULT_SCOPES] : scope.split(' ').filter(Boolean),
+      scopes,
       grantTypes,
       ...(idTokenAlg !== undefined && { idTokenAlg }),
     });
