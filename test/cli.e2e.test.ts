@@ -85,8 +85,8 @@ describe('authcli against a started authcli-server', () => {
     const rotated = JSON.parse(readFileSync(file, 'utf8')).sessions[server.issuer].refresh_token as string;
     expect(rotated).not.toBe(stored.refresh_token);
     // The refreshed ID token names no user (OIDC Core §5.4): the name found at sign-in is kept.
-    const after = await runCli(['status', '--json'], envFor(home)).exit;
-    expect(JSON.parse(after.stdout)).toMatchObject({ signed_in: true, username: 'alice' });
+    const refreshedStatus = await runCli(['status', '--json'], envFor(home)).exit;
+    expect(JSON.parse(refreshedStatus.stdout)).toMatchObject({ signed_in: true, username: 'alice' });
 
     const logout = await runCli(['logout'], envFor(home)).exit;
     expect(logout.code).toBe(0);
