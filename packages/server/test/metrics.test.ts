@@ -70,7 +70,7 @@ describe('metrics: a registry per server', () => {
     expect(sample(text, 'authcli_http_requests_total{method="GET",route="/dashboard/apps/:clientId",status_code="303"}')).toBe(3);
     expect(sample(text, 'authcli_http_requests_total{method="GET",route="not_found",status_code="404"}')).toBe(1);
     expect(sample(text, 'authcli_http_requests_total{method="POST",route="not_found",status_code="404"}')).toBe(1);
-    expect(text).not.toMatch(/one|two|three|no\/such|nothing/);
+    expect(text).not.toMatch(/route="[^"]*(one|two|three|such|nothing)/);
   });
 
   it('the metrics app serves /metrics in the Prometheus text format and /healthz, and nothing else', async () => {
