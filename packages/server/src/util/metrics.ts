@@ -23,7 +23,7 @@ export interface ProtocolMetrics {
   tokenIssued(grantType: string): void;
   /** An error answer of the token endpoint (RFC 6749 §5.2, RFC 8628 §3.5), by its `error` code. */
   tokenError(error: string): void;
-  /** A request an abuse limit refused (oauth/limits.ts), by the counter that refused it. */
+  /** An attempt past an abuse limit (oauth/limits.ts), by the counter it went past. */
   rateLimited(kind: CounterKind): void;
 }
 
