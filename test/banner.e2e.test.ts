@@ -27,12 +27,19 @@ describe('what `authcli-server start` says', () => {
     });
   });
 
-  it('on a terminal: a banner of text, no JSON; a warning when listening beyond loopback with a loopback issuer', async () => {
+  it('on a terminal: a banner of text (the metrics address among it when on), no JSON; a warning when listening beyond loopback with a loopback issuer', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'authcli-banner-'));
     const port = await freePort();
+    const metricsPort = await freePort();
     // util-linux `script` gives the server a pseudo-terminal for stdout.
     const child = spawn('script', ['-qefc', `${process.execPath} ${SERVER_BIN} start --host 0.0.0.0`, '/dev/null'], {
-      env: { ...process.env, PORT: String(port), DATABASE_URL: join(dir, 'authcli.db'), LOG_LEVEL: 'info' },
+      env: {
+        ...process.env,
+        PORT: String(port),
+        DATABASE_URL: join(dir, 'authcli.db'),
+        LOG_LEVEL: 'info',
+        AUTHCLI_METRICS_PORT: String(metricsPort),
+      },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let out = '';
@@ -50,6 +57,8 @@ describe('what `authcli-server start` says', () => {
       expect(out).toMatch(new RegExp(`^  listening on: +0\\.0\\.0\\.0:${port}\\r?$`, 'm'));
       expect(out).toMatch(new RegExp(`^  dashboard: +http://127\\.0\\.0\\.1:${port}/dashboard\\r?$`, 'm'));
       expect(out).toMatch(/^ {2}signing threads: +\S+/m);
+      // The metrics listener stays on loopback whatever --host says (AUTHCLI_METRICS_HOST moves it).
+      expect(out).toMatch(new RegExp(`^  metrics: +http://127\\.0\\.0\\.1:${metricsPort}/metrics\\r?$`, 'm'));
       expect(out).not.toContain('{"level"');
     } finally {
       child.kill('SIGTERM');

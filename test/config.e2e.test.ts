@@ -32,6 +32,8 @@ const CLEAN: NodeJS.ProcessEnv = Object.fromEntries(
     'AUTHCLI_PASSWORD_HASH_THREADS',
     'AUTHCLI_LIMITS',
     'AUTHCLI_REGISTRATION',
+    'AUTHCLI_METRICS_PORT',
+    'AUTHCLI_METRICS_HOST',
   ].map((k) => [k, undefined]),
 );
 
@@ -55,6 +57,8 @@ describe('authcli-server config: the effective settings and where each came from
     expect(c.get('registration')).toMatchObject({ value: 'off (no registration endpoint)', source: 'default' });
     expect(c.get('limit.registration-ip')).toMatchObject({ value: '20/1h', source: 'default' });
     expect(c.get('initial_access_token_ttl')).toMatchObject({ value: '86400 s (--expires-in)', source: 'built-in' });
+    expect(c.get('metrics_port')).toMatchObject({ value: 'off (GET /metrics not served)', source: 'default' });
+    expect(c.get('metrics_host')).toMatchObject({ value: '127.0.0.1', source: 'default' });
     for (const e of c.values()) expect(e.source, e.name).toMatch(/^(default|built-in|not configured)/);
   });
 
@@ -72,6 +76,15 @@ describe('authcli-server config: the effective settings and where each came from
     expect(c.get('device_poll_interval')).toMatchObject({ value: '7 s', source: 'env AUTHCLI_DEVICE_POLL_INTERVAL' });
     expect(c.get('limit.signin-ip')).toMatchObject({ value: '5/1m', source: 'env AUTHCLI_LIMITS' });
     expect(c.get('limit.signin-account-ip')).toMatchObject({ source: 'default' });
+  });
+
+  it('the metrics listener: off by default, on with a port from a flag or the environment', async () => {
+    const flagged = await config(['--metrics-port', '9464'], { AUTHCLI_METRICS_PORT: '9465', AUTHCLI_METRICS_HOST: '10.0.0.5' });
+    expect(flagged.get('metrics_port')).toMatchObject({ value: '9464', source: 'flag --metrics-port' });
+    expect(flagged.get('metrics_host')).toMatchObject({ value: '10.0.0.5', source: 'env AUTHCLI_METRICS_HOST' });
+    const fromEnv = await config(['--metrics-host', '::1'], { AUTHCLI_METRICS_PORT: '9465' });
+    expect(fromEnv.get('metrics_port')).toMatchObject({ value: '9465', source: 'env AUTHCLI_METRICS_PORT' });
+    expect(fromEnv.get('metrics_host')).toMatchObject({ value: '::1', source: 'flag --metrics-host' });
   });
 
   it('secrets are never printed: the database password is masked, the key-encryption key only said to be set', async () => {

@@ -4,7 +4,7 @@ import csrf from '@fastify/csrf-protection';
 import helmet from '@fastify/helmet';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { ServerConfig } from './config/config.js';
-import { READY_TIMEOUT_MS } from './config/defaults.js';
+import { METRICS_MAX_CONNECTIONS, READY_TIMEOUT_MS } from './config/defaults.js';
 import type { WebContext } from './web/context.js';
 import { discoveryRoutes } from './api/discovery.js';
 import { apiErrorHandler } from './api/errors.js';
@@ -13,6 +13,7 @@ import { FormError, parseForm } from './http/form.js';
 import type { OAuthContext } from './oauth/context.js';
 import { KeyRing } from './oauth/keys.js';
 import { AbuseLimits } from './oauth/limits.js';
+import { type Metrics, NO_METRICS } from './util/metrics.js';
 import { PasswordHasher } from './util/password-pool.js';
 import { TokenIssuer } from './oauth/tokens.js';
 import { tokenRoutes } from './api/token.js';
@@ -115,11 +116,22 @@ async function readiness(store: Store): Promise<'ready' | 'schema_outdated' | 's
   }
 }
 
+/** What {@link buildApp} may be given besides the config and the store. */
+export interface AppOptions {
+  /**
+   * The metrics to count into (AUTHCLI_METRICS_PORT is set; they are served
+   * by {@link buildMetricsApp}). Without them no metrics hook is registered
+   * and the protocol logic reports to NO_METRICS: nothing on any request.
+   */
+  metrics?: Metrics;
+}
+
 /**
  * Builds the server (no listen): the OAuth/OIDC endpoints, the end-user
  * pages, health probes. Creates the signing keys on first use of a store.
  */
-export async function buildApp(config: ServerConfig, store: Store): Promise<FastifyInstance> {
+export async function buildApp(config: ServerConfig, store: Store, options: AppOptions = {}): Promise<FastifyInstance> {
+  const { metrics } = options;
   const keys = new KeyRing(
     store,
     config.now,
@@ -127,7 +139,7 @@ export async function buildApp(config: ServerConfig, store: Store): Promise<Fast
     config.keyEncryptionKey,
   );
   await keys.init();
-  const limits = new AbuseLimits(store, config.now, config.limits);
+  const limits = new AbuseLimits(store, config.now, config.limits, metrics ?? NO_METRICS);
   const ctx: WebContext = {
     config,
     store,
@@ -138,6 +150,7 @@ export async function buildApp(config: ServerConfig, store: Store): Promise<Fast
     limits,
     continuations: new Continuations(config, store.continuations, limits),
     trustedDevices: await TrustedDevices.open(config, store),
+    metrics: metrics ?? NO_METRICS,
   };
   const https = config.issuer.startsWith('https:');
 
@@ -168,6 +181,16 @@ export async function buildApp(config: ServerConfig, store: Store): Promise<Fast
   // Past the cap Node closes each new connection as soon as it is accepted: a flood of connections costs the
   // server no more descriptors than this, and /readyz and the clients already connected keep being served.
   app.server.maxConnections = config.maxConnections;
+
+  if (metrics) {
+    metrics.watchPasswordHashes(ctx.passwords);
+    // Every answer, not-found ones and those of every child context included (a hook of the root applies to
+    // them all), by Fastify's route pattern: never the URL, which would make a series per path anyone asks for.
+    app.addHook('onResponse', (req, reply, done) => {
+      metrics.request(req.method, req.routeOptions.url, reply.statusCode, reply.elapsedTime / 1000);
+      done();
+    });
+  }
 
   // Only strict form bodies are accepted anywhere; any other content type is a 4xx.
   app.removeAllContentTypeParsers();
@@ -236,5 +259,33 @@ export async function buildApp(config: ServerConfig, store: Store): Promise<Fast
     await pages.register(dashboardRoutes, ctx);
     await pages.register(playgroundRoutes, ctx);
   });
+  return app;
+}
+
+/**
+ * The metrics listener (AUTHCLI_METRICS_PORT): `GET /metrics` in the
+ * Prometheus text format and `GET /healthz`, nothing else (404), so the
+ * public listener never serves metrics and this one serves nothing but them.
+ * It logs through the main server's logger and closes with it (operator/start.ts).
+ */
+export function buildMetricsApp(metrics: Metrics, config: ServerConfig, log: FastifyBaseLogger): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: log,
+    logController: new LogController({ disableRequestLogging: true }),
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    ...connectionLimits(config),
+  });
+  // A scraper or two: a handful of connections is plenty, and a flood of them costs no more descriptors.
+  app.server.maxConnections = METRICS_MAX_CONNECTIONS;
+  app.addHook('onRequest', (_req, reply, done) => {
+    reply.header('x-content-type-options', 'nosniff');
+    done();
+  });
+  app.get('/metrics', async (_req, reply) => {
+    const { contentType, body } = await metrics.exposition();
+    return reply.header('content-type', contentType).header('cache-control', 'no-store').send(body);
+  });
+  app.get('/healthz', async () => ({ status: 'ok' }));
   return app;
 }

@@ -49,6 +49,11 @@ export interface ServerConfig {
   devicePollIntervalSeconds: number;
   /** How long requests in flight may take to finish on shutdown (AUTHCLI_SHUTDOWN_GRACE). */
   shutdownGraceMs: number;
+  /**
+   * Where `GET /metrics` is served, on a listener of its own
+   * (AUTHCLI_METRICS_PORT, AUTHCLI_METRICS_HOST); undefined: metrics off.
+   */
+  metrics: { host: string; port: number } | undefined;
   /** AES-256-GCM key that encrypts private signing keys at rest; undefined: stored unencrypted (the server warns). */
   keyEncryptionKey: Buffer | undefined;
   /** Dynamic client registration (RFC 7591): off, open, or with an initial access token (`AUTHCLI_REGISTRATION`). */
@@ -69,6 +74,8 @@ export interface ConfigInput {
   host?: string | undefined;
   port?: string | number | undefined;
   database?: string | undefined;
+  metricsPort?: string | number | undefined;
+  metricsHost?: string | undefined;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -196,12 +203,29 @@ export function parseLimits(value: string | undefined): D.Limits {
   return limits;
 }
 
-function parsePort(value: string | number): number {
+function parsePort(value: string | number, what = 'port'): number {
   const n = typeof value === 'number' ? value : Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 65535 || (typeof value === 'string' && !/^\d+$/.test(value.trim()))) {
-    throw new ConfigError(`port must be an integer 0-65535, got ${JSON.stringify(value)}`);
+    throw new ConfigError(`${what} must be an integer 0-65535, got ${JSON.stringify(value)}`);
   }
   return n;
+}
+
+/**
+ * The metrics listener (`--metrics-port` / AUTHCLI_METRICS_PORT, `--metrics-host` /
+ * AUTHCLI_METRICS_HOST): off when no port is given. Never the main listener's
+ * port: metrics are not served to the public listener's clients.
+ */
+function parseMetrics(flags: ConfigInput, env: NodeJS.ProcessEnv, mainPort: number): ServerConfig['metrics'] {
+  const raw = flags.metricsPort ?? env.AUTHCLI_METRICS_PORT;
+  if (raw === undefined || (typeof raw === 'string' && raw.trim() === '')) return undefined;
+  const port = parsePort(raw, 'AUTHCLI_METRICS_PORT');
+  if (port !== 0 && port === mainPort) {
+    throw new ConfigError(`AUTHCLI_METRICS_PORT must differ from the server's port (${mainPort}): metrics get a listener of their own`);
+  }
+  const host = (flags.metricsHost ?? env.AUTHCLI_METRICS_HOST ?? D.METRICS_HOST).trim();
+  if (host === '') throw new ConfigError('AUTHCLI_METRICS_HOST is empty: give an address to bind, e.g. 127.0.0.1');
+  return { host, port };
 }
 
 /**
@@ -266,6 +290,7 @@ export function loadConfig(
       D.DEVICE_POLL_INTERVAL_BOUNDS.max,
     ),
     shutdownGraceMs: envSeconds(env, 'AUTHCLI_SHUTDOWN_GRACE', D.SHUTDOWN_GRACE_MS, 600),
+    metrics: parseMetrics(flags, env, port),
     keyEncryptionKey: readKeyEncryptionKey(env),
     registration: registration as D.RegistrationMode,
     accessTokenAlg,

@@ -211,6 +211,32 @@ export const STORE_RETRY_AFTER_SECONDS = 5;
 /** /readyz answers 503 when the store does not answer within this. */
 export const READY_TIMEOUT_MS = SECOND;
 
+// ---- metrics (env AUTHCLI_METRICS_PORT, AUTHCLI_METRICS_HOST; util/metrics.ts) ---------------
+
+/**
+ * Where `GET /metrics` listens when AUTHCLI_METRICS_PORT is set (it is off by
+ * default): loopback, because the figures (traffic, errors, refused sign-ins)
+ * are for the operator's scraper, never for the public listener's clients.
+ * Set AUTHCLI_METRICS_HOST to a private address for a scraper on another machine.
+ */
+export const METRICS_HOST = '127.0.0.1';
+/** Open connections at most on the metrics listener: it serves a scraper or two. */
+export const METRICS_MAX_CONNECTIONS = 32;
+/**
+ * Request latency buckets, seconds: a device poll answers in well under a
+ * millisecond, a code exchange in a few, a sign-in (a scrypt hash) in tens to
+ * hundreds; 5 s is where the database timeout cuts a request anyway.
+ */
+export const HTTP_DURATION_BUCKETS_S = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5] as const;
+/**
+ * Store latency buckets, seconds: an embedded statement takes tens of
+ * microseconds, a PostgreSQL round trip about a millisecond on a local
+ * network; the top bucket is the database timeout (DB_TIMEOUT_MS).
+ */
+export const STORE_DURATION_BUCKETS_S = [
+  0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
+] as const;
+
 // ---- the store ---------------------------------------------------------------------
 
 /** Applications one instance keeps in its lookup cache (see APPLICATION_CACHE_MS); past it the cache starts over. */

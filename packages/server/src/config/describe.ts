@@ -38,7 +38,7 @@ function printableDatabase(url: string): string {
  */
 export function describeConfig(config: ServerConfig, flags: ConfigInput, env: NodeJS.ProcessEnv): ConfigEntry[] {
   const from = (flag: keyof ConfigInput | undefined, envName: string | undefined, fallback = 'default'): string => {
-    if (flag && flags[flag] !== undefined) return `flag --${flag}`;
+    if (flag && flags[flag] !== undefined) return `flag --${flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
     if (envName && env[envName] !== undefined) return `env ${envName}`;
     return fallback;
   };
@@ -73,6 +73,13 @@ export function describeConfig(config: ServerConfig, flags: ConfigInput, env: No
       }[config.registration],
       source: from(undefined, 'AUTHCLI_REGISTRATION'),
     },
+    {
+      name: 'metrics_port',
+      value: config.metrics ? String(config.metrics.port) : 'off (GET /metrics not served)',
+      source: from('metricsPort', 'AUTHCLI_METRICS_PORT', 'default'),
+    },
+    { name: 'metrics_host', value: config.metrics?.host ?? D.METRICS_HOST, source: from('metricsHost', 'AUTHCLI_METRICS_HOST') },
+    { name: 'metrics_max_connections', value: String(D.METRICS_MAX_CONNECTIONS), source: 'built-in' },
     // lifetimes
     { name: 'access_token_ttl', value: `${config.accessTokenTtlSeconds} s`, source: from(undefined, 'AUTHCLI_ACCESS_TOKEN_TTL') },
     { name: 'access_token_alg', value: config.accessTokenAlg, source: from(undefined, 'AUTHCLI_ACCESS_TOKEN_ALG') },

@@ -1,5 +1,6 @@
 import type { ServerConfig } from '../config/config.js';
 import type { Store } from '../store/store.js';
+import type { ProtocolMetrics } from '../util/metrics.js';
 import type { KeyRing } from './keys.js';
 import type { AbuseLimits } from './limits.js';
 import type { TokenIssuer } from './tokens.js';
@@ -7,7 +8,8 @@ import type { TokenIssuer } from './tokens.js';
 /**
  * What the protocol logic needs, passed down explicitly (no module-level
  * singletons): the configuration, the store, the signing keys and token
- * issuer, and the abuse limits (consumed before the work they protect).
+ * issuer, the abuse limits (consumed before the work they protect), and
+ * where to report what the metrics count (`NO_METRICS` when they are off).
  */
 export interface OAuthContext {
   config: ServerConfig;
@@ -15,4 +17,5 @@ export interface OAuthContext {
   keys: KeyRing;
   tokens: TokenIssuer;
   limits: AbuseLimits;
+  metrics: ProtocolMetrics;
 }

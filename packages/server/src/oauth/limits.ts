@@ -1,6 +1,7 @@
 import { LIMITS as DEFAULT_LIMITS, USERNAME_PATTERN, type CounterKind, type Limit, type Limits } from '../config/defaults.js';
 import { ipSubject } from '../http/client-ip.js';
 import type { Store } from '../store/store.js';
+import { NO_METRICS, type ProtocolMetrics } from '../util/metrics.js';
 
 /**
  * The abuse limits, as policy over the store's one atomic counter
@@ -68,6 +69,7 @@ export class AbuseLimits {
     private readonly store: Store,
     private readonly now: () => number,
     private readonly limits: Limits = DEFAULT_LIMITS,
+    private readonly metrics: ProtocolMetrics = NO_METRICS,
   ) {}
 
   /**
@@ -83,6 +85,7 @@ export class AbuseLimits {
       const limit = this.limits[kind];
       const { count, windowStart } = await this.store.rateLimits.consume(k, limit.windowMs, now);
       if (count > limit.limit) {
+        this.metrics.rateLimited(kind);
         return { admitted: false, by: kind, retryAfterSeconds: Math.max(1, Math.ceil((windowStart + limit.windowMs - now) / 1000)) };
       }
       taken.push({ key: k, windowStart });

@@ -12,6 +12,8 @@ export function configCommand(cli: Command): void {
     .option('--host <host>', 'as for start')
     .option('--issuer <url>', 'as for start')
     .option('--database <url>', 'as for start')
+    .option('--metrics-port <port>', 'as for start')
+    .option('--metrics-host <host>', 'as for start')
     .option('--json', 'print JSON: an array of {name, value, source}')
     .action(async (opts: ConfigInput & { json?: boolean }) => {
       const { json, ...flags } = opts;

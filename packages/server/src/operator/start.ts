@@ -1,17 +1,28 @@
 import { databaseHost, openMigrated, warn } from './shared.js';
 import type { Command } from 'commander';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../app.js';
+import { buildApp, buildMetricsApp } from '../app.js';
 import { PURGE_INTERVAL_MS } from '../config/defaults.js';
+import { supportedGrantTypes } from '../oauth/grants/registry.js';
 import { bootstrapStore } from '../oauth/registration.js';
 import { loadConfig, type ConfigInput } from '../config/config.js';
 import { UNENCRYPTED_KEYS_WARNING } from '../oauth/key-encryption.js';
 import { loopbackIssuerWarning } from '../http/loopback.js';
 import { exposedFolderWarning } from '../store/file-modes.js';
 import { parseDatabaseUrl } from '../store/open.js';
+import { Metrics } from '../util/metrics.js';
 
 /** package.json's version, fixed at build time by tsup's `define` (tsup.config.ts). */
 declare const __AUTHCLI_SERVER_VERSION__: string;
+
+/** `host:port`, an IPv6 address in brackets. */
+const hostPort = (host: string, port: number) => `${host.includes(':') ? `[${host}]` : host}:${port}`;
+
+/** The port a listening server got (the one asked for, unless that was 0). */
+function listeningPort(app: FastifyInstance, asked: number): number {
+  const address = app.server.address();
+  return address && typeof address === 'object' ? address.port : asked;
+}
 
 /** `authcli-server start`: open and migrate the store, serve, and stop gracefully on SIGTERM/SIGINT. */
 export function startCommand(cli: Command): void {
@@ -22,18 +33,23 @@ export function startCommand(cli: Command): void {
     .option('--host <host>', 'address to bind (env HOST, default 127.0.0.1)')
     .option('--issuer <url>', 'public base URL (env AUTHCLI_ISSUER, default http://<host>:<port>)')
     .option('--database <url>', 'postgres:// URL or SQLite file (env DATABASE_URL, default ./data/authcli.db)')
+    .option('--metrics-port <port>', 'serve GET /metrics on a listener of its own at this port (env AUTHCLI_METRICS_PORT, default off)')
+    .option('--metrics-host <host>', 'address the metrics listener binds (env AUTHCLI_METRICS_HOST, default 127.0.0.1)')
     .action(async (opts: ConfigInput) => {
       const config = loadConfig(opts);
-      const store = await openMigrated(config, { backgroundCheckpoints: true });
+      // Metrics off: no registry, no timed store engine, no hook; nothing on any request.
+      const metrics = config.metrics ? new Metrics({ version: __AUTHCLI_SERVER_VERSION__, grantTypes: supportedGrantTypes() }) : undefined;
+      const store = await openMigrated(config, { backgroundCheckpoints: true, ...(metrics && { observer: metrics }) });
       let app: FastifyInstance;
       try {
         await bootstrapStore(store, config.now());
         // Refuses (a ConfigError) when the signing keys cannot be opened with the key-encryption key given.
-        app = await buildApp(config, store);
+        app = await buildApp(config, store, { metrics });
       } catch (err) {
         await store.close();
         throw err;
       }
+      const metricsApp = metrics ? buildMetricsApp(metrics, config, app.log) : undefined;
       const loc = parseDatabaseUrl(config.databaseUrl);
       const folderWarning = loc.dialect === 'sqlite' && loc.path !== ':memory:' ? exposedFolderWarning(loc.path) : undefined;
       if (folderWarning) warn(folderWarning);
@@ -61,9 +77,11 @@ export function startCommand(cli: Command): void {
         const cut = setTimeout(() => {
           app.log.warn('shutdown grace period over: closing the connections still open');
           app.server.closeAllConnections();
+          metricsApp?.server.closeAllConnections();
         }, config.shutdownGraceMs);
         try {
-          await app.close();
+          // The metrics listener closes with the server: a scrape in flight finishes like any request.
+          await Promise.all([app.close(), metricsApp?.close()]);
           clearTimeout(cut);
           await store.close();
           process.exitCode = 0;
@@ -81,11 +99,19 @@ export function startCommand(cli: Command): void {
       // Fastify logs "Server listening at" as a JSON line; a terminal gets the banner below instead.
       const level = app.log.level;
       if (human) app.log.level = 'warn';
-      await app.listen({ port: config.port, host: config.host });
+      try {
+        await app.listen({ port: config.port, host: config.host });
+        if (metricsApp && config.metrics) await metricsApp.listen({ port: config.metrics.port, host: config.metrics.host });
+      } catch (err) {
+        // One listener could not open (a port in use): the other must not keep the process alive.
+        clearInterval(purge);
+        await Promise.all([app.close(), metricsApp?.close()]);
+        await store.close();
+        throw err;
+      }
       app.log.level = level;
       const users = await store.users.count();
-      const address = app.server.address();
-      const port = address && typeof address === 'object' ? address.port : config.port;
+      const port = listeningPort(app, config.port);
       const started = {
         version: __AUTHCLI_SERVER_VERSION__,
         issuer: config.issuer,
@@ -93,11 +119,14 @@ export function startCommand(cli: Command): void {
           store.dialect === 'sqlite'
             ? `SQLite ${loc.dialect === 'sqlite' ? loc.path : config.databaseUrl}`
             : `PostgreSQL ${databaseHost(config.databaseUrl)}`,
-        listening: `${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`,
+        listening: hostPort(config.host, port),
         dashboard: `${config.issuer}/dashboard`,
         // Set by bin/authcli-server.cjs before libuv starts its pool (RS256 signatures, scrypt).
         signingThreads: process.env.UV_THREADPOOL_SIZE || '4 (libuv default)',
         users,
+        // Only when on: where the scraper reads GET /metrics.
+        ...(metricsApp &&
+          config.metrics && { metrics: `http://${hostPort(config.metrics.host, listeningPort(metricsApp, config.metrics.port))}/metrics` }),
       };
       if (!human) {
         app.log.info(started, 'authcli-server started');
@@ -110,6 +139,7 @@ export function startCommand(cli: Command): void {
           `  store:           ${started.store}`,
           `  listening on:    ${started.listening}`,
           `  dashboard:       ${started.dashboard}`,
+          ...(started.metrics ? [`  metrics:         ${started.metrics}`] : []),
           `  signing threads: ${started.signingThreads}`,
           users === 0
             ? `no users yet: add one with \`authcli-server users add <username>\`, then sign in at ${config.issuer}/signin`

@@ -18,8 +18,8 @@ export interface Step {
  * share one transaction (see group-commit.ts).
  */
 export interface GroupedWork {
-  /** Queues `unit`; its answer comes after the commit of its batch. */
-  run<T>(unit: Unit<T>): Promise<T>;
+  /** Queues `unit`; its answer comes after the commit of its batch. `operation` names it in the store's metrics. */
+  run<T>(operation: string, unit: Unit<T>): Promise<T>;
   /** Runs a prepared statement synchronously: only from a unit's `now`, inside the batch's transaction. */
   now<P extends string, R>(q: Prepared<P, R>, values: Record<P, unknown>): Rows<R>;
 }
@@ -41,9 +41,10 @@ export interface Engine {
    * UPDATE) changes no row, another request won the race: everything is
    * rolled back and the answer is false. On the embedded store the units of
    * one event-loop turn share one transaction (group commit), each in its
-   * own savepoint, each answered after the commit.
+   * own savepoint, each answered after the commit. `operation` names the
+   * sequence in the store's metrics.
    */
-  atomically(steps: readonly Step[]): Promise<boolean>;
+  atomically(operation: string, steps: readonly Step[]): Promise<boolean>;
   /** Group commit, where the engine has it (the embedded store); undefined elsewhere. */
   readonly grouped: GroupedWork | undefined;
   /** Runs `work` in one transaction, rolled back if it throws. */

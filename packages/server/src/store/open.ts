@@ -5,6 +5,7 @@ import { StoreError } from './errors.js';
 import { PostgresEngine } from './postgres-engine.js';
 import { SqliteEngine } from './sqlite-engine.js';
 import { Store } from './store.js';
+import { type StoreObserver, timedEngine } from './timed-engine.js';
 
 /** Where a `DATABASE_URL` points: a PostgreSQL URL or an SQLite file. */
 export type StoreLocation = { dialect: 'postgres'; url: string } | { dialect: 'sqlite'; path: string };
@@ -47,6 +48,8 @@ export interface OpenOptions {
    * see postgresTimeouts in postgres-engine.ts. Default {@link DB_TIMEOUT_MS}.
    */
   timeoutMs?: number;
+  /** Reports the time of the hot-path store calls (metrics on; see timed-engine.ts); none: nothing is timed. */
+  observer?: StoreObserver;
 }
 
 /**
@@ -54,7 +57,8 @@ export interface OpenOptions {
  * store's folder and files are made private first (see file-modes.ts).
  */
 export async function openStore(databaseUrl: string, options: OpenOptions = {}): Promise<Store> {
-  return new Store(await openEngine(databaseUrl, options));
+  const engine = await openEngine(databaseUrl, options);
+  return new Store(options.observer ? timedEngine(engine, options.observer) : engine);
 }
 
 /** The engine under {@link openStore}: the store's own tests drive it directly. */

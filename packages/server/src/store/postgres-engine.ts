@@ -138,7 +138,7 @@ export class PostgresEngine implements Engine {
     return q.execute(this.db, values);
   }
 
-  async atomically(steps: readonly Step[]): Promise<boolean> {
+  async atomically(_operation: string, steps: readonly Step[]): Promise<boolean> {
     try {
       await stepsInTransaction(this.db, steps);
       return true;

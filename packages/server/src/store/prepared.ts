@@ -44,6 +44,8 @@ export class Prepared<P extends string, R> {
   private slots: (P | undefined)[] = [];
 
   constructor(
+    /** The statement's name in the store's metrics (`operation`): fixed, so the label's values are bounded. */
+    readonly name: string,
     private readonly names: readonly P[],
     private readonly build: (db: AnyDb, p: Sentinels<P>) => { compile(): CompiledQuery },
   ) {}

@@ -65,7 +65,7 @@ export class SqliteEngine implements Engine {
     this.batch = batch;
     const db = this.db;
     this.grouped = {
-      run: <T>(unit: Unit<T>) => batch.run(unit),
+      run: <T>(_operation: string, unit: Unit<T>) => batch.run(unit),
       now: <P extends string, R>(q: Prepared<P, R>, values: Record<P, unknown>) => q.executeSync(sync, db, values),
     };
   }
@@ -107,7 +107,7 @@ export class SqliteEngine implements Engine {
     return q.execute(this.db, values);
   }
 
-  async atomically(steps: readonly Step[]): Promise<boolean> {
+  async atomically(_operation: string, steps: readonly Step[]): Promise<boolean> {
     try {
       await this.batch.run({
         severalStatements: true,

@@ -50,6 +50,11 @@ export class PasswordHasher {
     return this.inFlight;
   }
 
+  /** The most hashes that may be in flight; past it a sign-in is answered 503 at once. */
+  get capacity(): number {
+    return this.cap;
+  }
+
   /** Hashes in flight by client: one client never holds more than one of the capped places. */
   private readonly byClient = new Map<string, number>();
 

@@ -114,7 +114,7 @@ function toApplication(row: ApplicationRow): Application {
 
 /** {@link Applications} on Kysely, with the per-instance lookup cache; the lookup is prepared (every token request makes it). */
 export class KyselyApplications implements Applications {
-  private readonly byClientId = new Prepared<'clientId', ApplicationRow>(['clientId'], (db, p) =>
+  private readonly byClientId = new Prepared<'clientId', ApplicationRow>('application_by_client_id', ['clientId'], (db, p) =>
     db.selectFrom('applications').selectAll().where('client_id', '=', p.clientId),
   );
 

@@ -25,10 +25,10 @@ export interface Codes {
 
 /** {@link Codes} on Kysely; lookup and redemption are prepared (the code exchange is a hot path). */
 export class KyselyCodes implements Codes {
-  private readonly byHash = new Prepared<'hash', AuthorizationCode>(['hash'], (db, p) =>
+  private readonly byHash = new Prepared<'hash', AuthorizationCode>('code_by_hash', ['hash'], (db, p) =>
     db.selectFrom('authorization_codes').selectAll().where('code_hash', '=', p.hash),
   );
-  private readonly consumeOne = new Prepared<'hash' | 'grantId' | 'now', never>(['hash', 'grantId', 'now'], (db, p) =>
+  private readonly consumeOne = new Prepared<'hash' | 'grantId' | 'now', never>('code_consume', ['hash', 'grantId', 'now'], (db, p) =>
     db
       .updateTable('authorization_codes')
       .set({ consumed_at: p.now, grant_id: p.grantId })
@@ -58,7 +58,7 @@ export class KyselyCodes implements Codes {
   }
 
   async redeem(codeHash: string, grant: Grant, now: number, refresh?: RefreshToken): Promise<boolean> {
-    return this.engine.atomically([
+    return this.engine.atomically('code_redemption', [
       { q: this.grants.insertGrant, values: grant },
       { q: this.consumeOne, values: { hash: codeHash, grantId: grant.id, now }, mustChange: true },
       ...(refresh ? [{ q: this.grants.insertRefreshToken, values: refresh }] : []),

@@ -92,18 +92,21 @@ export class KyselyDeviceGrants implements DeviceGrants {
   private readonly q = {
     // RFC 8628 §3.5 as two exclusive conditional UPDATEs: an on-time poll (the common case: one statement, no
     // row to return) only becomes the previous poll; an early one also grows the interval by 5 s.
-    pollOnTime: new Prepared<'hash' | 'clientId' | 'now', never>(['hash', 'clientId', 'now'], (db, p) =>
+    pollOnTime: new Prepared<'hash' | 'clientId' | 'now', never>('device_poll_on_time', ['hash', 'clientId', 'now'], (db, p) =>
       pendingOf(db, p, false).set({ last_poll_at: sql<number>`${p.now}`, last_poll_slowed: 0 }),
     ),
-    pollEarly: new Prepared<'hash' | 'clientId' | 'now', { interval_s: number }>(['hash', 'clientId', 'now'], (db, p) =>
-      pendingOf(db, p, true)
-        .set({ last_poll_at: sql<number>`${p.now}`, last_poll_slowed: 1, interval_s: sql<number>`interval_s + 5` })
-        .returning(['interval_s']),
+    pollEarly: new Prepared<'hash' | 'clientId' | 'now', { interval_s: number }>(
+      'device_poll_early',
+      ['hash', 'clientId', 'now'],
+      (db, p) =>
+        pendingOf(db, p, true)
+          .set({ last_poll_at: sql<number>`${p.now}`, last_poll_slowed: 1, interval_s: sql<number>`interval_s + 5` })
+          .returning(['interval_s']),
     ),
-    byHash: new Prepared<'hash', DeviceAuthorization>(['hash'], (db, p) =>
+    byHash: new Prepared<'hash', DeviceAuthorization>('device_by_hash', ['hash'], (db, p) =>
       db.selectFrom('device_authorizations').selectAll().where('device_code_hash', '=', p.hash),
     ),
-    redeem: new Prepared<'hash' | 'grantId' | 'now', never>(['hash', 'grantId', 'now'], (db, p) =>
+    redeem: new Prepared<'hash' | 'grantId' | 'now', never>('device_consume', ['hash', 'grantId', 'now'], (db, p) =>
       db
         .updateTable('device_authorizations')
         .set({ status: 'consumed', grant_id: p.grantId })
@@ -167,7 +170,7 @@ export class KyselyDeviceGrants implements DeviceGrants {
     const grouped = this.engine.grouped;
     if (!grouped) return this.pollAlone(values);
     const { pollOnTime: onTime, pollEarly: early } = this.q;
-    return grouped.run({
+    return grouped.run('device_poll', {
       now: () => (grouped.now(onTime, values).changes === 1 ? ON_TIME : slowedDown(grouped.now(early, values).rows[0])),
       alone: () => this.pollAlone(values),
     });
@@ -198,7 +201,7 @@ export class KyselyDeviceGrants implements DeviceGrants {
   }
 
   async redeem(hash: string, grant: Grant, now: number, refresh?: RefreshToken): Promise<boolean> {
-    return this.engine.atomically([
+    return this.engine.atomically('device_redemption', [
       { q: this.grants.insertGrant, values: grant },
       { q: this.q.redeem, values: { hash, grantId: grant.id, now }, mustChange: true },
       ...(refresh ? [{ q: this.grants.insertRefreshToken, values: refresh }] : []),

@@ -54,7 +54,7 @@ export type GrantStatements = ReturnType<typeof grantStatements>;
 
 /** {@link Grants} on Kysely. */
 export class KyselyGrants implements Grants {
-  private readonly useRefreshToken = new Prepared<'hash' | 'now', never>(['hash', 'now'], (db, p) =>
+  private readonly useRefreshToken = new Prepared<'hash' | 'now', never>('refresh_token_use', ['hash', 'now'], (db, p) =>
     db.updateTable('refresh_tokens').set({ used_at: p.now }).where('token_hash', '=', p.hash).where('used_at', 'is', null),
   );
 
@@ -84,7 +84,7 @@ export class KyselyGrants implements Grants {
   }
 
   async rotateRefreshToken(oldHash: string, successor: RefreshToken, now: number): Promise<boolean> {
-    return this.engine.atomically([
+    return this.engine.atomically('refresh_rotation', [
       { q: this.useRefreshToken, values: { hash: oldHash, now }, mustChange: true },
       { q: this.q.insertRefreshToken, values: successor },
     ]);

@@ -9,7 +9,7 @@ export function insertRow<T extends keyof Database, L extends readonly (keyof Da
   table: T,
   columns: AllColumns<Database[T], L>,
 ): Prepared<L[number], never> {
-  return new Prepared<L[number], never>(columns, (db, p) =>
+  return new Prepared<L[number], never>(`insert_${table}`, columns, (db, p) =>
     db.insertInto(table).values(Object.fromEntries(columns.map((c) => [c, p[c as L[number]]]))),
   );
 }

@@ -34,7 +34,9 @@ export interface Users {
 
 /** {@link Users} on Kysely; the lookup by id is prepared (the code exchange makes it). */
 export class KyselyUsers implements Users {
-  private readonly byId = new Prepared<'id', User>(['id'], (db, p) => db.selectFrom('users').selectAll().where('id', '=', p.id));
+  private readonly byId = new Prepared<'id', User>('user_by_id', ['id'], (db, p) =>
+    db.selectFrom('users').selectAll().where('id', '=', p.id),
+  );
 
   constructor(private readonly engine: Engine) {}
 
