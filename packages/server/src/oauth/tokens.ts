@@ -2,6 +2,7 @@ import { hash } from 'node:crypto';
 import type { TokenResponse } from '@authcli/protocol';
 import type { ServerConfig } from '../config/config.js';
 import type { Application, User } from '../store/store.js';
+import { standardClaims } from './claims.js';
 import { randomToken } from '../util/crypto.js';
 import type { KeyRing, SigningAlg } from './keys.js';
 
@@ -13,20 +14,6 @@ export interface TokenContext {
   scopes: string[];
   authTime: number;
   nonce?: string | null | undefined;
-}
-
-/** OIDC Core §5.4: the claims each scope releases. */
-export function scopedClaims(user: User, scopes: readonly string[]): Record<string, unknown> {
-  const claims: Record<string, unknown> = {};
-  if (scopes.includes('profile')) {
-    claims.name = user.name ?? user.username;
-    claims.preferred_username = user.username;
-  }
-  if (scopes.includes('email') && user.email) {
-    claims.email = user.email;
-    claims.email_verified = false;
-  }
-  return claims;
 }
 
 /** OIDC Core §3.1.3.6: at_hash is the left half of SHA-256 of the access token, base64url. */
@@ -71,7 +58,7 @@ export class TokenIssuer {
       auth_time: Math.floor(ctx.authTime / 1000),
       ...(ctx.nonce ? { nonce: ctx.nonce } : {}),
       at_hash: atHash(accessToken),
-      ...scopedClaims(ctx.user, ctx.scopes),
+      ...standardClaims(ctx.user, ctx.scopes),
     });
   }
 

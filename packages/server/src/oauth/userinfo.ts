@@ -1,7 +1,7 @@
 import { verifyAccessToken } from './access-token.js';
 import type { OAuthContext } from './context.js';
 import { InsufficientScope, InvalidRequest } from './errors.js';
-import { scopedClaims } from './tokens.js';
+import { standardClaims } from './claims.js';
 
 /** Where a userinfo request carried its credentials. */
 export interface UserinfoRequest {
@@ -29,5 +29,5 @@ export async function userinfo(ctx: OAuthContext, req: UserinfoRequest): Promise
   const { payload, user } = await verifyAccessToken(ctx, m[1]!);
   const scopes = payload.scope.split(' ');
   if (!scopes.includes('openid')) throw new InsufficientScope('userinfo needs the openid scope', 'openid');
-  return { sub: user.id, ...scopedClaims(user, scopes) };
+  return { sub: user.id, ...standardClaims(user, scopes) };
 }

@@ -2,6 +2,7 @@ import { printTable, promptHidden, readAll, withStore } from './shared.js';
 import type { Command } from 'commander';
 import { addUser, resetUserPassword } from '../oauth/accounts.js';
 import { accountCounterKeys } from '../oauth/limits.js';
+import { claimsOf } from '../store/store.js';
 
 /** `authcli-server users ...`: end users (add, list, reset-password, disable, enable, unlock). */
 export function usersCommand(cli: Command): void {
@@ -38,8 +39,8 @@ export function usersCommand(cli: Command): void {
       await withStore(opts.database, async (store) => {
         const rows = (await store.users.list()).map((u) => ({
           username: u.username,
-          name: u.name,
-          email: u.email,
+          name: claimsOf(u).name ?? null,
+          email: claimsOf(u).email ?? null,
           admin: u.is_admin === 1,
           disabled: u.disabled_at !== null,
           created: new Date(Number(u.created_at)).toISOString(),
