@@ -163,13 +163,17 @@ describe.each(dialects())('migration 0004: usernames unique without regard to ca
   it('names the usernames that collide and refuses to go on, then applies once they are renamed', async () => {
     const env = { DATABASE_URL: db.url };
     expect((await serverCommand(['users', 'list'], env)).code).toBe(0);
-    // Back to the schema before 0004 (and the migrations after it), with the duplicates an earlier version allowed.
+    // Back to the schema before 0004 (and the migrations after it: 0005, 0006), with the duplicates an earlier version allowed.
     await execute(db, dialect, 'drop index users_username_lower');
     await execute(db, dialect, 'alter table applications drop column post_logout_redirect_uris');
+    await execute(db, dialect, 'alter table users drop column claims');
+    await execute(db, dialect, 'alter table users drop column claims_updated_at');
+    await execute(db, dialect, 'alter table users add column name text');
+    await execute(db, dialect, 'alter table users add column email text');
     await execute(
       db,
       dialect,
-      "delete from kysely_migration where name in ('0004_username_case_insensitive', '0005_post_logout_redirect_uris')",
+      "delete from kysely_migration where name in ('0004_username_case_insensitive', '0005_post_logout_redirect_uris', '0006_user_claims')",
     );
     await execute(
       db,
