@@ -34,6 +34,7 @@ header.top nav a:hover, header.top nav a[aria-current="page"] { color: var(--fg)
 main { flex: 1; width: 100%; max-width: 28rem; margin: 2.5rem auto; padding: 0 1rem; }
 main.wide { max-width: 64rem; }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: 12px; padding: 1.75rem; }
+.card + .card { margin-top: 1.5rem; }
 h1 { font-size: 1.4rem; margin: 0 0 1rem; }
 h2 { font-size: 1.1rem; margin: 1.5rem 0 .5rem; }
 p { margin: .5rem 0; }
@@ -73,6 +74,8 @@ ul.checks { list-style: none; padding: 0; }
 li.check { padding: .35rem 0; }
 li.check.ok { color: var(--ok); }
 li.check.fail { color: var(--danger); }
+.field-error { color: var(--danger); font-size: .9rem; margin: .3rem 0 0; }
+input[aria-invalid=true] { border-color: var(--danger); }
 footer { text-align: center; padding: 1rem; color: var(--muted); font-size: .85rem; }
 `;
 
