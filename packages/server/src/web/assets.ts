@@ -21,6 +21,8 @@ header.top .who { min-width: 0; overflow: hidden; text-overflow: ellipsis; white
   header.top { padding: .6rem .75rem; gap: .5rem; }
   header.top nav { gap: .65rem; font-size: .88rem; }
   header.top .who { display: none; }
+  /* The brand's name is said to screen readers but not shown: the mark alone leaves the menu room for its links. */
+  header.top .brand-name { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
   main { margin: 1.25rem auto; padding: 0 .6rem; }
   .card { padding: 1.1rem; }
 }

@@ -37,7 +37,7 @@ export function Layout(props: {
         <header class="top">
           <a class="brand" href="/">
             <img src={FAVICON_PATH} alt="" />
-            authcli
+            <span class="brand-name">authcli</span>
           </a>
           {props.viewer && (
             <nav aria-label="Account">
