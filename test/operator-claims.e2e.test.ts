@@ -1,30 +1,11 @@
-import { createRequire } from 'node:module';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dialects, freshDatabase, type TestDatabase } from '@authcli/test-support/databases';
+import { dialects, execute, freshDatabase, type TestDatabase } from '@authcli/test-support/databases';
 import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
-const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '..');
-const fromServer = createRequire(join(root, 'packages/server/package.json'));
 const PASSWORD = 'operator claims password';
-
-/** Runs DDL, which the shared query helper's SQLite side cannot. */
-async function execute(db: TestDatabase, dialect: string, statement: string): Promise<void> {
-  if (dialect === 'postgres') {
-    await db.query(statement);
-    return;
-  }
-  const Database = fromServer('better-sqlite3') as new (path: string) => { exec(sql: string): void; close(): void };
-  const conn = new Database(db.url);
-  try {
-    conn.exec(statement);
-  } finally {
-    conn.close();
-  }
-}
 
 describe.each(dialects())('authcli-server users update, on a running server (%s)', (dialect) => {
   let db: TestDatabase;

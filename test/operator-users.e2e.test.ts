@@ -1,10 +1,9 @@
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '@authcli/test-support/cli-process';
-import { dialects, freshDatabase, type TestDatabase } from '@authcli/test-support/databases';
+import { dialects, execute, freshDatabase, type TestDatabase } from '@authcli/test-support/databases';
 import { Browser, hidden } from '@authcli/test-support/http';
 import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
@@ -135,23 +134,6 @@ describe('authcli-server users and apps, on a running server', () => {
     expect(rows.some((r) => r.includes('Device only'))).toBe(false);
   });
 });
-
-const fromServer = createRequire(join(root, 'packages/server/package.json'));
-
-/** Runs a statement that returns no rows (DDL), which the shared query helper's SQLite side cannot. */
-async function execute(db: TestDatabase, dialect: string, statement: string): Promise<void> {
-  if (dialect === 'postgres') {
-    await db.query(statement);
-    return;
-  }
-  const Database = fromServer('better-sqlite3') as new (path: string) => { exec(sql: string): void; close(): void };
-  const conn = new Database(db.url);
-  try {
-    conn.exec(statement);
-  } finally {
-    conn.close();
-  }
-}
 
 describe.each(dialects())('migration 0004: usernames unique without regard to case (%s)', (dialect) => {
   let db: TestDatabase;

@@ -50,22 +50,7 @@ export type SettableClaim = (typeof SETTABLE_CLAIMS)[number];
 
 /** The claims each scope releases (OIDC Core §5.4). */
 export const SCOPE_CLAIMS = {
-  profile: [
-    'name',
-    'family_name',
-    'given_name',
-    'middle_name',
-    'nickname',
-    'preferred_username',
-    'profile',
-    'picture',
-    'website',
-    'gender',
-    'birthdate',
-    'zoneinfo',
-    'locale',
-    'updated_at',
-  ],
+  profile: [...PROFILE_CLAIMS, 'preferred_username', 'updated_at'],
   email: ['email', 'email_verified'],
   address: ['address'],
   phone: ['phone_number', 'phone_number_verified'],

@@ -23,8 +23,8 @@ const ACCOUNT: Continuation = { kind: 'page', page: 'account' };
 const FIELDS: Record<ProfileClaim, { label: string; type: 'text' | 'url'; hint?: string; autocomplete?: string }> = {
   name: { label: 'Full name', type: 'text', autocomplete: 'name' },
   given_name: { label: 'Given name', type: 'text', autocomplete: 'given-name' },
-  middle_name: { label: 'Middle name', type: 'text', autocomplete: 'additional-name' },
   family_name: { label: 'Family name', type: 'text', autocomplete: 'family-name' },
+  middle_name: { label: 'Middle name', type: 'text', autocomplete: 'additional-name' },
   nickname: { label: 'Nickname', type: 'text', autocomplete: 'nickname' },
   profile: { label: 'Profile page', type: 'url', hint: 'https://…', autocomplete: 'url' },
   picture: { label: 'Picture', type: 'url', hint: 'https://… (an image)', autocomplete: 'photo' },
@@ -34,21 +34,6 @@ const FIELDS: Record<ProfileClaim, { label: string; type: 'text' | 'url'; hint?:
   zoneinfo: { label: 'Time zone', type: 'text', hint: 'e.g. Europe/Paris', autocomplete: 'off' },
   locale: { label: 'Language', type: 'text', hint: 'e.g. en-US, fr-CA', autocomplete: 'language' },
 };
-/** The order of the form: names first, then the rest as OIDC Core §5.1 lists them. */
-const FORM_ORDER: readonly ProfileClaim[] = [
-  'name',
-  'given_name',
-  'middle_name',
-  'family_name',
-  'nickname',
-  'profile',
-  'picture',
-  'website',
-  'gender',
-  'birthdate',
-  'zoneinfo',
-  'locale',
-];
 
 function valuesOf(claims: UserClaims): ProfileValues {
   return Object.fromEntries(PROFILE_CLAIMS.map((c) => [c, claims[c] ?? ''])) as ProfileValues;
@@ -73,7 +58,7 @@ function AccountPage(props: {
         <Alert message={failed ? `Check the ${failed === 1 ? 'field' : `${failed} fields`} marked below.` : undefined} />
         <form method="post" action="/account" novalidate>
           <input type="hidden" name="_csrf" value={props.viewer.csrf} />
-          {FORM_ORDER.map((claim) => {
+          {PROFILE_CLAIMS.map((claim) => {
             const f = FIELDS[claim];
             const error = errors[claim];
             const described = [f.hint && `${claim}-hint`, error && `${claim}-error`].filter(Boolean).join(' ');
