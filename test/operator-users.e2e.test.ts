@@ -1,10 +1,9 @@
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '@authcli/test-support/cli-process';
-import { dialects, freshDatabase, type TestDatabase } from '@authcli/test-support/databases';
+import { dialects, execute, freshDatabase, type TestDatabase } from '@authcli/test-support/databases';
 import { Browser, hidden } from '@authcli/test-support/http';
 import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
@@ -138,23 +137,6 @@ describe('authcli-server users and apps, on a running server', () => {
   });
 });
 
-const fromServer = createRequire(join(root, 'packages/server/package.json'));
-
-/** Runs a statement that returns no rows (DDL), which the shared query helper's SQLite side cannot. */
-async function execute(db: TestDatabase, dialect: string, statement: string): Promise<void> {
-  if (dialect === 'postgres') {
-    await db.query(statement);
-    return;
-  }
-  const Database = fromServer('better-sqlite3') as new (path: string) => { exec(sql: string): void; close(): void };
-  const conn = new Database(db.url);
-  try {
-    conn.exec(statement);
-  } finally {
-    conn.close();
-  }
-}
-
 describe.each(dialects())('migration 0004: usernames unique without regard to case (%s)', (dialect) => {
   let db: TestDatabase;
   beforeAll(async () => {
@@ -165,7 +147,7 @@ describe.each(dialects())('migration 0004: usernames unique without regard to ca
   it('names the usernames that collide and refuses to go on, then applies once they are renamed', async () => {
     const env = { DATABASE_URL: db.url };
     expect((await serverCommand(['users', 'list'], env)).code).toBe(0);
-    // Back to the schema before 0004 (and the migrations after it), with the duplicates an earlier version allowed.
+    // Back to the schema before 0004 (and the migrations after it: 0005, 0006), with the duplicates an earlier version allowed.
     await execute(db, dialect, 'drop index users_username_lower');
     await execute(db, dialect, 'alter table applications drop column post_logout_redirect_uris');
     await execute(db, dialect, 'alter table applications drop column registration_token_hash');
@@ -173,10 +155,14 @@ describe.each(dialects())('migration 0004: usernames unique without regard to ca
     await execute(db, dialect, 'drop table initial_access_tokens');
     await execute(db, dialect, 'alter table authorization_codes drop column claims');
     await execute(db, dialect, 'alter table grants drop column claims');
+    await execute(db, dialect, 'alter table users drop column claims');
+    await execute(db, dialect, 'alter table users drop column claims_updated_at');
+    await execute(db, dialect, 'alter table users add column name text');
+    await execute(db, dialect, 'alter table users add column email text');
     await execute(
       db,
       dialect,
-      "delete from kysely_migration where name in ('0004_username_case_insensitive', '0005_post_logout_redirect_uris', '0006_dynamic_client_registration', '0007_claims_request')",
+      "delete from kysely_migration where name in ('0004_username_case_insensitive', '0005_post_logout_redirect_uris', '0006_dynamic_client_registration', '0007_claims_request', '0008_user_claims')",
     );
     await execute(
       db,

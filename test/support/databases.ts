@@ -93,3 +93,18 @@ export async function freshDatabase(dialect: DialectName): Promise<TestDatabase>
     },
   };
 }
+
+/** Runs a statement that returns no rows (DDL), which `query`'s SQLite side cannot. */
+export async function execute(db: TestDatabase, dialect: DialectName, statement: string): Promise<void> {
+  if (dialect === 'postgres') {
+    await db.query(statement);
+    return;
+  }
+  const Database = fromServer('better-sqlite3') as new (path: string) => { exec(sql: string): void; close(): void };
+  const conn = new Database(db.url);
+  try {
+    conn.exec(statement);
+  } finally {
+    conn.close();
+  }
+}

@@ -28,6 +28,7 @@ import { pageErrorHandler } from './web/page-errors.js';
 import { pageRoutes } from './web/pages.js';
 import { devicePageRoutes } from './web/device.js';
 import { dashboardRoutes } from './web/dashboard.js';
+import { accountRoutes } from './web/account.js';
 import { playgroundRoutes } from './web/playground.js';
 import { Continuations } from './web/continuation.js';
 import { Sessions } from './web/session.js';
@@ -258,6 +259,7 @@ export async function buildApp(config: ServerConfig, store: Store, options: AppO
     await pages.register(devicePageRoutes, ctx);
     await pages.register(dashboardRoutes, ctx);
     await pages.register(playgroundRoutes, ctx);
+    await pages.register(accountRoutes, ctx);
   });
   return app;
 }

@@ -107,6 +107,8 @@ describe('slow and stalled clients are cut by the socket timeouts', () => {
     '/dashboard/apps/authcli/rotate-secret',
     '/oauth/register',
     'PUT /oauth/register/authcli',
+    '/account',
+    '/account/password',
   ];
 
   it(`a body that never arrives is cut at the request timeout, at every route that takes one (${POST_ROUTES.length} at once)`, async () => {
@@ -434,6 +436,8 @@ describe.runIf(dialects().includes('postgres'))('a stalled PostgreSQL gives quic
       'POST /device': () => browser.postForm('/device', { _csrf: pageCsrf, user_code: 'BCDF-GHJK' }),
       'POST /device/decision': () => browser.postForm('/device/decision', { _csrf: pageCsrf, user_code: 'BCDF-GHJK', decision: 'approve' }),
       'GET /dashboard': () => browser.get('/dashboard'),
+      'GET /account': () => browser.get('/account'),
+      'POST /account': () => browser.postForm('/account', { _csrf: pageCsrf, given_name: 'Alice' }),
       'GET /developer/playground': () => browser.get('/developer/playground'),
       'GET /': () => browser.get('/'),
       'GET /readyz': () => browser.get('/readyz'),

@@ -16,7 +16,7 @@ import {
   REPLAY_EVIDENCE_MS,
   WAL_LIMIT_PAGES,
 } from '../src/config/defaults.js';
-import { Store, StoreError, type DeviceAuthorization } from '../src/store/store.js';
+import { claimsOf, Store, StoreError, type DeviceAuthorization } from '../src/store/store.js';
 import { generateSigningKey } from '../src/oauth/keys.js';
 import { sha256Hex } from '../src/util/crypto.js';
 import { dialects, freshStore } from './helpers.js';
@@ -90,8 +90,6 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
       id: randomUUID(),
       username: unique('u'),
       password_hash: 'scrypt$test',
-      name: null,
-      email: null,
       is_admin: 0,
       disabled_at: null,
       created_at: now,
@@ -184,6 +182,71 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     await store.users.setDisabled(username, now);
     expect((await store.users.findById(u.id))?.disabled_at).toBe(now);
     await expect(store.users.setDisabled(unique('nobody'), now)).rejects.toMatchObject({ code: 'not_found' });
+  });
+
+  it('user claims: a round trip as JSON, updated_at moved only by a change, unset removes, the session sees them', async () => {
+    const { user } = await userAndApp();
+    expect(claimsOf(user)).toEqual({});
+    expect(user.claims_updated_at).toBeNull();
+    const set = { given_name: 'Ada', email_verified: true, address: { locality: 'Paris', country: 'FR' } };
+    const first = await store.users.updateClaims(user.id, (c) => ({ ...c, ...set }), now + 10);
+    expect(claimsOf(first)).toEqual(set);
+    const read = (await store.users.findById(user.id))!;
+    expect(claimsOf(read)).toEqual(set);
+    expect(read.claims_updated_at).toBe(now + 10);
+    // The same claims again (in another key order) change nothing, updated_at included.
+    const same = await store.users.updateClaims(
+      user.id,
+      () => ({ address: { country: 'FR', locality: 'Paris' }, email_verified: true, given_name: 'Ada' }),
+      now + 20,
+    );
+    expect(same.claims_updated_at).toBe(now + 10);
+    const { given_name: _, ...rest } = set;
+    await store.users.updateClaims(user.id, (c) => ({ ...c, given_name: undefined }), now + 30);
+    const after = (await store.users.findByUsername(user.username))!;
+    expect(claimsOf(after)).toEqual(rest);
+    expect(after.claims_updated_at).toBe(now + 30);
+    const idHash = unique('session');
+    await store.sessions.create({ id_hash: idHash, user_id: user.id, auth_time: now, created_at: now, expires_at: now + 1000 });
+    const seen = (await store.sessions.find(idHash, now))!.user;
+    expect([claimsOf(seen), seen.claims_updated_at]).toEqual([rest, now + 30]);
+    // A refused change writes nothing.
+    await expect(
+      store.users.updateClaims(
+        user.id,
+        () => {
+          throw new Error('refused');
+        },
+        now + 40,
+      ),
+    ).rejects.toThrow('refused');
+    expect((await store.users.findById(user.id))!.claims_updated_at).toBe(now + 30);
+    await expect(store.users.updateClaims(unique('nobody'), (c) => c, now)).rejects.toMatchObject({ code: 'not_found' });
+  });
+
+  it('user claims: concurrent updates of different claims are all kept (no lost update)', async () => {
+    const { user } = await userAndApp();
+    const names = ['given_name', 'family_name', 'nickname', 'gender', 'middle_name', 'website', 'locale', 'zoneinfo'] as const;
+    await Promise.all(names.map((n, i) => store.users.updateClaims(user.id, (c) => ({ ...c, [n]: `v${i}` }), now + i)));
+    expect(claimsOf((await store.users.findById(user.id))!)).toEqual(Object.fromEntries(names.map((n, i) => [n, `v${i}`])));
+  });
+
+  it('password change by the user: the new hash, every other session of the user ended, this one kept', async () => {
+    const { user } = await userAndApp();
+    const { user: other } = await userAndApp();
+    const [mine, elsewhere, theirs] = [unique('s'), unique('s'), unique('s')];
+    for (const [id, u] of [
+      [mine, user],
+      [elsewhere, user],
+      [theirs, other],
+    ] as const) {
+      await store.sessions.create({ id_hash: id, user_id: u.id, auth_time: now, created_at: now, expires_at: now + 1000 });
+    }
+    expect(await store.users.changePassword(user.id, 'scrypt$new', mine)).toBe(1);
+    expect((await store.users.findById(user.id))!.password_hash).toBe('scrypt$new');
+    expect(await store.sessions.find(mine, now)).toBeDefined();
+    expect(await store.sessions.find(elsewhere, now)).toBeUndefined();
+    expect(await store.sessions.find(theirs, now)).toBeDefined();
   });
 
   it('applications: secret stored as SHA-256 only; lists round-trip', async () => {

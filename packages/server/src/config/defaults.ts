@@ -106,6 +106,24 @@ export const SIGNIN_PASSWORD_MAX = 1024;
 /** The shortest password the operator commands accept (NIST SP 800-63B §5.1.1.2: at least 8). */
 export const MIN_PASSWORD_LENGTH = 8;
 
+/**
+ * Longest text claim (OIDC Core §5.1: names, email, phone number, gender, an
+ * address field): every claim is copied into ID tokens and userinfo answers,
+ * so none may grow them without bound. 256 holds any real name and the
+ * longest email address RFC 5321 §4.5.3.1 allows (254).
+ */
+export const CLAIM_TEXT_MAX = 256;
+/** Longest URL claim (profile, picture, website): 2048, the length past which URLs stop working in common software. */
+export const CLAIM_URL_MAX = 2048;
+/**
+ * How many times a claims update is tried again when another update of the
+ * same user changed the claims between its read and its conditional write
+ * (store/repositories/users.ts). Each loser retries at once, so N concurrent
+ * writers of one user need at most N-1 retries; past this the store is in
+ * trouble and the update fails instead of spinning.
+ */
+export const CLAIMS_UPDATE_ATTEMPTS = 32;
+
 /** What a username may be (letters, digits, `. _ @ -`, 1-64); per-account limits count only names of this form. */
 export const USERNAME_PATTERN = /^[A-Za-z0-9._@-]{1,64}$/;
 

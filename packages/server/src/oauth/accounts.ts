@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { MIN_PASSWORD_LENGTH, USERNAME_PATTERN } from '../config/defaults.js';
-import { StoreError, type Store } from '../store/store.js';
+import { serializeClaims, StoreError, type Store, type User } from '../store/store.js';
+import { applyClaimsPatch, type ClaimsPatch } from './claims.js';
 import { InputError } from '../util/input-error.js';
 import { hashPassword } from '../util/password.js';
 
@@ -12,16 +13,34 @@ export async function addUser(
 ) {
   if (!USERNAME_PATTERN.test(input.username)) throw new InputError('username must be 1-64 characters of letters, digits and . _ @ -');
   if (input.password.length < MIN_PASSWORD_LENGTH) throw new InputError(`password must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  // The name and email are claims like any other: checked the same way, and updated_at is when they were given.
+  const patch: ClaimsPatch = {};
+  if (input.name) patch.name = input.name;
+  if (input.email) patch.email = input.email;
+  const claims = applyClaimsPatch({}, patch);
+  const any = Object.keys(claims).length > 0;
   return store.users.create({
     id: randomUUID(),
     username: input.username,
     password_hash: await hashPassword(input.password),
-    name: input.name ?? null,
-    email: input.email ?? null,
+    claims: serializeClaims(claims),
+    claims_updated_at: any ? now : null,
     is_admin: input.admin ? 1 : 0,
     disabled_at: null,
     created_at: now,
   });
+}
+
+/**
+ * Applies a claims patch (claims.ts) to a user's claims, checked whole
+ * before anything is written, as one conditional update that concurrent
+ * updates of other claims do not undo. Returns the user as updated.
+ * @throws InputError, StoreError not_found
+ */
+export async function updateUserClaims(store: Store, username: string, patch: ClaimsPatch, now: number): Promise<User> {
+  const user = await store.users.findByUsername(username);
+  if (!user) throw new StoreError('not_found', `no user ${username}`);
+  return store.users.updateClaims(user.id, (current) => applyClaimsPatch(current, patch), now);
 }
 
 /**

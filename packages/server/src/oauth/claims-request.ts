@@ -7,6 +7,7 @@
  */
 import { CLAIMS_PARAMETER_MAX } from '../config/defaults.js';
 import { PASSWORD_ACR } from './acr.js';
+import { SCOPE_CLAIMS } from './claims.js';
 import { InvalidRequest } from './errors.js';
 
 /** One claim's request (§5.5.1): null, or these members; others are ignored. */
@@ -23,32 +24,14 @@ export interface ClaimsRequest {
 }
 
 /**
- * OIDC Core §5.4: the scope that releases each standard claim. A claim named
- * in the `claims` parameter is released when the application may use its
- * scope; the user approves that scope on the consent page like a requested
- * one.
+ * OIDC Core §5.4: the scope that releases each standard claim (the
+ * inverse of {@link SCOPE_CLAIMS}). A claim named in the `claims` parameter
+ * is released when the application may use its scope; the user approves
+ * that scope on the consent page like a requested one.
  */
-export const CLAIM_SCOPES: Readonly<Record<string, string>> = {
-  name: 'profile',
-  family_name: 'profile',
-  given_name: 'profile',
-  middle_name: 'profile',
-  nickname: 'profile',
-  preferred_username: 'profile',
-  profile: 'profile',
-  picture: 'profile',
-  website: 'profile',
-  gender: 'profile',
-  birthdate: 'profile',
-  zoneinfo: 'profile',
-  locale: 'profile',
-  updated_at: 'profile',
-  email: 'email',
-  email_verified: 'email',
-  address: 'address',
-  phone_number: 'phone',
-  phone_number_verified: 'phone',
-};
+export const CLAIM_SCOPES: Readonly<Record<string, string>> = Object.fromEntries(
+  Object.entries(SCOPE_CLAIMS).flatMap(([scope, claims]) => claims.map((claim) => [claim, scope])),
+);
 
 /** Every scope that releases claims. */
 export const CLAIM_SCOPE_NAMES: readonly string[] = [...new Set(Object.values(CLAIM_SCOPES))];

@@ -1,5 +1,6 @@
 import type { OpenIDProviderMetadata } from '@authcli/protocol';
 import type { OAuthContext } from './context.js';
+import { STANDARD_CLAIM_NAMES } from './claims.js';
 import { SIGNING_ALGS } from './keys.js';
 import { ACR_VALUES_SUPPORTED } from './acr.js';
 import { SUPPORTED_SCOPES } from './scopes.js';
@@ -33,23 +34,7 @@ export function metadata(ctx: OAuthContext): OpenIDProviderMetadata {
     token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
     code_challenge_methods_supported: ['S256'],
     prompt_values_supported: ['none', 'login', 'consent', 'select_account'],
-    claims_supported: [
-      'sub',
-      'iss',
-      'aud',
-      'exp',
-      'iat',
-      'auth_time',
-      'nonce',
-      'azp',
-      'at_hash',
-      'acr',
-      'amr',
-      'name',
-      'preferred_username',
-      'email',
-      'email_verified',
-    ],
+    claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'azp', 'at_hash', 'acr', 'amr', ...STANDARD_CLAIM_NAMES],
     claims_parameter_supported: true,
     acr_values_supported: [...ACR_VALUES_SUPPORTED],
     request_parameter_supported: false,

@@ -1,7 +1,7 @@
 import { InvalidScope } from './errors.js';
 
 /** The scopes this server knows (OIDC Core §5.4, §11). */
-export const SUPPORTED_SCOPES = ['openid', 'profile', 'email', 'offline_access'] as const;
+export const SUPPORTED_SCOPES = ['openid', 'profile', 'email', 'address', 'phone', 'offline_access'] as const;
 
 // RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E )
 const SCOPE_TOKEN = /^[\x21\x23-\x5b\x5d-\x7e]+$/;

@@ -2,6 +2,7 @@ import { hash } from 'node:crypto';
 import type { TokenResponse } from '@authcli/protocol';
 import type { ServerConfig } from '../config/config.js';
 import type { Application, User } from '../store/store.js';
+import { standardClaims } from './claims.js';
 import { randomToken } from '../util/crypto.js';
 import { PASSWORD_ACR, PASSWORD_AMR } from './acr.js';
 import { CLAIM_SCOPE_NAMES, type ClaimsRequest, pickClaims } from './claims-request.js';
@@ -17,20 +18,6 @@ export interface TokenContext {
   nonce?: string | null | undefined;
   /** The `claims` request of the sign-in (OIDC Core §5.5), if it named any. */
   claims?: ClaimsRequest | undefined;
-}
-
-/** OIDC Core §5.4: the claims each scope releases. */
-export function scopedClaims(user: User, scopes: readonly string[]): Record<string, unknown> {
-  const claims: Record<string, unknown> = {};
-  if (scopes.includes('profile')) {
-    claims.name = user.name ?? user.username;
-    claims.preferred_username = user.username;
-  }
-  if (scopes.includes('email') && user.email) {
-    claims.email = user.email;
-    claims.email_verified = false;
-  }
-  return claims;
 }
 
 /** OIDC Core §3.1.3.6: at_hash is the left half of SHA-256 of the access token, base64url. */
@@ -83,7 +70,7 @@ export class TokenIssuer {
       at_hash: atHash(accessToken),
       acr: PASSWORD_ACR,
       amr: PASSWORD_AMR,
-      ...pickClaims(scopedClaims(ctx.user, CLAIM_SCOPE_NAMES), ctx.claims?.id_token),
+      ...pickClaims(standardClaims(ctx.user, CLAIM_SCOPE_NAMES), ctx.claims?.id_token),
     });
   }
 

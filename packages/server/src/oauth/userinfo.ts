@@ -1,7 +1,7 @@
 import { verifyAccessToken } from './access-token.js';
 import type { OAuthContext } from './context.js';
 import { InsufficientScope, InvalidRequest } from './errors.js';
-import { scopedClaims } from './tokens.js';
+import { standardClaims } from './claims.js';
 import { CLAIM_SCOPE_NAMES, pickClaims, storedClaimsRequest } from './claims-request.js';
 
 /** Where a userinfo request carried its credentials. */
@@ -49,6 +49,6 @@ export async function userinfo(ctx: OAuthContext, req: UserinfoRequest): Promise
   const scopes = payload.scope.split(' ');
   if (!scopes.includes('openid')) throw new InsufficientScope('userinfo needs the openid scope', 'openid');
   // OIDC Core §5.4 the claims of the granted scopes, and §5.5 those the sign-in's claims request named here.
-  const named = pickClaims(scopedClaims(user, CLAIM_SCOPE_NAMES), storedClaimsRequest(grant.claims)?.userinfo);
-  return { sub: user.id, ...scopedClaims(user, scopes), ...named };
+  const named = pickClaims(standardClaims(user, CLAIM_SCOPE_NAMES), storedClaimsRequest(grant.claims)?.userinfo);
+  return { sub: user.id, ...standardClaims(user, scopes), ...named };
 }

@@ -1,7 +1,11 @@
-import { printTable, promptHidden, readAll, withStore } from './shared.js';
+import { readFile } from 'node:fs/promises';
+import { collect, printTable, promptHidden, readAll, withStore } from './shared.js';
 import type { Command } from 'commander';
-import { addUser, resetUserPassword } from '../oauth/accounts.js';
+import { addUser, resetUserPassword, updateUserClaims } from '../oauth/accounts.js';
+import { claimAssignment, claimRemoval, mergePatches, parseClaimsJson, standardClaims, type ClaimsPatch } from '../oauth/claims.js';
+import { InputError } from '../util/input-error.js';
 import { accountCounterKeys } from '../oauth/limits.js';
+import { claimsOf } from '../store/store.js';
 
 /** `authcli-server users ...`: end users (add, list, reset-password, disable, enable, unlock). */
 export function usersCommand(cli: Command): void {
@@ -38,8 +42,8 @@ export function usersCommand(cli: Command): void {
       await withStore(opts.database, async (store) => {
         const rows = (await store.users.list()).map((u) => ({
           username: u.username,
-          name: u.name,
-          email: u.email,
+          name: claimsOf(u).name ?? null,
+          email: claimsOf(u).email ?? null,
           admin: u.is_admin === 1,
           disabled: u.disabled_at !== null,
           created: new Date(Number(u.created_at)).toISOString(),
@@ -54,6 +58,41 @@ export function usersCommand(cli: Command): void {
         );
       });
     });
+  users
+    .command('update <username>')
+    .description(
+      'set or remove standard claims (OpenID Connect Core §5.1); prints the claims the user then has. ' +
+        'A changed email or phone number is unverified unless *_verified=true is given with it',
+    )
+    .option('--claim <NAME=VALUE>', 'set a claim (repeatable): name=Ada, email_verified=true, address.locality=Paris', collect, [])
+    .option('--claims-json <file>', 'set claims from a JSON object (- for stdin); null removes a claim, address is merged by field')
+    .option('--unset <NAME>', 'remove a claim, or one address field (address.region) (repeatable)', collect, [])
+    .option('--json', 'print JSON')
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(
+      async (username: string, opts: { claim: string[]; claimsJson?: string; unset: string[]; json?: boolean; database?: string }) => {
+        const patches: ClaimsPatch[] = [];
+        if (opts.claimsJson !== undefined) patches.push(parseClaimsJson(await readClaimsFile(opts.claimsJson)));
+        patches.push(...opts.claim.map(claimAssignment), ...opts.unset.map(claimRemoval));
+        if (patches.length === 0) throw new InputError('nothing to update: give --claim NAME=VALUE, --claims-json FILE or --unset NAME');
+        await withStore(opts.database, async (store) => {
+          const user = await updateUserClaims(store, username, mergePatches(patches), Date.now());
+          const claims = standardClaims(user, ['profile', 'email', 'address', 'phone']);
+          if (opts.json) {
+            process.stdout.write(`${JSON.stringify(claims, null, 2)}\n`);
+            return;
+          }
+          // One line per value: a string as it is, unless it has several lines (an address); booleans and numbers as JSON.
+          const show = (v: unknown) => (typeof v === 'string' && !/[\r\n]/.test(v) ? v : JSON.stringify(v));
+          const rows = Object.entries(claims).flatMap(([name, value]) =>
+            name === 'address'
+              ? Object.entries(value as Record<string, string>).map(([field, v]) => [`address.${field}`, show(v)])
+              : [[name, show(value)]],
+          );
+          printTable(['CLAIM', 'VALUE'], rows);
+        });
+      },
+    );
   users
     .command('reset-password <username>')
     .description(
@@ -116,4 +155,14 @@ export function usersCommand(cli: Command): void {
         );
       });
     });
+}
+
+/** The `--claims-json` file, or standard input for `-`; a file that cannot be read is one line. */
+async function readClaimsFile(file: string): Promise<string> {
+  if (file === '-') return readAll(process.stdin);
+  try {
+    return await readFile(file, 'utf8');
+  } catch (err) {
+    throw new InputError(`cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
 }

@@ -233,6 +233,41 @@ const migrations: Record<string, Migration> = {
       await db.schema.alterTable('grants').addColumn('claims', 'text').execute();
     },
   },
+  '0008_user_claims': {
+    async up(db: Past) {
+      // The standard claims (OIDC Core §5.1) as one JSON object per user: the name and email columns move into
+      // it, so there is one place a claim is read from. Until now name and email could only be given when the
+      // user was added, so created_at is when they were last updated; no email was ever verified by anyone.
+      // SQLite's migrations run outside a transaction (Kysely), PostgreSQL's inside one: all or nothing on both.
+      const work = async (trx: Past) => {
+        await trx.schema
+          .alterTable('users')
+          .addColumn('claims', 'text', (c) => c.notNull().defaultTo('{}'))
+          .execute();
+        await trx.schema.alterTable('users').addColumn('claims_updated_at', 'bigint').execute();
+        const rows: { id: string; name: string | null; email: string | null; created_at: number | string }[] = await trx
+          .selectFrom('users')
+          .select(['id', 'name', 'email', 'created_at'])
+          .where((eb) => eb.or([eb('name', 'is not', null), eb('email', 'is not', null)]))
+          .execute();
+        for (const r of rows) {
+          const claims: Record<string, unknown> = {};
+          if (r.email?.trim()) Object.assign(claims, { email: r.email, email_verified: false });
+          if (r.name?.trim()) claims.name = r.name;
+          if (Object.keys(claims).length === 0) continue;
+          await trx
+            .updateTable('users')
+            .set({ claims: JSON.stringify(claims, Object.keys(claims).sort()), claims_updated_at: Number(r.created_at) })
+            .where('id', '=', r.id)
+            .execute();
+        }
+        await trx.schema.alterTable('users').dropColumn('name').execute();
+        await trx.schema.alterTable('users').dropColumn('email').execute();
+      };
+      if (db.isTransaction) await work(db);
+      else await db.transaction().execute(work);
+    },
+  },
 };
 
 /** Provides the migrations above to Kysely's Migrator. */

@@ -1,4 +1,4 @@
-import type { Insertable, Selectable, Updateable } from 'kysely';
+import type { ColumnType, Insertable, Selectable, Updateable } from 'kysely';
 
 /**
  * Table types shared by both dialects. Times are epoch milliseconds
@@ -9,8 +9,13 @@ export interface UsersTable {
   id: string;
   username: string;
   password_hash: string;
-  name: string | null;
-  email: string | null;
+  /**
+   * JSON object of the user's OpenID Connect standard claims (OIDC Core §5.1),
+   * only those that are set; `{}` when none is. See repositories/users.ts.
+   */
+  claims: ColumnType<string, string | undefined, string>;
+  /** When the claims last changed (epoch ms); null while none was ever set. `updated_at` is this in seconds. */
+  claims_updated_at: number | null;
   is_admin: number;
   disabled_at: number | null;
   created_at: number;

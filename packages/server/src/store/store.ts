@@ -26,7 +26,7 @@ export type { InitialAccessToken } from './repositories/initial-access-tokens.js
 export type { SigningKeyRow } from './repositories/keys.js';
 export type { RateLimitRow } from './repositories/rate-limits.js';
 export type { Session } from './repositories/sessions.js';
-export type { NewUser, User } from './repositories/users.js';
+export { claimsOf, serializeClaims, type AddressClaim, type NewUser, type User, type UserClaims } from './repositories/users.js';
 
 /**
  * All persistent state of the authorization server: one repository per

@@ -21,6 +21,8 @@ header.top .who { min-width: 0; overflow: hidden; text-overflow: ellipsis; white
   header.top { padding: .6rem .75rem; gap: .5rem; }
   header.top nav { gap: .65rem; font-size: .88rem; }
   header.top .who { display: none; }
+  /* The brand's name is said to screen readers but not shown: the mark alone leaves the menu room for its links. */
+  header.top .brand-name { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
   main { margin: 1.25rem auto; padding: 0 .6rem; }
   .card { padding: 1.1rem; }
 }
@@ -34,6 +36,7 @@ header.top nav a:hover, header.top nav a[aria-current="page"] { color: var(--fg)
 main { flex: 1; width: 100%; max-width: 28rem; margin: 2.5rem auto; padding: 0 1rem; }
 main.wide { max-width: 64rem; }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: 12px; padding: 1.75rem; }
+.card + .card { margin-top: 1.5rem; }
 h1 { font-size: 1.4rem; margin: 0 0 1rem; }
 h2 { font-size: 1.1rem; margin: 1.5rem 0 .5rem; }
 p { margin: .5rem 0; }
@@ -73,6 +76,8 @@ ul.checks { list-style: none; padding: 0; }
 li.check { padding: .35rem 0; }
 li.check.ok { color: var(--ok); }
 li.check.fail { color: var(--danger); }
+.field-error { color: var(--danger); font-size: .9rem; margin: .3rem 0 0; }
+input[aria-invalid=true] { border-color: var(--danger); }
 footer { text-align: center; padding: 1rem; color: var(--muted); font-size: .85rem; }
 `;
 

@@ -13,6 +13,7 @@ const PAGES = {
   dashboard: '/dashboard',
   'new-application': '/dashboard/apps/new',
   playground: '/developer/playground',
+  account: '/account',
 } as const;
 
 export type PageName = keyof typeof PAGES;

@@ -1,23 +1,13 @@
 import { DEVICE_CODE_GRANT_TYPE } from '@authcli/protocol';
 import { SUPPORTED_SCOPES } from '../oauth/scopes.js';
 import { GRANT_TYPES, type Application } from '../store/store.js';
-import { Alert, Layout, type Viewer } from './views.js';
+import { Alert, Layout, Notice, type Viewer } from './views.js';
 
 const GRANT_LABELS: Record<string, string> = {
   authorization_code: 'Authorization code (browser sign-in, PKCE)',
   refresh_token: 'Refresh token',
   [DEVICE_CODE_GRANT_TYPE]: 'Device code (sign-in on a second screen)',
 };
-
-/** A one-time "saved" notice from the flash, announced politely to screen readers. */
-function Notice(props: { text?: string | undefined }) {
-  return props.text ? (
-    // biome-ignore lint/a11y/useSemanticElements: a notice announced politely; <output> would mean the result of a calculation
-    <p class="alert success" role="status">
-      {props.text}
-    </p>
-  ) : null;
-}
 
 export function DashboardPage(props: { viewer: Viewer; apps: Application[]; all: boolean; notice?: string | undefined }) {
   return (

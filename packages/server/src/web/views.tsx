@@ -37,7 +37,7 @@ export function Layout(props: {
         <header class="top">
           <a class="brand" href="/">
             <img src={FAVICON_PATH} alt="" />
-            authcli
+            <span class="brand-name">authcli</span>
           </a>
           {props.viewer && (
             <nav aria-label="Account">
@@ -47,6 +47,7 @@ export function Layout(props: {
                   <a href="/developer/playground">Playground</a>
                 </>
               )}
+              <a href="/account">Account</a>
               <span class="muted who">
                 Signed in as <strong>{props.viewer.username}</strong>
               </span>
@@ -71,6 +72,16 @@ export function Alert(props: { message?: string | undefined }) {
   return props.message ? (
     <p class="alert" role="alert">
       {props.message}
+    </p>
+  ) : null;
+}
+
+/** A one-time "saved" notice from the flash, announced politely to screen readers. */
+export function Notice(props: { text?: string | undefined }) {
+  return props.text ? (
+    // biome-ignore lint/a11y/useSemanticElements: a notice announced politely; <output> would mean the result of a calculation
+    <p class="alert success" role="status">
+      {props.text}
     </p>
   ) : null;
 }

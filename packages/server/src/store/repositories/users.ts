@@ -1,10 +1,63 @@
 import { sql } from 'kysely';
+import { CLAIMS_UPDATE_ATTEMPTS } from '../../config/defaults.js';
 import type { Engine } from '../engine.js';
 import { isUniqueViolation, StoreError } from '../errors.js';
 import { Prepared } from '../prepared.js';
 import type { NewUser, User } from '../schema.js';
 
 export type { NewUser, User } from '../schema.js';
+
+/** The structured address claim (OIDC Core §5.1.1). */
+export interface AddressClaim {
+  formatted?: string;
+  street_address?: string;
+  locality?: string;
+  region?: string;
+  postal_code?: string;
+  country?: string;
+}
+
+/**
+ * The standard claims a user has (OIDC Core §5.1) besides `sub` (the user id),
+ * `preferred_username` (the username) and `updated_at` (kept by the store):
+ * only those that are set, never an empty string or null. What each may hold
+ * is checked in oauth/claims.ts before it reaches the store.
+ */
+export interface UserClaims {
+  name?: string;
+  given_name?: string;
+  family_name?: string;
+  middle_name?: string;
+  nickname?: string;
+  profile?: string;
+  picture?: string;
+  website?: string;
+  email?: string;
+  email_verified?: boolean;
+  gender?: string;
+  birthdate?: string;
+  zoneinfo?: string;
+  locale?: string;
+  phone_number?: string;
+  phone_number_verified?: boolean;
+  address?: AddressClaim;
+}
+
+/** A user's claims, read from their JSON column. */
+export function claimsOf(user: Pick<User, 'claims'>): UserClaims {
+  return JSON.parse(user.claims) as UserClaims;
+}
+
+/** The JSON the claims column holds: keys sorted at every level, so equal claims are equal text. */
+export function serializeClaims(claims: UserClaims): string {
+  const sorted = (o: object): Record<string, unknown> =>
+    Object.fromEntries(
+      Object.entries(o)
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .map(([k, v]) => [k, v !== null && typeof v === 'object' ? sorted(v as object) : v]),
+    );
+  return JSON.stringify(sorted(claims));
+}
 
 /** The people who sign in. Usernames are unique without regard to (ASCII) case. */
 export interface Users {
@@ -30,6 +83,21 @@ export interface Users {
    * signed out of the browser where they used it. Returns the sessions ended.
    */
   resetPassword(userId: string, passwordHash: string): Promise<number>;
+  /**
+   * Replaces a user's claims with what `change` makes of the current ones,
+   * and sets `claims_updated_at` to `now` when they differ. A read and a
+   * conditional write (only over the claims that were read), tried again when
+   * another update came in between: concurrent updates of different claims,
+   * from any process or instance, all take effect. `change` may throw to
+   * refuse (nothing is written). `not_found` when there is no such user.
+   */
+  updateClaims(userId: string, change: (current: UserClaims) => UserClaims, now: number): Promise<User>;
+  /**
+   * A password change by the user: the new hash, and every other session of
+   * the user (all but `keepSession`, an id hash) ended in the same
+   * transaction. Returns the sessions ended.
+   */
+  changePassword(userId: string, passwordHash: string, keepSession: string): Promise<number>;
 }
 
 /** {@link Users} on Kysely; the lookup by id is prepared (the code exchange makes it). */
@@ -91,5 +159,32 @@ export class KyselyUsers implements Users {
       const r = await trx.deleteFrom('sessions').where('user_id', '=', userId).executeTakeFirst();
       return Number(r.numDeletedRows);
     });
+  }
+
+  async changePassword(userId: string, passwordHash: string, keepSession: string): Promise<number> {
+    return this.engine.transaction(async (trx) => {
+      await trx.updateTable('users').set({ password_hash: passwordHash }).where('id', '=', userId).execute();
+      const r = await trx.deleteFrom('sessions').where('user_id', '=', userId).where('id_hash', '!=', keepSession).executeTakeFirst();
+      return Number(r.numDeletedRows);
+    });
+  }
+
+  async updateClaims(userId: string, change: (current: UserClaims) => UserClaims, now: number): Promise<User> {
+    for (let attempt = 1; ; attempt++) {
+      const user = await this.findById(userId);
+      if (!user) throw new StoreError('not_found', `no user ${userId}`);
+      const claims = serializeClaims(change(claimsOf(user)));
+      if (claims === user.claims) return user;
+      const r = await this.engine.db
+        .updateTable('users')
+        .set({ claims, claims_updated_at: now })
+        .where('id', '=', userId)
+        .where('claims', '=', user.claims)
+        .executeTakeFirst();
+      if (Number(r.numUpdatedRows) === 1) return { ...user, claims, claims_updated_at: now };
+      if (attempt >= CLAIMS_UPDATE_ATTEMPTS) {
+        throw new StoreError('unavailable', `the claims of user ${user.username} kept changing under ${attempt} attempts to update them`);
+      }
+    }
   }
 }

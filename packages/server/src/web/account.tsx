@@ -1,0 +1,215 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { MIN_PASSWORD_LENGTH, SIGNIN_PASSWORD_MAX } from '../config/defaults.js';
+import { clientAddress } from '../http/client-ip.js';
+import { pageForm } from '../http/form.js';
+import { applyClaimsPatch, checkClaim, PROFILE_CLAIMS, type ClaimsPatch } from '../oauth/claims.js';
+import { claimsOf, type UserClaims } from '../store/store.js';
+import { InputError } from '../util/input-error.js';
+import { PasswordHasherBusy } from '../util/password-pool.js';
+import type { WebContext } from './context.js';
+import type { Continuation } from './continuation.js';
+import { Flash } from './flash.js';
+import { sendPage, viewerOf } from './render.js';
+import { retryAfterText } from './retry-after.js';
+import { requireSignIn, type CurrentSession } from './session.js';
+import { Alert, Layout, Notice, type Viewer } from './views.js';
+
+type ProfileClaim = (typeof PROFILE_CLAIMS)[number];
+type ProfileValues = Record<ProfileClaim, string>;
+
+const ACCOUNT: Continuation = { kind: 'page', page: 'account' };
+
+/** Each profile claim's label, input type and hint on the form. */
+const FIELDS: Record<ProfileClaim, { label: string; type: 'text' | 'url'; hint?: string; autocomplete?: string }> = {
+  name: { label: 'Full name', type: 'text', autocomplete: 'name' },
+  given_name: { label: 'Given name', type: 'text', autocomplete: 'given-name' },
+  family_name: { label: 'Family name', type: 'text', autocomplete: 'family-name' },
+  middle_name: { label: 'Middle name', type: 'text', autocomplete: 'additional-name' },
+  nickname: { label: 'Nickname', type: 'text', autocomplete: 'nickname' },
+  profile: { label: 'Profile page', type: 'url', hint: 'https://…', autocomplete: 'url' },
+  picture: { label: 'Picture', type: 'url', hint: 'https://… (an image)', autocomplete: 'photo' },
+  website: { label: 'Website', type: 'url', hint: 'https://…', autocomplete: 'url' },
+  gender: { label: 'Gender', type: 'text', autocomplete: 'sex' },
+  birthdate: { label: 'Birthdate', type: 'text', hint: 'YYYY-MM-DD, YYYY, or 0000-MM-DD without the year', autocomplete: 'bday' },
+  zoneinfo: { label: 'Time zone', type: 'text', hint: 'e.g. Europe/Paris', autocomplete: 'off' },
+  locale: { label: 'Language', type: 'text', hint: 'e.g. en-US, fr-CA', autocomplete: 'language' },
+};
+
+function valuesOf(claims: UserClaims): ProfileValues {
+  return Object.fromEntries(PROFILE_CLAIMS.map((c) => [c, claims[c] ?? ''])) as ProfileValues;
+}
+
+function AccountPage(props: {
+  viewer: Viewer;
+  values: ProfileValues;
+  errors?: Partial<Record<ProfileClaim, string>>;
+  notice?: string | undefined;
+  passwordError?: string | undefined;
+}) {
+  const errors = props.errors ?? {};
+  const failed = Object.keys(errors).length;
+  return (
+    <Layout title="Account" viewer={props.viewer}>
+      <div class="card">
+        <h1>Account</h1>
+        <Notice text={props.notice} />
+        <h2>Profile</h2>
+        <p class="muted">What applications you allow to read your profile see. Leave a field empty to remove it.</p>
+        <Alert message={failed ? `Check the ${failed === 1 ? 'field' : `${failed} fields`} marked below.` : undefined} />
+        <form method="post" action="/account" novalidate>
+          <input type="hidden" name="_csrf" value={props.viewer.csrf} />
+          {PROFILE_CLAIMS.map((claim) => {
+            const f = FIELDS[claim];
+            const error = errors[claim];
+            const described = [f.hint && `${claim}-hint`, error && `${claim}-error`].filter(Boolean).join(' ');
+            return (
+              <>
+                <label for={claim}>{f.label}</label>
+                <input
+                  id={claim}
+                  name={claim}
+                  type={f.type}
+                  value={props.values[claim]}
+                  autocomplete={f.autocomplete}
+                  spellcheck={f.type === 'url' ? false : undefined}
+                  aria-invalid={error ? 'true' : undefined}
+                  aria-describedby={described || undefined}
+                />
+                {f.hint && (
+                  <p id={`${claim}-hint`} class="muted">
+                    {f.hint}
+                  </p>
+                )}
+                {error && (
+                  <p id={`${claim}-error`} class="field-error">
+                    {error}
+                  </p>
+                )}
+              </>
+            );
+          })}
+          <div class="actions">
+            <button type="submit">Save profile</button>
+          </div>
+        </form>
+      </div>
+      <div class="card">
+        <h2 id="password-heading">Change password</h2>
+        <p class="muted">Your other browsers are signed out; this one stays signed in.</p>
+        <Alert message={props.passwordError} />
+        <form method="post" action="/account/password" aria-labelledby="password-heading">
+          <input type="hidden" name="_csrf" value={props.viewer.csrf} />
+          <input type="text" name="username" autocomplete="username" value={props.viewer.username} hidden />
+          <label for="current_password">Current password</label>
+          <input id="current_password" name="current_password" type="password" autocomplete="current-password" required />
+          <label for="new_password">New password</label>
+          <input
+            id="new_password"
+            name="new_password"
+            type="password"
+            autocomplete="new-password"
+            minLength={MIN_PASSWORD_LENGTH}
+            required
+            aria-describedby="new-password-hint"
+          />
+          <p id="new-password-hint" class="muted">{`At least ${MIN_PASSWORD_LENGTH} characters.`}</p>
+          <label for="new_password_again">New password, again</label>
+          <input id="new_password_again" name="new_password_again" type="password" autocomplete="new-password" required />
+          <div class="actions">
+            <button type="submit">Change password</button>
+          </div>
+        </form>
+      </div>
+    </Layout>
+  );
+}
+
+/**
+ * /account: a signed-in user's own profile claims (OIDC Core §5.1, the
+ * profile scope's) and password. The email address and phone number, whose
+ * verified flags only the operator can vouch for, are set with
+ * `authcli-server users update`.
+ *
+ * Both forms answer 303 to GET /account with a one-time notice (flash.ts),
+ * so a reload repeats nothing; a refused form comes back as it was typed,
+ * with the problem next to its field.
+ */
+export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Promise<void> {
+  const { store, config, limits, passwords, trustedDevices } = ctx;
+  const flash = new Flash(() => config.now());
+  const signedIn = (req: FastifyRequest, reply: FastifyReply) => requireSignIn(ctx, req, reply, ACCOUNT);
+  const page = (reply: FastifyReply, c: CurrentSession, props: Partial<Parameters<typeof AccountPage>[0]>, status = 200) =>
+    sendPage(reply, <AccountPage viewer={viewerOf(reply, c)} values={valuesOf(claimsOf(c.user))} {...props} />, status);
+  const saved = (reply: FastifyReply, c: CurrentSession, text: string) => {
+    flash.put(c.session.id_hash, { kind: 'notice', text });
+    return reply.redirect('/account', 303);
+  };
+
+  app.get('/account', async (req, reply) => {
+    const c = await signedIn(req, reply);
+    if (!c) return reply;
+    return page(reply, c, { notice: flash.take(c.session.id_hash, 'notice')?.text });
+  });
+
+  app.post('/account', { preHandler: app.csrfProtection }, async (req, reply) => {
+    const c = await signedIn(req, reply);
+    if (!c) return reply;
+    const form = pageForm(req);
+    const values = Object.fromEntries(PROFILE_CLAIMS.map((claim) => [claim, (form[claim] ?? '').trim()])) as ProfileValues;
+    // Every field checked on its own, so each problem shows next to its field; an empty field removes its claim.
+    const patch: ClaimsPatch = {};
+    const errors: Partial<Record<ProfileClaim, string>> = {};
+    for (const claim of PROFILE_CLAIMS) {
+      if (values[claim] === '') {
+        patch[claim] = null;
+        continue;
+      }
+      try {
+        patch[claim] = checkClaim(claim, values[claim]);
+      } catch (err) {
+        if (!(err instanceof InputError)) throw err;
+        errors[claim] = err.message;
+      }
+    }
+    if (Object.keys(errors).length > 0) return page(reply, c, { values, errors }, 400);
+    await store.users.updateClaims(c.user.id, (current) => applyClaimsPatch(current, patch), config.now());
+    return saved(reply, c, 'Saved');
+  });
+
+  app.post('/account/password', { preHandler: app.csrfProtection }, async (req, reply) => {
+    const c = await signedIn(req, reply);
+    if (!c) return reply;
+    const form = pageForm(req);
+    const current = form.current_password ?? '';
+    const next = form.new_password ?? '';
+    const refuse = (passwordError: string, status: number) => page(reply, c, { passwordError }, status);
+    if (!current || !next) return refuse('Enter your current password and a new one.', 400);
+    if (next !== (form.new_password_again ?? '')) return refuse('The new password and its repetition differ.', 400);
+    if (next.length < MIN_PASSWORD_LENGTH) return refuse(`The new password must be at least ${MIN_PASSWORD_LENGTH} characters.`, 400);
+    if (next.length > SIGNIN_PASSWORD_MAX) return refuse(`The new password must be at most ${SIGNIN_PASSWORD_MAX} characters.`, 400);
+    // The current password is a guess like a sign-in's (a session left open on a shared computer): counted by
+    // the sign-in limits of this account, before it is hashed, and given back when it is right.
+    const client = clientAddress(req);
+    const { username } = c.user;
+    const admission = await limits.signIn(client, username, trustedDevices.deviceFor(req, username));
+    if (!admission.admitted) {
+      reply.header('retry-after', String(admission.retryAfterSeconds));
+      return refuse(`Too many wrong passwords. Try again in ${retryAfterText(admission.retryAfterSeconds)}.`, 429);
+    }
+    let hash: string | undefined;
+    try {
+      if (current.length <= SIGNIN_PASSWORD_MAX && (await passwords.verify(current, c.user.password_hash, client))) {
+        hash = await passwords.hash(next, client);
+      }
+    } catch (err) {
+      if (!(err instanceof PasswordHasherBusy)) throw err;
+      await admission.giveBack();
+      reply.header('retry-after', '2');
+      return refuse('The server is busy. Try again in a moment.', 503);
+    }
+    if (hash === undefined) return refuse('The current password is wrong.', 403);
+    await admission.giveBack();
+    await store.users.changePassword(c.user.id, hash, c.session.id_hash);
+    return saved(reply, c, 'Password changed');
+  });
+}
