@@ -83,7 +83,9 @@ describe('graceful shutdown of `authcli-server start`', () => {
     server.child.kill('SIGINT');
     expect(await exit).toEqual({ code: 0, signal: null });
     expect(Date.now() - start).toBeGreaterThanOrEqual(900);
-    expect(Date.now() - start).toBeLessThan(5000);
+    // The stuck request never ends by itself, so any exit proves it was cut; the bound only catches a grace
+    // that was not applied (a loaded CI machine needs seconds to close the store and its threads).
+    expect(Date.now() - start).toBeLessThan(20_000);
     expect(await stuck.response).toBe('');
   });
 
