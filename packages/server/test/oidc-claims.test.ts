@@ -182,10 +182,12 @@ describe.each(dialects())('where claims go: ID token, userinfo, the claims param
   });
 
   it('oidc core §3.1.2.1 unknown scope values are ignored; rfc6749 §5.1 the token response says which were granted', async () => {
-    const t = await login(web, 'openid profile email phone https://api.example/read');
+    const t = await login(web, 'openid profile email https://api.example/read urn:example:write');
     expect(t.scope).toBe('openid profile email');
     expect(decodeJwt(t.access_token).scope).toBe('openid profile email');
-    expect((await authorizeError(web, { scope: 'phone https://api.example/read' })).error).toBe('invalid_scope');
+    expect((await authorizeError(web, { scope: 'https://api.example/read' })).error).toBe('invalid_scope');
+    // A scope the server knows that this application was not allowed (phone) is not ignored.
+    expect((await authorizeError(web, { scope: 'openid phone' })).error).toBe('invalid_scope');
     expect((await authorizeError(narrow, { scope: 'openid email' })).error).toBe('invalid_scope');
   });
 
