@@ -20,7 +20,8 @@ describe.each(dialects())('authcli-server users update, on a running server (%s)
   beforeAll(async () => {
     db = await freshDatabase(dialect);
     server = await startServerProcess({ database: db.url });
-    for (const name of ['ada', 'grace', 'edsger']) {
+    // One user per test that writes claims: vitest shuffles test order in CI.
+    for (const name of ['ada', 'grace', 'edsger', 'barbara']) {
       const added = await serverCommand(['users', 'add', name, '--password-stdin'], server.env, `${PASSWORD}\n`);
       expect(added.code, added.stderr).toBe(0);
     }
@@ -133,9 +134,9 @@ describe.each(dialects())('authcli-server users update, on a running server (%s)
   });
 
   it('users list shows the name and email claims', async () => {
-    await update(['grace', '--claim', 'name=Grace Hopper', '--claim', 'email=grace@example.com']);
+    await update(['barbara', '--claim', 'name=Barbara Liskov', '--claim', 'email=barbara@example.com']);
     const listed = JSON.parse((await serverCommand(['users', 'list', '--json'], server.env)).stdout) as Record<string, unknown>[];
-    expect(listed.find((u) => u.username === 'grace')).toMatchObject({ name: 'Grace Hopper', email: 'grace@example.com' });
+    expect(listed.find((u) => u.username === 'barbara')).toMatchObject({ name: 'Barbara Liskov', email: 'barbara@example.com' });
   });
 });
 
