@@ -17,7 +17,12 @@ async function scrape(metricsBase: string): Promise<PromMetrics> {
   expect(res.status).toBe(200);
   // prom-client's registry.contentType: the Prometheus text exposition format 0.0.4.
   expect(res.headers.get('content-type')).toBe('text/plain; version=0.0.4; charset=utf-8');
-  return getMetricsFromStream(Readable.from([await res.text()]));
+  const text = await res.text();
+  // NaN is a valid sample value in the text format (Node's event-loop lag before its first sample, right after
+  // start), spelled NaN, but prom2javascript cannot read one: such samples are checked here and left out.
+  const nan = /^(\S+) NaN$/gm;
+  for (const [, name] of text.matchAll(nan)) expect(name).toMatch(/^nodejs_eventloop_lag_/);
+  return getMetricsFromStream(Readable.from([text.replace(nan, '')]));
 }
 
 const matches = (labels: Record<string, string>, want: Record<string, string>) => Object.entries(want).every(([k, v]) => labels[k] === v);

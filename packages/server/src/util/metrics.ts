@@ -250,8 +250,14 @@ export class Metrics implements ProtocolMetrics {
     });
   }
 
-  /** The Prometheus text exposition of every metric, and its Content-Type. */
+  /**
+   * The Prometheus text exposition of every metric, and its Content-Type.
+   * prom-client writes a not-a-number value as `Nan` (Node's event-loop lag
+   * gauges before the first sample); the text format spells it `NaN`, and
+   * stricter parsers than Prometheus's refuse the other spelling.
+   */
   async exposition(): Promise<{ contentType: string; body: string }> {
-    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+    const body = (await this.registry.metrics()).replace(/ Nan$/gm, ' NaN');
+    return { contentType: this.registry.contentType, body };
   }
 }
