@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { USER_CODE_ALPHABET, USER_CODE_LENGTH } from '@authcli/protocol';
 
 // RFC 8628 §6.1 user codes: 8 characters from 20 consonants (no vowels, so
-// no words; no look-alikes), 20^8 ≈ 2^34.6 codes, shown as XXXX-XXXX and
+// no words; no look-alikes), 20^8 ≈ 2^34.6 codes, shown as two groups of four (BCDF-GHJK) and
 // entered case- and dash-insensitively.
 
 /** A uniformly random user code (rejection sampling: bytes ≥ 240 would bias the alphabet). */
