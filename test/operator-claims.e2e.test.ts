@@ -155,7 +155,10 @@ describe.each(dialects())('migration 0008: name and email move into the claims (
     await execute(db, dialect, 'alter table users drop column claims_updated_at');
     await execute(db, dialect, 'alter table users add column name text');
     await execute(db, dialect, 'alter table users add column email text');
-    await execute(db, dialect, "delete from kysely_migration where name = '0008_user_claims'");
+    for (const column of ['introspection', 'require_dpop', 'require_par']) {
+      await execute(db, dialect, `alter table applications drop column ${column}`);
+    }
+    await execute(db, dialect, "delete from kysely_migration where name in ('0008_user_claims', '0009_application_settings')");
     await execute(
       db,
       dialect,

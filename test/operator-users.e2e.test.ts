@@ -137,6 +137,68 @@ describe('authcli-server users and apps, on a running server', () => {
   });
 });
 
+describe('authcli-server apps update', () => {
+  let server: ServerProcess;
+  beforeAll(async () => {
+    server = await startServerProcess();
+  });
+  afterAll(async () => server?.stop());
+
+  const appsJson = async () =>
+    JSON.parse((await serverCommand(['apps', 'list', '--json'], server.env)).stdout) as Record<string, unknown>[];
+
+  it('changes only what is given, checks the whole application again, and apps list --json shows the settings', async () => {
+    const added = await serverCommand(
+      ['apps', 'add', '--name', 'Resource server', '--kind', 'confidential', '--scope', 'openid', '--grant', 'device_code', '--json'],
+      server.env,
+    );
+    expect(added.code, added.stderr).toBe(0);
+    const { client_id } = JSON.parse(added.stdout) as { client_id: string };
+    const before = (await appsJson()).find((a) => a.client_id === client_id);
+    expect(before).toMatchObject({ introspection: 'own', dpop_bound_access_tokens: false, require_pushed_authorization_requests: false });
+
+    const updated = await serverCommand(
+      ['apps', 'update', client_id, '--introspection', 'all', '--require-dpop', '--require-par', '--json'],
+      server.env,
+    );
+    expect(updated.code, updated.stderr).toBe(0);
+    expect(JSON.parse(updated.stdout)).toEqual({
+      ...before,
+      introspection: 'all',
+      dpop_bound_access_tokens: true,
+      require_pushed_authorization_requests: true,
+    });
+    const text = await serverCommand(['apps', 'update', client_id, '--no-require-par', '--name', 'RS'], server.env);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toBe('');
+    expect(text.stderr).toBe(`Updated RS (${client_id})\n`);
+    expect((await appsJson()).find((a) => a.client_id === client_id)).toMatchObject({
+      name: 'RS',
+      introspection: 'all',
+      dpop_bound_access_tokens: true,
+      require_pushed_authorization_requests: false,
+      grant_types: ['urn:ietf:params:oauth:grant-type:device_code'],
+    });
+
+    // The same rules as apps add: nothing changes when they are broken.
+    const broken = await serverCommand(['apps', 'update', client_id, '--scope', 'openid offline_access', '--no-require-dpop'], server.env);
+    expect(broken.code).toBe(1);
+    expect(broken.stderr).toContain('the offline_access scope needs the refresh_token grant');
+    expect((await appsJson()).find((a) => a.client_id === client_id)).toMatchObject({ scopes: ['openid'], dpop_bound_access_tokens: true });
+    const code = await serverCommand(['apps', 'update', client_id, '--grant', 'authorization_code'], server.env);
+    expect(code.code).toBe(1);
+    expect(code.stderr).toContain('at least one callback URL is required');
+
+    const unknown = await serverCommand(['apps', 'update', 'no-such-client', '--require-dpop'], server.env);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr.trim().split('\n')).toHaveLength(1);
+    expect(unknown.stderr).toContain('no application no-such-client');
+    const badChoice = await serverCommand(['apps', 'update', client_id, '--introspection', 'everyone'], server.env);
+    expect(badChoice.code).not.toBe(0);
+    expect(badChoice.stderr).toMatch(/own, owner, all/);
+  });
+});
+
 describe.each(dialects())('migration 0004: usernames unique without regard to case (%s)', (dialect) => {
   let db: TestDatabase;
   beforeAll(async () => {
@@ -147,7 +209,7 @@ describe.each(dialects())('migration 0004: usernames unique without regard to ca
   it('names the usernames that collide and refuses to go on, then applies once they are renamed', async () => {
     const env = { DATABASE_URL: db.url };
     expect((await serverCommand(['users', 'list'], env)).code).toBe(0);
-    // Back to the schema before 0004 (and the migrations after it: 0005, 0006), with the duplicates an earlier version allowed.
+    // Back to the schema before 0004 (and the migrations after it, 0005 to 0009), with the duplicates an earlier version allowed.
     await execute(db, dialect, 'drop index users_username_lower');
     await execute(db, dialect, 'alter table applications drop column post_logout_redirect_uris');
     await execute(db, dialect, 'alter table applications drop column registration_token_hash');
@@ -159,10 +221,13 @@ describe.each(dialects())('migration 0004: usernames unique without regard to ca
     await execute(db, dialect, 'alter table users drop column claims_updated_at');
     await execute(db, dialect, 'alter table users add column name text');
     await execute(db, dialect, 'alter table users add column email text');
+    for (const column of ['introspection', 'require_dpop', 'require_par']) {
+      await execute(db, dialect, `alter table applications drop column ${column}`);
+    }
     await execute(
       db,
       dialect,
-      "delete from kysely_migration where name in ('0004_username_case_insensitive', '0005_post_logout_redirect_uris', '0006_dynamic_client_registration', '0007_claims_request', '0008_user_claims')",
+      "delete from kysely_migration where name in ('0004_username_case_insensitive', '0005_post_logout_redirect_uris', '0006_dynamic_client_registration', '0007_claims_request', '0008_user_claims', '0009_application_settings')",
     );
     await execute(
       db,

@@ -173,6 +173,59 @@ describe.each(dialects())('dashboard: applications (%s)', (dialect) => {
     expect((await server.store.applications.get(clientId))!.callbackUrls).toEqual(['https://new.example/cb']);
   });
 
+  it('settings: require DPoP / PAR and introspection; only an administrator lets an application see every token', async () => {
+    const b = await as('alice');
+    const path = (await register(b, { name: 'Settings', kind: 'confidential' })).location!.replace(/\/secret$/, '');
+    const clientId = decodeURIComponent(path.split('/').pop()!);
+    expect(await server.store.applications.get(clientId)).toMatchObject({
+      introspection: 'own',
+      requireDpop: false,
+      requirePushedAuthorizationRequests: false,
+    });
+    const form = async (browser: Browser, extra: Record<string, string>) => {
+      const page = await browser.get(path);
+      const body = new URLSearchParams({
+        _csrf: hidden(page.text, '_csrf'),
+        name: 'Settings',
+        callback_urls: 'https://app.example/cb',
+        id_token_alg: 'RS256',
+        ...extra,
+      });
+      body.append('scope', 'openid');
+      body.append('grant', 'authorization_code');
+      return { page, save: () => browser.request('POST', path, body.toString(), { 'content-type': 'application/x-www-form-urlencoded' }) };
+    };
+    // A developer sees own and owner, not all.
+    const mine = await form(b, { introspection: 'owner', require_dpop: '1', require_par: '1' });
+    expect(mine.page.text).toContain('value="owner"');
+    expect(mine.page.text).not.toContain('value="all"');
+    expect((await mine.save()).status).toBe(303);
+    expect(await server.store.applications.get(clientId)).toMatchObject({
+      introspection: 'owner',
+      requireDpop: true,
+      requirePushedAuthorizationRequests: true,
+    });
+    expect((await b.get(path)).text).toMatch(/name="require_dpop" value="1" checked/);
+    // A forged `all` from a developer is refused and changes nothing.
+    const forged = await (await form(b, { introspection: 'all' })).save();
+    expect(forged.status).toBe(400);
+    expect(forged.text).toContain('only an administrator');
+    expect((await server.store.applications.get(clientId))!.introspection).toBe('owner');
+    // An administrator may; unticked boxes turn the requirements off.
+    const root = await as('root');
+    expect((await (await form(root, { introspection: 'all' })).save()).status).toBe(303);
+    expect(await server.store.applications.get(clientId)).toMatchObject({
+      introspection: 'all',
+      requireDpop: false,
+      requirePushedAuthorizationRequests: false,
+    });
+    // The developer then sees the administrator's choice, cannot pick it, and saving keeps it (a disabled radio is not sent).
+    const after = await form(b, { require_dpop: '1' });
+    expect(after.page.text).toMatch(/value="all" checked="" disabled=""|value="all" checked disabled/);
+    expect((await after.save()).status).toBe(303);
+    expect(await server.store.applications.get(clientId)).toMatchObject({ introspection: 'all', requireDpop: true });
+  });
+
   it('csrf: a form POST without the token changes nothing', async () => {
     const b = await as('alice');
     const res = await b.postForm('/dashboard/apps', {

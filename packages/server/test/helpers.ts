@@ -161,6 +161,8 @@ export async function seedApp(
     scopes: string[];
     grantTypes: string[];
     idTokenAlg: string;
+    ownerId: string;
+    introspection: string;
   }> = {},
 ) {
   return registerApplication(
@@ -178,6 +180,8 @@ export async function seedApp(
       ],
       ...(input.grantTypes && { grantTypes: input.grantTypes }),
       ...(input.idTokenAlg && { idTokenAlg: input.idTokenAlg }),
+      ...(input.ownerId && { ownerId: input.ownerId }),
+      ...(input.introspection && { introspection: input.introspection }),
     },
     server.clock.now(),
   );

@@ -159,6 +159,48 @@ describe.each(dialects())('token introspection (%s)', (dialect) => {
     expect((await introspect({ token: theirs.access_token }, other)).json.active).toBe(true);
   });
 
+  it("rfc7662 §2.1 a resource server allowed its owner's applications sees their tokens, and no one else's", async () => {
+    const dev = await seedUser(server, 'dev-rs');
+    const stranger = await seedUser(server, 'dev-other');
+    const make = async (name: string, ownerId: string | undefined, introspection?: string) => {
+      const r = await seedApp(server, {
+        name,
+        kind: 'confidential',
+        callbackUrls: [redirectUri],
+        ...(ownerId && { ownerId }),
+        ...(introspection && { introspection }),
+      });
+      return { id: r.app.clientId, secret: r.clientSecret! };
+    };
+    const app = await make('Dev app', dev.id);
+    const rs = await make('Dev resource server', dev.id, 'owner');
+    const strangers = await make('Stranger app', stranger.id);
+    const ownerless = await make('Operator RS', undefined, 'owner');
+    const everything = await make('Gateway', undefined, 'all');
+    const mine = await login(app);
+    const theirs = await login(strangers);
+    const unknown = await introspect({ token: 'a'.repeat(43) });
+    for (const token of [mine.access_token, mine.refresh_token]) {
+      const seen = await introspect({ token }, rs);
+      expect(seen.json).toMatchObject({ active: true, client_id: app.id, username: 'alice' });
+      // An application of no dashboard user has no siblings: 'owner' is its own tokens only.
+      expect((await introspect({ token }, ownerless)).json).toEqual(unknown.json);
+      expect((await introspect({ token }, everything)).json).toMatchObject({ active: true, client_id: app.id });
+      // The other way round, the application does not see the resource server's view (its own setting is 'own').
+      expect((await introspect({ token }, strangers)).json).toEqual(unknown.json);
+    }
+    for (const token of [theirs.access_token, theirs.refresh_token]) {
+      expect((await introspect({ token }, rs)).json).toEqual(unknown.json);
+      expect((await introspect({ token }, everything)).json).toMatchObject({ active: true, client_id: strangers.id });
+    }
+    // Revoked is inactive for the resource server too.
+    await postForm(server, '/oauth/revoke', { token: mine.refresh_token }, { authorization: basic(app.id, app.secret) });
+    expect((await introspect({ token: mine.refresh_token }, rs)).json).toEqual({ active: false });
+    // Taking the permission away takes effect at once on this instance.
+    await server.store.applications.update(rs.id, { introspection: 'own' }, server.clock.now());
+    expect((await introspect({ token: mine.access_token }, rs)).json).toEqual(unknown.json);
+  });
+
   it('rfc7662 §2.1 client_secret_post authenticates too', async () => {
     const tokens = await login();
     const res = await postForm(server, '/oauth/introspect', { token: tokens.access_token, client_id: conf.id, client_secret: conf.secret });

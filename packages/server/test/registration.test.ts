@@ -421,6 +421,28 @@ describe.each(dialects())('dynamic client registration, open (%s)', (dialect) =>
     );
   });
 
+  it('rfc9449 §5.2 / rfc9126 §6 dpop_bound_access_tokens and require_pushed_authorization_requests are kept; introspection stays the operator’s', async () => {
+    const res = await register(server, { ...NATIVE, dpop_bound_access_tokens: true, require_pushed_authorization_requests: true });
+    expect(res.status, res.text).toBe(201);
+    expect(res.json).toMatchObject({ dpop_bound_access_tokens: true, require_pushed_authorization_requests: true });
+    const id = res.json.client_id as string;
+    expect(await server.store.applications.get(id)).toMatchObject({ requireDpop: true, requirePushedAuthorizationRequests: true });
+    // Not booleans: invalid_client_metadata, nothing registered.
+    for (const bad of [{ dpop_bound_access_tokens: 'yes' }, { require_pushed_authorization_requests: 1 }]) {
+      expectError(await register(server, { ...NATIVE, ...bad }), 400, 'invalid_client_metadata');
+    }
+    // An operator lets it introspect every token; the client's own PUT (without the flags) turns its flags off but not that.
+    await server.store.applications.update(id, { introspection: 'all' }, server.clock.now());
+    const put = await manage(server, 'PUT', id, res.json.registration_access_token, { ...NATIVE, client_id: id });
+    expect(put.status, put.text).toBe(200);
+    expect(put.json).not.toHaveProperty('dpop_bound_access_tokens');
+    expect(await server.store.applications.get(id)).toMatchObject({
+      requireDpop: false,
+      requirePushedAuthorizationRequests: false,
+      introspection: 'all',
+    });
+  });
+
   it('rfc7592 §2.2 PUT with another client_id, a wrong client_secret or a change of client type is invalid_client_metadata', async () => {
     const reg = (await register(server, WEB)).json;
     const other = (await register(server, WEB)).json;

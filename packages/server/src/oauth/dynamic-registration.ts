@@ -94,6 +94,13 @@ function optionalString(body: Json, name: string, max = STRING_MAX): string | un
   return value;
 }
 
+function optionalBoolean(body: Json, name: string): boolean | undefined {
+  const value = field(body, name);
+  if (value === undefined) return undefined;
+  if (typeof value !== 'boolean') throw new InvalidClientMetadata(`${name} must be true or false`);
+  return value;
+}
+
 function optionalStrings(body: Json, name: string, invalid: (message: string) => Error): string[] | undefined {
   const value = field(body, name);
   if (value === undefined) return undefined;
@@ -166,6 +173,9 @@ function parseMetadata(body: unknown, clientId: string): ParsedMetadata {
       scopes,
       grantTypes,
       ...(idTokenAlg !== undefined && { idTokenAlg }),
+      // RFC 9449 §5.2 and RFC 9126 §6: what the client asks to be held to.
+      requireDpop: optionalBoolean(body, 'dpop_bound_access_tokens') ?? false,
+      requirePushedAuthorizationRequests: optionalBoolean(body, 'require_pushed_authorization_requests') ?? false,
     });
   } catch (err) {
     if (!(err instanceof InputError)) throw err;
@@ -216,6 +226,8 @@ function clientInformation(ctx: OAuthContext, app: Application, registrationAcce
     id_token_signed_response_alg: app.idTokenAlg,
     ...(client_name_given && { client_name: app.name }),
     ...(app.postLogoutRedirectUris.length > 0 && { post_logout_redirect_uris: [...app.postLogoutRedirectUris] }),
+    ...(app.requireDpop && { dpop_bound_access_tokens: true }),
+    ...(app.requirePushedAuthorizationRequests && { require_pushed_authorization_requests: true }),
     ...informational,
   };
 }
@@ -377,8 +389,10 @@ export async function updateClient(
     );
   }
   const next = newRegistrationToken();
+  // Whose tokens it may introspect is the operator's to say (`apps update --introspection`), not the client's.
+  const { introspection: _operatorsToSay, ...fields } = metadata.fields;
   const updated = await updateManaged(ctx, clientId, tokenHash, {
-    ...metadata.fields,
+    ...fields,
     registrationMetadata: JSON.stringify(metadata.stored),
     registrationTokenHash: next.hash,
   });

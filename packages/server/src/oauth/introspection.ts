@@ -12,6 +12,20 @@ const INACTIVE = Object.freeze({ active: false });
 /** RFC 7662 §2.2: the introspection response. */
 export type Introspection = Record<string, unknown> & { active: boolean };
 
+/**
+ * Whether `caller` may see a token issued to `clientId` (RFC 7662 §2.1 leaves
+ * the rule to the server), by the caller's introspection setting: its own
+ * tokens; those of every application of the same dashboard user (a resource
+ * server beside its apps; an application no user owns has no such siblings);
+ * or every token.
+ */
+async function mayIntrospect(ctx: OAuthContext, caller: Application, clientId: string): Promise<boolean> {
+  if (clientId === caller.clientId || caller.introspection === 'all') return true;
+  if (caller.introspection !== 'owner' || caller.ownerId === null) return false;
+  const issuedTo = await ctx.store.applications.get(clientId);
+  return issuedTo !== undefined && issuedTo.ownerId === caller.ownerId;
+}
+
 /** An access token issued here (RFC 9068), verified and still valid, or undefined. */
 async function introspectAccessToken(ctx: OAuthContext, client: Application, token: string): Promise<Introspection | undefined> {
   if (token.split('.').length !== 3) return undefined;
@@ -23,8 +37,8 @@ async function introspectAccessToken(ctx: OAuthContext, client: Application, tok
     throw err;
   }
   const { payload, user } = verified;
-  // Another client's token is answered as inactive, exactly as an unknown one (§2.2): nothing tells the caller it exists.
-  if (payload.client_id !== client.clientId) return undefined;
+  // A token the caller may not see is answered as inactive, exactly as an unknown one (§2.2): nothing tells it the token exists.
+  if (!(await mayIntrospect(ctx, client, payload.client_id))) return undefined;
   return {
     active: true,
     scope: payload.scope,
@@ -51,7 +65,7 @@ async function introspectRefreshToken(ctx: OAuthContext, client: Application, to
   const row = await ctx.store.grants.findRefreshToken(sha256Hex(token));
   if (!row) return undefined;
   const grant = await ctx.store.grants.find(row.grant_id);
-  if (!grant || grant.client_id !== client.clientId) return undefined;
+  if (!grant || !(await mayIntrospect(ctx, client, grant.client_id))) return undefined;
   const now = ctx.config.now();
   if (grant.revoked_at !== null || row.used_at !== null || now >= row.expires_at || now >= grant.expires_at) return undefined;
   const user = await ctx.store.users.findById(grant.user_id);
@@ -71,9 +85,10 @@ async function introspectRefreshToken(ctx: OAuthContext, client: Application, to
 
 /**
  * POST /oauth/introspect (RFC 7662). Only confidential clients, authenticated
- * as at the token endpoint, may ask (§2.1), and only about their own tokens:
- * a token that is unknown, expired, revoked, rotated, of a disabled account or
- * issued to another client is `{"active":false}` alike (§2.2), so the answer
+ * as at the token endpoint, may ask (§2.1), about the tokens their
+ * introspection setting covers (by default their own; see mayIntrospect): a
+ * token that is unknown, expired, revoked, rotated, of a disabled account or
+ * outside that setting is `{"active":false}` alike (§2.2), so the answer
  * never tells another client that a token exists. Public clients get
  * invalid_client (§2.3), described exactly like every other failed
  * authentication, so the answer does not tell which client ids are public.

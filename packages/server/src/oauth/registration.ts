@@ -4,7 +4,15 @@
  * store.
  */
 
-import { GRANT_TYPES, StoreError, type Application, type GrantType, type Store } from '../store/store.js';
+import {
+  GRANT_TYPES,
+  INTROSPECTION_SCOPES,
+  StoreError,
+  type Application,
+  type GrantType,
+  type IntrospectionScope,
+  type Store,
+} from '../store/store.js';
 import { randomToken, sha256Hex } from '../util/crypto.js';
 import { InputError } from '../util/input-error.js';
 import { callbackUrlProblem } from './redirect-uri.js';
@@ -54,6 +62,11 @@ export interface NewAppInput {
   ownerId?: string | null;
   /** OpenID Connect RP-Initiated Logout 1.0 §3.1; the same rules as callback URLs. */
   postLogoutRedirectUris?: string[];
+  /** Whose tokens it may introspect (RFC 7662 §2.1); `own` when not given. */
+  introspection?: string;
+  /** RFC 9449 §5.2 and RFC 9126 §6; false when not given. */
+  requireDpop?: boolean;
+  requirePushedAuthorizationRequests?: boolean;
   /** A client that registers itself (RFC 7591, oauth/dynamic-registration.ts): its id chosen beforehand, its registration access token's SHA-256 and metadata. */
   clientId?: string;
   registrationTokenHash?: string;
@@ -70,6 +83,9 @@ export interface ApplicationFields {
   grantTypes: GrantType[];
   idTokenAlg: 'RS256' | 'ES256';
   postLogoutRedirectUris: string[];
+  introspection: IntrospectionScope;
+  requireDpop: boolean;
+  requirePushedAuthorizationRequests: boolean;
 }
 
 /** Checks what a person or operator typed for an application; the same rules for the CLI and the dashboard. */
@@ -110,6 +126,10 @@ export function validateApplicationFields(input: Omit<NewAppInput, 'kind' | 'own
   }
   const idTokenAlg = input.idTokenAlg ?? 'RS256';
   if (idTokenAlg !== 'RS256' && idTokenAlg !== 'ES256') throw new InputError('ID token algorithm must be RS256 or ES256');
+  const introspection = input.introspection ?? 'own';
+  if (!(INTROSPECTION_SCOPES as readonly string[]).includes(introspection)) {
+    throw new InputError(`introspection must be one of ${INTROSPECTION_SCOPES.join(', ')}`);
+  }
   return {
     name,
     callbackUrls,
@@ -117,6 +137,9 @@ export function validateApplicationFields(input: Omit<NewAppInput, 'kind' | 'own
     grantTypes: [...new Set(grantTypes)] as GrantType[],
     idTokenAlg,
     postLogoutRedirectUris,
+    introspection: introspection as IntrospectionScope,
+    requireDpop: input.requireDpop ?? false,
+    requirePushedAuthorizationRequests: input.requirePushedAuthorizationRequests ?? false,
   };
 }
 

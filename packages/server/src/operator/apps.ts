@@ -1,8 +1,13 @@
 import { collect, printTable, withStore } from './shared.js';
 import { DEVICE_CODE_GRANT_TYPE } from '@authcli/protocol';
 import { type Command, Option } from 'commander';
-import { DEFAULT_GRANT_TYPES, registerApplication } from '../oauth/registration.js';
-import type { Application } from '../store/store.js';
+import { DEFAULT_GRANT_TYPES, registerApplication, validateApplicationFields } from '../oauth/registration.js';
+import { INTROSPECTION_SCOPES, StoreError, type Application } from '../store/store.js';
+
+const INTROSPECTION_HELP = 'whose tokens it may introspect (RFC 7662): own, owner (every application of the same dashboard user) or all';
+
+/** The grant types as typed: `device_code` is accepted for the device grant's URN (RFC 8628 §3.4), as the dashboard and `apps list` show it. */
+const grantTypesOf = (grants: string[]) => grants.map((g) => (g === 'device_code' ? DEVICE_CODE_GRANT_TYPE : g));
 
 /** Who registered an application: a dashboard user, an operator (`apps add`, the built-in one), or the client itself (RFC 7591). */
 function registeredBy(a: Application): 'dashboard' | 'operator' | 'client' {
@@ -10,7 +15,25 @@ function registeredBy(a: Application): 'dashboard' | 'operator' | 'client' {
   return a.ownerId === null ? 'operator' : 'dashboard';
 }
 
-/** `authcli-server apps ...`: client applications (add, list). */
+/** An application as `apps list --json` prints it (client metadata names where RFC 7591, 9449 and 9126 have them). */
+function appJson(a: Application) {
+  return {
+    client_id: a.clientId,
+    name: a.name,
+    kind: a.kind,
+    callback_urls: a.callbackUrls,
+    post_logout_redirect_uris: a.postLogoutRedirectUris,
+    scopes: a.scopes,
+    grant_types: a.grantTypes,
+    id_token_signed_response_alg: a.idTokenAlg,
+    registered_by: registeredBy(a),
+    introspection: a.introspection,
+    dpop_bound_access_tokens: a.requireDpop,
+    require_pushed_authorization_requests: a.requirePushedAuthorizationRequests,
+  };
+}
+
+/** `authcli-server apps ...`: client applications (add, update, list). */
 export function appsCommand(cli: Command): void {
   const apps = cli.command('apps').description('manage client applications');
   apps
@@ -27,6 +50,9 @@ export function appsCommand(cli: Command): void {
       collect,
     )
     .addOption(new Option('--id-token-alg <alg>', 'ID token signature algorithm').choices(['RS256', 'ES256']).default('RS256'))
+    .addOption(new Option('--introspection <who>', INTROSPECTION_HELP).choices(INTROSPECTION_SCOPES).default('own'))
+    .option('--require-dpop', 'every token request must carry a DPoP proof (RFC 9449)')
+    .option('--require-par', 'authorization requests must be pushed first (RFC 9126)')
     .option('--json', 'print {"client_id", "client_secret"} as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(
@@ -38,6 +64,9 @@ export function appsCommand(cli: Command): void {
         scope: string;
         grant?: string[];
         idTokenAlg: string;
+        introspection: string;
+        requireDpop?: boolean;
+        requirePar?: boolean;
         json?: boolean;
         database?: string;
       }) => {
@@ -50,11 +79,11 @@ export function appsCommand(cli: Command): void {
               callbackUrls: opts.callback,
               postLogoutRedirectUris: opts.postLogoutRedirectUri,
               scopes: opts.scope.split(/\s+/).filter(Boolean),
-              // `device_code` is accepted for the device grant's URN (RFC 8628 §3.4), as the dashboard and `apps list` show it.
-              ...(opts.grant && {
-                grantTypes: opts.grant.map((g) => (g === 'device_code' ? DEVICE_CODE_GRANT_TYPE : g)),
-              }),
+              ...(opts.grant && { grantTypes: grantTypesOf(opts.grant) }),
               idTokenAlg: opts.idTokenAlg,
+              introspection: opts.introspection,
+              requireDpop: opts.requireDpop === true,
+              requirePushedAuthorizationRequests: opts.requirePar === true,
             },
             Date.now(),
           );
@@ -70,6 +99,61 @@ export function appsCommand(cli: Command): void {
       },
     );
   apps
+    .command('update')
+    .description("change an application's settings (what is not given stays)")
+    .argument('<client_id>', 'the application')
+    .option('--name <name>', 'application name shown on consent pages')
+    .option('--callback <url>', 'redirect URI (repeatable; replaces the registered ones)', collect)
+    .option('--post-logout-redirect-uri <url>', 'post-logout redirect URI (repeatable; replaces the registered ones)', collect)
+    .option('--scope <scopes>', 'allowed scopes, space-separated (replaces them)')
+    .option('--grant <type>', 'allowed grant type (repeatable; replaces them)', collect)
+    .addOption(new Option('--id-token-alg <alg>', 'ID token signature algorithm').choices(['RS256', 'ES256']))
+    .addOption(new Option('--introspection <who>', INTROSPECTION_HELP).choices(INTROSPECTION_SCOPES))
+    .option('--require-dpop', 'every token request must carry a DPoP proof (RFC 9449)')
+    .option('--no-require-dpop', 'DPoP proofs are optional')
+    .option('--require-par', 'authorization requests must be pushed first (RFC 9126)')
+    .option('--no-require-par', 'authorization requests may be sent directly')
+    .option('--json', 'print the application as `apps list --json` does')
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(
+      async (
+        clientId: string,
+        opts: {
+          name?: string;
+          callback?: string[];
+          postLogoutRedirectUri?: string[];
+          scope?: string;
+          grant?: string[];
+          idTokenAlg?: string;
+          introspection?: string;
+          requireDpop?: boolean;
+          requirePar?: boolean;
+          json?: boolean;
+          database?: string;
+        },
+      ) => {
+        await withStore(opts.database, async (store) => {
+          const app = await store.applications.get(clientId);
+          if (!app) throw new StoreError('not_found', `no application ${clientId} (see apps list)`);
+          // The whole application is checked again with the changes, by the rules it was registered with.
+          const fields = validateApplicationFields({
+            name: opts.name ?? app.name,
+            callbackUrls: opts.callback ?? [...app.callbackUrls],
+            postLogoutRedirectUris: opts.postLogoutRedirectUri ?? [...app.postLogoutRedirectUris],
+            scopes: opts.scope !== undefined ? opts.scope.split(/\s+/).filter(Boolean) : [...app.scopes],
+            grantTypes: opts.grant ? grantTypesOf(opts.grant) : [...app.grantTypes],
+            idTokenAlg: opts.idTokenAlg ?? app.idTokenAlg,
+            introspection: opts.introspection ?? app.introspection,
+            requireDpop: opts.requireDpop ?? app.requireDpop,
+            requirePushedAuthorizationRequests: opts.requirePar ?? app.requirePushedAuthorizationRequests,
+          });
+          const updated = await store.applications.update(clientId, fields, Date.now());
+          if (opts.json) process.stdout.write(`${JSON.stringify(appJson(updated), null, 2)}\n`);
+          else process.stderr.write(`Updated ${updated.name} (${updated.clientId})\n`);
+        });
+      },
+    );
+  apps
     .command('list')
     .description('list applications')
     .option('--json', 'print JSON')
@@ -78,18 +162,7 @@ export function appsCommand(cli: Command): void {
       await withStore(opts.database, async (store) => {
         const list = await store.applications.list();
         if (opts.json) {
-          const out = list.map((a) => ({
-            client_id: a.clientId,
-            name: a.name,
-            kind: a.kind,
-            callback_urls: a.callbackUrls,
-            post_logout_redirect_uris: a.postLogoutRedirectUris,
-            scopes: a.scopes,
-            grant_types: a.grantTypes,
-            id_token_signed_response_alg: a.idTokenAlg,
-            registered_by: registeredBy(a),
-          }));
-          process.stdout.write(`${JSON.stringify(out, null, 2)}\n`);
+          process.stdout.write(`${JSON.stringify(list.map(appJson), null, 2)}\n`);
           return;
         }
         printTable(

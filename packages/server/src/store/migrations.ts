@@ -268,6 +268,26 @@ const migrations: Record<string, Migration> = {
       else await db.transaction().execute(work);
     },
   },
+  '0009_application_settings': {
+    async up(db: Past) {
+      // Per-application settings: whose tokens the application may introspect (RFC 7662 §2.1: 'own', 'owner' =
+      // every application of the same dashboard user, 'all'), and whether it must use DPoP (RFC 9449 §5.2) and
+      // pushed authorization requests (RFC 9126 §6). Existing applications keep what they could do: their own
+      // tokens, neither required.
+      await db.schema
+        .alterTable('applications')
+        .addColumn('introspection', 'text', (c) => c.notNull().defaultTo('own'))
+        .execute();
+      await db.schema
+        .alterTable('applications')
+        .addColumn('require_dpop', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
+      await db.schema
+        .alterTable('applications')
+        .addColumn('require_par', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
+    },
+  },
 };
 
 /** Provides the migrations above to Kysely's Migrator. */

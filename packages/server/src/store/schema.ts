@@ -47,6 +47,12 @@ export interface ApplicationsTable {
   registration_token_hash: string | null;
   /** JSON of the client metadata only a self-registered client has (RFC 7591 §2: auth method, URIs, contacts...); null otherwise. */
   registration_metadata: string | null;
+  /** Whose tokens the application may introspect (RFC 7662 §2.1): 'own', 'owner' (its owner's applications) or 'all'. */
+  introspection: ColumnType<'own' | 'owner' | 'all', 'own' | 'owner' | 'all' | undefined, 'own' | 'owner' | 'all'>;
+  /** 1 when every token request must carry a DPoP proof (RFC 9449 §5.2 `dpop_bound_access_tokens`). */
+  require_dpop: ColumnType<number, number | undefined, number>;
+  /** 1 when authorization requests must be pushed first (RFC 9126 §6 `require_pushed_authorization_requests`). */
+  require_par: ColumnType<number, number | undefined, number>;
 }
 
 /** Initial access tokens (RFC 7591 §3) the operator created for `AUTHCLI_REGISTRATION=token`; each registers one client. */

@@ -18,7 +18,15 @@ import { TestRows } from './test-rows.js';
 
 export type { Dialect } from './engine.js';
 export { StoreError, type StoreErrorCode } from './errors.js';
-export { GRANT_TYPES, type Application, type ApplicationPatch, type GrantType, type NewApplication } from './repositories/applications.js';
+export {
+  GRANT_TYPES,
+  INTROSPECTION_SCOPES,
+  type Application,
+  type ApplicationPatch,
+  type GrantType,
+  type IntrospectionScope,
+  type NewApplication,
+} from './repositories/applications.js';
 export type { AuthorizationCode } from './repositories/codes.js';
 export type { DeviceAuthorization, DevicePoll, DevicePollSummary } from './repositories/device-grants.js';
 export type { Grant, RefreshToken } from './repositories/grants.js';

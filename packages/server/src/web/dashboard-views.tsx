@@ -1,6 +1,6 @@
 import { DEVICE_CODE_GRANT_TYPE } from '@authcli/protocol';
 import { SUPPORTED_SCOPES } from '../oauth/scopes.js';
-import { GRANT_TYPES, type Application } from '../store/store.js';
+import { GRANT_TYPES, INTROSPECTION_SCOPES, type Application } from '../store/store.js';
 import { Alert, Layout, Notice, type Viewer } from './views.js';
 
 const GRANT_LABELS: Record<string, string> = {
@@ -67,10 +67,21 @@ export interface AppFormValues {
   scopes: readonly string[];
   grantTypes: readonly string[];
   idTokenAlg: string;
+  introspection: string;
+  requireDpop: boolean;
+  requirePushedAuthorizationRequests: boolean;
 }
+
+const INTROSPECTION_LABELS: Record<string, string> = {
+  own: 'Its own tokens only',
+  owner: 'Tokens of every application of its owner (a resource server beside its apps)',
+  all: 'Every application’s tokens (set by an administrator)',
+};
 
 export function AppFormPage(props: {
   viewer: Viewer;
+  /** Whether the viewer is an administrator: only one may let an application introspect every token. */
+  admin: boolean;
   values: AppFormValues;
   error?: string | undefined;
   app?: Application | undefined;
@@ -159,6 +170,33 @@ export function AppFormPage(props: {
               ES256
             </option>
           </select>
+          <fieldset aria-describedby="security-help">
+            <legend>Token security</legend>
+            <label>
+              <input type="checkbox" name="require_dpop" value="1" checked={v.requireDpop} /> Require DPoP: every token is bound to a key
+              the application holds (RFC 9449)
+            </label>
+            <label>
+              <input type="checkbox" name="require_par" value="1" checked={v.requirePushedAuthorizationRequests} /> Require pushed
+              authorization requests (RFC 9126)
+            </label>
+          </fieldset>
+          <p id="security-help" class="muted">
+            A stolen DPoP-bound token is useless without the application’s private key; a pushed request keeps the authorization parameters
+            off the browser’s address bar.
+          </p>
+          <fieldset aria-describedby="introspection-help">
+            <legend>Token introspection</legend>
+            {INTROSPECTION_SCOPES.filter((i) => i !== 'all' || props.admin || v.introspection === 'all').map((i) => (
+              <label>
+                <input type="radio" name="introspection" value={i} checked={v.introspection === i} disabled={i === 'all' && !props.admin} />{' '}
+                {INTROSPECTION_LABELS[i]}
+              </label>
+            ))}
+          </fieldset>
+          <p id="introspection-help" class="muted">
+            Which tokens a confidential application may look up at the introspection endpoint (RFC 7662). Others are answered as inactive.
+          </p>
           <div class="actions">
             <button type="submit">{editing ? 'Save' : 'Register'}</button>
             <a class="button secondary" href="/dashboard">

@@ -46,7 +46,17 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
       scopes: lists.scope ?? [],
       grantTypes: lists.grant ?? [],
       idTokenAlg: one('id_token_alg') || 'RS256',
+      // A disabled radio is not sent: an administrator's `all`, which a developer cannot change, stays.
+      introspection: one('introspection') || base?.introspection || 'own',
+      requireDpop: one('require_dpop') === '1',
+      requirePushedAuthorizationRequests: one('require_par') === '1',
     };
+  }
+  /** Only an administrator lets an application see every token; a developer keeps what an administrator set. */
+  function checkIntrospection(c: CurrentSession, v: AppFormValues, base?: Application): void {
+    if (v.introspection === 'all' && c.user.is_admin !== 1 && base?.introspection !== 'all') {
+      throw new InputError('only an administrator can let an application introspect every token');
+    }
   }
   const fieldsOf = (v: AppFormValues) => ({
     name: v.name,
@@ -55,6 +65,9 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
     scopes: [...v.scopes],
     grantTypes: [...v.grantTypes],
     idTokenAlg: v.idTokenAlg,
+    introspection: v.introspection,
+    requireDpop: v.requireDpop,
+    requirePushedAuthorizationRequests: v.requirePushedAuthorizationRequests,
   });
   const valuesOf = (a: Application): AppFormValues => ({
     name: a.name,
@@ -64,6 +77,9 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
     scopes: a.scopes,
     grantTypes: a.grantTypes,
     idTokenAlg: a.idTokenAlg,
+    introspection: a.introspection,
+    requireDpop: a.requireDpop,
+    requirePushedAuthorizationRequests: a.requirePushedAuthorizationRequests,
   });
   // Someone else's application looks exactly like an unknown address: the same 404 page.
   const notFound = (reply: FastifyReply) => sendPage(reply, <NotFoundPage />, 404);
@@ -91,8 +107,11 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
       scopes: ['openid', 'profile'],
       grantTypes: ['authorization_code', 'refresh_token'],
       idTokenAlg: 'RS256',
+      introspection: 'own',
+      requireDpop: false,
+      requirePushedAuthorizationRequests: false,
     };
-    return sendPage(reply, <AppFormPage viewer={viewerOf(reply, c)} values={values} />);
+    return sendPage(reply, <AppFormPage viewer={viewerOf(reply, c)} admin={c.user.is_admin === 1} values={values} />);
   });
 
   app.post('/dashboard/apps', { preHandler: app.csrfProtection }, async (req, reply) => {
@@ -100,6 +119,7 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
     if (!c) return reply;
     const values = formValues(req);
     try {
+      checkIntrospection(c, values);
       const { app: created, clientSecret } = await registerApplication(
         store,
         { ...fieldsOf(values), kind: values.kind, ownerId: c.user.id },
@@ -113,7 +133,11 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
       return reply.redirect(appPath(created.clientId), 303);
     } catch (err) {
       if (!(err instanceof InputError)) throw err;
-      return sendPage(reply, <AppFormPage viewer={viewerOf(reply, c)} values={values} error={err.message} />, 400);
+      return sendPage(
+        reply,
+        <AppFormPage viewer={viewerOf(reply, c)} admin={c.user.is_admin === 1} values={values} error={err.message} />,
+        400,
+      );
     }
   });
 
@@ -122,7 +146,10 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
     if (!c) return reply;
     const a = await store.applications.get(req.params.clientId);
     if (!mayManage(c, a)) return notFound(reply);
-    return sendPage(reply, <AppFormPage viewer={viewerOf(reply, c)} values={valuesOf(a)} app={a} notice={notice(c)} />);
+    return sendPage(
+      reply,
+      <AppFormPage viewer={viewerOf(reply, c)} admin={c.user.is_admin === 1} values={valuesOf(a)} app={a} notice={notice(c)} />,
+    );
   });
 
   // The page a new or rotated secret is shown on, once: the flash is taken here, so a reload finds none and
@@ -144,12 +171,17 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
     if (!mayManage(c, a)) return notFound(reply);
     const values = formValues(req, a);
     try {
+      checkIntrospection(c, values, a);
       await store.applications.update(a.clientId, validateApplicationFields(fieldsOf(values)), config.now());
       flash.put(c.session.id_hash, { kind: 'notice', text: 'Application saved' });
       return reply.redirect(appPath(a.clientId), 303);
     } catch (err) {
       if (!(err instanceof InputError)) throw err;
-      return sendPage(reply, <AppFormPage viewer={viewerOf(reply, c)} values={values} app={a} error={err.message} />, 400);
+      return sendPage(
+        reply,
+        <AppFormPage viewer={viewerOf(reply, c)} admin={c.user.is_admin === 1} values={values} app={a} error={err.message} />,
+        400,
+      );
     }
   });
 

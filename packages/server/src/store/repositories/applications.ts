@@ -8,6 +8,15 @@ import type { ApplicationRow } from '../schema.js';
 export const GRANT_TYPES = ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code'] as const;
 export type GrantType = (typeof GRANT_TYPES)[number];
 
+/**
+ * Whose tokens an application may introspect (RFC 7662 §2.1 leaves it to the
+ * server): `own` only those issued to it; `owner` those of every application
+ * of the same dashboard user (a resource server next to its apps); `all`
+ * every token (set by an operator or an administrator).
+ */
+export const INTROSPECTION_SCOPES = ['own', 'owner', 'all'] as const;
+export type IntrospectionScope = (typeof INTROSPECTION_SCOPES)[number];
+
 /** A registered client application (RFC 6749 §2). */
 export interface Application {
   clientId: string;
@@ -31,10 +40,24 @@ export interface Application {
   registrationTokenHash: string | null;
   /** The metadata only a self-registered client has (oauth/dynamic-registration.ts), as JSON; null otherwise. */
   registrationMetadata: string | null;
+  /** Whose tokens it may introspect (RFC 7662 §2.1). */
+  introspection: IntrospectionScope;
+  /** Every token request must carry a DPoP proof (RFC 9449 §5.2 `dpop_bound_access_tokens`). */
+  requireDpop: boolean;
+  /** Authorization requests must be pushed first (RFC 9126 §6 `require_pushed_authorization_requests`). */
+  requirePushedAuthorizationRequests: boolean;
 }
 
-export type NewApplication = Omit<Application, 'updatedAt' | 'postLogoutRedirectUris' | 'registrationTokenHash' | 'registrationMetadata'> &
-  Partial<Pick<Application, 'postLogoutRedirectUris' | 'registrationTokenHash' | 'registrationMetadata'>>;
+/** The settings a new application may leave out, with their defaults. */
+type Defaulted =
+  | 'postLogoutRedirectUris'
+  | 'registrationTokenHash'
+  | 'registrationMetadata'
+  | 'introspection'
+  | 'requireDpop'
+  | 'requirePushedAuthorizationRequests';
+
+export type NewApplication = Omit<Application, 'updatedAt' | Defaulted> & Partial<Pick<Application, Defaulted>>;
 
 /** What an application update may change. */
 export type ApplicationPatch = Partial<
@@ -49,6 +72,9 @@ export type ApplicationPatch = Partial<
     | 'postLogoutRedirectUris'
     | 'registrationTokenHash'
     | 'registrationMetadata'
+    | 'introspection'
+    | 'requireDpop'
+    | 'requirePushedAuthorizationRequests'
   >
 >;
 
@@ -109,6 +135,9 @@ function toApplication(row: ApplicationRow): Application {
     postLogoutRedirectUris: JSON.parse(row.post_logout_redirect_uris) as string[],
     registrationTokenHash: row.registration_token_hash,
     registrationMetadata: row.registration_metadata,
+    introspection: row.introspection,
+    requireDpop: row.require_dpop === 1,
+    requirePushedAuthorizationRequests: row.require_par === 1,
   };
 }
 
@@ -142,6 +171,9 @@ export class KyselyApplications implements Applications {
           post_logout_redirect_uris: JSON.stringify(app.postLogoutRedirectUris ?? []),
           registration_token_hash: app.registrationTokenHash ?? null,
           registration_metadata: app.registrationMetadata ?? null,
+          introspection: app.introspection ?? 'own',
+          require_dpop: app.requireDpop ? 1 : 0,
+          require_par: app.requirePushedAuthorizationRequests ? 1 : 0,
         })
         .execute();
     } catch (err) {
@@ -191,6 +223,9 @@ export class KyselyApplications implements Applications {
         ...(patch.secretHash !== undefined && { secret_hash: patch.secretHash }),
         ...(patch.registrationTokenHash !== undefined && { registration_token_hash: patch.registrationTokenHash }),
         ...(patch.registrationMetadata !== undefined && { registration_metadata: patch.registrationMetadata }),
+        ...(patch.introspection !== undefined && { introspection: patch.introspection }),
+        ...(patch.requireDpop !== undefined && { require_dpop: patch.requireDpop ? 1 : 0 }),
+        ...(patch.requirePushedAuthorizationRequests !== undefined && { require_par: patch.requirePushedAuthorizationRequests ? 1 : 0 }),
         updated_at: now,
       })
       .where('client_id', '=', clientId);
