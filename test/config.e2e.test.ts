@@ -121,6 +121,17 @@ describe('authcli-server config: the effective settings and where each came from
     expect(r.stderr).toBe('authcli-server: AUTHCLI_REGISTRATION must be one of off, open, token, got "yes"\n');
   });
 
+  it('AUTHCLI_REQUIRE_PAR (RFC 9126 §5): false by default, true or false from the environment; anything else is one line and exit 1', async () => {
+    expect((await config([])).get('require_par')).toMatchObject({ value: expect.stringMatching(/^false /), source: 'default' });
+    const on = await config([], { AUTHCLI_REQUIRE_PAR: 'TRUE' });
+    expect(on.get('require_par')).toMatchObject({ value: expect.stringMatching(/^true /), source: 'env AUTHCLI_REQUIRE_PAR' });
+    expect((await config([], { AUTHCLI_REQUIRE_PAR: '0' })).get('require_par')?.value).toMatch(/^false /);
+    expect((await config([])).get('pushed_request_ttl')).toMatchObject({ value: '90 s', source: 'built-in' });
+    const r = await serverCommand(['config'], { ...CLEAN, AUTHCLI_REQUIRE_PAR: 'maybe' });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe('authcli-server: AUTHCLI_REQUIRE_PAR must be true or false, got "maybe"\n');
+  });
+
   it('a setting out of range is one line and exit 1, as at start', async () => {
     const r = await serverCommand(['config'], { ...CLEAN, AUTHCLI_ACCESS_TOKEN_TTL: '0' });
     expect(r.code).toBe(1);

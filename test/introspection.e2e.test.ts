@@ -15,9 +15,22 @@ describe('token introspection with oauth4webapi against a started authcli-server
   let otherRp: { client_id: string; client_secret: string };
   let pub: { client_id: string };
 
-  async function addApp(name: string, kind: 'confidential' | 'public') {
+  async function addApp(name: string, kind: 'confidential' | 'public', ...extra: string[]) {
     const res = await serverCommand(
-      ['apps', 'add', '--name', name, '--kind', kind, '--callback', REDIRECT, '--scope', 'openid profile offline_access', '--json'],
+      [
+        'apps',
+        'add',
+        '--name',
+        name,
+        '--kind',
+        kind,
+        '--callback',
+        REDIRECT,
+        '--scope',
+        'openid profile offline_access',
+        '--json',
+        ...extra,
+      ],
       server.env,
     );
     expect(res.code, res.stderr).toBe(0);
@@ -74,6 +87,16 @@ describe('token introspection with oauth4webapi against a started authcli-server
       })
       .then((res) => oauth.processIntrospectionResponse(as, c, res));
   }
+
+  it("rfc7662 §2.1 a resource server an operator allowed every token (apps add --introspection all) sees another app's tokens", async () => {
+    const gateway = await addApp('API gateway', 'confidential', '--introspection', 'all');
+    const tokens = await login(rp);
+    for (const token of [tokens.access_token, tokens.refresh_token!]) {
+      expect(await introspect(gateway, token)).toMatchObject({ active: true, client_id: rp.client_id, username: 'alice' });
+      // The application itself keeps its own view only.
+      expect((await introspect(otherRp, token)).active).toBe(false);
+    }
+  });
 
   it('rfc8414 discovery gives oauth4webapi the introspection endpoint', () => {
     expect(as.introspection_endpoint).toBe(`${server.issuer}/oauth/introspect`);

@@ -45,6 +45,10 @@ export interface AuthorizationServerMetadata {
   code_challenge_methods_supported?: string[];
   /** The device authorization endpoint (RFC 8628 §4, {@link https://www.rfc-editor.org/rfc/rfc8628#section-4}). */
   device_authorization_endpoint?: string;
+  /** The pushed authorization request endpoint (RFC 9126 §5, {@link https://www.rfc-editor.org/rfc/rfc9126#section-5}). */
+  pushed_authorization_request_endpoint?: string;
+  /** Whether every client must push its authorization requests (RFC 9126 §5); false when absent. */
+  require_pushed_authorization_requests?: boolean;
   /** Whether authorization responses carry `iss` (RFC 9207 §3, {@link https://www.rfc-editor.org/rfc/rfc9207#section-3}). */
   authorization_response_iss_parameter_supported?: boolean;
 }

@@ -21,6 +21,7 @@ import { deviceAuthorizationRoutes } from './api/device-authorization.js';
 import { logoutRoutes } from './web/logout.js';
 import { introspectionRoutes } from './api/introspection.js';
 import { registrationRoutes } from './api/registration.js';
+import { parRoutes } from './api/par.js';
 import { revocationRoutes } from './api/revocation.js';
 import { userinfoRoutes } from './api/userinfo.js';
 import type { Store } from './store/store.js';
@@ -63,6 +64,7 @@ async function oauthApi(app: FastifyInstance, ctx: OAuthContext): Promise<void> 
   await app.register(introspectionRoutes, ctx);
   await app.register(userinfoRoutes, ctx);
   await app.register(registrationRoutes, ctx);
+  await app.register(parRoutes, ctx);
 }
 
 /**

@@ -96,6 +96,7 @@ describe('slow and stalled clients are cut by the socket timeouts', () => {
     '/oauth/device/authorization',
     '/oauth/revoke',
     '/oauth/userinfo',
+    '/oauth/par',
     '/signin',
     '/signout',
     '/consent',
@@ -424,6 +425,8 @@ describe.runIf(dialects().includes('postgres'))('a stalled PostgreSQL gives quic
         browser.request('POST', '/oauth/device/authorization', form({ client_id: `c-${Math.random()}` }), formHeaders),
       'POST /oauth/revoke': () =>
         browser.request('POST', '/oauth/revoke', form({ token: 'x', client_id: `c-${Math.random()}` }), formHeaders),
+      'POST /oauth/par': () =>
+        browser.request('POST', '/oauth/par', form({ client_id: `c-${Math.random()}`, response_type: 'code' }), formHeaders),
       'GET /oauth/authorize': () => browser.get(`/oauth/authorize?client_id=c-${Math.random()}`),
       'POST /oauth/register': () =>
         browser.request('POST', '/oauth/register', JSON.stringify({ redirect_uris: ['https://app.example/cb'] }), {

@@ -314,6 +314,37 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     ).rejects.toMatchObject({ code: 'duplicate' });
   });
 
+  it('pushed requests (RFC 9126): opened once (the longer lifetime starts then), used once under concurrency, never after expiry', async () => {
+    const { app } = await userAndApp();
+    const hash = sha256Hex(unique('request-uri'));
+    await store.pushedRequests.insert(hash, { clientId: app.clientId, query: 'a=1', createdAt: now, expiresAt: now + 90_000 });
+    expect(await store.pushedRequests.find(hash)).toEqual({
+      clientId: app.clientId,
+      query: 'a=1',
+      createdAt: now,
+      expiresAt: now + 90_000,
+      openedAt: null,
+      usedAt: null,
+    });
+    await store.pushedRequests.open(hash, now + 1, now + 900_000);
+    await store.pushedRequests.open(hash, now + 2, now + 5);
+    expect(await store.pushedRequests.find(hash)).toMatchObject({ openedAt: now + 1, expiresAt: now + 900_000 });
+    const uses = await Promise.all(Array.from({ length: 10 }, () => store.pushedRequests.use(hash, now + 3)));
+    expect(uses.filter(Boolean)).toHaveLength(1);
+    expect((await store.pushedRequests.find(hash))?.usedAt).toBe(now + 3);
+    // Unopened past its expiry: neither opened nor used.
+    const late = sha256Hex(unique('request-uri'));
+    await store.pushedRequests.insert(late, { clientId: app.clientId, query: 'b=2', createdAt: now, expiresAt: now + 10 });
+    await store.pushedRequests.open(late, now + 10, now + 900_000);
+    expect(await store.pushedRequests.use(late, now + 10)).toBe(false);
+    expect(await store.pushedRequests.find(late)).toMatchObject({ openedAt: null, usedAt: null });
+    expect(await store.pushedRequests.use(sha256Hex(unique('unknown')), now)).toBe(false);
+    // Deleting the application takes its requests with it (housekeeping: see the purge test).
+    await store.applications.delete(app.clientId);
+    expect(await store.pushedRequests.find(late)).toBeUndefined();
+    expect(await store.pushedRequests.find(hash)).toBeUndefined();
+  });
+
   it('sessions: found by hash while live and the user enabled', async () => {
     const { user } = await userAndApp();
     const idHash = unique('session');
@@ -597,6 +628,11 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
         s.initialAccessTokens.create({ id, tokenHash: sha256Hex(id), createdAt: now, expiresAt });
       await iat('iat-old', at - INITIAL_ACCESS_TOKENS_KEPT_MS);
       await iat('iat-kept', at - INITIAL_ACCESS_TOKENS_KEPT_MS + 1);
+      // Pushed authorization requests: gone at expiry.
+      const pushed = (id: string, expiresAt: number) =>
+        s.pushedRequests.insert(id, { clientId: f.app.clientId, query: '', createdAt: now, expiresAt });
+      await pushed('par-expired', at);
+      await pushed('par-live', at + 1);
 
       await s.purgeExpired(at);
 
@@ -615,6 +651,8 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
       expect((await s.rateLimits.list()).map((r) => r.key)).toEqual(['limit-recent']);
       expect((await rows.select('continuations')).map((r) => r.id_hash)).toEqual(['continuation-live']);
       expect((await s.initialAccessTokens.list()).map((t) => t.id)).toEqual(['iat-kept']);
+      expect(await s.pushedRequests.find('par-expired')).toBeUndefined();
+      expect(await s.pushedRequests.find('par-live')).toBeDefined();
       // What the purge keeps it keeps: users, applications, settings are never purged.
       expect(await s.users.findById(f.user.id)).toBeDefined();
       expect(await s.applications.get(f.app.clientId)).toBeDefined();

@@ -58,6 +58,8 @@ export interface ServerConfig {
   keyEncryptionKey: Buffer | undefined;
   /** Dynamic client registration (RFC 7591): off, open, or with an initial access token (`AUTHCLI_REGISTRATION`). */
   registration: D.RegistrationMode;
+  /** Every client must push its authorization requests (RFC 9126 §5, `AUTHCLI_REQUIRE_PAR`); otherwise per application. */
+  requirePushedAuthorizationRequests: boolean;
   /** Access token algorithm (RFC 9068 §2.1 requires RS256 support; ES256 is the default since it signs far faster). */
   accessTokenAlg: 'ES256' | 'RS256';
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -67,6 +69,15 @@ export interface ServerConfig {
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
+}
+
+/** A yes/no setting: `true`/`1`/`yes`/`on` or `false`/`0`/`no`/`off` (any case); unset or empty is the default. */
+function envFlag(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name]?.trim().toLowerCase();
+  if (raw === undefined || raw === '') return fallback;
+  if (['true', '1', 'yes', 'on'].includes(raw)) return true;
+  if (['false', '0', 'no', 'off'].includes(raw)) return false;
+  throw new ConfigError(`${name} must be true or false, got ${JSON.stringify(env[name])}`);
 }
 
 export interface ConfigInput {
@@ -293,6 +304,7 @@ export function loadConfig(
     metrics: parseMetrics(flags, env, port),
     keyEncryptionKey: readKeyEncryptionKey(env),
     registration: registration as D.RegistrationMode,
+    requirePushedAuthorizationRequests: envFlag(env, 'AUTHCLI_REQUIRE_PAR', D.REQUIRE_PAR),
     accessTokenAlg,
     logLevel,
     now: Date.now,

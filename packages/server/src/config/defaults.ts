@@ -34,6 +34,14 @@ export const DEVICE_POLL_INTERVAL_BOUNDS = { min: 1, max: 60 } as const;
 export const SHUTDOWN_GRACE_MS = 10_000;
 /** A sign-in continuation (the authorization request or page a sign-in resumes) outlives a slow typist. */
 export const CONTINUATION_TTL_MS = 15 * MINUTE;
+/**
+ * RFC 9126 §2.2 `expires_in` of a pushed request's request_uri: the time from the push to the browser opening
+ * it, which a client does at once. Once opened it lives as long as a sign-in continuation (a person may have
+ * to sign in first), and it is used up by the one authorization response it gets.
+ */
+export const PAR_REQUEST_TTL_SECONDS = 90;
+/** Pushing authorization requests is required of every client (AUTHCLI_REQUIRE_PAR; RFC 9126 §5); off: per application. */
+export const REQUIRE_PAR = false;
 /** How long a dashboard flash (a new client secret, a saved notice) waits for the page after its redirect. */
 export const FLASH_TTL_MS = 5 * MINUTE;
 /** Flashes kept per session: a few tabs acting at once, never an unbounded queue. */
@@ -179,6 +187,13 @@ export const LIMITS = {
    * registers a handful; each registered client is a row kept until it is deleted.
    */
   'registration-ip': { limit: 20, windowMs: HOUR },
+  /**
+   * Pushed authorization requests (RFC 9126) a public client may make from one IP: each is a row kept up to
+   * 15 minutes, and a public client authenticates nothing. A person starts a handful.
+   */
+  'par-ip': { limit: 30, windowMs: 10 * MINUTE },
+  /** Pushed authorization requests per application from everywhere (a confidential web app pushes for all its users). */
+  'par-client': { limit: 1200, windowMs: MINUTE },
 } as const satisfies Record<string, Limit>;
 
 export type CounterKind = keyof typeof LIMITS;

@@ -74,6 +74,13 @@ export function describeConfig(config: ServerConfig, flags: ConfigInput, env: No
       source: from(undefined, 'AUTHCLI_REGISTRATION'),
     },
     {
+      name: 'require_par',
+      value: config.requirePushedAuthorizationRequests
+        ? 'true (every client must push its authorization requests, RFC 9126)'
+        : 'false (per application)',
+      source: from(undefined, 'AUTHCLI_REQUIRE_PAR'),
+    },
+    {
       name: 'metrics_port',
       value: config.metrics ? String(config.metrics.port) : 'off (GET /metrics not served)',
       source: from('metricsPort', 'AUTHCLI_METRICS_PORT', 'default'),
@@ -95,6 +102,7 @@ export function describeConfig(config: ServerConfig, flags: ConfigInput, env: No
     },
     { name: 'trusted_device_ttl', value: `${D.TRUSTED_DEVICE_TTL_SECONDS} s`, source: 'built-in' },
     { name: 'continuation_ttl', value: seconds(D.CONTINUATION_TTL_MS), source: 'built-in' },
+    { name: 'pushed_request_ttl', value: `${D.PAR_REQUEST_TTL_SECONDS} s`, source: 'built-in' },
     { name: 'flash_ttl', value: seconds(D.FLASH_TTL_MS), source: 'built-in' },
     { name: 'replay_evidence_kept', value: seconds(D.REPLAY_EVIDENCE_MS), source: 'built-in' },
     { name: 'purge_interval', value: seconds(D.PURGE_INTERVAL_MS), source: 'built-in' },

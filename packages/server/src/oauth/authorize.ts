@@ -1,5 +1,5 @@
 import { isValidChallenge } from '@authcli/pkce';
-import { AUTHORIZE_STATE_MAX, NONCE_MAX } from '../config/defaults.js';
+import { AUTHORIZE_STATE_MAX, CONTINUATION_TTL_MS, NONCE_MAX } from '../config/defaults.js';
 import type { OAuthContext } from './context.js';
 import { FormError, parseForm, repeatedParameter } from '../http/form.js';
 import type { Application, User } from '../store/store.js';
@@ -27,6 +27,25 @@ import { verifyIdTokenHint } from './id-token-hint.js';
 import { matchRedirectUri } from './redirect-uri.js';
 import { parseScope } from './scopes.js';
 
+/** RFC 9126 §2.2: a pushed request's request_uri is this URN and 256 random bits (base64url). */
+export const PUSHED_REQUEST_URI_PREFIX = 'urn:ietf:params:oauth:request_uri:';
+
+/** The SHA-256 a pushed request is stored by, of a request_uri this server could have made; undefined for any other value. */
+export function pushedRequestHash(requestUri: string): string | undefined {
+  if (!requestUri.startsWith(PUSHED_REQUEST_URI_PREFIX)) return undefined;
+  const random = requestUri.slice(PUSHED_REQUEST_URI_PREFIX.length);
+  return /^[A-Za-z0-9_-]{43}$/.test(random) ? sha256Hex(random) : undefined;
+}
+
+/** Where a request that was pushed first (RFC 9126) came from. */
+export interface PushedOrigin {
+  requestUri: string;
+  /** When it was pushed (epoch ms): a sign-in after this is a sign-in for this request. */
+  createdAt: number;
+  /** The `prompt` as pushed. */
+  prompt: ReadonlySet<string>;
+}
+
 /** An authorization request that passed every check (RFC 6749 §4.1.1, RFC 7636 §4.3, OIDC Core §3.1.2.1). */
 export interface AuthorizationRequest {
   app: Application;
@@ -46,8 +65,13 @@ export interface AuthorizationRequest {
    * the claims request (§3.1.2.2). A session of anyone else counts as no session.
    */
   subject: string | undefined;
-  /** The query string as received, carried through sign-in and consent and validated again there. */
+  /**
+   * The query string as received, carried through sign-in and consent and validated again there. For a pushed
+   * request only `client_id` and `request_uri`: its parameters never reach the browser (RFC 9126 §1).
+   */
   rawQuery: string;
+  /** Set when the request was pushed (RFC 9126): it is answered once, and its parameters stay on the server. */
+  pushed: PushedOrigin | undefined;
 }
 
 /**
@@ -178,26 +202,100 @@ function checkLengths(params: Params): void {
   if (params.nonce !== undefined && params.nonce.length > NONCE_MAX) throw new InvalidRequest('nonce is too long');
 }
 
-/**
- * Validates an authorization request, in the order RFC 6749 §4.1.2.1
- * requires: client and redirect_uri first (errors shown as a page), then
- * everything else (errors redirected with state and iss).
- */
-export async function validateAuthorizationRequest(ctx: OAuthContext, rawQuery: string): Promise<AuthorizationRequest> {
-  let parsed;
+function parseQuery(rawQuery: string) {
   try {
-    parsed = parseForm(rawQuery);
+    return parseForm(rawQuery);
   } catch (err) {
     if (err instanceof FormError) throw new AuthorizationPageError('invalid_request', err.message);
     throw err;
   }
-  const { params, repeated } = parsed;
+}
+
+/**
+ * Validates an authorization request, in the order RFC 6749 §4.1.2.1
+ * requires: client and redirect_uri first (errors shown as a page), then
+ * everything else (errors redirected with state and iss). A `request_uri`
+ * of this server's stands for a pushed request (RFC 9126 §4).
+ */
+export async function validateAuthorizationRequest(ctx: OAuthContext, rawQuery: string): Promise<AuthorizationRequest> {
+  const { params, repeated } = parseQuery(rawQuery);
   const app = await checkClient(ctx, params, repeated);
+  if (params.request_uri?.startsWith(PUSHED_REQUEST_URI_PREFIX)) return openPushedRequest(ctx, app, params, repeated);
+  const mustBePushed = app.requirePushedAuthorizationRequests || ctx.config.requirePushedAuthorizationRequests;
+  return validateParams(ctx, app, params, repeated, rawQuery, mustBePushed);
+}
+
+/**
+ * A request pushed to the PAR endpoint (RFC 9126 §2.1), by a client already
+ * authenticated: validated exactly as at the authorization endpoint. The
+ * caller answers every error as JSON (§2.3), a redirect_uri error included.
+ */
+export function validatePushedParams(
+  ctx: OAuthContext,
+  app: Application,
+  params: Params,
+  repeated: ReadonlySet<string>,
+): Promise<AuthorizationRequest> {
+  return validateParams(ctx, app, params, repeated, '', false);
+}
+
+/**
+ * RFC 9126 §4: the authorization request by reference. The request_uri must
+ * be live, unused and pushed by this client; its stored parameters are
+ * validated again (a key or user may have changed since) and the other
+ * parameters of the query are ignored, except the server's own "continue
+ * as" link, which may drop `select_account` from `prompt` (nothing else).
+ * The first time a browser opens it, it lives as long as a sign-in may take.
+ */
+async function openPushedRequest(
+  ctx: OAuthContext,
+  app: Application,
+  params: Params,
+  repeated: ReadonlySet<string>,
+): Promise<AuthorizationRequest> {
+  if (repeated.has('request_uri')) throw new AuthorizationPageError('invalid_request', 'request_uri is repeated');
+  const requestUri = params.request_uri!;
+  const hash = pushedRequestHash(requestUri);
+  const now = ctx.config.now();
+  const row = hash === undefined ? undefined : await ctx.store.pushedRequests.find(hash);
+  if (!row || row.clientId !== app.clientId || row.usedAt !== null || now >= row.expiresAt) {
+    throw new AuthorizationPageError(
+      'invalid_request_uri',
+      'This sign-in request is unknown, has expired or was already answered. Start again from the application.',
+    );
+  }
+  if (row.openedAt === null) await ctx.store.pushedRequests.open(hash!, now, now + CONTINUATION_TTL_MS);
+  const stored = parseQuery(row.query);
+  const inner = await validateParams(ctx, app, stored.params, stored.repeated, row.query, false);
+  let prompt = inner.prompt;
+  if (params.prompt !== undefined && !repeated.has('prompt')) {
+    const asked = new Set(params.prompt.split(' ').filter(Boolean));
+    const narrowed = [...asked].every((p) => inner.prompt.has(p)) && [...inner.prompt].every((p) => asked.has(p) || p === 'select_account');
+    if (narrowed) prompt = asked;
+  }
+  const rawQuery = new URLSearchParams({ client_id: app.clientId, request_uri: requestUri }).toString();
+  return { ...inner, prompt, rawQuery, pushed: { requestUri, createdAt: row.createdAt, prompt: inner.prompt } };
+}
+
+/** Everything after the client: the redirect_uri (errors shown), then the rest (errors redirected with state and iss). */
+async function validateParams(
+  ctx: OAuthContext,
+  app: Application,
+  params: Params,
+  repeated: ReadonlySet<string>,
+  rawQuery: string,
+  mustBePushed: boolean,
+): Promise<AuthorizationRequest> {
   const redirectUri = checkRedirectUri(app, params, repeated);
   const state = repeated.has('state') ? undefined : params.state;
   try {
     checkNoRepeats(repeated);
     checkNoRequestObjects(params);
+    if (mustBePushed) {
+      throw new InvalidRequest(
+        'this application must push its authorization requests first (RFC 9126): use the pushed_authorization_request_endpoint',
+      );
+    }
     checkResponseType(app, params);
     checkLengths(params);
     const codeChallenge = checkPkce(params);
@@ -219,6 +317,7 @@ export async function validateAuthorizationRequest(ctx: OAuthContext, rawQuery: 
       idTokenHint: params.id_token_hint,
       subject,
       rawQuery,
+      pushed: undefined,
     };
   } catch (err) {
     if (err instanceof OAuthError) throw new AuthorizationRedirectError(err, redirectUri, state);
@@ -254,6 +353,9 @@ export function denied(req: AuthorizationRequest): AuthorizationRedirectError {
  */
 export async function issueCode(ctx: OAuthContext, req: AuthorizationRequest, user: User, authTime: number): Promise<string> {
   const now = ctx.config.now();
+  if (!(await usePushedRequest(ctx, req))) {
+    throw new AuthorizationPageError('invalid_request_uri', 'This sign-in request was already answered. Start again from the application.');
+  }
   const code = randomToken(32);
   await ctx.store.codes.insert({
     code_hash: sha256Hex(code),
@@ -270,6 +372,16 @@ export async function issueCode(ctx: OAuthContext, req: AuthorizationRequest, us
     expires_at: now + ctx.config.codeTtlSeconds * 1000,
   });
   return callbackUrl(req.redirectUri, { code, state: req.state, iss: ctx.config.issuer });
+}
+
+/**
+ * A pushed request gets one authorization response (RFC 9126 §4, one-time
+ * use): true for the one caller that used it up (and for a request that was
+ * not pushed), false when it was already answered or has expired.
+ */
+export async function usePushedRequest(ctx: OAuthContext, req: AuthorizationRequest): Promise<boolean> {
+  if (!req.pushed) return true;
+  return ctx.store.pushedRequests.use(pushedRequestHash(req.pushed.requestUri)!, ctx.config.now());
 }
 
 /** The user's sign-in an authorization request may rest on: who, and when they authenticated. */
@@ -302,20 +414,25 @@ export type AuthorizationStep =
  * for this application before and `prompt=consent` is absent; otherwise a
  * code. With `prompt=none` (§3.1.2.6) a step that needs the user is the
  * error `login_required` or `consent_required`, redirected to the client.
+ * A pushed request (RFC 9126) keeps its parameters on the server, so a sign-in
+ * made after it was pushed is what satisfies its `prompt=login`,
+ * `select_account` and `max_age` (a direct request's resumed query drops them).
  */
 export async function nextAuthorizationStep(
   ctx: OAuthContext,
   req: AuthorizationRequest,
   signedIn: Authentication | undefined,
 ): Promise<AuthorizationStep> {
-  const stale = signedIn !== undefined && req.maxAge !== undefined && ctx.config.now() - signedIn.authTime > req.maxAge * 1000;
+  const signedInForThis = signedIn !== undefined && req.pushed !== undefined && signedIn.authTime >= req.pushed.createdAt;
+  const stale =
+    signedIn !== undefined && !signedInForThis && req.maxAge !== undefined && ctx.config.now() - signedIn.authTime > req.maxAge * 1000;
   const someoneElse = signedIn !== undefined && req.subject !== undefined && signedIn.user.id !== req.subject;
-  if (!signedIn || req.prompt.has('login') || stale || someoneElse) {
+  if (!signedIn || (req.prompt.has('login') && !signedInForThis) || stale || someoneElse) {
     if (req.prompt.has('none'))
       throw new AuthorizationRedirectError(new LoginRequired('the user is not signed in'), req.redirectUri, req.state);
     return { next: 'sign-in' };
   }
-  if (req.prompt.has('select_account')) {
+  if (req.prompt.has('select_account') && !signedInForThis) {
     return { next: 'select-account', continueAs: `/oauth/authorize?${requestQuery(withoutPrompt(req, 'select_account'))}` };
   }
   if (!req.prompt.has('consent') && (await ctx.store.consents.covers(signedIn.user.id, req.app.clientId, consentScopes(req)))) {
@@ -352,6 +469,14 @@ export function consentScopes(req: AuthorizationRequest): string[] {
  * §3.1.2.1) is redirected to the GET endpoint with.
  */
 export function requestQuery(req: AuthorizationRequest): string {
+  if (req.pushed) {
+    // By reference (RFC 9126 §4); a prompt the server narrowed ("continue as") goes along, as openPushedRequest allows.
+    const query = new URLSearchParams({ client_id: req.app.clientId, request_uri: req.pushed.requestUri });
+    const pushedPrompt = req.pushed.prompt;
+    if (req.prompt.size !== pushedPrompt.size || [...req.prompt].some((p) => !pushedPrompt.has(p)))
+      query.set('prompt', [...req.prompt].join(' '));
+    return query.toString();
+  }
   const query = new URLSearchParams({
     response_type: 'code',
     client_id: req.app.clientId,
@@ -378,6 +503,8 @@ export function requestQuery(req: AuthorizationRequest): string {
  * result again when it runs.
  */
 export function resumeQuery(req: AuthorizationRequest): string {
+  // A pushed request is resumed by reference; the sign-in itself satisfies its prompt and max_age (nextAuthorizationStep).
+  if (req.pushed) return requestQuery(req);
   return requestQuery({ ...withoutPrompt(req, 'login', 'select_account'), maxAge: undefined });
 }
 

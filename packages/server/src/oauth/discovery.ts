@@ -6,6 +6,7 @@ import { ACR_VALUES_SUPPORTED } from './acr.js';
 import { SUPPORTED_SCOPES } from './scopes.js';
 import { supportedGrantTypes } from './grants/registry.js';
 import { REGISTRATION_PATH } from './dynamic-registration.js';
+import { PAR_PATH } from './par.js';
 
 /** Authorization server metadata (RFC 8414 §2, OIDC Discovery §3). */
 export function metadata(ctx: OAuthContext): OpenIDProviderMetadata {
@@ -23,6 +24,9 @@ export function metadata(ctx: OAuthContext): OpenIDProviderMetadata {
     // RFC 7662 §2.1: introspection needs client authentication; public clients (`none`) are refused.
     introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
     device_authorization_endpoint: `${iss}/oauth/device/authorization`,
+    // RFC 9126 §5: where requests are pushed, and whether every client must (per application otherwise).
+    pushed_authorization_request_endpoint: `${iss}${PAR_PATH}`,
+    require_pushed_authorization_requests: ctx.config.requirePushedAuthorizationRequests,
     // RFC 8414 §2 / OIDC Discovery §3: advertised only when clients may register (AUTHCLI_REGISTRATION).
     ...(ctx.config.registration !== 'off' && { registration_endpoint: `${iss}${REGISTRATION_PATH}` }),
     scopes_supported: [...SUPPORTED_SCOPES],

@@ -58,8 +58,10 @@ export function describeCounter(counterKey: string, limits: Limits = DEFAULT_LIM
     case 'signin-device':
       return { kind, limit };
     case 'device-authz-ip':
+    case 'par-ip':
       return { kind, limit, clientId: a, ...(b !== undefined && { ip: b }) };
     case 'device-authz-client':
+    case 'par-client':
       return { kind, limit, clientId: a };
   }
 }
@@ -149,6 +151,16 @@ export class AbuseLimits {
     return this.consume([['registration-ip', key('registration-ip', ipOf(ip))]]);
   }
 
+  /**
+   * A pushed authorization request (RFC 9126 §2): per application, and for a public client (which
+   * authenticates nothing) per client IP and application first.
+   */
+  async pushedAuthorization(ip: string, client: { clientId: string; kind: 'public' | 'confidential' }): Promise<Admission> {
+    const perClient: [CounterKind, string] = ['par-client', key('par-client', client.clientId)];
+    if (client.kind === 'confidential') return this.consume([perClient]);
+    return this.consume([['par-ip', key('par-ip', client.clientId, ipOf(ip))], perClient]);
+  }
+
   /** A device authorization request (RFC 8628 §3.1), per client IP and application, then per application. */
   async deviceAuthorization(ip: string, clientId: string): Promise<Admission> {
     return this.consume([
@@ -179,6 +191,6 @@ export function ipCounterKeys(keys: readonly string[], ip: string): string[] {
   const subject = ipOf(ip);
   return keys.filter((k) => {
     const info = describeCounter(k);
-    return info?.ip === subject && info.kind !== 'device-authz-ip';
+    return info?.ip === subject && info.kind !== 'device-authz-ip' && info.kind !== 'par-ip';
   });
 }

@@ -9,7 +9,7 @@ import type { Database } from './schema.js';
  * so that a late replay still finds its row; rate-limit counters
  * {@link RATE_LIMIT_ROWS_KEPT_MS} after their window began; initial access
  * tokens {@link INITIAL_ACCESS_TOKENS_KEPT_MS} after expiry (the operator
- * still sees what became of them).
+ * still sees what became of them); pushed authorization requests at expiry.
  */
 export async function purgeExpired(db: Kysely<Database>, now: number): Promise<void> {
   await db.deleteFrom('sessions').where('expires_at', '<=', now).execute();
@@ -31,6 +31,8 @@ export async function purgeExpired(db: Kysely<Database>, now: number): Promise<v
   await db.deleteFrom('grants').where('expires_at', '<=', now).execute();
   // Sign-in continuations: nothing to keep once expired, a late use goes to `/` anyway.
   await db.deleteFrom('continuations').where('expires_at', '<=', now).execute();
+  // Pushed authorization requests (RFC 9126): nothing to keep once expired, a late use is refused alike.
+  await db.deleteFrom('pushed_requests').where('expires_at', '<=', now).execute();
   await db
     .deleteFrom('initial_access_tokens')
     .where('expires_at', '<=', now - INITIAL_ACCESS_TOKENS_KEPT_MS)

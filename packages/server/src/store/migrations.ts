@@ -288,6 +288,23 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0010_pushed_authorization_requests': {
+    async up(db: Past) {
+      // RFC 9126: the authorization requests clients pushed, by the SHA-256 of their request_uri's random part,
+      // until they expire (housekeeping.ts). `query` is the request as the server serialized it after checking it.
+      await db.schema
+        .createTable('pushed_requests')
+        .addColumn('request_uri_hash', 'text', (c) => c.primaryKey())
+        .addColumn('client_id', 'text', (c) => c.notNull().references('applications.client_id').onDelete('cascade'))
+        .addColumn('query', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('opened_at', 'bigint')
+        .addColumn('used_at', 'bigint')
+        .execute();
+      await db.schema.createIndex('pushed_requests_expires').on('pushed_requests').column('expires_at').execute();
+    },
+  },
 };
 
 /** Provides the migrations above to Kysely's Migrator. */

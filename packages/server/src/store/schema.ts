@@ -87,6 +87,21 @@ export interface ConsentsTable {
   created_at: number;
 }
 
+/** Pushed authorization requests (RFC 9126), until they expire. */
+export interface PushedRequestsTable {
+  /** SHA-256 (hex) of the random part of the request_uri. */
+  request_uri_hash: string;
+  client_id: string;
+  /** The authorization request's query, as the server serialized it after validating it (oauth/authorize.ts requestQuery). */
+  query: string;
+  created_at: number;
+  /** Until a browser opens it: the `expires_in` given to the client; once opened, the time a sign-in may take. */
+  expires_at: number;
+  opened_at: number | null;
+  /** When an authorization response (a code, or the user's denial) used it up. */
+  used_at: number | null;
+}
+
 export interface AuthorizationCodesTable {
   /** SHA-256 (hex) of the code. */
   code_hash: string;
@@ -197,6 +212,7 @@ export interface ContinuationsTable {
 export interface Database {
   continuations: ContinuationsTable;
   initial_access_tokens: InitialAccessTokensTable;
+  pushed_requests: PushedRequestsTable;
   device_authorizations: DeviceAuthorizationsTable;
   refresh_tokens: RefreshTokensTable;
   revoked_access_tokens: RevokedAccessTokensTable;

@@ -4,6 +4,7 @@ import { purgeExpired } from './housekeeping.js';
 import { latestMigration, migrationApplied } from './migrate.js';
 import { type Applications, KyselyApplications } from './repositories/applications.js';
 import { type Codes, KyselyCodes } from './repositories/codes.js';
+import { KyselyPushedRequests, type PushedRequests } from './repositories/pushed-requests.js';
 import { type Consents, KyselyConsents } from './repositories/consents.js';
 import { type Continuations, KyselyContinuations } from './repositories/continuations.js';
 import { type DeviceGrants, KyselyDeviceGrants } from './repositories/device-grants.js';
@@ -28,6 +29,7 @@ export {
   type NewApplication,
 } from './repositories/applications.js';
 export type { AuthorizationCode } from './repositories/codes.js';
+export type { PushedRequest } from './repositories/pushed-requests.js';
 export type { DeviceAuthorization, DevicePoll, DevicePollSummary } from './repositories/device-grants.js';
 export type { Grant, RefreshToken } from './repositories/grants.js';
 export type { InitialAccessToken } from './repositories/initial-access-tokens.js';
@@ -56,6 +58,7 @@ export class Store {
   readonly settings: Settings;
   readonly continuations: Continuations;
   readonly initialAccessTokens: InitialAccessTokens;
+  readonly pushedRequests: PushedRequests;
   /** Which database this store is on (messages and operator advice). */
   readonly dialect: Dialect;
 
@@ -77,6 +80,7 @@ export class Store {
     this.settings = new KyselySettings(engine);
     this.continuations = new KyselyContinuations(engine);
     this.initialAccessTokens = new KyselyInitialAccessTokens(engine);
+    this.pushedRequests = new KyselyPushedRequests(engine);
   }
 
   /** Brings the schema up to date; safe to run concurrently from several instances on PostgreSQL. */

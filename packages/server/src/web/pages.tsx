@@ -5,11 +5,13 @@ import { clientAddress } from '../http/client-ip.js';
 import { FormError, isParsedForm, pageForm, pageQuery } from '../http/form.js';
 import {
   approveAuthorization,
+  AuthorizationPageError,
   consentScopes,
   denied,
   nextAuthorizationStep,
   requestQuery,
   resumeQuery,
+  usePushedRequest,
   validateAuthorizationRequest,
 } from '../oauth/authorize.js';
 import { DUMMY_PASSWORD_HASH, needsRehash } from '../util/password.js';
@@ -201,7 +203,16 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
     const ar = await validateAuthorizationRequest(ctx, form.request ?? '');
     const current = await sessions.current(req);
     if (!current) return reply.redirect(await continuations.signInUrl(req, reply, { kind: 'authorize', query: resumeQuery(ar) }), 303);
-    if (form.decision === 'deny') throw denied(ar);
+    if (form.decision === 'deny') {
+      // A pushed request is answered once (RFC 9126 §4): a denial uses it up as a code would.
+      if (!(await usePushedRequest(ctx, ar))) {
+        throw new AuthorizationPageError(
+          'invalid_request_uri',
+          'This sign-in request was already answered. Start again from the application.',
+        );
+      }
+      throw denied(ar);
+    }
     if (form.decision !== 'approve') throw new FormError('decision must be approve or deny');
     const location = await approveAuthorization(ctx, ar, { user: current.user, authTime: current.session.auth_time });
     return reply.redirect(location, 303);
