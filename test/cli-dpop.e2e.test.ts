@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { copyFileSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { calculateJwkThumbprint, type JWK } from 'jose';
 import type { Browser as Chromium } from 'playwright-core';
@@ -11,6 +11,7 @@ import {
   startOtherProvider,
   type ProviderEvent,
 } from '@authcli/test-support/other-op';
+import { startSecretService } from '@authcli/test-support/secret-service';
 
 interface Session {
   access_token: string;
@@ -67,10 +68,14 @@ describe('authcli with DPoP (RFC 9449) and PAR (RFC 9126) against node-oidc-prov
     await parOp?.close();
   });
 
-  const envFor = (home: string, issuer = op.issuer) => ({ XDG_CONFIG_HOME: home, AUTHCLI_ISSUER: issuer });
+  const envFor = (home: string, issuer = op.issuer, extra: Record<string, string> = {}) => ({
+    XDG_CONFIG_HOME: home,
+    AUTHCLI_ISSUER: issuer,
+    ...extra,
+  });
 
-  async function deviceLogin(home: string, user: string): Promise<void> {
-    const login = runCli(['login', '--scope', 'openid profile offline_access'], envFor(home));
+  async function deviceLogin(home: string, user: string, extra: Record<string, string> = {}): Promise<void> {
+    const login = runCli(['login', '--scope', 'openid profile offline_access'], envFor(home, op.issuer, extra));
     const [, url] = await login.waitFor(/open (\S+) on any device/);
     const [, code] = await login.waitFor(/^\s+(\S{4,}-?\S*)\s*$/m);
     const page = await chromium.newPage();
@@ -114,9 +119,10 @@ describe('authcli with DPoP (RFC 9449) and PAR (RFC 9126) against node-oidc-prov
     };
     expect((await fetch(userinfo_endpoint, { headers: { authorization: `Bearer ${session.access_token}` } })).status).toBe(401);
 
-    // `authcli token` still prints the token (from the cache).
-    const plain = await runCli(['token'], envFor(home)).exit;
+    // `authcli token` still prints the token, from the cache, loading no package (no jose).
+    const plain = await runCli(['token'], { ...envFor(home), NODE_DEBUG: 'module,esm' }).exit;
     expect(plain.stdout).toBe(`${session.access_token}\n`);
+    expect(plain.stderr).not.toMatch(/node_modules/);
 
     const logout = await runCli(['logout'], envFor(home)).exit;
     expect(logout.code, logout.stderr).toBe(0);
@@ -281,6 +287,34 @@ describe('authcli with DPoP (RFC 9449) and PAR (RFC 9126) against node-oidc-prov
     const newJkt = await storedKeyThumbprint(home, parOp.issuer);
     expect(newJkt).not.toBe(jkt);
     expect(sessionIn(home, parOp.issuer).dpop_jkt).toBe(newJkt);
+  });
+
+  it('with a Secret Service: the key is a keychain entry beside the session (no file); refresh uses it; logout removes it', async () => {
+    const ss = await startSecretService();
+    onTestFinished(() => ss.stop());
+    const home = tempConfigHome();
+    await deviceLogin(home, 'uma', ss.env);
+    const env = envFor(home, op.issuer, ss.env);
+    expect(existsSync(credentialsFile(home))).toBe(false);
+    expect(existsSync(keysFile(home))).toBe(false);
+    const session = JSON.parse((await ss.lookup(`${op.issuer} authcli`))!) as Session;
+    expect(session).toMatchObject({ token_type: 'DPoP', dpop_jkt: expect.any(String) });
+    expect(JSON.stringify(session)).not.toMatch(/"d"\s*:/);
+    const jwk = JSON.parse((await ss.lookup(`${op.issuer} ${session.dpop_jkt}`, 'authcli-dpop'))!) as JWK;
+    expect(await calculateJwkThumbprint({ kty: 'EC', crv: 'P-256', x: jwk.x!, y: jwk.y! })).toBe(session.dpop_jkt);
+
+    await ss.store(`${op.issuer} authcli`, JSON.stringify({ ...session, expires_at: Date.now() - 1000 }));
+    const from = op.events.length;
+    const refreshed = await runCli(['token'], env).exit;
+    expect(refreshed.code, refreshed.stderr).toBe(0);
+    expect(since(op.events, from).find((e) => e.name === 'access_token.saved' && e.jti === refreshed.stdout.trim())).toMatchObject({
+      jkt: session.dpop_jkt,
+    });
+
+    const logout = await runCli(['logout'], env).exit;
+    expect(logout.code, logout.stderr).toBe(0);
+    expect(await ss.lookup(`${op.issuer} ${session.dpop_jkt}`, 'authcli-dpop')).toBeUndefined();
+    expect(await ss.lookup(`${op.issuer} authcli`)).toBeUndefined();
   });
 
   it('a refused pushed authorization request ends the login before any browser, saying what to check', async () => {
