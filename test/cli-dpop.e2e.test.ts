@@ -149,13 +149,12 @@ describe('authcli with DPoP (RFC 9449) and PAR (RFC 9126) against node-oidc-prov
     const proofClaims = JSON.parse(Buffer.from(first.dpop!.split('.')[1]!, 'base64url').toString()) as Record<string, unknown>;
     expect(proofClaims).toMatchObject({ htm: 'GET', htu: userinfo_endpoint });
     expect(proofClaims.ath).toEqual(expect.any(String));
-    let res = await fetch(userinfo_endpoint, { headers: first });
-    if (res.status === 401) {
-      // This provider wants a nonce on every proof: its answer names one, as a resource server may (§9).
-      expect(res.headers.get('www-authenticate')).toMatch(/DPoP.*error="use_dpop_nonce"/);
-      const nonce = res.headers.get('dpop-nonce')!;
-      res = await fetch(userinfo_endpoint, { headers: await headersFor(['--nonce', nonce]) });
-    }
+    // This provider wants a nonce on every proof: its 401 names one, as a resource server may (§9).
+    const asked = await fetch(userinfo_endpoint, { headers: first });
+    expect(asked.status).toBe(401);
+    expect(asked.headers.get('www-authenticate')).toMatch(/DPoP.*error="use_dpop_nonce"/);
+    const nonce = asked.headers.get('dpop-nonce')!;
+    const res = await fetch(userinfo_endpoint, { headers: await headersFor(['--nonce', nonce]) });
     expect(res.status).toBe(200);
     expect(((await res.json()) as { sub: string }).sub).toBe('peter');
 

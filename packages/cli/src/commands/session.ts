@@ -122,9 +122,11 @@ export async function logout(flags: SettingFlags & { local?: boolean }, signal?:
         out.say(`The ${session.refresh_token ? 'refresh' : 'access'} token was not revoked: it stays valid at ${issuer} until it expires.`);
         return;
       }
-      const { revokeSession } = await import('../revocation.js');
+      const [{ revokeSession }, { keyOfSession }] = await Promise.all([import('../revocation.js'), import('../dpop.js')]);
+      // A bound sign-in's revocation carries a proof when its key is here; without the key it is revoked all the same.
+      const key = await keyOfSession(issuer, session).catch(() => undefined);
       try {
-        if ((await revokeSession(settings, session)) === 'unsupported') {
+        if ((await revokeSession(settings, session, undefined, key)) === 'unsupported') {
           out.say(
             `${issuer} offers no token revocation (RFC 7009): the ${session.refresh_token ? 'refresh' : 'access'} token stays valid there until it expires.`,
           );
