@@ -90,6 +90,21 @@ describe('authcli with DPoP (RFC 9449) and PAR (RFC 9126) against node-oidc-prov
     expect(done.stdout).toBe(`Signed in to ${op.issuer} as ${user}.\n`);
   }
 
+  /** `authcli login --browser`, approved in Chromium; the URL it printed, and how it ended. */
+  async function browserLogin(env: Record<string, string>, user: string) {
+    const login = runCli(['login', '--browser', '--no-open', '--scope', 'openid profile'], env);
+    const [, url] = await login.waitFor(/^\s+(http:\/\/\S+\?\S+)$/m);
+    const page = await chromium.newPage();
+    try {
+      await page.goto(url!);
+      await approveAtOtherProvider(page, user, () => login.child.exitCode !== null);
+      await page.getByText('Signed in').waitFor();
+    } finally {
+      await page.close();
+    }
+    return { url: url!, done: await login.exit };
+  }
+
   it('device login: a DPoP-bound token (cnf.jkt = the stored key), the private key kept apart from credentials.json', async () => {
     const home = tempConfigHome();
     const from = op.events.length;
@@ -247,20 +262,9 @@ describe('authcli with DPoP (RFC 9449) and PAR (RFC 9126) against node-oidc-prov
     const home = tempConfigHome();
     const env = envFor(home, parOp.issuer);
     const from = parOp.events.length;
-    const login = runCli(['login', '--browser', '--no-open', '--scope', 'openid profile'], env);
-    const [, url] = await login.waitFor(/^\s+(http:\/\/\S+\?\S+)$/m);
-    const sent = new URL(url!);
+    const { url, done } = await browserLogin(env, 'tess');
     // The browser carries only the reference: nothing of the request itself.
-    expect([...sent.searchParams.keys()].sort()).toEqual(['client_id', 'request_uri']);
-    const page = await chromium.newPage();
-    try {
-      await page.goto(url!);
-      await approveAtOtherProvider(page, 'tess', () => login.child.exitCode !== null);
-      await page.getByText('Signed in').waitFor();
-    } finally {
-      await page.close();
-    }
-    const done = await login.exit;
+    expect([...new URL(url).searchParams.keys()].sort()).toEqual(['client_id', 'request_uri']);
     expect(done.code, done.stderr).toBe(0);
     expect(done.stdout).toBe(`Signed in to ${parOp.issuer} as tess.\n`);
     const session = sessionIn(home, parOp.issuer);
@@ -272,17 +276,7 @@ describe('authcli with DPoP (RFC 9449) and PAR (RFC 9126) against node-oidc-prov
     expect(events.find((e) => e.name === 'access_token.saved' && e.jti === session.access_token)).toMatchObject({ jkt });
 
     // A re-login makes a new key, and the old one is gone.
-    const again = runCli(['login', '--browser', '--no-open', '--scope', 'openid profile'], env);
-    const [, url2] = await again.waitFor(/^\s+(http:\/\/\S+\?\S+)$/m);
-    const page2 = await chromium.newPage();
-    try {
-      await page2.goto(url2!);
-      await approveAtOtherProvider(page2, 'tess', () => again.child.exitCode !== null);
-      await page2.getByText('Signed in').waitFor();
-    } finally {
-      await page2.close();
-    }
-    expect((await again.exit).code).toBe(0);
+    expect((await browserLogin(env, 'tess')).done.code).toBe(0);
     const newJkt = await storedKeyThumbprint(home, parOp.issuer);
     expect(newJkt).not.toBe(jkt);
     expect(sessionIn(home, parOp.issuer).dpop_jkt).toBe(newJkt);
