@@ -126,7 +126,7 @@ describe('authcli with DPoP (RFC 9449) and PAR (RFC 9126) against node-oidc-prov
     expect(status.code, status.stderr).toBe(0);
     expect(JSON.parse(status.stdout)).toMatchObject({ token_type: 'DPoP', dpop_jkt: jkt, dpop_key: 'present' });
     const human = await runCli(['status'], envFor(home)).exit;
-    expect(human.stdout).toMatch(/token type: {3}DPoP-bound/);
+    expect(human.stdout).toContain(`  token type:   DPoP-bound (RFC 9449); its key ${jkt} kept on this machine\n`);
 
     // The bound token alone is refused as a Bearer token.
     const { userinfo_endpoint } = (await (await fetch(`${op.issuer}/.well-known/openid-configuration`)).json()) as {
@@ -253,6 +253,9 @@ describe('authcli with DPoP (RFC 9449) and PAR (RFC 9126) against node-oidc-prov
 
     const status = await runCli(['status', '--json'], envFor(elsewhere)).exit;
     expect(JSON.parse(status.stdout)).toMatchObject({ token_type: 'DPoP', dpop_key: 'missing' });
+    expect((await runCli(['status'], envFor(elsewhere)).exit).stdout).toMatch(
+      /token type: {3}DPoP-bound .* is not on this machine: run `authcli login`/,
+    );
     // The original machine still works.
     expireAccessToken(home, op.issuer);
     expect((await runCli(['token'], envFor(home)).exit).code).toBe(0);

@@ -39,6 +39,13 @@ function dpopRequest(flags: TokenFlags): { htm: string; htu: string } | undefine
   return { htm, htu: url.href };
 }
 
+function bearerOnly(issuer: string): CliError {
+  return new CliError(
+    'usage',
+    `the sign-in to ${issuer} has a Bearer token (the server does not use DPoP): run \`authcli token\` and send it as "Authorization: Bearer <token>"`,
+  );
+}
+
 function signedOut(issuer: string): CliError {
   return new CliError('signed_out', `not signed in to ${issuer}; run \`authcli login\``);
 }
@@ -54,18 +61,9 @@ export async function token(flags: TokenFlags, signal?: AbortSignal): Promise<vo
   const settings = await resolveSettings(flags);
   let session = await readSession(settings.issuer);
   if (!session) throw signedOut(settings.issuer);
-  let dpop: typeof import('../dpop.js') | undefined;
-  let key;
-  if (request) {
-    dpop = await import('../dpop.js');
-    key = await dpop.keyOfSession(settings.issuer, session);
-    if (!key) {
-      throw new CliError(
-        'usage',
-        `the sign-in to ${settings.issuer} has a Bearer token (the server does not use DPoP): run \`authcli token\` and send it as "Authorization: Bearer <token>"`,
-      );
-    }
-  }
+  // --dpop: the key is looked for first, so a sign-in whose key is not here is refused before any refresh.
+  const dpop = request ? await import('../dpop.js') : undefined;
+  if (dpop && !(await dpop.keyOfSession(settings.issuer, session))) throw bearerOnly(settings.issuer);
   if (needsRefresh(session, format, Date.now())) {
     const { notRenewable, refreshedSession } = await import('../refresh.js');
     // Without a refresh token a token inside the margin is still handed out; only an expired one is an error.
@@ -80,13 +78,13 @@ export async function token(flags: TokenFlags, signal?: AbortSignal): Promise<vo
       );
     }
   }
-  if (!request || !dpop || !key) {
+  if (!request || !dpop) {
     process.stdout.write(renderToken(session, format, Date.now()));
     return;
   }
-  // A refresh keeps the key (the sign-in is bound to it); a re-login in between would have made a new one.
-  if (session.dpop_jkt !== key.jkt) key = await dpop.keyOfSession(settings.issuer, session);
-  if (!key) throw dpop.missingKey(settings.issuer);
+  // The session as it is now (refreshed with the same key, or replaced by a login meanwhile) names its key.
+  const key = await dpop.keyOfSession(settings.issuer, session);
+  if (!key) throw bearerOnly(settings.issuer);
   const proof = await dpop.dpopProof(key, { ...request, nonce: flags.nonce, accessToken: session.access_token });
   process.stdout.write(renderDpopHeaders(session, proof, request, format, Date.now()));
 }

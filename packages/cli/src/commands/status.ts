@@ -32,11 +32,26 @@ const ACCESS_LINE: Record<Exclude<SessionState, 'signed_out'>, string> = {
   expired: 'expired and cannot be renewed: run `authcli login`',
 };
 
-function tokenTypeLine(session: StoredSession, key: 'present' | 'missing' | undefined): string {
-  if (!session.dpop_jkt) return 'Bearer';
-  return key === 'present'
-    ? `DPoP-bound (RFC 9449) to the key ${session.dpop_jkt} kept on this machine`
-    : `DPoP-bound, but its key ${session.dpop_jkt} is not on this machine: run \`authcli login\``;
+type KeyState = 'present' | 'missing' | 'unreadable';
+
+/** Whether this machine has the key a bound sign-in needs; `unreadable` when where it is kept cannot say (a locked keychain). */
+async function keyState(issuer: string, jkt: string): Promise<KeyState> {
+  try {
+    return (await readDpopKey(issuer, jkt)) ? 'present' : 'missing';
+  } catch {
+    return 'unreadable';
+  }
+}
+
+const KEY_LINE: Record<KeyState, string> = {
+  present: 'kept on this machine',
+  missing: 'is not on this machine: run `authcli login`',
+  unreadable: 'could not be read (is the keychain locked?)',
+};
+
+function tokenTypeLine(session: StoredSession, key: KeyState | undefined): string {
+  if (!session.dpop_jkt || !key) return session.token_type;
+  return `DPoP-bound (RFC 9449); its key ${session.dpop_jkt} ${KEY_LINE[key]}`;
 }
 
 /** `authcli status`: who is signed in where, expiry, scopes; exit code per {@link SessionState}. */
@@ -48,11 +63,7 @@ export async function status(flags: SettingFlags & { json?: boolean }): Promise<
   const now = Date.now();
   const state = sessionState(session, now);
   // A bound token is usable only with its key: say whether this machine has it (a read, no JOSE code).
-  const dpopKey = session?.dpop_jkt
-    ? (await readDpopKey(settings.issuer, session.dpop_jkt).catch(() => undefined))
-      ? 'present'
-      : 'missing'
-    : undefined;
+  const dpopKey = session?.dpop_jkt ? await keyState(settings.issuer, session.dpop_jkt) : undefined;
   if (flags.json) {
     process.stdout.write(
       `${JSON.stringify(
