@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { execFile } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { calculateJwkThumbprint, type JWK } from 'jose';
 import type { Browser as Chromium } from 'playwright-core';
 import { launchChromium } from '@authcli/test-support/chromium';
-import { runCli, tempConfigHome } from '@authcli/test-support/cli-process';
+import { CLI_BIN, runCli, tempConfigHome } from '@authcli/test-support/cli-process';
 import {
   approveAtOtherProvider,
   approveDeviceAtOtherProvider,
@@ -187,6 +189,29 @@ describe('authcli with DPoP (RFC 9449) and PAR (RFC 9126) against node-oidc-prov
     expect(noHtu.code).toBe(1);
     expect(noHtu.stderr).toMatch(/^authcli: --dpop needs --htu/);
   });
+
+  it.skipIf(!existsSync('/usr/bin/curl'))(
+    "README's curl recipe: the nonce from the 401, then the headers piped into curl -H @-",
+    async () => {
+      const home = tempConfigHome();
+      await deviceLogin(home, 'paula');
+      const { userinfo_endpoint } = (await (await fetch(`${op.issuer}/.well-known/openid-configuration`)).json()) as {
+        userinfo_endpoint: string;
+      };
+      // `authcli` on the PATH, as installed.
+      const bin = join(home, 'bin');
+      mkdirSync(bin);
+      writeFileSync(join(bin, 'authcli'), `#!/bin/sh\nexec "${process.execPath}" "${CLI_BIN}" "$@"\n`, { mode: 0o755 });
+      const script = [
+        'NONCE=$(curl -s -o /dev/null -D - -H @<(authcli token --dpop --htu "$URL") "$URL" | sed -n \'s/^dpop-nonce: *//Ip\' | tr -d \'\\r\')',
+        'authcli token --dpop --htu "$URL" --nonce "$NONCE" | curl -s -H @- "$URL"',
+      ].join('\n');
+      const { stdout } = await promisify(execFile)('bash', ['-c', script], {
+        env: { PATH: `${bin}:${process.env.PATH}`, HOME: home, XDG_CONFIG_HOME: home, AUTHCLI_ISSUER: op.issuer, URL: userinfo_endpoint },
+      });
+      expect(JSON.parse(stdout)).toMatchObject({ sub: 'paula' });
+    },
+  );
 
   it('refresh with a stale nonce: use_dpop_nonce, one retry with the new nonce, a token bound to the same key', async () => {
     const home = tempConfigHome();

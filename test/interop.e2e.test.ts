@@ -45,6 +45,12 @@ describe('authcli against another OpenID Connect server (node-oidc-provider)', (
     const token = await runCli(['token'], env).exit;
     expect(token.code).toBe(0);
     expect(token.stdout.trim().length).toBeGreaterThan(20);
+    // `token --dpop` has nothing to bind here: one line saying to send the token as Bearer.
+    const dpop = await runCli(['token', '--dpop', '--htu', `${op.issuer}/me`], env).exit;
+    expect(dpop.code).toBe(1);
+    expect(dpop.stderr).toMatch(
+      /^authcli: the sign-in to \S+ has a Bearer token \(the server does not use DPoP\): run `authcli token`.*\n$/,
+    );
     const logout = await runCli(['logout'], env).exit;
     expect(logout.code, logout.stderr).toBe(0);
   });
