@@ -338,6 +338,31 @@ describe('authcli with DPoP (RFC 9449) and PAR (RFC 9126) against node-oidc-prov
     expect(await ss.lookup(`${op.issuer} authcli`)).toBeUndefined();
   });
 
+  it('a Secret Service that is gone: session and key fall back to the files; when it is back the session moves there and the key still signs', async () => {
+    const ss = await startSecretService();
+    onTestFinished(() => ss.stop());
+    await ss.kill();
+    const home = tempConfigHome();
+    await deviceLogin(home, 'vera', ss.env);
+    const env = envFor(home, op.issuer, ss.env);
+    const session = sessionIn(home, op.issuer);
+    expect(await storedKeyThumbprint(home, op.issuer)).toBe(session.dpop_jkt);
+
+    await ss.unlock();
+    expireAccessToken(home, op.issuer);
+    const refreshed = await runCli(['token'], env).exit;
+    expect(refreshed.code, refreshed.stderr).toBe(0);
+    // The refreshed session went back to the keychain; its key, in the file, signed the refresh.
+    expect(JSON.parse((await ss.lookup(`${op.issuer} authcli`))!)).toMatchObject({ dpop_jkt: session.dpop_jkt });
+    expect(existsSync(credentialsFile(home))).toBe(false);
+    expect(op.events.find((e) => e.name === 'access_token.saved' && e.jti === refreshed.stdout.trim())).toMatchObject({
+      jkt: session.dpop_jkt,
+    });
+    const logout = await runCli(['logout'], env).exit;
+    expect(logout.code, logout.stderr).toBe(0);
+    expect(existsSync(keysFile(home))).toBe(false);
+  });
+
   it('a refused pushed authorization request ends the login before any browser, saying what to check', async () => {
     const home = tempConfigHome();
     const run = await runCli(['login', '--browser', '--no-open', '--client-id', 'nobody'], envFor(home, parOp.issuer)).exit;
