@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Browser as Chromium } from 'playwright-core';
 import { launchChromium } from '@authcli/test-support/chromium';
 import { runCli, tempConfigHome } from '@authcli/test-support/cli-process';
-import { startOtherProvider } from '@authcli/test-support/other-op';
+import { approveDeviceAtOtherProvider, startOtherProvider } from '@authcli/test-support/other-op';
 
 describe('authcli against another OpenID Connect server (node-oidc-provider)', () => {
   let op: { issuer: string; close: () => Promise<void> };
@@ -37,10 +39,18 @@ describe('authcli against another OpenID Connect server (node-oidc-provider)', (
     expect(done.code, done.stderr).toBe(0);
     expect(done.stdout).toBe(`Signed in to ${op.issuer} as olivia.\n`);
     const status = await runCli(['status', '--json'], env).exit;
-    expect(JSON.parse(status.stdout)).toMatchObject({ signed_in: true, issuer: op.issuer, subject: 'olivia' });
+    // A Bearer-only server (no dpop_signing_alg_values_supported): a Bearer token, and no DPoP key made.
+    expect(JSON.parse(status.stdout)).toMatchObject({ signed_in: true, issuer: op.issuer, subject: 'olivia', token_type: 'Bearer' });
+    expect(existsSync(join(home, 'authcli', 'dpop-keys.json'))).toBe(false);
     const token = await runCli(['token'], env).exit;
     expect(token.code).toBe(0);
     expect(token.stdout.trim().length).toBeGreaterThan(20);
+    // `token --dpop` has nothing to bind here: one line saying to send the token as Bearer.
+    const dpop = await runCli(['token', '--dpop', '--htu', `${op.issuer}/me`], env).exit;
+    expect(dpop.code).toBe(1);
+    expect(dpop.stderr).toMatch(
+      /^authcli: the sign-in to \S+ has a Bearer token \(the server does not use DPoP\): run `authcli token`.*\n$/,
+    );
     const logout = await runCli(['logout'], env).exit;
     expect(logout.code, logout.stderr).toBe(0);
   });
@@ -53,22 +63,7 @@ describe('authcli against another OpenID Connect server (node-oidc-provider)', (
     const [, code] = await login.waitFor(/^\s+(\S{4,}-?\S*)\s*$/m);
     const page = await chromium.newPage();
     try {
-      await page.goto(url!);
-      await page.locator('input[name=user_code]').fill(code!);
-      await page.getByRole('button', { name: 'Continue' }).click();
-      // Its pages come in its own order (sign-in, consent, device confirmation): answer whichever is shown.
-      for (let step = 0; step < 8 && login.child.exitCode === null; step++) {
-        await page.waitForLoadState();
-        if (await page.locator('input[name=login]').count()) {
-          await page.locator('input[name=login]').fill('olivia');
-          await page.locator('input[name=password]').fill('any password');
-          await page.locator('button[type=submit]').click();
-        } else if (await page.getByRole('button', { name: 'Continue' }).count()) {
-          await page.getByRole('button', { name: 'Continue' }).first().click();
-        } else {
-          break;
-        }
-      }
+      await approveDeviceAtOtherProvider(page, url!, code!, 'olivia', () => login.child.exitCode !== null);
     } finally {
       await page.close();
     }

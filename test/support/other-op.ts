@@ -1,17 +1,43 @@
 /// <reference path="./types/oidc-provider.d.ts" />
+import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import Provider from 'oidc-provider';
+import type { Page } from 'playwright-core';
 import { freePort } from './http.js';
+
+/** What the provider did, as its events tell it (see startOtherProvider's `events`). */
+export type ProviderEvent =
+  | { name: 'access_token.saved'; jti: string; jkt: string | undefined; gty: string | undefined }
+  | { name: 'grant.success'; grantType: string | undefined }
+  | {
+      name: 'grant.error' | 'userinfo.error' | 'pushed_authorization_request.error';
+      error: string | undefined;
+      grantType: string | undefined;
+    }
+  | { name: 'pushed_authorization_request.success'; clientId: string | undefined; params: Record<string, unknown> };
+
+export interface OtherProviderOptions {
+  /**
+   * RFC 9449 DPoP (ES256), with a nonce required on every proof (§8, §9), and RFC 9126 pushed
+   * authorization requests; with `requirePar` the CLI's client may use the authorization endpoint
+   * only through PAR. Off by default: a Bearer-only server without PAR, as most are.
+   */
+  dpop?: boolean;
+  requirePar?: boolean;
+}
 
 /**
  * Another standard OpenID Connect server, not written here: panva's
  * node-oidc-provider, with its built-in development sign-in pages (any
  * login and password), a public native client for the CLI, PKCE and the
- * device flow enabled.
+ * device flow enabled; DPoP and PAR as `opts` say.
  */
-export async function startOtherProvider(): Promise<{ issuer: string; close: () => Promise<void> }> {
+export async function startOtherProvider(
+  opts: OtherProviderOptions = {},
+): Promise<{ issuer: string; close: () => Promise<void>; events: ProviderEvent[] }> {
   const port = await freePort();
   const issuer = `http://127.0.0.1:${port}`;
+  const dpop = opts.dpop === true;
   const provider = new Provider(issuer, {
     clients: [
       {
@@ -21,14 +47,71 @@ export async function startOtherProvider(): Promise<{ issuer: string; close: () 
         grant_types: ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code'],
         response_types: ['code'],
         redirect_uris: ['http://127.0.0.1/callback'],
+        ...(opts.requirePar && { require_pushed_authorization_requests: true }),
       },
     ],
-    features: { devInteractions: { enabled: true }, deviceFlow: { enabled: true }, revocation: { enabled: true } },
+    features: {
+      devInteractions: { enabled: true },
+      deviceFlow: { enabled: true },
+      revocation: { enabled: true },
+      // Both are on by default in node-oidc-provider 9: the plain server turns them off.
+      dPoP: dpop ? { enabled: true, nonceSecret: randomBytes(32), requireNonce: () => true } : { enabled: false },
+      pushedAuthorizationRequests: { enabled: dpop },
+    },
+    // A refresh token for every sign-in of a client allowed the grant (not only with offline_access and consent).
+    ...(dpop && {
+      issueRefreshToken: async (_ctx: unknown, client: { grantTypeAllowed(t: string): boolean }) =>
+        client.grantTypeAllowed('refresh_token'),
+    }),
     scopes: ['openid', 'profile', 'offline_access'],
     claims: { openid: ['sub'], profile: ['preferred_username'] },
     findAccount: async (_ctx: unknown, id: string) => ({ accountId: id, claims: async () => ({ sub: id, preferred_username: id }) }),
   });
+  const events: ProviderEvent[] = [];
+  type Ctx = { oidc?: { params?: Record<string, unknown> } };
+  const grantType = (ctx: Ctx) => ctx.oidc?.params?.grant_type as string | undefined;
+  provider.on('access_token.saved', (t: { jti: string; jkt?: string; gty?: string }) =>
+    events.push({ name: 'access_token.saved', jti: t.jti, jkt: t.jkt, gty: t.gty }),
+  );
+  provider.on('grant.success', (ctx: Ctx) => events.push({ name: 'grant.success', grantType: grantType(ctx) }));
+  for (const name of ['grant.error', 'userinfo.error', 'pushed_authorization_request.error'] as const) {
+    provider.on(name, (ctx: Ctx, err: { error?: string }) => events.push({ name, error: err.error, grantType: grantType(ctx) }));
+  }
+  provider.on('pushed_authorization_request.success', (ctx: Ctx, client: { clientId?: string }) =>
+    events.push({ name: 'pushed_authorization_request.success', clientId: client.clientId, params: { ...ctx.oidc?.params } }),
+  );
   const server: Server = provider.listen(port, '127.0.0.1') as unknown as Server;
   await new Promise<void>((resolve) => (server.listening ? resolve() : server.once('listening', () => resolve())));
-  return { issuer, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  return { issuer, events, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+/** Signs in on node-oidc-provider's development pages (any login and password) and answers its consent page. */
+export async function approveAtOtherProvider(page: Page, user: string, done: () => boolean = () => false): Promise<void> {
+  // Its pages come in its own order (sign-in, consent, device confirmation): answer whichever is shown.
+  for (let step = 0; step < 8 && !done(); step++) {
+    await page.waitForLoadState();
+    if (await page.locator('input[name=login]').count()) {
+      await page.locator('input[name=login]').fill(user);
+      await page.locator('input[name=password]').fill('any password');
+      await page.locator('button[type=submit]').click();
+    } else if (await page.getByRole('button', { name: 'Continue' }).count()) {
+      await page.getByRole('button', { name: 'Continue' }).first().click();
+    } else {
+      break;
+    }
+  }
+}
+
+/** Enters the device flow's user code at node-oidc-provider's verification page, then signs in and approves. */
+export async function approveDeviceAtOtherProvider(
+  page: Page,
+  url: string,
+  code: string,
+  user: string,
+  done: () => boolean,
+): Promise<void> {
+  await page.goto(url);
+  await page.locator('input[name=user_code]').fill(code);
+  await page.getByRole('button', { name: 'Continue' }).click();
+  await approveAtOtherProvider(page, user, done);
 }

@@ -14,8 +14,8 @@ const KEYRING_PASSWORD = 'login keyring password';
 export interface SecretService {
   /** What an `authcli` process needs to reach this Secret Service. */
   env: { DBUS_SESSION_BUS_ADDRESS: string };
-  /** The secret stored under service `authcli` and this account, through libsecret's secret-tool; undefined when there is none. */
-  lookup(account: string): Promise<string | undefined>;
+  /** The secret stored under service `authcli` (or `service`) and this account, through libsecret's secret-tool; undefined when there is none. */
+  lookup(account: string, service?: string): Promise<string | undefined>;
   /** Replaces that secret, as another program using the Secret Service could. */
   store(account: string, secret: string): Promise<void>;
   /** Locks the login keyring (Secret Service `Lock`): writes then need an unlock prompt, which has no display here. */
@@ -101,9 +101,9 @@ export async function startSecretService(): Promise<SecretService> {
 
   return {
     env: { DBUS_SESSION_BUS_ADDRESS: address },
-    async lookup(account) {
+    async lookup(account, service = 'authcli') {
       try {
-        const { stdout } = await run('secret-tool', ['lookup', 'service', 'authcli', 'username', account], { env });
+        const { stdout } = await run('secret-tool', ['lookup', 'service', service, 'username', account], { env });
         return stdout;
       } catch (err) {
         // secret-tool exits 1 with no output when nothing matches.

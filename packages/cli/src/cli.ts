@@ -82,7 +82,11 @@ export function program(signal: AbortSignal, out: Output): Command {
   common(cli.command('token').description('print a valid access token (refreshing it if needed), e.g. $(authcli token)'))
     .option('--json', 'print {access_token, token_type, expires_at, expires_in, scope}')
     .option('--format <format>', 'token, json, or exec-credential (a kubectl client.authentication.k8s.io/v1 ExecCredential)')
-    .action(async (flags: CommonFlags & { json?: boolean; format?: string }) =>
+    .option('--dpop', 'for a DPoP-bound token: print the Authorization and DPoP header lines of one request (curl -H @-)')
+    .option('--htm <method>', 'with --dpop: the request method (default GET)')
+    .option('--htu <url>', 'with --dpop: the request URL')
+    .option('--nonce <nonce>', "with --dpop: the resource server's DPoP-Nonce, when it asks for one")
+    .action(async (flags: CommonFlags & { json?: boolean; format?: string; dpop?: boolean; htm?: string; htu?: string; nonce?: string }) =>
       (await import('./commands/session.js')).token(flags, signal),
     );
 

@@ -2,6 +2,7 @@
 // keychain write falls back to the file so a fresh token is never dropped. The backends are in storage/;
 // this module decides between them and keeps the API every command uses.
 import { CliError } from './errors.js';
+import { deleteDpopKeys } from './storage/dpop.js';
 import { credentialsPath, deleteFileSession, readFileSessions, writeFileSession } from './storage/file.js';
 import {
   deleteKeychainSession,
@@ -122,6 +123,13 @@ export async function writeSession(
  * that cannot be changed is an error unless the file held the session, which is then gone.
  */
 export async function deleteSession(issuer: string, env: NodeJS.ProcessEnv = process.env): Promise<boolean> {
+  const deleted = await deleteSessionCopies(issuer, env);
+  // Its DPoP key (RFC 9449) goes with it: a key without a session signs nothing.
+  await deleteDpopKeys(issuer, env);
+  return deleted;
+}
+
+async function deleteSessionCopies(issuer: string, env: NodeJS.ProcessEnv): Promise<boolean> {
   const fromFile = await deleteFileSession(issuer, env);
   const s = situation(env);
   if (!writesKeychain(s)) return fromFile;

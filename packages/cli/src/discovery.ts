@@ -7,7 +7,14 @@ import type { Transport } from './http.js';
  * `issuer` and `token_endpoint` are checked by {@link discover}; nothing else
  * is assumed about the server.
  */
-export type ServerMetadata = Partial<OpenIDProviderMetadata> & Pick<OpenIDProviderMetadata, 'issuer'> & { token_endpoint: string };
+export type ServerMetadata = Partial<OpenIDProviderMetadata> &
+  Pick<OpenIDProviderMetadata, 'issuer'> & {
+    token_endpoint: string;
+    /** RFC 9449 §5.1: the server takes DPoP proofs signed with these. */
+    dpop_signing_alg_values_supported?: string[];
+    /** RFC 9126 §5: where authorization requests are pushed. */
+    pushed_authorization_request_endpoint?: string;
+  };
 
 /**
  * Fetches the issuer's discovery document (OIDC first, then RFC 8414) and

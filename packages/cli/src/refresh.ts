@@ -2,6 +2,7 @@ import { REFRESH_TOKEN_GRANT_TYPE } from '@authcli/protocol';
 import type { ClientSettings } from './config.js';
 import { deleteSession, readSession, writeSession, type StoredSession } from './credentials.js';
 import { discover } from './discovery.js';
+import { dpopTransport, keyOfSession, savedNonces } from './dpop.js';
 import { CliError } from './errors.js';
 import { clientAuth, httpTransport, oauthError } from './http.js';
 import { withSessionLock } from './lock.js';
@@ -50,10 +51,13 @@ export async function refreshedSession(
         throw notRenewable(issuer);
       }
       const client = { ...settings, clientId: current.client_id };
+      // A DPoP-bound sign-in refreshes with a proof of its key (RFC 9449 §5), or not at all: never as Bearer.
+      const key = await keyOfSession(issuer, current);
       const meta = await discover(issuer, httpTransport);
+      const transport = key ? dpopTransport(httpTransport, key, { nonces: await savedNonces() }) : httpTransport;
       const auth = clientAuth(client, { grant_type: REFRESH_TOKEN_GRANT_TYPE, refresh_token: current.refresh_token });
       assertHeld();
-      const res = await httpTransport(meta.token_endpoint, { method: 'POST', headers: auth.headers, form: auth.form });
+      const res = await transport(meta.token_endpoint, { method: 'POST', headers: auth.headers, form: auth.form });
       if (res.status !== 200) {
         const e = oauthError(res);
         if (e?.error === 'invalid_grant') {
@@ -71,7 +75,7 @@ export async function refreshedSession(
       const tokens = asTokenResponse(res.body);
       let refreshed: StoredSession;
       try {
-        refreshed = await sessionFromTokens(tokens, meta, client, { previous: current });
+        refreshed = await sessionFromTokens(tokens, meta, client, { previous: current, dpopJkt: key?.jkt });
       } catch (err) {
         // The server has rotated the refresh token: keep the new one (and nothing unverified), or the
         // next refresh would send the retired one and end the sign-in.

@@ -1,10 +1,12 @@
 import type { ClientSettings } from './config.js';
 import { readSession, writeSession, type StoredSession } from './credentials.js';
 import { discover, type ServerMetadata } from './discovery.js';
+import { dpopTransport, keyOfSession, savedNonces, type DpopKey } from './dpop.js';
 import { CliError } from './errors.js';
 import { clientAuth, httpTransport, oauthError } from './http.js';
 import { withSessionLock } from './lock.js';
 import type { Output } from './output.js';
+import { deleteDpopKeys, writeDpopKey } from './storage/dpop.js';
 
 /**
  * Revokes a stored session at the server (RFC 7009 §2.1): its refresh token,
@@ -18,6 +20,8 @@ export async function revokeSession(
   settings: ClientSettings,
   session: StoredSession,
   meta?: ServerMetadata,
+  /** The sign-in's DPoP key, when it is bound to one and this machine has it: the request carries a proof. */
+  key?: DpopKey,
 ): Promise<'revoked' | 'unsupported'> {
   meta ??= await discover(settings.issuer, httpTransport);
   if (!meta.revocation_endpoint) return 'unsupported';
@@ -31,7 +35,8 @@ export async function revokeSession(
     token: session.refresh_token ?? session.access_token,
     token_type_hint: session.refresh_token ? 'refresh_token' : 'access_token',
   });
-  const res = await httpTransport(meta.revocation_endpoint, { method: 'POST', headers: auth.headers, form: auth.form });
+  const transport = key ? dpopTransport(httpTransport, key, { nonces: await savedNonces() }) : httpTransport;
+  const res = await transport(meta.revocation_endpoint, { method: 'POST', headers: auth.headers, form: auth.form });
   if (res.status !== 200) {
     const e = oauthError(res);
     throw new CliError(
@@ -58,6 +63,8 @@ export async function replaceSession(
   meta: ServerMetadata,
   out: Output,
   signal?: AbortSignal,
+  /** The new sign-in's DPoP key (when its token is bound): stored with it, in the same lock. */
+  key?: DpopKey,
 ): Promise<void> {
   const { issuer } = settings;
   // What to revoke is looked up best effort: a keychain that cannot be read now (locked, gone) must not fail a
@@ -68,13 +75,18 @@ export async function replaceSession(
       throw err;
     });
   const before = await readPrevious();
-  const previous = await withSessionLock(
+  const { previous, previousKey } = await withSessionLock(
     issuer,
     before ? [session.client_id, before.client_id] : [session.client_id],
     async () => {
       const stored = await readPrevious();
+      // The replaced sign-in's key signs its revocation below; it is removed here with every other old key.
+      const storedKey = stored?.dpop_jkt ? await keyOfSession(issuer, stored).catch(() => undefined) : undefined;
+      // The key first: a session stored without its key would be unusable.
+      if (key) await writeDpopKey(issuer, key.jkt, key.privateJwk);
       await writeSession(issuer, session, process.env, out.say);
-      return stored;
+      await deleteDpopKeys(issuer, process.env, key?.jkt);
+      return { previous: stored, previousKey: storedKey };
     },
     {
       signal,
@@ -85,7 +97,7 @@ export async function replaceSession(
   );
   if (!previous || (previous.refresh_token ?? previous.access_token) === (session.refresh_token ?? session.access_token)) return;
   try {
-    await revokeSession(settings, previous, meta);
+    await revokeSession(settings, previous, meta, previousKey);
   } catch (err) {
     if (!(err instanceof CliError)) throw err;
     out.say(

@@ -122,3 +122,27 @@ export function renderToken(session: StoredSession, format: TokenFormat, now: nu
   // client-go's ExecCredential: kubectl caches the token until expirationTimestamp, then runs the plugin again.
   return `${JSON.stringify({ apiVersion: execCredentialVersion(env), kind: 'ExecCredential', status: { token: p.token, expirationTimestamp: rfc3339(p.expiresAt) } })}\n`;
 }
+
+/**
+ * What `authcli token --dpop` prints: the two header lines of a request with a DPoP-bound token (RFC 9449
+ * §7.1), ready for `curl -H @-`; with `json`, the same values with the token's expiry.
+ */
+export function renderDpopHeaders(
+  session: StoredSession,
+  proof: string,
+  request: { htm: string; htu: string },
+  format: TokenFormat,
+  now: number,
+): string {
+  const authorization = `DPoP ${session.access_token}`;
+  if (format !== 'json') return `Authorization: ${authorization}\nDPoP: ${proof}\n`;
+  return `${JSON.stringify({
+    authorization,
+    dpop: proof,
+    htm: request.htm,
+    htu: request.htu,
+    token_type: session.token_type,
+    expires_at: new Date(session.expires_at).toISOString(),
+    expires_in: Math.max(0, Math.floor((session.expires_at - now) / 1000)),
+  })}\n`;
+}

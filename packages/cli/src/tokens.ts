@@ -6,13 +6,16 @@ import type { ServerMetadata } from './discovery.js';
 import { CliError } from './errors.js';
 import { httpTransport, type Transport } from './http.js';
 
-/** The body of a successful token response (RFC 6749 §5.1) with a Bearer access token; CliError('protocol') if it is not one. */
+/**
+ * The body of a successful token response (RFC 6749 §5.1) with a Bearer or DPoP (RFC 9449 §5) access token;
+ * CliError('protocol') if it is not one. Whether a DPoP token is one we asked for is sessionFromTokens' to check.
+ */
 export function asTokenResponse(body: unknown): TokenResponse {
   const b = body as Partial<TokenResponse> | undefined;
   if (!b || typeof b.access_token !== 'string' || typeof b.token_type !== 'string') {
     throw new CliError('protocol', 'the token endpoint answered without an access token');
   }
-  if (b.token_type.toLowerCase() !== 'bearer') throw new CliError('protocol', `unsupported token_type ${b.token_type}`);
+  if (!['bearer', 'dpop'].includes(b.token_type.toLowerCase())) throw new CliError('protocol', `unsupported token_type ${b.token_type}`);
   return b as TokenResponse;
 }
 
@@ -65,9 +68,18 @@ export async function sessionFromTokens(
   tokens: TokenResponse,
   meta: ServerMetadata,
   settings: ClientSettings,
-  opts: { nonce?: string | undefined; previous?: StoredSession | undefined; now?: () => number } = {},
+  opts: {
+    nonce?: string | undefined;
+    previous?: StoredSession | undefined;
+    now?: () => number;
+    /** The thumbprint of the key whose proof went with the request (RFC 9449), if one did. */
+    dpopJkt?: string | undefined;
+  } = {},
 ): Promise<StoredSession> {
   const now = opts.now ?? Date.now;
+  // A DPoP-bound token is only usable with the key that asked for it; a server may still answer Bearer (§5).
+  const bound = tokens.token_type.toLowerCase() === 'dpop';
+  if (bound && !opts.dpopJkt) throw new CliError('protocol', 'the server sent a DPoP-bound token to a request without a DPoP proof');
   let subject = opts.previous?.subject;
   let username = opts.previous?.username;
   if (tokens.id_token) {
@@ -89,7 +101,8 @@ export async function sessionFromTokens(
   return {
     client_id: settings.clientId,
     access_token: tokens.access_token,
-    token_type: 'Bearer',
+    token_type: bound ? 'DPoP' : 'Bearer',
+    ...(bound && { dpop_jkt: opts.dpopJkt }),
     expires_at: now() + (tokens.expires_in ?? 3600) * 1000,
     scope: tokens.scope ?? opts.previous?.scope ?? '',
     refresh_token: tokens.refresh_token ?? opts.previous?.refresh_token,
@@ -110,10 +123,14 @@ export async function displayNameFromUserinfo(
   accessToken: string,
   subject: string | undefined,
   transport: Transport = httpTransport,
+  /** For a DPoP-bound token: a transport that sends it as `DPoP` with a proof (dpopTransport with accessToken). */
+  resourceTransport?: Transport,
 ): Promise<string | undefined> {
   if (!meta.userinfo_endpoint) return undefined;
   try {
-    const res = await transport(meta.userinfo_endpoint, { method: 'GET', headers: { authorization: `Bearer ${accessToken}` } });
+    const res = resourceTransport
+      ? await resourceTransport(meta.userinfo_endpoint, { method: 'GET' })
+      : await transport(meta.userinfo_endpoint, { method: 'GET', headers: { authorization: `Bearer ${accessToken}` } });
     const info = res.body as { sub?: unknown; preferred_username?: unknown; email?: unknown; name?: unknown } | undefined;
     if (res.status !== 200 || !info || typeof info !== 'object' || (subject !== undefined && info.sub !== subject)) return undefined;
     const name = [info.preferred_username, info.email, info.name].find((v) => typeof v === 'string');

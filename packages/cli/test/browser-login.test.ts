@@ -185,3 +185,66 @@ describe('browser login (RFC 8252 loopback)', () => {
     }
   });
 });
+
+describe('rfc9126 pushed authorization requests', () => {
+  const parMeta = { ...meta, pushed_authorization_request_endpoint: 'https://id.example/par' };
+
+  it('§2.1 pushes every parameter (with dpop_jkt, and Basic for a confidential client); the browser gets only client_id and request_uri, and no preflight', async () => {
+    const sent: { url: string; init: Parameters<Transport>[1] }[] = [];
+    const server: Transport = async (url, init) => {
+      sent.push({ url, init });
+      if (url === parMeta.pushed_authorization_request_endpoint) {
+        return { status: 201, headers: new Headers(), body: { request_uri: 'urn:ietf:params:oauth:request_uri:abc', expires_in: 60 } };
+      }
+      throw new Error(`unexpected ${init.method} ${url}`);
+    };
+    const lines: string[] = [];
+    const p = browserLogin(parMeta, { ...settings, clientSecret: 's3cret' }, server, {
+      scope: 'openid',
+      port: 0,
+      openBrowser: undefined,
+      say: (l) => lines.push(l),
+      timeoutMs: 500,
+      complete,
+      dpopJkt: 'thumbprint-1',
+    });
+    await expect(p).rejects.toMatchObject({ code: 'timeout' });
+    expect(sent).toHaveLength(1);
+    const { init } = sent[0]!;
+    expect(init.method).toBe('POST');
+    expect(init.headers?.authorization).toBe(`Basic ${Buffer.from('authcli:s3cret').toString('base64')}`);
+    expect(init.form).toMatchObject({
+      client_id: 'authcli',
+      response_type: 'code',
+      scope: 'openid',
+      code_challenge_method: 'S256',
+      dpop_jkt: 'thumbprint-1',
+      redirect_uri: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/callback$/),
+    });
+    const url = new URL(lines.join('\n').match(/https:\/\/id\.example\/authorize\?\S+/)![0]);
+    expect([...url.searchParams.entries()]).toEqual([
+      ['client_id', 'authcli'],
+      ['request_uri', 'urn:ietf:params:oauth:request_uri:abc'],
+    ]);
+  });
+
+  it('§2.3 a refused push ends the login before any browser, with the error and what to check', async () => {
+    const refuse =
+      (status: number, body: unknown): Transport =>
+      async () => ({ status, headers: new Headers(), body });
+    const opts = { scope: 'openid', port: 0, openBrowser: undefined, say: () => undefined, timeoutMs: 5000, complete };
+    await expect(
+      browserLogin(parMeta, settings, refuse(401, { error: 'invalid_client', error_description: 'unknown' }), opts),
+    ).rejects.toMatchObject({
+      code: 'authorization_request',
+      message: 'the server refused the pushed authorization request (invalid_client: unknown); the browser was not opened',
+      hint: expect.stringMatching(/^Check the client id \(authcli/),
+    });
+    await expect(
+      browserLogin(parMeta, settings, refuse(400, { error: 'invalid_request', error_description: 'redirect_uri not registered' }), opts),
+    ).rejects.toMatchObject({ hint: expect.stringContaining('http://127.0.0.1/callback') });
+    await expect(browserLogin(parMeta, settings, refuse(404, 'not found'), opts)).rejects.toMatchObject({
+      message: 'the server refused the pushed authorization request (HTTP 404); the browser was not opened',
+    });
+  });
+});

@@ -1,7 +1,9 @@
-// node-oidc-provider ships no type declarations; the tests use only its constructor and listen().
+// node-oidc-provider ships no type declarations; the tests use only its constructor, listen() and its events.
 declare module 'oidc-provider' {
   export default class Provider {
     constructor(issuer: string, configuration: Record<string, unknown>);
     listen(port: number, host: string): unknown;
+    // biome-ignore lint/suspicious/noExplicitAny: each event passes its own arguments
+    on(event: string, listener: (...args: any[]) => void): this;
   }
 }

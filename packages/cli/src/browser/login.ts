@@ -37,6 +37,10 @@ export interface BrowserLoginOptions<T extends SignedIn> {
    * says "Signed in" only once that is true.
    */
   complete: (tokens: TokenResponse, nonce: string) => Promise<T>;
+  /** How the code is exchanged: with DPoP proofs when the sign-in uses DPoP (default: the transport). */
+  tokenTransport?: Transport | undefined;
+  /** RFC 9449 §10: the thumbprint of the sign-in's DPoP key, sent as `dpop_jkt` to bind the code to it. */
+  dpopJkt?: string | undefined;
 }
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
@@ -235,6 +239,37 @@ async function preflight(url: URL, transport: Transport, settings: ClientSetting
 }
 
 /**
+ * Pushes the authorization request (RFC 9126 §2.1) with the client's authentication, and returns the
+ * `request_uri` the browser is sent with. A refusal ends the login before any browser opens, with what to check.
+ */
+export async function pushAuthorizationRequest(
+  endpoint: string,
+  params: Record<string, string>,
+  transport: Transport,
+  settings: ClientSettings,
+): Promise<string> {
+  const auth = clientAuth(settings, params);
+  // client_id stays in the form with Basic too: RFC 9126 §2.1 sends every authorization parameter.
+  const res = await transport(endpoint, { method: 'POST', headers: auth.headers, form: { client_id: settings.clientId, ...auth.form } });
+  const body = res.body as { request_uri?: unknown } | undefined;
+  if ((res.status === 201 || res.status === 200) && typeof body?.request_uri === 'string') return body.request_uri;
+  const e = oauthError(res);
+  const reason = e ? `${e.error}${e.description ? `: ${e.description}` : ''}` : `HTTP ${res.status}`;
+  throw new CliError(
+    'authorization_request',
+    `the server refused the pushed authorization request (${reason}); the browser was not opened`,
+    {
+      hint:
+        e?.error === 'invalid_client' || e?.error === 'unauthorized_client'
+          ? `Check the client id (${settings.clientId}: --client-id, AUTHCLI_CLIENT_ID or config.json) and, for a confidential client, its secret.`
+          : /redirect/i.test(reason)
+            ? `Check that the server has ${LOOPBACK_CALLBACK} (any port) registered as a redirect URI for client ${settings.clientId}.`
+            : `${checkHint(settings).replace(/^c/, 'C')}.`,
+    },
+  );
+}
+
+/**
  * Authorization code flow with PKCE S256 for a native app (RFC 8252): listen
  * on 127.0.0.1 first, check that the server accepts the request, open the
  * browser at the authorization URL, accept the one callback with our state
@@ -256,8 +291,7 @@ export async function browserLogin<T extends SignedIn>(
     const verifier = generateVerifier();
     const state = generateState();
     const nonce = generateNonce();
-    const url = new URL(meta.authorization_endpoint);
-    for (const [k, v] of Object.entries({
+    const params: Record<string, string> = {
       response_type: 'code',
       client_id: settings.clientId,
       redirect_uri: redirectUri,
@@ -266,10 +300,21 @@ export async function browserLogin<T extends SignedIn>(
       nonce,
       code_challenge: await challengeS256(verifier),
       code_challenge_method: 'S256',
-    })) {
-      url.searchParams.set(k, v);
+      ...(opts.dpopJkt && { dpop_jkt: opts.dpopJkt }),
+    };
+    const url = new URL(meta.authorization_endpoint);
+    if (meta.pushed_authorization_request_endpoint) {
+      // RFC 9126: the request goes to the server directly (checked there, client authenticated); the
+      // browser gets only its single-use reference, so there is nothing to ask for in advance.
+      url.searchParams.set('client_id', settings.clientId);
+      url.searchParams.set(
+        'request_uri',
+        await pushAuthorizationRequest(meta.pushed_authorization_request_endpoint, params, transport, settings),
+      );
+    } else {
+      for (const [k, v] of Object.entries(params)) url.searchParams.set(k, v);
+      await preflight(url, transport, settings);
     }
-    await preflight(url, transport, settings);
     const arrived = awaitCallback(
       server,
       { state, issuer: settings.issuer, issRequired: meta.authorization_response_iss_parameter_supported === true },
@@ -282,7 +327,7 @@ export async function browserLogin<T extends SignedIn>(
     opts.say(`Waiting for the browser to finish signing in (up to ${duration(opts.timeoutMs)})… Ctrl-C to cancel`);
     const { callback, res } = await arrived;
     try {
-      const tokens = await exchangeCode(meta, settings, transport, callback, redirectUri, verifier);
+      const tokens = await exchangeCode(meta, settings, opts.tokenTransport ?? transport, callback, redirectUri, verifier);
       const signedIn = await opts.complete(tokens, nonce);
       const who = signedIn.username ?? signedIn.subject;
       sending.push(

@@ -5,6 +5,7 @@ import { resolveSettings, type SettingFlags } from '../config.js';
 import { deviceLogin } from '../device/login.js';
 import { realClock } from '../device/poll.js';
 import { discover } from '../discovery.js';
+import { dpopTransport, generateDpopKey, savedNonces, serverUsesDpop } from '../dpop.js';
 import { CliError } from '../errors.js';
 import { httpTransport } from '../http.js';
 import { createOutput, hasDisplay, openInBrowser, type Output } from '../output.js';
@@ -44,14 +45,19 @@ export async function login(flags: LoginFlags, signal: AbortSignal, out: Output 
   const settings = await resolveSettings(flags);
   const timeoutMs = parseTimeout(flags.timeout);
   const meta = await discover(settings.issuer, httpTransport);
+  // RFC 9449: a new key pair for this sign-in when the server takes DPoP; the token requests carry proofs.
+  const dpop = serverUsesDpop(meta) ? { key: await generateDpopKey(), nonces: await savedNonces() } : undefined;
+  const tokenTransport = dpop ? dpopTransport(httpTransport, dpop.key, { nonces: dpop.nonces }) : httpTransport;
   /** Verifies the ID token, names the user and stores the sign-in; for --browser, before the browser hears "Signed in". */
   const signIn = async (tokens: TokenResponse, nonce: string | undefined) => {
-    const session = await sessionFromTokens(tokens, meta, settings, { nonce });
+    const session = await sessionFromTokens(tokens, meta, settings, { nonce, dpopJkt: dpop?.key.jkt });
+    const key = session.dpop_jkt ? dpop?.key : undefined;
     if (!session.username && session.scope.split(' ').includes('openid')) {
-      session.username = await displayNameFromUserinfo(meta, session.access_token, session.subject);
+      const resource = key && dpopTransport(httpTransport, key, { nonces: dpop!.nonces, accessToken: session.access_token });
+      session.username = await displayNameFromUserinfo(meta, session.access_token, session.subject, httpTransport, resource);
     }
-    // Stored under the session lock; the session it replaces is revoked after (best effort).
-    await replaceSession(settings, session, meta, out, signal);
+    // Stored under the session lock (with its key); the session it replaces is revoked after (best effort).
+    await replaceSession(settings, session, meta, out, signal, key);
     return session;
   };
   let session;
@@ -70,6 +76,8 @@ export async function login(flags: LoginFlags, signal: AbortSignal, out: Output 
       timeoutMs,
       signal,
       complete: signIn,
+      tokenTransport,
+      dpopJkt: dpop?.key.jkt,
     });
   } else {
     // On a terminal with a display, Enter opens the verification page in the local browser.
@@ -88,6 +96,7 @@ export async function login(flags: LoginFlags, signal: AbortSignal, out: Output 
         signal,
         offerBrowser,
         qr: flags.qr,
+        tokenTransport,
       });
     } finally {
       prompt?.close();

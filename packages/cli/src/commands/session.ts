@@ -4,11 +4,46 @@ import { deleteSession, readSession } from '../credentials.js';
 import { CliError } from '../errors.js';
 import { withSessionLock } from '../lock.js';
 import { terminalOutput } from '../output.js';
-import { hasExpired, needsRefresh, renderToken, tokenFormat } from '../token-output.js';
+import { hasExpired, needsRefresh, renderDpopHeaders, renderToken, tokenFormat } from '../token-output.js';
 
 export interface TokenFlags extends SettingFlags {
   json?: boolean;
   format?: string;
+  /** `--dpop`: print the Authorization and DPoP header values for one request (RFC 9449 §7.1). */
+  dpop?: boolean;
+  htm?: string;
+  htu?: string;
+  /** A resource server's `DPoP-Nonce` (§9), for the proof. */
+  nonce?: string;
+}
+
+/** The request `--dpop` signs for: `--htm` (default GET) and an absolute http(s) `--htu`. */
+function dpopRequest(flags: TokenFlags): { htm: string; htu: string } | undefined {
+  const usage = (message: string) => new CliError('usage', message, { hint: 'See `authcli token --help`.' });
+  if (!flags.dpop) {
+    if (flags.htm !== undefined || flags.htu !== undefined || flags.nonce !== undefined)
+      throw usage('--htm, --htu and --nonce go with --dpop');
+    return undefined;
+  }
+  if (flags.format === 'exec-credential') throw usage('--dpop prints request headers; it does not go with --format exec-credential');
+  if (flags.htu === undefined) throw usage('--dpop needs --htu, the URL of the request the proof is for');
+  let url: URL;
+  try {
+    url = new URL(flags.htu);
+  } catch {
+    throw usage(`--htu must be an absolute URL, got ${JSON.stringify(flags.htu)}`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw usage(`--htu must be an http(s) URL, got ${JSON.stringify(flags.htu)}`);
+  const htm = (flags.htm ?? 'GET').toUpperCase();
+  if (!/^[A-Z]+$/.test(htm)) throw usage(`--htm must be an HTTP method such as GET or POST, got ${JSON.stringify(flags.htm)}`);
+  return { htm, htu: url.href };
+}
+
+function bearerOnly(issuer: string): CliError {
+  return new CliError(
+    'usage',
+    `the sign-in to ${issuer} has a Bearer token (the server does not use DPoP): run \`authcli token\` and send it as "Authorization: Bearer <token>"`,
+  );
 }
 
 function signedOut(issuer: string): CliError {
@@ -21,10 +56,14 @@ function signedOut(issuer: string): CliError {
  * expire (see refreshedSession).
  */
 export async function token(flags: TokenFlags, signal?: AbortSignal): Promise<void> {
+  const request = dpopRequest(flags);
   const format = tokenFormat(flags);
   const settings = await resolveSettings(flags);
   let session = await readSession(settings.issuer);
   if (!session) throw signedOut(settings.issuer);
+  // --dpop: the key is looked for first, so a sign-in whose key is not here is refused before any refresh.
+  const dpop = request ? await import('../dpop.js') : undefined;
+  if (dpop && !(await dpop.keyOfSession(settings.issuer, session))) throw bearerOnly(settings.issuer);
   if (needsRefresh(session, format, Date.now())) {
     const { notRenewable, refreshedSession } = await import('../refresh.js');
     // Without a refresh token a token inside the margin is still handed out; only an expired one is an error.
@@ -39,7 +78,15 @@ export async function token(flags: TokenFlags, signal?: AbortSignal): Promise<vo
       );
     }
   }
-  process.stdout.write(renderToken(session, format, Date.now()));
+  if (!request || !dpop) {
+    process.stdout.write(renderToken(session, format, Date.now()));
+    return;
+  }
+  // The session as it is now (refreshed with the same key, or replaced by a login meanwhile) names its key.
+  const key = await dpop.keyOfSession(settings.issuer, session);
+  if (!key) throw bearerOnly(settings.issuer);
+  const proof = await dpop.dpopProof(key, { ...request, nonce: flags.nonce, accessToken: session.access_token });
+  process.stdout.write(renderDpopHeaders(session, proof, request, format, Date.now()));
 }
 
 /**
@@ -73,9 +120,11 @@ export async function logout(flags: SettingFlags & { local?: boolean }, signal?:
         out.say(`The ${session.refresh_token ? 'refresh' : 'access'} token was not revoked: it stays valid at ${issuer} until it expires.`);
         return;
       }
-      const { revokeSession } = await import('../revocation.js');
+      const [{ revokeSession }, { keyOfSession }] = await Promise.all([import('../revocation.js'), import('../dpop.js')]);
+      // A bound sign-in's revocation carries a proof when its key is here; without the key it is revoked all the same.
+      const key = await keyOfSession(issuer, session).catch(() => undefined);
       try {
-        if ((await revokeSession(settings, session)) === 'unsupported') {
+        if ((await revokeSession(settings, session, undefined, key)) === 'unsupported') {
           out.say(
             `${issuer} offers no token revocation (RFC 7009): the ${session.refresh_token ? 'refresh' : 'access'} token stays valid there until it expires.`,
           );

@@ -1,6 +1,7 @@
 // Loads no HTTP or JOSE code: `authcli status` only reads the local credentials.
 import { resolveSettings, type SettingFlags } from '../config.js';
 import { allSessions, describeStore, locateSession, type StoredSession } from '../credentials.js';
+import { readDpopKey } from '../storage/dpop.js';
 
 /**
  * Where the sign-in stands, and the exit code that says it to scripts:
@@ -31,6 +32,28 @@ const ACCESS_LINE: Record<Exclude<SessionState, 'signed_out'>, string> = {
   expired: 'expired and cannot be renewed: run `authcli login`',
 };
 
+type KeyState = 'present' | 'missing' | 'unreadable';
+
+/** Whether this machine has the key a bound sign-in needs; `unreadable` when where it is kept cannot say (a locked keychain). */
+async function keyState(issuer: string, jkt: string): Promise<KeyState> {
+  try {
+    return (await readDpopKey(issuer, jkt)) ? 'present' : 'missing';
+  } catch {
+    return 'unreadable';
+  }
+}
+
+const KEY_LINE: Record<KeyState, string> = {
+  present: 'kept on this machine',
+  missing: 'is not on this machine: run `authcli login`',
+  unreadable: 'could not be read (is the keychain locked?)',
+};
+
+function tokenTypeLine(session: StoredSession, key: KeyState | undefined): string {
+  if (!session.dpop_jkt || !key) return session.token_type;
+  return `DPoP-bound (RFC 9449); its key ${session.dpop_jkt} ${KEY_LINE[key]}`;
+}
+
 /** `authcli status`: who is signed in where, expiry, scopes; exit code per {@link SessionState}. */
 export async function status(flags: SettingFlags & { json?: boolean }): Promise<void> {
   const settings = await resolveSettings(flags);
@@ -39,6 +62,8 @@ export async function status(flags: SettingFlags & { json?: boolean }): Promise<
   if (keychainError && !session) process.stderr.write(`Only the file was read: ${keychainError}\n`);
   const now = Date.now();
   const state = sessionState(session, now);
+  // A bound token is usable only with its key: say whether this machine has it (a read, no JOSE code).
+  const dpopKey = session?.dpop_jkt ? await keyState(settings.issuer, session.dpop_jkt) : undefined;
   if (flags.json) {
     process.stdout.write(
       `${JSON.stringify(
@@ -51,6 +76,8 @@ export async function status(flags: SettingFlags & { json?: boolean }): Promise<
               subject: session.subject,
               username: session.username,
               scope: session.scope,
+              token_type: session.token_type,
+              ...(session.dpop_jkt && { dpop_jkt: session.dpop_jkt, dpop_key: dpopKey }),
               expires_at: new Date(session.expires_at).toISOString(),
               expired: session.expires_at <= now,
               refreshable: Boolean(session.refresh_token),
@@ -65,6 +92,7 @@ export async function status(flags: SettingFlags & { json?: boolean }): Promise<
         `Signed in to ${settings.issuer}${session.username ? ` as ${session.username}` : ''}${session.subject ? ` (subject ${session.subject})` : ''}`,
         `  client:       ${session.client_id}`,
         `  access token: ${ACCESS_LINE[state]}, expires ${new Date(session.expires_at).toISOString()} (${describeIn(session.expires_at - now)})`,
+        `  token type:   ${tokenTypeLine(session, dpopKey)}`,
         `  refresh:      ${session.refresh_token ? 'yes (`authcli token` renews the access token)' : 'no: sign in again when it expires'}`,
         `  scopes:       ${session.scope || '(none)'}`,
         `  stored in:    ${describeStore(store)}`,

@@ -43,6 +43,8 @@ export async function deviceLogin(
     offerBrowser?: ((url: string) => void) | undefined;
     /** Draw the QR code (`--no-qr` turns it off); it is drawn only where colours reach a terminal. */
     qr?: boolean | undefined;
+    /** How the token endpoint is polled: with DPoP proofs when the sign-in uses DPoP (default `transport`). */
+    tokenTransport?: Transport | undefined;
   },
 ): Promise<TokenResponse> {
   if (!meta.device_authorization_endpoint) {
@@ -88,7 +90,7 @@ export async function deviceLogin(
     const polled = clientAuth(settings, { grant_type: DEVICE_CODE_GRANT_TYPE, device_code: d.device_code });
     return await pollForTokens(
       { tokenEndpoint: meta.token_endpoint, form: polled.form, headers: polled.headers, interval: d.interval ?? 5, expiresAt },
-      transport,
+      opts.tokenTransport ?? transport,
       opts.clock,
       opts.signal,
       {

@@ -1,6 +1,6 @@
 // The file backend: one JSON file, mode 0600 in a 0700 folder, replaced atomically on every write.
 import { chmod, mkdir, open, rename, unlink } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { configDir, readTextIfPresent } from '../config.js';
 import { CliError } from '../errors.js';
 import type { StoredSession } from './session.js';
@@ -30,15 +30,13 @@ export async function readFileSessions(env: NodeJS.ProcessEnv): Promise<Record<s
 }
 
 /**
- * Writes the whole file atomically: a 0600 temp file in the same folder, fsync, rename over the old one,
- * so a crash leaves the old file or the new one, never half of one. With no session left the file is
- * removed, so that `credentials.json` exists only while it holds credentials.
+ * Writes a file atomically: a 0600 temp file in the same folder, fsync, rename over the old one, so a crash
+ * leaves the old file or the new one, never half of one. `text` undefined removes the file instead.
  */
-async function save(sessions: Record<string, StoredSession>, env: NodeJS.ProcessEnv): Promise<void> {
+export async function writePrivateFile(file: string, text: string | undefined, env: NodeJS.ProcessEnv): Promise<void> {
   // Loaded here, not at the top: node:crypto costs every `authcli token` ~3 ms to load, and only writes need it.
   const { randomBytes } = await import('node:crypto');
-  const file = credentialsPath(env);
-  if (Object.keys(sessions).length === 0) {
+  if (text === undefined) {
     await unlink(file).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== 'ENOENT') throw err;
     });
@@ -46,10 +44,10 @@ async function save(sessions: Record<string, StoredSession>, env: NodeJS.Process
   }
   const dir = configDir(env);
   await mkdir(dir, { recursive: true, mode: 0o700 });
-  const tmp = join(dir, `.credentials.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+  const tmp = join(dir, `.${basename(file)}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
   const handle = await open(tmp, 'wx', 0o600);
   try {
-    await handle.writeFile(`${JSON.stringify({ version: 1, sessions } satisfies CredentialsFile, null, 2)}\n`);
+    await handle.writeFile(text);
     await handle.sync();
   } finally {
     await handle.close();
@@ -61,6 +59,13 @@ async function save(sessions: Record<string, StoredSession>, env: NodeJS.Process
     await unlink(tmp).catch(() => undefined);
     throw err;
   }
+}
+
+/** Writes the whole file; with no session left the file is removed, so that `credentials.json` exists only while it holds credentials. */
+async function save(sessions: Record<string, StoredSession>, env: NodeJS.ProcessEnv): Promise<void> {
+  const text =
+    Object.keys(sessions).length === 0 ? undefined : `${JSON.stringify({ version: 1, sessions } satisfies CredentialsFile, null, 2)}\n`;
+  await writePrivateFile(credentialsPath(env), text, env);
 }
 
 export async function writeFileSession(issuer: string, session: StoredSession, env: NodeJS.ProcessEnv): Promise<void> {

@@ -73,11 +73,11 @@ function issuerOf(acct: string): string | undefined {
   return space > 0 ? acct.slice(0, space) : undefined;
 }
 
-async function entry(issuer: string, clientId: string) {
+async function entry(issuer: string, clientId: string, service = KEYCHAIN_SERVICE) {
   const { AsyncEntry } = await keyring();
   // Pinned to the Secret Service on Linux: keyring-rs would otherwise fall back to the kernel keyring,
   // which forgets everything at reboot, and a session that vanishes then is worse than the announced file.
-  return new AsyncEntry(KEYCHAIN_SERVICE, account(issuer, clientId), { linux: { store: 'secret-service' } });
+  return new AsyncEntry(service, account(issuer, clientId), { linux: { store: 'secret-service' } });
 }
 
 interface Found {
@@ -140,5 +140,40 @@ export async function deleteKeychainSession(issuer: string): Promise<boolean> {
     return deleted;
   } catch (err) {
     throw failure('remove the credentials', err);
+  }
+}
+
+/** The entries beside the sessions that keep their DPoP private keys (a JWK): account `<issuer> <jkt>`. */
+export const KEYCHAIN_DPOP_SERVICE = 'authcli-dpop';
+
+export async function writeKeychainDpopKey(issuer: string, jkt: string, jwk: string): Promise<void> {
+  try {
+    await (await entry(issuer, jkt, KEYCHAIN_DPOP_SERVICE)).setPassword(jwk);
+  } catch (err) {
+    throw failure('store the DPoP key', err);
+  }
+}
+
+export async function readKeychainDpopKey(issuer: string, jkt: string): Promise<string | undefined> {
+  try {
+    return (await (await entry(issuer, jkt, KEYCHAIN_DPOP_SERVICE)).getPassword()) ?? undefined;
+  } catch (err) {
+    throw failure('be read', err);
+  }
+}
+
+/** Removes the issuer's DPoP keys but `keep`; true when one was there. */
+export async function deleteKeychainDpopKeys(issuer: string, keep?: string): Promise<boolean> {
+  try {
+    const { findCredentialsAsync } = await keyring();
+    let deleted = false;
+    for (const { account: acct } of await findCredentialsAsync(KEYCHAIN_DPOP_SERVICE)) {
+      if (issuerOf(acct) !== issuer) continue;
+      const jkt = acct.slice(issuer.length + 1);
+      if (jkt !== keep) deleted = (await (await entry(issuer, jkt, KEYCHAIN_DPOP_SERVICE)).deleteCredential()) || deleted;
+    }
+    return deleted;
+  } catch (err) {
+    throw failure('remove the DPoP key', err);
   }
 }

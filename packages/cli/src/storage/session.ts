@@ -2,7 +2,10 @@
 export interface StoredSession {
   client_id: string;
   access_token: string;
+  /** `Bearer`, or `DPoP` for a token bound to the key whose thumbprint is `dpop_jkt` (RFC 9449). */
   token_type: string;
+  /** RFC 7638 thumbprint of the sign-in's DPoP key; the private key is kept apart (storage/dpop.ts), never here. */
+  dpop_jkt?: string | undefined;
   /** Epoch ms when the access token expires. */
   expires_at: number;
   scope: string;
