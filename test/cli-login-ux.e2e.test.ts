@@ -164,7 +164,7 @@ describe('authcli login as a person sees it', () => {
     const run = await runCli(['login', '--browser', '--no-open', '--client-id', app.client_id], envFor(tempConfigHome())).exit;
     expect(run.code).toBe(1);
     expect(run.stderr.trim()).toMatch(
-      /^authcli: the server refused the sign-in request with HTTP 400 \(invalid_request: The redirect_uri is not registered[^\n]*\); the browser was not opened\. Check that the server has http:\/\/127\.0\.0\.1\/callback \(any port\) registered as a redirect URI for client \S+\.$/,
+      /^authcli: the server refused the pushed authorization request \(invalid_request: The redirect_uri is not registered[^\n]*\); the browser was not opened\. Check that the server has http:\/\/127\.0\.0\.1\/callback \(any port\) registered as a redirect URI for client \S+\.$/,
     );
   });
 

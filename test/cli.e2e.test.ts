@@ -123,10 +123,13 @@ describe('authcli against a started authcli-server', () => {
     const home = tempConfigHome();
     const login = runCli(['login', '--browser', '--no-open', '--json'], envFor(home));
     const [, url] = await login.waitFor(/^\s+(http:\/\/\S+\/oauth\/authorize\?\S+)$/m);
+    // The server advertises PAR (RFC 9126): the request (redirect URI, PKCE challenge, state) was pushed, and the
+    // browser gets only its reference.
     const authorize = new URL(url!);
-    expect(authorize.searchParams.get('code_challenge_method')).toBe('S256');
-    expect(authorize.searchParams.get('redirect_uri')).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback$/);
+    expect([...authorize.searchParams.keys()].sort()).toEqual(['client_id', 'request_uri']);
+    expect(authorize.searchParams.get('request_uri')).toMatch(/^urn:ietf:params:oauth:request_uri:/);
     const callback = await approveInBrowser(new Browser(server.issuer), url!, 'alice', PASSWORD);
+    expect(callback).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/callback\?/);
     expect(new URL(callback).searchParams.get('iss')).toBe(server.issuer);
     // A stray request first: ignored, the CLI keeps waiting for the callback.
     expect((await fetch(new URL('/favicon.ico', callback))).status).toBe(404);
@@ -146,8 +149,11 @@ describe('authcli against a started authcli-server', () => {
     const home = tempConfigHome();
     const login = runCli(['login', '--browser', '--no-open'], envFor(home));
     const [, url] = await login.waitFor(/^\s+(http:\/\/\S+\/oauth\/authorize\?\S+)$/m);
-    const redirect = new URL(url!).searchParams.get('redirect_uri')!;
-    const forged = await fetch(`${redirect}?code=attacker-code&state=not-ours&iss=${encodeURIComponent(server.issuer)}`);
+    // The loopback redirect URI is in the pushed request, so the browser learns it at the callback.
+    const callback = new URL(await approveInBrowser(new Browser(server.issuer), url!, 'alice', PASSWORD));
+    const forged = await fetch(
+      `${callback.origin}${callback.pathname}?code=attacker-code&state=not-ours&iss=${encodeURIComponent(server.issuer)}`,
+    );
     expect(forged.status).toBe(400);
     expect(await forged.text()).toContain('Sign-in failed');
     const done = await login.exit;
