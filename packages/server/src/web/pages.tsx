@@ -7,6 +7,7 @@ import {
   approveAuthorization,
   consentScopes,
   denied,
+  loginHint,
   nextAuthorizationStep,
   requestQuery,
   resumeQuery,
@@ -63,12 +64,25 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
     return clientId ? (await store.applications.get(clientId))?.name : undefined;
   }
 
+  /** The `login_hint` of the authorization request a sign-in resumes (OIDC Core §3.1.2.1), checked again as it is read. */
+  function loginHintOf(c: Continuation | undefined): string | undefined {
+    return c?.kind === 'authorize' ? loginHint(new URLSearchParams(c.query).get('login_hint')) : undefined;
+  }
+
   // A sign-in resumes only a server-side continuation (continuation.ts): the page and form carry its random id.
   // `return_to`, which old links and forms may still send, is ignored, so no request names a redirect target.
   app.get('/signin', async (req, reply) => {
     const id = pageQuery(req).continue;
     const waiting = await continuations.peek(req, id);
-    return sendPage(reply, <SignInPage csrf={reply.generateCsrf()} continueId={waiting && id} appName={await appNameOf(waiting)} />);
+    return sendPage(
+      reply,
+      <SignInPage
+        csrf={reply.generateCsrf()}
+        continueId={waiting && id}
+        appName={await appNameOf(waiting)}
+        username={loginHintOf(waiting)}
+      />,
+    );
   });
 
   app.post('/signin', { preHandler: app.csrfProtection }, async (req, reply) => {
