@@ -579,6 +579,25 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
   /** Waits until the clock has passed `epochSeconds`' second: the next `iat` or `auth_time` differs from it. */
   const untilAfterSecond = async (epochSeconds: number) => sleep(Math.max(0, (epochSeconds + 1) * 1000 - Date.now() + 20));
 
+  /**
+   * AbstractOIDCCSameAuthTwiceServerTest: two authorizations in one browser, the second answered without the user
+   * (no sign-in, no consent) for the same `sub` with the same `auth_time` (CheckIdTokenSubConsistentForSecondAuthorization,
+   * CheckIdTokenAuthTimeClaimsSameIfPresent). Returns both ID tokens.
+   */
+  async function sameAuthTwice(firstExtra: Record<string, string>, secondExtra: (first: Tokens) => Record<string, string>) {
+    return withBrowser(async (page) => {
+      const first = await authorize({ extra: firstExtra }, page);
+      const firstTokens = await exchange(first);
+      const firstToken = await expectIdToken(firstTokens, first);
+      const second = await authorize({ extra: secondExtra(firstTokens) }, page);
+      expect(second.seen).toEqual([]);
+      const secondToken = await expectIdToken(await exchange(second), second);
+      expect(secondToken.sub).toBe(firstToken.sub);
+      expect(secondToken.auth_time).toBe(firstToken.auth_time);
+      return [firstToken, secondToken] as const;
+    });
+  }
+
   // ---- the modules, in the plan's order ---------------------------------------------------------------------------
 
   it('oidcc-server: discovery, JWKS, code flow, token response, ID token, userinfo', async () => {
@@ -751,16 +770,7 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
   });
 
   it('oidcc-prompt-none-logged-in: prompt=none with a session answers at once, same sub and auth_time', async () => {
-    await withBrowser(async (page) => {
-      const first = await authorize({}, page);
-      const firstToken = await expectIdToken(await exchange(first), first);
-      const second = await authorize({ extra: { prompt: 'none' } }, page);
-      expect(second.seen).toEqual([]);
-      const secondToken = await expectIdToken(await exchange(second), second);
-      // CheckIdTokenAuthTimeClaimsSameIfPresent, CheckIdTokenSubConsistentForSecondAuthorization
-      expect(secondToken.auth_time).toBe(firstToken.auth_time);
-      expect(secondToken.sub).toBe(firstToken.sub);
-    });
+    await sameAuthTwice({}, () => ({ prompt: 'none' }));
   });
 
   it('oidcc-max-age-1: after more than a second, max_age=1 asks for the password again; auth_time present, later and recent', async () => {
@@ -781,16 +791,10 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
   });
 
   it('oidcc-max-age-10000: max_age=15000 then max_age=10000 with the session: no sign-in, the same auth_time', async () => {
-    await withBrowser(async (page) => {
-      const first = await authorize({ extra: { max_age: '15000' } }, page);
-      const firstToken = await expectIdToken(await exchange(first), first);
-      expect(firstToken.auth_time).toEqual(expect.any(Number));
-      const second = await authorize({ extra: { max_age: '10000' } }, page);
-      expect(second.seen).toEqual([]);
-      const secondToken = await expectIdToken(await exchange(second), second);
-      expect(secondToken.auth_time).toBe(firstToken.auth_time);
-      expect(secondToken.sub).toBe(firstToken.sub);
-    });
+    // CheckIdTokenAuthTimeClaimPresentDueToMaxAge, both times.
+    const [first, second] = await sameAuthTwice({ max_age: '15000' }, () => ({ max_age: '10000' }));
+    expect(first.auth_time).toEqual(expect.any(Number));
+    expect(second.auth_time).toEqual(expect.any(Number));
   });
 
   it('oidcc-ensure-request-with-unknown-parameter-succeeds: extra=foobar is ignored (RFC 6749 §3.1)', async () => {
@@ -798,16 +802,7 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
   });
 
   it('oidcc-id-token-hint: prompt=none with the first ID token as id_token_hint answers at once for the same user', async () => {
-    await withBrowser(async (page) => {
-      const first = await authorize({}, page);
-      const firstTokens = await exchange(first);
-      const firstToken = await expectIdToken(firstTokens, first);
-      const second = await authorize({ extra: { prompt: 'none', id_token_hint: firstTokens.id_token } }, page);
-      expect(second.seen).toEqual([]);
-      const secondToken = await expectIdToken(await exchange(second), second);
-      expect(secondToken.auth_time).toBe(firstToken.auth_time);
-      expect(secondToken.sub).toBe(firstToken.sub);
-    });
+    await sameAuthTwice({}, (first) => ({ prompt: 'none', id_token_hint: first.id_token }));
   });
 
   it('oidcc-login-hint: the sign-in page fills in the hinted username (OIDC Core §3.1.2.1); odd hints are never an error', async () => {
