@@ -224,8 +224,8 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
   const besides = new Set<string>();
   /** oidcc-codereuse-30seconds' first half, started with the file so that its 30 s wait overlaps the other modules. */
   let firstUse: Promise<{ flow: Flow; tokens: Tokens; at: number }> | undefined;
-  let CALLBACK_ORIGIN: string;
-  let REDIRECT_URI: string;
+  let callbackOrigin: string;
+  let redirectUri: string;
   let rp: Client;
   /** The plan's second static client (`client2`), used by oidcc-refresh-token. */
   let rp2: Client;
@@ -243,7 +243,7 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
         '--kind',
         'confidential',
         '--callback',
-        REDIRECT_URI,
+        redirectUri,
         '--scope',
         ALL_SCOPES,
         '--grant',
@@ -272,8 +272,8 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
       res.writeHead(200, { 'content-type': 'text/plain' }).end('the client received the callback');
     });
     await new Promise<void>((r) => callbackServer.listen(0, '127.0.0.1', r));
-    CALLBACK_ORIGIN = `http://127.0.0.1:${(callbackServer.address() as AddressInfo).port}`;
-    REDIRECT_URI = `${CALLBACK_ORIGIN}/cb`;
+    callbackOrigin = `http://127.0.0.1:${(callbackServer.address() as AddressInfo).port}`;
+    redirectUri = `${callbackOrigin}/cb`;
     // Dynamic registration is on for the two modules the plan runs with a dynamically registered client only.
     [server, chromium] = await Promise.all([startServerProcess({ env: { AUTHCLI_REGISTRATION: 'open' } }), launchChromium()]);
     [rp, rp2] = await Promise.all([addApp('Conformance RP'), addApp('Conformance RP 2'), addUser('buffy', CLAIMS), addUser('willow')]);
@@ -298,7 +298,7 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
     const context = await chromium.newContext();
     const from = received.length;
     const callbacks = () =>
-      received.slice(from).filter((url) => !besides.has(new URL(url, CALLBACK_ORIGIN).searchParams.get('state') ?? ''));
+      received.slice(from).filter((url) => !besides.has(new URL(url, callbackOrigin).searchParams.get('state') ?? ''));
     try {
       return await use(await context.newPage(), callbacks);
     } finally {
@@ -313,7 +313,7 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
     const verifier = generateVerifier();
     const request: Record<string, string> = {
       client_id: (opts.client ?? rp).client_id,
-      redirect_uri: REDIRECT_URI,
+      redirect_uri: redirectUri,
       scope: opts.scope ?? 'openid',
       state: opts.stateLength ? randomBytes(opts.stateLength).toString('base64url').slice(0, opts.stateLength) : generateState(),
       nonce: generateNonce(),
@@ -342,7 +342,7 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
   async function userAgent(
     page: Page,
     request: Record<string, string>,
-    opts: { username?: string; method?: 'GET' | 'POST'; password?: string } = {},
+    opts: { username?: string; method?: 'GET' | 'POST' } = {},
   ): Promise<{ callback?: URL; seen: Flow['seen']; status: number | undefined }> {
     let response =
       opts.method === 'POST'
@@ -369,12 +369,12 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
     const seen: Flow['seen'] = [];
     for (let step = 0; step < 4; step++) {
       const at = new URL(page.url());
-      if (at.origin === CALLBACK_ORIGIN) return { callback: at, seen, status: response?.status() };
+      if (at.origin === callbackOrigin) return { callback: at, seen, status: response?.status() };
       if (at.pathname === '/signin' && (await page.getByLabel('Password').count())) {
         seen.push('sign-in');
         const username = page.getByLabel('Username');
         if ((await username.inputValue()) !== (opts.username ?? 'buffy')) await username.fill(opts.username ?? 'buffy');
-        await page.getByLabel('Password').fill(opts.password ?? PASSWORD);
+        await page.getByLabel('Password').fill(PASSWORD);
         response = await navigateBy(page, () => page.getByRole('button', { name: 'Sign in' }).click());
       } else if (await page.getByRole('button', { name: 'Approve' }).count()) {
         seen.push('consent');
@@ -408,7 +408,7 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
    */
   function expectCode(flow: Flow): string {
     const params = flow.callback.searchParams;
-    expect(flow.callback.origin + flow.callback.pathname).toBe(REDIRECT_URI);
+    expect(flow.callback.origin + flow.callback.pathname).toBe(redirectUri);
     expect(params.get('error'), params.get('error_description') ?? '').toBeNull();
     expect(params.get('iss')).toBe(server.issuer);
     expect(params.get('state')).toBe(flow.request.state);
@@ -426,7 +426,7 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
   function expectAuthorizationError(callback: URL | undefined, state: string | undefined): string {
     expect(callback, 'expected a redirect to the client').toBeDefined();
     const params = callback!.searchParams;
-    expect(callback!.origin + callback!.pathname).toBe(REDIRECT_URI);
+    expect(callback!.origin + callback!.pathname).toBe(redirectUri);
     expect(
       [...params.keys()].filter((k) => !['error', 'error_description', 'error_uri', 'state', 'session_state', 'iss'].includes(k)),
     ).toEqual([]);
@@ -460,7 +460,7 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
   async function exchange(flow: Flow, client: Client = rp, auth: 'basic' | 'post' = 'basic'): Promise<Tokens> {
     const answer = await tokenRequest(
       client,
-      { grant_type: 'authorization_code', code: expectCode(flow), redirect_uri: REDIRECT_URI, code_verifier: flow.verifier },
+      { grant_type: 'authorization_code', code: expectCode(flow), redirect_uri: redirectUri, code_verifier: flow.verifier },
       auth,
     );
     expect(answer.status, JSON.stringify(answer.body)).toBe(200);
@@ -569,11 +569,14 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
     return { flow, tokens, idToken };
   }
 
-  /** A scope module (AbstractOIDCCReturnedClaimsServerTest): the scope is advertised, the flow passes, userinfo has its claims. */
-  async function scopeModule(scope: string, opts: { extra?: Record<string, string> } = {}) {
+  /**
+   * A scope module (AbstractOIDCCReturnedClaimsServerTest): the scope is advertised, the flow passes, userinfo has its
+   * claims. Returns the userinfo answer and the ID token.
+   */
+  async function scopeModule(scope: string) {
     for (const s of scope.split(' ')) expect(meta.scopes_supported).toContain(s);
-    const { tokens, idToken } = await happyFlow({ scope, ...opts });
-    return expectUserInfo(await userinfo(tokens.access_token), idToken, scope);
+    const { tokens, idToken } = await happyFlow({ scope });
+    return { info: await expectUserInfo(await userinfo(tokens.access_token), idToken, scope), idToken };
   }
 
   /** Waits until the clock has passed `epochSeconds`' second: the next `iat` or `auth_time` differs from it. */
@@ -641,7 +644,7 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
     const res = await fetch(meta.registration_endpoint as string, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ client_name: 'oidcc-idtoken-signature', redirect_uris: [REDIRECT_URI], scope: 'openid' }),
+      body: JSON.stringify({ client_name: 'oidcc-idtoken-signature', redirect_uris: [redirectUri], scope: 'openid' }),
     });
     expect(res.status).toBe(201);
     const registered = (await res.json()) as Client & { id_token_signed_response_alg: string };
@@ -658,7 +661,7 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
     const res = await fetch(meta.registration_endpoint as string, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ redirect_uris: [REDIRECT_URI], id_token_signed_response_alg: 'none' }),
+      body: JSON.stringify({ redirect_uris: [redirectUri], id_token_signed_response_alg: 'none' }),
     });
     expect(res.status).toBe(400);
     expect(((await res.json()) as { error: string }).error).toBe('invalid_client_metadata');
@@ -687,30 +690,33 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
   });
 
   it('oidcc-scope-profile: every profile claim at userinfo', async () => {
-    const info = await scopeModule('openid profile');
+    const { info } = await scopeModule('openid profile');
     expect(info).toMatchObject({ name: CLAIMS.name, preferred_username: 'buffy', birthdate: CLAIMS.birthdate });
     expect(info.email).toBeUndefined();
   });
 
   it('oidcc-scope-email: email and email_verified at userinfo, neither email nor name in the ID token (OIDC Core §5.4)', async () => {
-    const info = await scopeModule('openid email');
+    const { info, idToken } = await scopeModule('openid email');
     expect(info).toMatchObject({ email: CLAIMS.email, email_verified: true });
+    // EnsureIdTokenDoesNotContainEmailForScopeEmail (a warning): an access token was issued, so the claims are at userinfo.
+    expect(idToken.email).toBeUndefined();
+    expect(idToken.email_verified).toBeUndefined();
     // EnsureUserInfoDoesNotContainName (a warning): only the scope's claims.
     expect(info.name).toBeUndefined();
   });
 
   it('oidcc-scope-address: the structured address claim at userinfo', async () => {
-    const info = await scopeModule('openid address');
+    const { info } = await scopeModule('openid address');
     expect(info.address).toEqual(CLAIMS.address);
   });
 
   it('oidcc-scope-phone: phone_number and phone_number_verified at userinfo', async () => {
-    const info = await scopeModule('openid phone');
+    const { info } = await scopeModule('openid phone');
     expect(info).toMatchObject({ phone_number: CLAIMS.phone_number, phone_number_verified: true });
   });
 
   it('oidcc-scope-all: profile, email, address and phone claims together', async () => {
-    const info = await scopeModule('openid email phone address profile');
+    const { info } = await scopeModule('openid email phone address profile');
     expect(info).toMatchObject({ ...CLAIMS, preferred_username: 'buffy' });
   });
 
@@ -861,7 +867,7 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
     const again = await tokenRequest(rp, {
       grant_type: 'authorization_code',
       code: flow.callback.searchParams.get('code')!,
-      redirect_uri: REDIRECT_URI,
+      redirect_uri: redirectUri,
       code_verifier: flow.verifier,
     });
     expect(again.status).toBe(400);
@@ -891,7 +897,7 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
 
   it('oidcc-ensure-registered-redirect-uri: an unregistered redirect URI gets an error page, never a redirect', async () => {
     // CreateBadRedirectUriByAppending: a random path under the client's base URL.
-    const bad = `${CALLBACK_ORIGIN}/callback/${randomBytes(8).toString('hex')}`;
+    const bad = `${callbackOrigin}/callback/${randomBytes(8).toString('hex')}`;
     const { request } = await authorizationRequest({ extra: { redirect_uri: bad } });
     await withBrowser(async (page, callbacks) => {
       const result = await userAgent(page, request);
@@ -915,7 +921,7 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
   it('oidcc-request-uri-unsigned-supported-correctly-or-rejected-as-unsupported: request_uri_not_supported', async () => {
     // The plan runs it with dynamic clients only; the answer a static client gets is the one the module accepts.
     expect(meta.request_uri_parameter_supported).toBe(false);
-    const { request } = await authorizationRequest({ extra: { request_uri: `${CALLBACK_ORIGIN}/request.jwt#${generateState()}` } });
+    const { request } = await authorizationRequest({ extra: { request_uri: `${callbackOrigin}/request.jwt#${generateState()}` } });
     await withBrowser(async (page) => {
       const result = await userAgent(page, request);
       expect(expectAuthorizationError(result.callback, request.state)).toBe('request_uri_not_supported');
@@ -957,7 +963,7 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
   it('oidcc-ensure-request-object-with-redirect-uri: an invalid redirect_uri outside the object is an error page, never a redirect', async () => {
     const { request } = await authorizationRequest();
     // AddInvalidRedirectUriToAuthorizationRequest: the registered URI with a path segment appended.
-    const outside = { ...request, redirect_uri: `${REDIRECT_URI}/_invalid` };
+    const outside = { ...request, redirect_uri: `${redirectUri}/_invalid` };
     await withBrowser(async (page, callbacks) => {
       const result = await userAgent(page, byValue(request, outside));
       expect(result.callback).toBeUndefined();
@@ -1030,7 +1036,7 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
       const wrong = await tokenRequest(rp, {
         grant_type: 'authorization_code',
         code: expectCode(flow),
-        redirect_uri: REDIRECT_URI,
+        redirect_uri: redirectUri,
         code_verifier: generateVerifier(),
       });
       expect(wrong.status).toBe(400);
