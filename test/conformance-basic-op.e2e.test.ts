@@ -59,7 +59,7 @@ const CLAIMS = {
   },
 };
 
-/** The suite's scope-to-claims table (AbstractVerifyScopesReturnedInClaims.SCOPE_STANDARD_CLAIMS). */
+/** The suite's scope-to-claims table (AbstractVerifyScopesReturnedInClaims.SCOPE_STANDARD_CLAIMS), not the server's: the oracle. */
 const SCOPE_CLAIMS: Record<string, string[]> = {
   openid: ['sub'],
   profile: [
