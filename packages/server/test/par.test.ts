@@ -198,6 +198,16 @@ describe.each(dialects())('pushed authorization requests (%s)', (dialect) => {
     expect(new URL(byReference.location!).searchParams.get('error')).toBe('request_uri_not_supported');
   });
 
+  it('oidc core §3.1.2.1 a pushed login_hint fills in the sign-in page; one beside the request_uri does not', async () => {
+    const { url } = await pushed({ login_hint: 'carol' });
+    const browser = new Browser(server.url);
+    const toSignIn = await browser.get(`${url}&login_hint=mallory`);
+    expect(toSignIn.status).toBe(303);
+    const page = await browser.get(toSignIn.location!);
+    expect(page.text).toMatch(/name="username"[^>]*value="carol"/);
+    expect(page.text).not.toContain('mallory');
+  });
+
   it('rfc9126 §4 parameters beside request_uri are ignored: the pushed redirect_uri, scope and state are used', async () => {
     const { requestUri, params } = await pushed();
     const tampered = new URLSearchParams({

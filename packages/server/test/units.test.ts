@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { FormError, parseForm } from '../src/http/form.js';
 import { callbackUrlProblem, matchRedirectUri } from '../src/oauth/redirect-uri.js';
 import { parseScope } from '../src/oauth/scopes.js';
+import { loginHint } from '../src/oauth/authorize.js';
 import { InvalidScope } from '../src/oauth/errors.js';
 import { randomToken, timeOrderedId } from '../src/util/crypto.js';
 import { DUMMY_PASSWORD_HASH, hashPassword, needsRehash, parsePasswordHash, verifyPasswordSync } from '../src/util/password.js';
@@ -109,6 +110,20 @@ describe('rfc6749 §3.3 scope', () => {
   it('rfc6749 §4.1.2.1 a known scope the application may not use, none left, empty and malformed scopes are invalid_scope', () => {
     for (const s of ['openid email', 'admin', '', undefined, 'open"id']) {
       expect(() => parseScope(s, ['openid', 'profile']), String(s)).toThrow(InvalidScope);
+    }
+  });
+});
+
+describe('oidc core §3.1.2.1 login_hint', () => {
+  it('a value that could be a username is kept, trimmed; the longest one is 128 characters', () => {
+    expect(loginHint('  ada ')).toBe('ada');
+    expect(loginHint('ada@example.com')).toBe('ada@example.com');
+    expect(loginHint('"><b>')).toBe('"><b>');
+    expect(loginHint('a'.repeat(128))).toBe('a'.repeat(128));
+  });
+  it('anything else is ignored, never an error: absent, empty, too long, control characters', () => {
+    for (const v of [undefined, null, '', '   ', 'a'.repeat(129), 'a\nb', 'a\tb', 'a\u0085b', 'a\u007fb']) {
+      expect(loginHint(v), JSON.stringify(v)).toBeUndefined();
     }
   });
 });

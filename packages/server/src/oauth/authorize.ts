@@ -1,5 +1,5 @@
 import { isValidChallenge } from '@authcli/pkce';
-import { AUTHORIZE_STATE_MAX, CONTINUATION_TTL_MS, NONCE_MAX } from '../config/defaults.js';
+import { AUTHORIZE_STATE_MAX, CONTINUATION_TTL_MS, NONCE_MAX, SIGNIN_USERNAME_MAX } from '../config/defaults.js';
 import type { OAuthContext } from './context.js';
 import { FormError, parseForm, repeatedParameter } from '../http/form.js';
 import type { Application, User } from '../store/store.js';
@@ -60,6 +60,8 @@ export interface AuthorizationRequest {
   claims: ClaimsRequest | undefined;
   /** The `id_token_hint` as sent (OIDC Core §3.1.2.1): carried along when the request is resumed. */
   idTokenHint: string | undefined;
+  /** `login_hint` (OIDC Core §3.1.2.1) when it could be a username ({@link loginHint}): the sign-in page fills it in. */
+  loginHint: string | undefined;
   /**
    * The only user this request may be answered for: the subject of `id_token_hint`, or of a `sub` value in
    * the claims request (§3.1.2.2). A session of anyone else counts as no session.
@@ -197,6 +199,18 @@ async function checkSubject(
   return hint.sub;
 }
 
+/**
+ * OIDC Core §3.1.2.1 `login_hint`: a hint, never a reason to refuse. Kept
+ * only when it could be a username (trimmed, 1 to {@link SIGNIN_USERNAME_MAX}
+ * characters, no control characters); anything else is ignored. The sign-in
+ * page renders it as an escaped attribute value, like any text.
+ */
+export function loginHint(value: string | null | undefined): string | undefined {
+  const hint = value?.trim();
+  if (!hint || hint.length > SIGNIN_USERNAME_MAX || /\p{Cc}/u.test(hint)) return undefined;
+  return hint;
+}
+
 function checkLengths(params: Params): void {
   if (params.state !== undefined && params.state.length > AUTHORIZE_STATE_MAX) throw new InvalidRequest('state is too long');
   if (params.nonce !== undefined && params.nonce.length > NONCE_MAX) throw new InvalidRequest('nonce is too long');
@@ -315,6 +329,7 @@ async function validateParams(
       maxAge,
       claims,
       idTokenHint: params.id_token_hint,
+      loginHint: loginHint(params.login_hint),
       subject,
       rawQuery,
       pushed: undefined,
@@ -491,6 +506,7 @@ export function requestQuery(req: AuthorizationRequest): string {
   if (req.maxAge !== undefined) query.set('max_age', String(req.maxAge));
   if (req.claims !== undefined) query.set('claims', serializeClaimsRequest(req.claims)!);
   if (req.idTokenHint !== undefined) query.set('id_token_hint', req.idTokenHint);
+  if (req.loginHint !== undefined) query.set('login_hint', req.loginHint);
   return query.toString();
 }
 

@@ -8,7 +8,9 @@ import {
   AuthorizationPageError,
   consentScopes,
   denied,
+  loginHint,
   nextAuthorizationStep,
+  pushedRequestHash,
   requestQuery,
   resumeQuery,
   usePushedRequest,
@@ -65,12 +67,34 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
     return clientId ? (await store.applications.get(clientId))?.name : undefined;
   }
 
+  /**
+   * The `login_hint` of the authorization request a sign-in resumes (OIDC Core §3.1.2.1), checked again as it is
+   * read; for a pushed request (RFC 9126), from the request its client pushed.
+   */
+  async function loginHintOf(c: Continuation | undefined): Promise<string | undefined> {
+    if (c?.kind !== 'authorize') return undefined;
+    const query = new URLSearchParams(c.query);
+    const requestUri = query.get('request_uri');
+    if (requestUri === null) return loginHint(query.get('login_hint'));
+    const hash = pushedRequestHash(requestUri);
+    const pushed = hash === undefined ? undefined : await store.pushedRequests.find(hash);
+    return pushed?.clientId === query.get('client_id') ? loginHint(new URLSearchParams(pushed.query).get('login_hint')) : undefined;
+  }
+
   // A sign-in resumes only a server-side continuation (continuation.ts): the page and form carry its random id.
   // `return_to`, which old links and forms may still send, is ignored, so no request names a redirect target.
   app.get('/signin', async (req, reply) => {
     const id = pageQuery(req).continue;
     const waiting = await continuations.peek(req, id);
-    return sendPage(reply, <SignInPage csrf={reply.generateCsrf()} continueId={waiting && id} appName={await appNameOf(waiting)} />);
+    return sendPage(
+      reply,
+      <SignInPage
+        csrf={reply.generateCsrf()}
+        continueId={waiting && id}
+        appName={await appNameOf(waiting)}
+        username={await loginHintOf(waiting)}
+      />,
+    );
   });
 
   app.post('/signin', { preHandler: app.csrfProtection }, async (req, reply) => {

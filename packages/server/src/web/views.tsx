@@ -90,7 +90,8 @@ export function Notice(props: { text?: string | undefined }) {
 export function SignInPage(props: {
   csrf: string;
   continueId?: string | undefined;
-  username?: string;
+  /** Filled in: what was typed before a refused sign-in, or the authorization request's `login_hint`. */
+  username?: string | undefined;
   error?: string;
   appName?: string | undefined;
   /** prompt=select_account with a live session: who is signed in, and the link that continues as them. */
@@ -124,11 +125,11 @@ export function SignInPage(props: {
             autocapitalize="none"
             spellcheck={false}
             required
-            autofocus
+            autofocus={!props.username}
             value={props.username ?? ''}
           />
           <label for="password">Password</label>
-          <input id="password" name="password" type="password" autocomplete="current-password" required />
+          <input id="password" name="password" type="password" autocomplete="current-password" required autofocus={!!props.username} />
           <div class="actions">
             <button type="submit">Sign in</button>
           </div>
