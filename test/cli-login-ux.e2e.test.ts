@@ -138,7 +138,8 @@ describe('authcli login as a person sees it', () => {
     expect(run.code).toBe(1);
     expect(run.stderr).not.toMatch(/oauth\/authorize/);
     expect(run.stderr.trim()).toBe(
-      'authcli: the server refused the sign-in request with HTTP 400 (invalid_client: The application is not registered with this server (unknown client_id).); the browser was not opened. Check the client id (no-such-client: --client-id, AUTHCLI_CLIENT_ID or config.json).',
+      // The server offers PAR (RFC 9126): the request is pushed first, and the push is what is refused.
+      'authcli: the server refused the pushed authorization request (invalid_client: client authentication failed); the browser was not opened. Check the client id (no-such-client: --client-id, AUTHCLI_CLIENT_ID or config.json) and, for a confidential client, its secret.',
     );
     expect(elapsed).toBeLessThan(10_000);
   });
