@@ -51,6 +51,8 @@ export interface AuthorizationServerMetadata {
   require_pushed_authorization_requests?: boolean;
   /** Whether authorization responses carry `iss` (RFC 9207 §3, {@link https://www.rfc-editor.org/rfc/rfc9207#section-3}). */
   authorization_response_iss_parameter_supported?: boolean;
+  /** The JWS algorithms DPoP proofs may use (RFC 9449 §5.1, {@link https://www.rfc-editor.org/rfc/rfc9449#section-5.1}). */
+  dpop_signing_alg_values_supported?: string[];
 }
 
 /**

@@ -21,7 +21,7 @@ describe('rfc6749 §5.2 error descriptions: one character set, no request input 
   });
 
   it('every OAuthError class holds its description, body and WWW-Authenticate to the set', () => {
-    const extra: Record<string, unknown[]> = { TemporarilyUnavailable: [5], InsufficientScope: ['openid'] };
+    const extra: Record<string, unknown[]> = { TemporarilyUnavailable: [5], InsufficientScope: ['openid'], UseDpopNonce: ['nonce'] };
     type ErrorClass = new (...args: unknown[]) => OAuthError;
     const classes = Object.entries(errors as Record<string, unknown>).filter(
       (e): e is [string, ErrorClass] => typeof e[1] === 'function' && (e[1] as { prototype?: unknown }).prototype instanceof OAuthError,

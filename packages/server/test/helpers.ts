@@ -83,6 +83,8 @@ export interface TestServer {
   url: string;
   config: ServerConfig;
   store: Store;
+  /** The store's database URL, for a second instance on the same database. */
+  storeUrl: string;
   app: FastifyInstance;
   /**
    * The server's time, read-only: the instant the server started, unless the
@@ -109,7 +111,7 @@ export function ownClock(server: TestServer): TestClock {
 
 /** The real server, listening on a loopback port, over a fresh store. */
 export async function startServer(dialect: DialectName, overrides: Partial<ServerConfig> = {}): Promise<TestServer> {
-  const { store, cleanup } = await freshStore(dialect);
+  const { store, url: storeUrl, cleanup } = await freshStore(dialect);
   const port = await freePort();
   const started = Date.now();
   let current: TestClock | undefined;
@@ -122,6 +124,7 @@ export async function startServer(dialect: DialectName, overrides: Partial<Serve
     url: config.issuer,
     config,
     store,
+    storeUrl,
     app,
     clock,
     useClock: (c) => {

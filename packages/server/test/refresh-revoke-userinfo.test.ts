@@ -230,10 +230,10 @@ describe.each(dialects())('refresh tokens, revocation and userinfo (%s)', (diale
     expect((await userinfo(t.access_token, { method: 'POST' })).status).toBe(200);
   });
 
-  it('rfc6750 §3.1 no token: 401 with a bare Bearer challenge', async () => {
+  it('rfc6750 §3.1, rfc9449 §7.1 no token: 401 with the bare DPoP and Bearer challenges', async () => {
     const res = await userinfo(undefined);
     expect(res.status).toBe(401);
-    expect(res.headers.get('www-authenticate')).toBe('Bearer realm="authcli"');
+    expect(res.headers.get('www-authenticate')).toBe('DPoP algs="ES256 PS256 RS256 EdDSA", Bearer realm="authcli"');
     // §3.1: "SHOULD NOT include an error code or other error information": no body either.
     expect(await res.text()).toBe('');
   });

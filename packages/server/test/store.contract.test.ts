@@ -113,6 +113,7 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     code_challenge_method: 'S256',
     scope: 'openid',
     nonce: null,
+    dpop_jkt: null,
     claims: null,
     auth_time: now,
     created_at: now,
@@ -128,6 +129,7 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     created_at: now,
     expires_at: expiresAt,
     revoked_at: null,
+    dpop_jkt: null,
   });
   const refreshRow = (hash: string, grantId: string, expiresAt = now + 1000) => ({
     token_hash: hash,

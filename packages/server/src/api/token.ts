@@ -2,26 +2,30 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sendErrorAnswer } from '../http/errors.js';
 import { FormError, formParams } from '../http/form.js';
 import type { OAuthContext } from '../oauth/context.js';
+import { DPOP_NONCE_HEADER } from '../oauth/dpop.js';
 import { OAuthError, STORE_UNAVAILABLE } from '../oauth/errors.js';
 import { tokenRequest } from '../oauth/token.js';
 import { isStoreUnavailable } from '../store/unavailable.js';
 
 /**
  * POST /oauth/token (RFC 6749 §3.2, §5). Every answer decided here is
- * counted in the metrics: tokens by grant type, errors by error code.
+ * counted in the metrics: tokens by grant type, errors by error code. A
+ * DPoP-bound answer carries the current server nonce (RFC 9449 §8), so the
+ * client's next proof has it.
  */
 export async function tokenRoutes(app: FastifyInstance, ctx: OAuthContext): Promise<void> {
   const { metrics } = ctx;
   app.post('/oauth/token', async (req: FastifyRequest, reply: FastifyReply) => {
     try {
       const params = formParams(req);
-      const outcome = await tokenRequest(ctx, params, req.headers.authorization);
+      const outcome = await tokenRequest(ctx, params, req.headers.authorization, req.raw.headersDistinct.dpop);
       if (outcome instanceof OAuthError) {
         metrics.tokenError(outcome.error);
         return sendErrorAnswer(reply, outcome);
       }
       // A grant ran, so grant_type named one the endpoint serves.
       metrics.tokenIssued(params.grant_type!);
+      if (outcome.token_type === 'DPoP' && ctx.config.dpopNonce) reply.header(DPOP_NONCE_HEADER, ctx.dpopNonces.current());
       return reply.header('cache-control', 'no-store').header('pragma', 'no-cache').send(outcome);
     } catch (err) {
       // Protocol errors are answered here, without Fastify's error path, and so is a store that failed or did

@@ -60,6 +60,11 @@ export interface ServerConfig {
   registration: D.RegistrationMode;
   /** Every client must push its authorization requests (RFC 9126 §5, `AUTHCLI_REQUIRE_PAR`); otherwise per application. */
   requirePushedAuthorizationRequests: boolean;
+  /**
+   * Whether the token endpoint requires a server nonce in DPoP proofs (RFC 9449 §8; `AUTHCLI_DPOP_NONCE`
+   * on/off, default on): a proof without the current nonce is answered `use_dpop_nonce` with one.
+   */
+  dpopNonce: boolean;
   /** Access token algorithm (RFC 9068 §2.1 requires RS256 support; ES256 is the default since it signs far faster). */
   accessTokenAlg: 'ES256' | 'RS256';
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -264,6 +269,8 @@ export function loadConfig(
       `AUTHCLI_REGISTRATION must be one of ${D.REGISTRATION_MODES.join(', ')}, got ${JSON.stringify(env.AUTHCLI_REGISTRATION)}`,
     );
   }
+  const dpopNonce = (env.AUTHCLI_DPOP_NONCE ?? (D.DPOP_NONCE_REQUIRED ? 'on' : 'off')).trim().toLowerCase();
+  if (dpopNonce !== 'on' && dpopNonce !== 'off') throw new ConfigError('AUTHCLI_DPOP_NONCE must be on or off');
   const accessTokenAlg = env.AUTHCLI_ACCESS_TOKEN_ALG ?? 'ES256';
   if (accessTokenAlg !== 'ES256' && accessTokenAlg !== 'RS256') throw new ConfigError('AUTHCLI_ACCESS_TOKEN_ALG must be ES256 or RS256');
   return {
@@ -305,6 +312,7 @@ export function loadConfig(
     keyEncryptionKey: readKeyEncryptionKey(env),
     registration: registration as D.RegistrationMode,
     requirePushedAuthorizationRequests: envFlag(env, 'AUTHCLI_REQUIRE_PAR', D.REQUIRE_PAR),
+    dpopNonce: dpopNonce === 'on',
     accessTokenAlg,
     logLevel,
     now: Date.now,

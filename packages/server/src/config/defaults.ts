@@ -70,6 +70,36 @@ export const INITIAL_ACCESS_TOKEN_TTL_MAX_SECONDS = 30 * (DAY / SECOND);
 /** Used, expired and revoked initial access tokens stay listed this long past expiry, then are purged. */
 export const INITIAL_ACCESS_TOKENS_KEPT_MS = 7 * DAY;
 
+// ---- DPoP (RFC 9449; oauth/dpop.ts) ----------------------------------------------
+
+/**
+ * RFC 9449 §4.3 (11), §11.1: a proof's `iat` may be this far from the
+ * server's clock, either way. A minute covers clock skew and a slow network;
+ * the `jti` of every accepted proof is kept just as long (a proof outside
+ * the window is refused anyway), so the window also bounds that table.
+ */
+export const DPOP_IAT_WINDOW_SECONDS = 60;
+/**
+ * RFC 9449 §8: a server nonce is an HMAC of the current time window; the
+ * current and the previous window's nonces are accepted, so a nonce lives
+ * 5 to 10 minutes and a client that keeps the latest `DPoP-Nonce` it saw
+ * never has to retry.
+ */
+export const DPOP_NONCE_WINDOW_SECONDS = 300;
+/**
+ * RFC 9449 §8: the token endpoint requires a server nonce in every proof
+ * (env AUTHCLI_DPOP_NONCE, on/off). A nonce limits a proof made ahead of time
+ * on a compromised machine to the nonce's lifetime; it costs a client one
+ * extra request the first time (oauth4webapi and authcli retry by
+ * themselves). Protected resources (userinfo) check a nonce a proof carries
+ * but do not require one.
+ */
+export const DPOP_NONCE_REQUIRED = true;
+/** RFC 9449 §4.2: the longest `jti` accepted (a client sends ~22-43 characters of randomness). */
+export const DPOP_JTI_MAX = 256;
+/** The longest DPoP header read: an RSA-4096 JWK and the claims fit in well under this. */
+export const DPOP_PROOF_MAX = 4096;
+
 // ---- dynamic client registration (RFC 7591, RFC 7592) ----------------------------
 
 /**

@@ -81,6 +81,13 @@ export function describeConfig(config: ServerConfig, flags: ConfigInput, env: No
       source: from(undefined, 'AUTHCLI_REQUIRE_PAR'),
     },
     {
+      name: 'dpop_nonce',
+      value: config.dpopNonce ? 'on (the token endpoint requires a DPoP server nonce)' : 'off (DPoP proofs need no server nonce)',
+      source: from(undefined, 'AUTHCLI_DPOP_NONCE'),
+    },
+    { name: 'dpop_iat_window', value: `${D.DPOP_IAT_WINDOW_SECONDS} s`, source: 'built-in' },
+    { name: 'dpop_nonce_window', value: `${D.DPOP_NONCE_WINDOW_SECONDS} s`, source: 'built-in' },
+    {
       name: 'metrics_port',
       value: config.metrics ? String(config.metrics.port) : 'off (GET /metrics not served)',
       source: from('metricsPort', 'AUTHCLI_METRICS_PORT', 'default'),

@@ -4,7 +4,7 @@ import type { Grant, User } from '../store/store.js';
 import { InvalidToken } from './errors.js';
 
 export interface VerifiedAccessToken {
-  payload: JWTPayload & { client_id: string; scope: string; jti: string; gid: string; sub: string };
+  payload: JWTPayload & { client_id: string; scope: string; jti: string; gid: string; sub: string; cnf?: { jkt?: unknown } };
   user: User;
   /** The grant (sign-in) the token belongs to. */
   grant: Grant;
@@ -46,4 +46,10 @@ export async function verifyAccessTokenJwt(ctx: OAuthContext, token: string): Pr
   }
   if (typeof payload.gid !== 'string' || typeof payload.scope !== 'string') throw new InvalidToken('the access token is invalid');
   return payload;
+}
+
+/** RFC 9449 §6.1: the JWK thumbprint a verified access token is bound to (`cnf.jkt`), or undefined for a Bearer token. */
+export function boundJkt(payload: VerifiedAccessToken['payload']): string | undefined {
+  const jkt = payload.cnf?.jkt;
+  return typeof jkt === 'string' ? jkt : undefined;
 }

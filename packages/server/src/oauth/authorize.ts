@@ -23,6 +23,7 @@ import {
   requestedSubject,
   serializeClaimsRequest,
 } from './claims-request.js';
+import { JKT_PATTERN } from './dpop.js';
 import { verifyIdTokenHint } from './id-token-hint.js';
 import { matchRedirectUri } from './redirect-uri.js';
 import { parseScope } from './scopes.js';
@@ -67,6 +68,8 @@ export interface AuthorizationRequest {
    * the claims request (§3.1.2.2). A session of anyone else counts as no session.
    */
   subject: string | undefined;
+  /** RFC 9449 §10 `dpop_jkt`: the thumbprint of the DPoP key the code's token request must prove. */
+  dpopJkt: string | undefined;
   /**
    * The query string as received, carried through sign-in and consent and validated again there. For a pushed
    * request only `client_id` and `request_uri`: its parameters never reach the browser (RFC 9126 §1).
@@ -211,6 +214,17 @@ export function loginHint(value: string | null | undefined): string | undefined 
   return hint;
 }
 
+/**
+ * RFC 9449 §10 `dpop_jkt`: a JWK SHA-256 thumbprint (RFC 7638), base64url.
+ * https://www.rfc-editor.org/rfc/rfc9449#section-10
+ */
+function checkDpopJkt(params: Params): string | undefined {
+  const jkt = params.dpop_jkt;
+  if (jkt !== undefined && !JKT_PATTERN.test(jkt))
+    throw new InvalidRequest('dpop_jkt must be a base64url SHA-256 JWK thumbprint (RFC 9449 §10)');
+  return jkt;
+}
+
 function checkLengths(params: Params): void {
   if (params.state !== undefined && params.state.length > AUTHORIZE_STATE_MAX) throw new InvalidRequest('state is too long');
   if (params.nonce !== undefined && params.nonce.length > NONCE_MAX) throw new InvalidRequest('nonce is too long');
@@ -318,6 +332,7 @@ async function validateParams(
     const claims = parseClaimsRequest(params.claims, app.scopes);
     if (essentialAcrUnmet(claims)) throw new AccessDenied('the requested authentication context class cannot be satisfied');
     const subject = await checkSubject(ctx, app, params, claims);
+    const dpopJkt = checkDpopJkt(params);
     return {
       app,
       redirectUri,
@@ -331,6 +346,7 @@ async function validateParams(
       idTokenHint: params.id_token_hint,
       loginHint: loginHint(params.login_hint),
       subject,
+      dpopJkt,
       rawQuery,
       pushed: undefined,
     };
@@ -363,7 +379,8 @@ export function denied(req: AuthorizationRequest): AuthorizationRedirectError {
 
 /**
  * Issues an authorization code (256-bit, stored only as its SHA-256, 60 s,
- * bound to client, redirect_uri, challenge, scope, nonce and user) and
+ * bound to client, redirect_uri, challenge, scope, nonce, user and the
+ * `dpop_jkt` key if one was named, RFC 9449 §10) and
  * returns the callback URL carrying `code`, `state` and `iss` (RFC 9207).
  */
 export async function issueCode(ctx: OAuthContext, req: AuthorizationRequest, user: User, authTime: number): Promise<string> {
@@ -382,6 +399,7 @@ export async function issueCode(ctx: OAuthContext, req: AuthorizationRequest, us
     scope: req.scopes.join(' '),
     nonce: req.nonce ?? null,
     claims: serializeClaimsRequest(req.claims),
+    dpop_jkt: req.dpopJkt ?? null,
     auth_time: authTime,
     created_at: now,
     expires_at: now + ctx.config.codeTtlSeconds * 1000,
@@ -507,6 +525,7 @@ export function requestQuery(req: AuthorizationRequest): string {
   if (req.claims !== undefined) query.set('claims', serializeClaimsRequest(req.claims)!);
   if (req.idTokenHint !== undefined) query.set('id_token_hint', req.idTokenHint);
   if (req.loginHint !== undefined) query.set('login_hint', req.loginHint);
+  if (req.dpopJkt !== undefined) query.set('dpop_jkt', req.dpopJkt);
   return query.toString();
 }
 

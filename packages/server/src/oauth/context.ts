@@ -1,6 +1,7 @@
 import type { ServerConfig } from '../config/config.js';
 import type { Store } from '../store/store.js';
 import type { ProtocolMetrics } from '../util/metrics.js';
+import type { DpopNonces } from './dpop.js';
 import type { KeyRing } from './keys.js';
 import type { AbuseLimits } from './limits.js';
 import type { TokenIssuer } from './tokens.js';
@@ -9,7 +10,8 @@ import type { TokenIssuer } from './tokens.js';
  * What the protocol logic needs, passed down explicitly (no module-level
  * singletons): the configuration, the store, the signing keys and token
  * issuer, the abuse limits (consumed before the work they protect), and
- * where to report what the metrics count (`NO_METRICS` when they are off).
+ * where to report what the metrics count (`NO_METRICS` when they are off),
+ * and the DPoP nonces.
  */
 export interface OAuthContext {
   config: ServerConfig;
@@ -18,4 +20,6 @@ export interface OAuthContext {
   tokens: TokenIssuer;
   limits: AbuseLimits;
   metrics: ProtocolMetrics;
+  /** DPoP server nonces (RFC 9449 §8), the same on every instance. */
+  dpopNonces: DpopNonces;
 }

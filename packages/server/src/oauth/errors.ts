@@ -158,15 +158,82 @@ export const STORE_UNAVAILABLE = new TemporarilyUnavailable(
   STORE_RETRY_AFTER_SECONDS,
 );
 
-/** RFC 6750 §3.1: 401 with the error in `WWW-Authenticate: Bearer`. */
+/**
+ * RFC 6750 §3.1: 401 with the error in `WWW-Authenticate: Bearer`; in the
+ * DPoP challenge instead (RFC 9449 §7.1) when the token was sent with the
+ * DPoP scheme or is DPoP-bound (`dpop`: the algorithms it names).
+ */
 export class InvalidToken extends OAuthError {
   readonly error = 'invalid_token';
-  constructor(description: string) {
+  constructor(description: string, dpop?: { algs: readonly string[] }) {
     super(description);
-    this.headers['www-authenticate'] = `Bearer realm="authcli", error="invalid_token", error_description="${this.description}"`;
+    this.headers['www-authenticate'] = dpop
+      ? resourceChallenges(dpop.algs, { scheme: 'DPoP', error: this.error, description: this.description })
+      : `Bearer realm="authcli", error="invalid_token", error_description="${this.description}"`;
   }
   protected override get defaultStatus() {
     return 401;
+  }
+}
+
+/** RFC 9449 §7.1: the DPoP challenge alone, naming the proof algorithms. */
+export function dpopChallenge(algs: readonly string[]): string {
+  return `DPoP algs="${algs.join(' ')}"`;
+}
+
+/**
+ * The `WWW-Authenticate` challenges of a protected resource that takes DPoP
+ * and Bearer tokens (RFC 9449 §7.1, RFC 6750 §3): the DPoP one names the
+ * algorithms a proof may use (`algs`); `error` and its description go in the
+ * challenge of the scheme the request used.
+ * https://www.rfc-editor.org/rfc/rfc9449#section-7.1
+ */
+export function resourceChallenges(
+  algs: readonly string[],
+  failure?: { scheme: 'Bearer' | 'DPoP'; error: string; description: string },
+): string {
+  const dpop = [dpopChallenge(algs)];
+  const bearer = ['Bearer realm="authcli"'];
+  if (failure) (failure.scheme === 'DPoP' ? dpop : bearer).push(`error="${failure.error}"`, `error_description="${failure.description}"`);
+  return `${dpop.join(', ')}, ${bearer.join(', ')}`;
+}
+
+/**
+ * RFC 9449 §5 (token endpoint: 400) and §7.1 (protected resource: 401 with
+ * the DPoP challenge): the DPoP proof is missing where one is required, or
+ * fails a check of §4.3.
+ * https://www.rfc-editor.org/rfc/rfc9449#section-5
+ */
+export class InvalidDpopProof extends OAuthError {
+  readonly error = 'invalid_dpop_proof';
+  constructor(description: string, resource?: { algs: readonly string[] }) {
+    super(description, resource ? { status: 401 } : {});
+    if (resource)
+      this.headers['www-authenticate'] = resourceChallenges(resource.algs, {
+        scheme: 'DPoP',
+        error: this.error,
+        description: this.description,
+      });
+  }
+}
+
+/**
+ * RFC 9449 §8 (token endpoint: 400) and §9 (protected resource: 401 with the
+ * DPoP challenge): the proof must carry the server's nonce, sent in the
+ * `DPoP-Nonce` header of this answer.
+ * https://www.rfc-editor.org/rfc/rfc9449#section-8
+ */
+export class UseDpopNonce extends OAuthError {
+  readonly error = 'use_dpop_nonce';
+  constructor(description: string, nonce: string, resource?: { algs: readonly string[] }) {
+    super(description, resource ? { status: 401 } : {});
+    this.headers['dpop-nonce'] = nonce;
+    if (resource)
+      this.headers['www-authenticate'] = resourceChallenges(resource.algs, {
+        scheme: 'DPoP',
+        error: this.error,
+        description: this.description,
+      });
   }
 }
 

@@ -2,7 +2,7 @@ import { PRESENTED_SECRET_MAX, PRESENTED_TOKEN_MAX } from '../config/defaults.js
 import type { OAuthContext } from './context.js';
 import type { Application } from '../store/store.js';
 import { sha256Hex } from '../util/crypto.js';
-import { verifyAccessToken } from './access-token.js';
+import { boundJkt, verifyAccessToken } from './access-token.js';
 import { authenticateClient } from './client-auth.js';
 import { InvalidClient, InvalidRequest, InvalidToken } from './errors.js';
 
@@ -37,6 +37,7 @@ async function introspectAccessToken(ctx: OAuthContext, client: Application, tok
     throw err;
   }
   const { payload, user } = verified;
+  const jkt = boundJkt(payload);
   // A token the caller may not see is answered as inactive, exactly as an unknown one (§2.2): nothing tells it the token exists.
   if (!(await mayIntrospect(ctx, client, payload.client_id))) return undefined;
   return {
@@ -44,7 +45,9 @@ async function introspectAccessToken(ctx: OAuthContext, client: Application, tok
     scope: payload.scope,
     client_id: payload.client_id,
     username: user.username,
-    token_type: 'Bearer',
+    // RFC 9449 §6.2: a DPoP-bound token is introspected with its type and the key's thumbprint.
+    token_type: jkt !== undefined ? 'DPoP' : 'Bearer',
+    ...(jkt !== undefined && { cnf: { jkt } }),
     exp: payload.exp,
     iat: payload.iat,
     nbf: payload.nbf ?? payload.iat,

@@ -22,10 +22,20 @@ export function newRefreshToken(grant: Grant, now: number): { token: string; row
   return { token, row: { token_hash: sha256Hex(token), grant_id: grant.id, created_at: now, expires_at: grant.expires_at, used_at: null } };
 }
 
+/**
+ * The DPoP key a new grant's refresh tokens are bound to: a public client's
+ * proof key (RFC 9449 §5: a public client's refresh tokens MUST be bound);
+ * a confidential client's refresh tokens are not, as it authenticates.
+ * https://www.rfc-editor.org/rfc/rfc9449#section-5
+ */
+export function refreshBinding(app: Application, dpop: { jkt: string } | undefined): string | undefined {
+  return app.kind === 'public' ? dpop?.jkt : undefined;
+}
+
 /** A new grant row: the family every token of one sign-in belongs to. */
 export function newGrant(
   config: ServerConfig,
-  input: { clientId: string; userId: string; scope: string; claims?: string | null; authTime: number },
+  input: { clientId: string; userId: string; scope: string; claims?: string | null; authTime: number; dpopJkt?: string | undefined },
   now: number,
 ): Grant {
   return {
@@ -38,5 +48,6 @@ export function newGrant(
     created_at: now,
     expires_at: now + config.grantTtlSeconds * 1000,
     revoked_at: null,
+    dpop_jkt: input.dpopJkt ?? null,
   };
 }

@@ -1,13 +1,20 @@
 import type { GrantType } from '../store/store.js';
 import { authenticateClient } from './client-auth.js';
 import type { OAuthContext } from './context.js';
-import { InvalidRequest, type OAuthError, UnauthorizedClient, UnsupportedGrantType } from './errors.js';
+import { validateDpopProof } from './dpop.js';
+import { InvalidDpopProof, InvalidRequest, type OAuthError, UnauthorizedClient, UnsupportedGrantType } from './errors.js';
 import { grantHandler, supportedGrantTypes } from './grants/registry.js';
 import type { TokenResponse } from '@authcli/protocol';
 
+/** The token endpoint's path under the issuer (a DPoP proof's `htu`, RFC 9449 §4.3). */
+export const TOKEN_PATH = '/oauth/token';
+
 /**
  * One token request (RFC 6749 §3.2, §5): the grant type is known and the
- * client authenticated and allowed it, then the grant runs. Tokens, or the
+ * client authenticated and allowed it, then the DPoP proof, if any, is
+ * checked (RFC 9449 §4.3, §5: a server nonce required when
+ * `AUTHCLI_DPOP_NONCE` is on; an application that requires DPoP gets
+ * invalid_dpop_proof without one), then the grant runs. Tokens, or the
  * error the grant returned (device polls); other protocol errors are thrown
  * as OAuthError.
  */
@@ -15,6 +22,7 @@ export async function tokenRequest(
   ctx: OAuthContext,
   params: Readonly<Record<string, string>>,
   authorization: string | undefined,
+  dpopHeader?: readonly string[] | undefined,
 ): Promise<TokenResponse | OAuthError> {
   const grantType = params.grant_type;
   if (!grantType) throw new InvalidRequest('grant_type is missing');
@@ -24,5 +32,16 @@ export async function tokenRequest(
   if (!client.grantTypes.includes(grantType as GrantType)) {
     throw new UnauthorizedClient(`this application may not use the ${grantType} grant`);
   }
-  return handler(ctx, client, params);
+  const dpop = await validateDpopProof(ctx, {
+    header: dpopHeader,
+    method: 'POST',
+    path: TOKEN_PATH,
+    requireNonce: ctx.config.dpopNonce,
+    resource: false,
+  });
+  // TODO(main): Application.requireDpop lands on main; read it directly then.
+  if (!dpop && (client as typeof client & { requireDpop?: boolean }).requireDpop === true) {
+    throw new InvalidDpopProof('this application requires DPoP: send a DPoP proof with every token request (RFC 9449 §5)');
+  }
+  return handler(ctx, client, params, dpop);
 }

@@ -18,6 +18,8 @@ export interface TokenContext {
   nonce?: string | null | undefined;
   /** The `claims` request of the sign-in (OIDC Core §5.5), if it named any. */
   claims?: ClaimsRequest | undefined;
+  /** RFC 9449 §6.1: the JWK thumbprint of the DPoP key the access token is bound to, if any. */
+  jkt?: string | undefined;
 }
 
 /** OIDC Core §3.1.3.6: at_hash is the left half of SHA-256 of the access token, base64url. */
@@ -34,7 +36,10 @@ export class TokenIssuer {
     private readonly accessTokenAlg: SigningAlg = 'ES256',
   ) {}
 
-  /** RFC 9068 §2.2 access token: iss, exp, aud, sub, client_id, iat, jti, scope, auth_time. */
+  /**
+   * RFC 9068 §2.2 access token: iss, exp, aud, sub, client_id, iat, jti, scope, auth_time; and
+   * `cnf.jkt` when it is DPoP-bound (RFC 9449 §6.1, https://www.rfc-editor.org/rfc/rfc9449#section-6.1).
+   */
   async accessToken(ctx: TokenContext, iat: number): Promise<string> {
     return this.keys.signJwt(this.accessTokenAlg, 'at+jwt', {
       iss: this.config.issuer,
@@ -47,6 +52,7 @@ export class TokenIssuer {
       exp: iat + this.config.accessTokenTtlSeconds,
       jti: randomToken(16),
       gid: ctx.grantId,
+      ...(ctx.jkt !== undefined && { cnf: { jkt: ctx.jkt } }),
     });
   }
 
@@ -74,13 +80,16 @@ export class TokenIssuer {
     });
   }
 
-  /** RFC 6749 §5.1 successful response; an ID token when `openid` was granted. */
+  /**
+   * RFC 6749 §5.1 successful response; an ID token when `openid` was granted; `token_type` DPoP for a
+   * DPoP-bound access token (RFC 9449 §5).
+   */
   async issue(ctx: TokenContext, extra: { refreshToken?: string } = {}): Promise<TokenResponse> {
     const iat = Math.floor(this.config.now() / 1000);
     const access = await this.accessToken(ctx, iat);
     const response: TokenResponse = {
       access_token: access,
-      token_type: 'Bearer',
+      token_type: ctx.jkt !== undefined ? 'DPoP' : 'Bearer',
       expires_in: this.config.accessTokenTtlSeconds,
       scope: ctx.scopes.join(' '),
     };

@@ -9,7 +9,9 @@ import type { Database } from './schema.js';
  * so that a late replay still finds its row; rate-limit counters
  * {@link RATE_LIMIT_ROWS_KEPT_MS} after their window began; initial access
  * tokens {@link INITIAL_ACCESS_TOKENS_KEPT_MS} after expiry (the operator
- * still sees what became of them); pushed authorization requests at expiry.
+ * still sees what became of them); pushed authorization requests at expiry;
+ * DPoP proof `jti`s once their `iat` is out of the window (RFC 9449 §11.1:
+ * such a proof is refused anyway).
  */
 export async function purgeExpired(db: Kysely<Database>, now: number): Promise<void> {
   await db.deleteFrom('sessions').where('expires_at', '<=', now).execute();
@@ -37,4 +39,5 @@ export async function purgeExpired(db: Kysely<Database>, now: number): Promise<v
     .deleteFrom('initial_access_tokens')
     .where('expires_at', '<=', now - INITIAL_ACCESS_TOKENS_KEPT_MS)
     .execute();
+  await db.deleteFrom('dpop_proofs').where('expires_at', '<=', now).execute();
 }

@@ -305,6 +305,23 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('pushed_requests_expires').on('pushed_requests').column('expires_at').execute();
     },
   },
+  '0011_dpop': {
+    async up(db: Past) {
+      // RFC 9449 §4.3 (12), §11.1: the jti of every DPoP proof accepted within the iat window, by the SHA-256 of
+      // key thumbprint and jti, kept until the proof could no longer be accepted anyway; the primary key makes
+      // the insert that records a proof fail for a replay, on any instance.
+      await db.schema
+        .createTable('dpop_proofs')
+        .addColumn('jti_hash', 'text', (c) => c.primaryKey())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('dpop_proofs_expires').on('dpop_proofs').column('expires_at').execute();
+      // RFC 9449 §10: the JWK thumbprint a code is bound to (`dpop_jkt`); §5: the key a public client's refresh
+      // tokens are bound to. Null: not bound (every row until now).
+      await db.schema.alterTable('authorization_codes').addColumn('dpop_jkt', 'text').execute();
+      await db.schema.alterTable('grants').addColumn('dpop_jkt', 'text').execute();
+    },
+  },
 };
 
 /** Provides the migrations above to Kysely's Migrator. */

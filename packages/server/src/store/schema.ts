@@ -120,6 +120,8 @@ export interface AuthorizationCodesTable {
   consumed_at: number | null;
   /** The grant the code was exchanged into; revoked when the code is replayed. */
   grant_id: string | null;
+  /** RFC 9449 §10: the JWK SHA-256 thumbprint of the `dpop_jkt` parameter; the token request's proof must be by that key. */
+  dpop_jkt: string | null;
 }
 
 export interface GrantsTable {
@@ -133,6 +135,8 @@ export interface GrantsTable {
   created_at: number;
   expires_at: number;
   revoked_at: number | null;
+  /** RFC 9449 §5: the JWK thumbprint a public client's refresh tokens are bound to; null when not bound. */
+  dpop_jkt: string | null;
 }
 
 export interface SigningKeysTable {
@@ -187,6 +191,12 @@ export interface RevokedAccessTokensTable {
   expires_at: number;
 }
 
+/** RFC 9449 §11.1: DPoP proofs accepted, by SHA-256 of key thumbprint and `jti`, while their `iat` is in the window. */
+export interface DpopProofsTable {
+  jti_hash: string;
+  expires_at: number;
+}
+
 export interface RateLimitsTable {
   key: string;
   window_start: number;
@@ -217,6 +227,7 @@ export interface Database {
   refresh_tokens: RefreshTokensTable;
   revoked_access_tokens: RevokedAccessTokensTable;
   rate_limits: RateLimitsTable;
+  dpop_proofs: DpopProofsTable;
   users: UsersTable;
   applications: ApplicationsTable;
   sessions: SessionsTable;

@@ -8,6 +8,7 @@ import { KyselyPushedRequests, type PushedRequests } from './repositories/pushed
 import { type Consents, KyselyConsents } from './repositories/consents.js';
 import { type Continuations, KyselyContinuations } from './repositories/continuations.js';
 import { type DeviceGrants, KyselyDeviceGrants } from './repositories/device-grants.js';
+import { type DpopProofs, KyselyDpopProofs } from './repositories/dpop-proofs.js';
 import { grantStatements, type Grants, KyselyGrants } from './repositories/grants.js';
 import { type InitialAccessTokens, KyselyInitialAccessTokens } from './repositories/initial-access-tokens.js';
 import { KyselySigningKeys, type SigningKeys } from './repositories/keys.js';
@@ -59,6 +60,7 @@ export class Store {
   readonly continuations: Continuations;
   readonly initialAccessTokens: InitialAccessTokens;
   readonly pushedRequests: PushedRequests;
+  readonly dpopProofs: DpopProofs;
   /** Which database this store is on (messages and operator advice). */
   readonly dialect: Dialect;
 
@@ -81,6 +83,7 @@ export class Store {
     this.continuations = new KyselyContinuations(engine);
     this.initialAccessTokens = new KyselyInitialAccessTokens(engine);
     this.pushedRequests = new KyselyPushedRequests(engine);
+    this.dpopProofs = new KyselyDpopProofs(engine);
   }
 
   /** Brings the schema up to date; safe to run concurrently from several instances on PostgreSQL. */

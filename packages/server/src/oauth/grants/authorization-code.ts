@@ -6,8 +6,9 @@ import type { OAuthContext } from '../context.js';
 import type { Application } from '../../store/store.js';
 import { sha256Hex } from '../../util/crypto.js';
 import { isLoopbackRedirect } from '../redirect-uri.js';
-import { newGrant, newRefreshToken, wantsRefreshToken } from '../refresh.js';
-import { InvalidGrant, InvalidRequest } from '../errors.js';
+import { newGrant, newRefreshToken, refreshBinding, wantsRefreshToken } from '../refresh.js';
+import { InvalidDpopProof, InvalidGrant, InvalidRequest } from '../errors.js';
+import type { DpopProof } from '../dpop.js';
 import { storedClaimsRequest } from '../claims-request.js';
 
 type Params = Readonly<Record<string, string>>;
@@ -33,9 +34,16 @@ function verifyS256(verifier: string, challenge: string): boolean {
  * the wrong client or with the wrong verifier cannot burn a victim's code;
  * consumption itself is one conditional UPDATE, so exactly one of concurrent
  * requests wins; a replay of a consumed code revokes its grant and every
- * token issued under it (RFC 6749 §4.1.2, RFC 9700 §4.5).
+ * token issued under it (RFC 6749 §4.1.2, RFC 9700 §4.5). A code bound to a
+ * DPoP key by `dpop_jkt` (RFC 9449 §10) is redeemed only with a proof by that
+ * key, checked before consumption too.
  */
-export async function authorizationCodeGrant(ctx: OAuthContext, app: Application, params: Params): Promise<TokenResponse> {
+export async function authorizationCodeGrant(
+  ctx: OAuthContext,
+  app: Application,
+  params: Params,
+  dpop: DpopProof | undefined,
+): Promise<TokenResponse> {
   const { store, config } = ctx;
   const code = params.code;
   if (!code) throw new InvalidRequest('code is missing');
@@ -64,13 +72,26 @@ export async function authorizationCodeGrant(ctx: OAuthContext, app: Application
     throw new InvalidGrant('code_verifier does not match the code_challenge (RFC 7636 §4.6)');
   }
 
+  // RFC 9449 §10: https://www.rfc-editor.org/rfc/rfc9449#section-10
+  if (row.dpop_jkt !== null) {
+    if (!dpop) throw new InvalidDpopProof('the authorization request bound this code to a DPoP key (dpop_jkt): send a proof by that key');
+    if (dpop.jkt !== row.dpop_jkt) throw new InvalidGrant('the DPoP proof is not by the key the authorization request named (dpop_jkt)');
+  }
+
   const user = await store.users.findById(row.user_id);
   if (!user || user.disabled_at !== null) throw new InvalidGrant('the account is disabled or no longer exists');
 
   const scopes = row.scope.split(' ').filter(Boolean);
   const grant = newGrant(
     config,
-    { clientId: app.clientId, userId: user.id, scope: row.scope, claims: row.claims, authTime: row.auth_time },
+    {
+      clientId: app.clientId,
+      userId: user.id,
+      scope: row.scope,
+      claims: row.claims,
+      authTime: row.auth_time,
+      dpopJkt: refreshBinding(app, dpop),
+    },
     now,
   );
   const refresh = wantsRefreshToken(app, scopes, { kind: 'code', nativeLoopback: isLoopbackRedirect(row.redirect_uri) })
@@ -83,7 +104,16 @@ export async function authorizationCodeGrant(ctx: OAuthContext, app: Application
     throw new InvalidGrant('the authorization code was already used; tokens issued from it are revoked');
   }
   return ctx.tokens.issue(
-    { grantId: grant.id, user, app, scopes, authTime: row.auth_time, nonce: row.nonce, claims: storedClaimsRequest(row.claims) },
+    {
+      grantId: grant.id,
+      user,
+      app,
+      scopes,
+      authTime: row.auth_time,
+      nonce: row.nonce,
+      claims: storedClaimsRequest(row.claims),
+      jkt: dpop?.jkt,
+    },
     refresh ? { refreshToken: refresh.token } : {},
   );
 }

@@ -3,7 +3,8 @@ import type { OAuthContext } from '../context.js';
 import type { Application } from '../../store/store.js';
 import { sha256Hex } from '../../util/crypto.js';
 import { AUTHORIZATION_PENDING, AccessDenied, ExpiredToken, InvalidGrant, InvalidRequest, SlowDown, type OAuthError } from '../errors.js';
-import { newGrant, newRefreshToken, wantsRefreshToken } from '../refresh.js';
+import { newGrant, newRefreshToken, refreshBinding, wantsRefreshToken } from '../refresh.js';
+import type { DpopProof } from '../dpop.js';
 
 type Params = Readonly<Record<string, string>>;
 
@@ -15,9 +16,15 @@ type Params = Readonly<Record<string, string>>;
  * across instances); denied codes `access_denied`; codes past their 600 s
  * `expired_token`; an approved code is redeemed once, atomically, after the
  * account is checked again. The two answers of a code still waiting
- * (authorization_pending, slow_down) are returned, not thrown.
+ * (authorization_pending, slow_down) are returned, not thrown. The DPoP
+ * proof of the request that redeems the code binds the tokens (RFC 9449 §5).
  */
-export async function deviceCodeGrant(ctx: OAuthContext, app: Application, params: Params): Promise<TokenResponse | OAuthError> {
+export async function deviceCodeGrant(
+  ctx: OAuthContext,
+  app: Application,
+  params: Params,
+  dpop: DpopProof | undefined,
+): Promise<TokenResponse | OAuthError> {
   const { store, config } = ctx;
   const deviceCode = params.device_code;
   if (!deviceCode) throw new InvalidRequest('device_code is missing');
@@ -45,10 +52,17 @@ export async function deviceCodeGrant(ctx: OAuthContext, app: Application, param
   if (!user || user.disabled_at !== null) throw new InvalidGrant('the account is disabled or no longer exists');
   const scopes = row.scope.split(' ').filter(Boolean);
   const authTime = row.auth_time ?? now;
-  const grant = newGrant(config, { clientId: app.clientId, userId: user.id, scope: row.scope, authTime }, now);
+  const grant = newGrant(
+    config,
+    { clientId: app.clientId, userId: user.id, scope: row.scope, authTime, dpopJkt: refreshBinding(app, dpop) },
+    now,
+  );
   const refresh = wantsRefreshToken(app, scopes, { kind: 'device' }) ? newRefreshToken(grant, now) : undefined;
   if (!(await store.deviceGrants.redeem(hash, grant, now, refresh?.row))) {
     throw new InvalidGrant('the device_code was already redeemed');
   }
-  return ctx.tokens.issue({ grantId: grant.id, user, app, scopes, authTime }, refresh ? { refreshToken: refresh.token } : {});
+  return ctx.tokens.issue(
+    { grantId: grant.id, user, app, scopes, authTime, jkt: dpop?.jkt },
+    refresh ? { refreshToken: refresh.token } : {},
+  );
 }

@@ -3,7 +3,8 @@ import { PRESENTED_SECRET_MAX } from '../../config/defaults.js';
 import type { OAuthContext } from '../context.js';
 import type { Application } from '../../store/store.js';
 import { sha256Hex } from '../../util/crypto.js';
-import { InvalidGrant, InvalidRequest, InvalidScope } from '../errors.js';
+import { InvalidDpopProof, InvalidGrant, InvalidRequest, InvalidScope } from '../errors.js';
+import type { DpopProof } from '../dpop.js';
 import { newRefreshToken } from '../refresh.js';
 import { isSupportedScope } from '../scopes.js';
 import { storedClaimsRequest } from '../claims-request.js';
@@ -16,9 +17,17 @@ type Params = Readonly<Record<string, string>>;
  * a reuse and revokes the whole family (the grant), so a stolen token dies
  * with the legitimate one. The family ends at the grant's absolute
  * lifetime. `scope` may only narrow; the new refresh token keeps the
- * grant's full scope (RFC 6749 §6).
+ * grant's full scope (RFC 6749 §6). A public client's family bound to a DPoP
+ * key (RFC 9449 §5) refreshes only with a proof by that key, checked before
+ * the reuse check, so a thief without the key cannot end the victim's
+ * sign-in either; the new access token is bound to the proof's key.
  */
-export async function refreshTokenGrant(ctx: OAuthContext, app: Application, params: Params): Promise<TokenResponse> {
+export async function refreshTokenGrant(
+  ctx: OAuthContext,
+  app: Application,
+  params: Params,
+  dpop: DpopProof | undefined,
+): Promise<TokenResponse> {
   const { store, config } = ctx;
   const presented = params.refresh_token;
   if (!presented) throw new InvalidRequest('refresh_token is missing');
@@ -27,6 +36,11 @@ export async function refreshTokenGrant(ctx: OAuthContext, app: Application, par
   if (!row) throw new InvalidGrant('the refresh token is invalid');
   const grant = await store.grants.find(row.grant_id);
   if (!grant || grant.client_id !== app.clientId) throw new InvalidGrant('the refresh token was issued to another client');
+  // RFC 9449 §5: https://www.rfc-editor.org/rfc/rfc9449#section-5
+  if (grant.dpop_jkt !== null) {
+    if (!dpop) throw new InvalidDpopProof('this refresh token is bound to a DPoP key: send a proof by that key (RFC 9449 §5)');
+    if (dpop.jkt !== grant.dpop_jkt) throw new InvalidGrant('the refresh token is bound to another DPoP key (RFC 9449 §5)');
+  }
   const now = config.now();
   if (grant.revoked_at !== null) throw new InvalidGrant('the refresh token has been revoked');
   if (row.used_at !== null) {
@@ -54,7 +68,7 @@ export async function refreshTokenGrant(ctx: OAuthContext, app: Application, par
     throw new InvalidGrant('the refresh token was already used; every token of this sign-in is revoked');
   }
   return ctx.tokens.issue(
-    { grantId: grant.id, user, app, scopes, authTime: grant.auth_time, claims: storedClaimsRequest(grant.claims) },
+    { grantId: grant.id, user, app, scopes, authTime: grant.auth_time, claims: storedClaimsRequest(grant.claims), jkt: dpop?.jkt },
     { refreshToken: successor.token },
   );
 }

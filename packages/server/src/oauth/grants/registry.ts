@@ -1,5 +1,6 @@
 import type { Application, GrantType } from '../../store/store.js';
 import type { OAuthContext } from '../context.js';
+import type { DpopProof } from '../dpop.js';
 import type { OAuthError } from '../errors.js';
 import { AUTHORIZATION_CODE_GRANT_TYPE, DEVICE_CODE_GRANT_TYPE, REFRESH_TOKEN_GRANT_TYPE, type TokenResponse } from '@authcli/protocol';
 import { authorizationCodeGrant } from './authorization-code.js';
@@ -11,11 +12,14 @@ import { refreshTokenGrant } from './refresh-token.js';
  * the expected answers of a device poll (authorization_pending, slow_down),
  * which are returned: one comes back for nearly every poll, and an error
  * thrown through two async functions costs more than the rest of the answer.
+ * `dpop` is the request's valid DPoP proof, if it had one (RFC 9449 §5): the
+ * access token is bound to its key.
  */
 export type GrantHandler = (
   ctx: OAuthContext,
   app: Application,
   params: Readonly<Record<string, string>>,
+  dpop: DpopProof | undefined,
 ) => Promise<TokenResponse | OAuthError>;
 
 /**

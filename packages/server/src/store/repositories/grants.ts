@@ -45,6 +45,7 @@ export function grantStatements() {
       'created_at',
       'expires_at',
       'revoked_at',
+      'dpop_jkt',
     ] as const),
     insertRefreshToken: insertRow('refresh_tokens', ['token_hash', 'grant_id', 'created_at', 'expires_at', 'used_at'] as const),
   };
