@@ -38,6 +38,8 @@ export interface DistinctLoad {
   seconds: number;
   /** One form body per request; connection k sends bodies k, k + connections, k + 2·connections, … */
   bodies: readonly string[];
+  /** Extra headers of each body's request (a DPoP proof), same order as `bodies`. */
+  headers?: readonly Record<string, string>[];
   /** Each connection sends its slice once and stops (single-use bodies), instead of cycling through it. */
   once?: boolean;
   /** Must hold for every answer body; the others are counted in `mismatches`. */
@@ -51,7 +53,11 @@ export async function distinctPosts(load: DistinctLoad): Promise<LoadFigures> {
   const slices = Array.from({ length: connections }, (_, k) => {
     const slice: autocannon.Request[] = [];
     for (let i = k; i < bodies.length; i += connections) {
-      slice.push({ method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: bodies[i] });
+      slice.push({
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...load.headers?.[i] },
+        body: bodies[i],
+      });
     }
     return slice;
   });

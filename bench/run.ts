@@ -13,6 +13,7 @@ import { Browser, freePort, hidden } from '@authcli/test-support/http';
 import { bytesPerPending, deviceAuthorizations, pollOutcome, pollPending, seedPending, storelessTokenAnswers } from './device.js';
 import { cliStartup } from './cli-startup.js';
 import { distinctPosts, repeated, type LoadFigures } from './load.js';
+import { dpopNonce, dpopSigner } from './dpop.js';
 import { signInFlood, type FloodFigures } from './signin-flood.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -22,7 +23,10 @@ const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const WARMUP_CODES = 100_000;
 const PASSWORD = 'bench password 1';
-const SCENARIOS = new Set((process.env.BENCH_SCENARIOS ?? 'code,mixed,device,cli').split(','));
+const SCENARIOS = new Set((process.env.BENCH_SCENARIOS ?? 'code,dpop,mixed,device,cli').split(','));
+/** Seconds and single-use tokens per measurement of the DPoP scenario (four measurements). */
+const DPOP_SECONDS = Number(process.env.BENCH_DPOP_SECONDS ?? 5);
+const DPOP_TOKENS = Number(process.env.BENCH_DPOP_TOKENS ?? 20_000);
 
 function run(args: string[], env: NodeJS.ProcessEnv, input = ''): Promise<string> {
   return new Promise((res, rej) => {
@@ -129,10 +133,7 @@ function exchangeCodes(
     url: `${issuer}/oauth/token`,
     connections,
     seconds: DURATION,
-    bodies: codes.map(
-      (code) =>
-        `grant_type=authorization_code&client_id=authcli&redirect_uri=${encodeURIComponent(session.redirectUri)}&code_verifier=${session.verifier}&code=${code}`,
-    ),
+    bodies: codes.map((code) => codeBody(session, code)),
     once: true, // codes are single-use: a connection that used up its share stops
     verify: (body) => String(body).includes('"id_token":"'),
   });
@@ -166,6 +167,84 @@ async function codeScenario(issuer: string, serverPid: number, baselines: { bare
     `CPU during the exchange: server ${serverCores.toFixed(2)} cores (event loop + thread pool), load generator ${loadCores.toFixed(2)} cores`,
   ];
   return { rows, notes, raw: { exchange, mintRps, serverCores, loadCores, bound: { before, after } } };
+}
+
+/** The body of a code exchange by the built-in public application. */
+function codeBody(session: Awaited<ReturnType<typeof approvedSession>>, code: string): string {
+  return `grant_type=authorization_code&client_id=authcli&redirect_uri=${encodeURIComponent(session.redirectUri)}&code_verifier=${session.verifier}&code=${code}`;
+}
+
+/** Exchanges codes (16 at a time, before any clock starts) for the refresh tokens a refresh measurement uses up. */
+async function refreshTokens(issuer: string, session: Awaited<ReturnType<typeof approvedSession>>, codes: string[], proof?: () => string) {
+  const tokens: string[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (next < codes.length) {
+        const code = codes[next++]!;
+        const res = await fetch(`${issuer}/oauth/token`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', ...(proof && { dpop: proof() }) },
+          body: codeBody(session, code),
+        });
+        const json = (await res.json()) as { refresh_token?: string };
+        if (!json.refresh_token) throw new Error(`setup exchange answered ${res.status}: ${JSON.stringify(json)}`);
+        tokens.push(json.refresh_token);
+      }
+    }),
+  );
+  return tokens;
+}
+
+/**
+ * DPoP (RFC 9449) beside the plain exchange, back to back on the same server (the machine's speed drifts):
+ * code exchange without and with a proof, then refresh without and with one. Every request of a DPoP run has
+ * its own proof (ES256, the server's nonce, a fresh jti), signed before the clock starts; the refresh tokens
+ * are made before too, by exchanges of their own, and the DPoP ones are bound to the key (a public client).
+ * What a proof adds at the server: header parse, ES256 verification against the embedded JWK, the nonce HMAC,
+ * the JWK thumbprint, one INSERT of the jti, and `cnf` in the access token.
+ */
+async function dpopScenario(issuer: string) {
+  const session = await approvedSession(issuer);
+  const tokenUrl = `${issuer}/oauth/token`;
+  const prove = dpopSigner();
+  const nonce = await dpopNonce(issuer, prove);
+  const proofs = (n: number) => Array.from({ length: n }, () => ({ dpop: prove(tokenUrl, nonce) }));
+  const n = DPOP_TOKENS;
+  const { codes } = await mintCodes(session, 4 * n);
+  const plainRefresh = await refreshTokens(issuer, session, codes.slice(2 * n, 3 * n));
+  const dpopRefresh = await refreshTokens(issuer, session, codes.slice(3 * n, 4 * n), () => prove(tokenUrl, nonce));
+  const connections = Number(process.env.BENCH_CONN ?? 16);
+  const run = (bodies: string[], headers?: Record<string, string>[]) =>
+    distinctPosts({
+      url: tokenUrl,
+      connections,
+      seconds: DPOP_SECONDS,
+      bodies,
+      ...(headers && { headers }),
+      once: true,
+      verify: (body) => String(body).includes('"access_token":"'),
+    });
+  const plain = await run(codes.slice(0, n).map((c) => codeBody(session, c)));
+  const dpop = await run(
+    codes.slice(n, 2 * n).map((c) => codeBody(session, c)),
+    proofs(n),
+  );
+  const refreshBody = (t: string) => `grant_type=refresh_token&client_id=authcli&refresh_token=${t}`;
+  const plainR = await run(plainRefresh.map(refreshBody));
+  const dpopR = await run(dpopRefresh.map(refreshBody), proofs(n));
+  const rows: Row[] = [
+    [`POST /oauth/token authorization_code, Bearer (${connections} conn, ${DPOP_SECONDS} s)`, plain],
+    [`POST /oauth/token authorization_code, DPoP proof (${connections} conn, ${DPOP_SECONDS} s)`, dpop],
+    [`POST /oauth/token refresh_token, Bearer (${connections} conn, ${DPOP_SECONDS} s)`, plainR],
+    [`POST /oauth/token refresh_token, DPoP-bound (${connections} conn, ${DPOP_SECONDS} s)`, dpopR],
+  ];
+  const failures = [plain, dpop, plainR, dpopR].reduce((a, f) => a + f.non2xx + f.mismatches, 0);
+  const notes = [
+    `DPoP exchange / plain exchange: ${(dpop.rps / plain.rps).toFixed(3)} (target >= 0.75); DPoP refresh / plain refresh: ${(dpopR.rps / plainR.rps).toFixed(3)}; DPoP refresh / plain exchange: ${(dpopR.rps / plain.rps).toFixed(3)}`,
+    `DPoP proofs carried the server nonce (${nonce ? 'AUTHCLI_DPOP_NONCE on' : 'nonces off'}); ${failures === 0 ? 'every answer had tokens' : `${failures} answers without tokens`}`,
+  ];
+  return { rows, notes, raw: { dpop: { plain, dpop, plainRefresh: plainR, dpopRefresh: dpopR } } };
 }
 
 /**
@@ -292,6 +371,12 @@ async function main() {
       rows.push(...code.rows);
       notes.push(...code.notes);
       Object.assign(raw, code.raw, { signRoute });
+    }
+    if (SCENARIOS.has('dpop')) {
+      const dpop = await dpopScenario(issuer);
+      rows.push(...dpop.rows);
+      notes.push(...dpop.notes);
+      Object.assign(raw, dpop.raw);
     }
     if (SCENARIOS.has('mixed')) {
       const mixed = await mixedScenario(issuer, server.pid!);

@@ -206,9 +206,9 @@ describe.each(dialects())('rfc9449 DPoP (%s)', (dialect) => {
       expect(await outcome(hs)).toBe('invalid_dpop_proof');
     });
 
-    it('§4.3 (5) every advertised algorithm is accepted: ES256, PS256, RS256, EdDSA', async () => {
+    it('§4.3 (5) every advertised algorithm is accepted: ES256, PS256, RS256, EdDSA, Ed25519', async () => {
       const meta = await (await fetch(`${server.url}/.well-known/openid-configuration`)).json();
-      expect(meta.dpop_signing_alg_values_supported).toEqual(['ES256', 'PS256', 'RS256', 'EdDSA']);
+      expect(meta.dpop_signing_alg_values_supported).toEqual(['ES256', 'PS256', 'RS256', 'EdDSA', 'Ed25519']);
       for (const alg of meta.dpop_signing_alg_values_supported as string[]) {
         const k = await newKey(alg);
         const res = await exchange(await code(), await proof(k));
@@ -448,7 +448,7 @@ describe.each(dialects())('rfc9449 DPoP (%s)', (dialect) => {
         const res = await userinfo({ authorization: `DPoP ${bound.access_token}`, dpop });
         expect(res.status).toBe(401);
         expect(res.headers.get('www-authenticate')).toMatch(
-          /^DPoP algs="ES256 PS256 RS256 EdDSA", error="invalid_dpop_proof", error_description="[^"]+", Bearer realm="authcli"$/,
+          /^DPoP algs="ES256 PS256 RS256 EdDSA Ed25519", error="invalid_dpop_proof", error_description="[^"]+", Bearer realm="authcli"$/,
         );
       }
     });

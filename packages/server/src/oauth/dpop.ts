@@ -17,9 +17,11 @@ import { InvalidDpopProof, UseDpopNonce } from './errors.js';
 /**
  * The proof algorithms accepted and advertised (`dpop_signing_alg_values_supported`,
  * RFC 9449 §5.1): asymmetric only (§4.3 (5)), all of them verified by jose.
- * ES256 first: what authcli and most clients use.
+ * ES256 first: what authcli and most clients use. Ed25519 keys are named
+ * both ways: `EdDSA` (RFC 8037) and the fully specified `Ed25519` (RFC 9864),
+ * which oauth4webapi sends.
  */
-export const DPOP_SIGNING_ALGS = ['ES256', 'PS256', 'RS256', 'EdDSA'] as const;
+export const DPOP_SIGNING_ALGS = ['ES256', 'PS256', 'RS256', 'EdDSA', 'Ed25519'] as const;
 
 /** The DPoP request header's name (RFC 9449 §4.1) and the nonce response header's (§8). */
 export const DPOP_NONCE_HEADER = 'dpop-nonce';
