@@ -6,6 +6,7 @@ import { freePort } from '@authcli/test-support/http';
 import { buildApp } from '../src/app.js';
 import { DPOP_IAT_WINDOW_SECONDS, DPOP_NONCE_WINDOW_SECONDS } from '../src/config/defaults.js';
 import { accessTokenHash, normalizeHtu } from '../src/oauth/dpop.js';
+import { registerApplication } from '../src/oauth/registration.js';
 import { openStore } from '../src/store/open.js';
 import {
   authorize,
@@ -340,6 +341,33 @@ describe.each(dialects())('rfc9449 DPoP (%s)', (dialect) => {
       const res = await exchange(c, await proof(key));
       expect(res.status).toBe(200);
       expect(decodeJwt(res.json.access_token).cnf).toEqual({ jkt: key.jkt });
+    });
+
+    it('§5, §5.2 an application that requires DPoP (dpop_bound_access_tokens): no proof is invalid_dpop_proof, at every grant', async () => {
+      const strict = await registerApplication(
+        server.store,
+        {
+          name: 'Strict',
+          kind: 'confidential',
+          callbackUrls: [redirectUri],
+          scopes: ['openid', 'profile', 'offline_access'],
+          requireDpop: true,
+        },
+        server.clock.now(),
+      );
+      expect(strict.app.requireDpop).toBe(true);
+      const id = strict.app.clientId;
+      const authorization = basic(id, strict.clientSecret!);
+      const c = await code(id);
+      const refused = await tokenRequest(server, codeFields(c, id), { authorization });
+      expect(refused.json).toMatchObject({ error: 'invalid_dpop_proof', error_description: expect.stringMatching(/requires DPoP/) });
+      // The refused request did not use the code up.
+      const ok = await tokenRequest(server, codeFields(c, id), { authorization, dpop: await proof(key) });
+      expect(ok.status).toBe(200);
+      expect(ok.json.token_type).toBe('DPoP');
+      const refresh = { grant_type: 'refresh_token', refresh_token: ok.json.refresh_token as string };
+      expect((await tokenRequest(server, refresh, { authorization })).json.error).toBe('invalid_dpop_proof');
+      expect((await tokenRequest(server, refresh, { authorization, dpop: await proof(key) })).json.token_type).toBe('DPoP');
     });
 
     it('§10 a malformed dpop_jkt is refused at the authorization endpoint (invalid_request redirect)', async () => {

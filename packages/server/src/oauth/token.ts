@@ -39,8 +39,8 @@ export async function tokenRequest(
     requireNonce: ctx.config.dpopNonce,
     resource: false,
   });
-  // TODO(main): Application.requireDpop lands on main; read it directly then.
-  if (!dpop && (client as typeof client & { requireDpop?: boolean }).requireDpop === true) {
+  // RFC 9449 §5.2 `dpop_bound_access_tokens`, the application's "require DPoP" setting.
+  if (!dpop && client.requireDpop) {
     throw new InvalidDpopProof('this application requires DPoP: send a DPoP proof with every token request (RFC 9449 §5)');
   }
   return handler(ctx, client, params, dpop);
