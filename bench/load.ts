@@ -18,6 +18,8 @@ export interface LoadFigures {
   total: number;
   /** Answers that `verify` rejected. */
   mismatches: number;
+  /** How long the run took, in seconds (shorter than asked when single-use bodies ran out). */
+  seconds: number;
 }
 
 export function figures(r: autocannon.Result): LoadFigures {
@@ -29,6 +31,7 @@ export function figures(r: autocannon.Result): LoadFigures {
     errors: r.errors,
     non2xx: r.non2xx,
     mismatches: r.mismatches,
+    seconds: r.duration,
   };
 }
 

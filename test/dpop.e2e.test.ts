@@ -57,6 +57,27 @@ describe('DPoP with oauth4webapi against a started authcli-server process', () =
     }
   }
 
+  /** A refresh by oauth4webapi with `DPoP`'s proofs (the nonce retry included). */
+  const refresh = (client: oauth.Client, token: string, DPoP: oauth.DPoPHandle) =>
+    withNonceRetry(async () =>
+      oauth.processRefreshTokenResponse(
+        as,
+        client,
+        await oauth.refreshTokenGrantRequest(as, client, oauth.None(), token, { DPoP, ...insecure }),
+      ),
+    );
+
+  /** Userinfo by oauth4webapi with the DPoP scheme and a proof (`ath`), checked against the ID token's `sub`. */
+  const userinfo = async (client: oauth.Client, tokens: oauth.TokenEndpointResponse, DPoP: oauth.DPoPHandle) => {
+    const sub = oauth.getValidatedIdTokenClaims(tokens)!.sub;
+    return oauth.processUserInfoResponse(
+      as,
+      client,
+      sub,
+      await oauth.userInfoRequest(as, client, tokens.access_token, { DPoP, ...insecure }),
+    );
+  };
+
   it('rfc9449 §5.1 discovery advertises dpop_signing_alg_values_supported', () => {
     expect(as.dpop_signing_alg_values_supported).toEqual(['ES256', 'PS256', 'RS256', 'EdDSA', 'Ed25519']);
   });
@@ -89,25 +110,12 @@ describe('DPoP with oauth4webapi against a started authcli-server process', () =
     );
     expect(tokens.token_type).toBe('dpop');
     expect(decodeJwt(tokens.access_token).cnf).toEqual({ jkt });
-    const sub = oauth.getValidatedIdTokenClaims(tokens)!.sub;
 
     // §7.1: userinfo with the DPoP scheme and a proof (ath), as oauth4webapi sends it.
-    const info = await oauth.processUserInfoResponse(
-      as,
-      pub,
-      sub,
-      await oauth.userInfoRequest(as, pub, tokens.access_token, { DPoP, ...insecure }),
-    );
-    expect(info.sub).toBe(sub);
+    expect((await userinfo(pub, tokens, DPoP)).sub).toBeTruthy();
 
     // §5: the refresh token is bound to the key; oauth4webapi refreshes with a proof.
-    const refreshed = await withNonceRetry(async () =>
-      oauth.processRefreshTokenResponse(
-        as,
-        pub,
-        await oauth.refreshTokenGrantRequest(as, pub, oauth.None(), tokens.refresh_token!, { DPoP, ...insecure }),
-      ),
-    );
+    const refreshed = await refresh(pub, tokens.refresh_token!, DPoP);
     expect(refreshed.token_type).toBe('dpop');
     expect(decodeJwt(refreshed.access_token).cnf).toEqual({ jkt });
 
@@ -116,23 +124,9 @@ describe('DPoP with oauth4webapi against a started authcli-server process', () =
     expect(stolen.status).toBe(401);
     expect(stolen.headers.get('www-authenticate')).toMatch(/^DPoP algs="[^"]+", error="invalid_token"/);
     const thief = oauth.DPoP(pub, await oauth.generateKeyPair('ES256'));
-    const attempt = withNonceRetry(async () =>
-      oauth.processRefreshTokenResponse(
-        as,
-        pub,
-        await oauth.refreshTokenGrantRequest(as, pub, oauth.None(), refreshed.refresh_token!, { DPoP: thief, ...insecure }),
-      ),
-    );
-    await expect(attempt).rejects.toMatchObject({ error: 'invalid_grant' });
+    await expect(refresh(pub, refreshed.refresh_token!, thief)).rejects.toMatchObject({ error: 'invalid_grant' });
     // The owner's refresh still works: the thief's attempt ended nothing.
-    const again = await withNonceRetry(async () =>
-      oauth.processRefreshTokenResponse(
-        as,
-        pub,
-        await oauth.refreshTokenGrantRequest(as, pub, oauth.None(), refreshed.refresh_token!, { DPoP, ...insecure }),
-      ),
-    );
-    expect(again.token_type).toBe('dpop');
+    expect((await refresh(pub, refreshed.refresh_token!, DPoP)).token_type).toBe('dpop');
   });
 
   it('rfc9449 §5 device flow: the proof of the redeeming poll binds the tokens; userinfo with DPoP', async () => {
@@ -167,14 +161,7 @@ describe('DPoP with oauth4webapi against a started authcli-server process', () =
     );
     expect(tokens.token_type).toBe('dpop');
     expect(decodeJwt(tokens.access_token).cnf).toEqual({ jkt });
-    const sub = oauth.getValidatedIdTokenClaims(tokens)!.sub;
-    const info = await oauth.processUserInfoResponse(
-      as,
-      device,
-      sub,
-      await oauth.userInfoRequest(as, device, tokens.access_token, { DPoP, ...insecure }),
-    );
-    expect(info.sub).toBe(sub);
+    expect((await userinfo(device, tokens, DPoP)).sub).toBeTruthy();
     // Without a proof the bound refresh token is refused.
     const bare = await oauth.refreshTokenGrantRequest(as, device, oauth.None(), tokens.refresh_token!, insecure);
     await expect(oauth.processRefreshTokenResponse(as, device, bare)).rejects.toMatchObject({ error: 'invalid_dpop_proof' });

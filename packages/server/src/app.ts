@@ -43,9 +43,10 @@ async function oauthApi(app: FastifyInstance, ctx: OAuthContext): Promise<void> 
   // With one fixed origin (`*`) an actual answer needs exactly one static header: set here, on every answer of
   // this context (errors included). @fastify/cors answers the preflights; it sits in a context of its own that
   // holds only its OPTIONS route, because its hook rebuilds its options on every request it sees (measured:
-  // 4 % of a device poll's server time when it saw them all).
+  // 4 % of a device poll's server time when it saw them all). A browser client using DPoP (RFC 9449) sends
+  // the `DPoP` header and must read `DPoP-Nonce` (§8) and the `WWW-Authenticate` challenges (§7.1).
   app.addHook('onRequest', (_req, reply, done) => {
-    reply.header('access-control-allow-origin', '*');
+    reply.header('access-control-allow-origin', '*').header('access-control-expose-headers', 'dpop-nonce, www-authenticate');
     done();
   });
   await app.register(async (preflight) => {
@@ -53,7 +54,7 @@ async function oauthApi(app: FastifyInstance, ctx: OAuthContext): Promise<void> 
       origin: '*',
       // PUT and DELETE: the client configuration endpoint (RFC 7592 §2), when registration is on.
       methods: ['GET', 'POST', 'PUT', 'DELETE'],
-      allowedHeaders: ['authorization', 'content-type'],
+      allowedHeaders: ['authorization', 'content-type', 'dpop'],
       credentials: false,
       maxAge: 600,
     });

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '@authcli/test-support/http';
 import { buildApp } from '../src/app.js';
 import { DPOP_IAT_WINDOW_SECONDS, DPOP_NONCE_WINDOW_SECONDS } from '../src/config/defaults.js';
-import { accessTokenHash, normalizeHtu } from '../src/oauth/dpop.js';
+import { accessTokenHash, jwkThumbprint, normalizeHtu } from '../src/oauth/dpop.js';
 import { registerApplication } from '../src/oauth/registration.js';
 import { openStore } from '../src/store/open.js';
 import {
@@ -212,6 +212,8 @@ describe.each(dialects())('rfc9449 DPoP (%s)', (dialect) => {
       expect(meta.dpop_signing_alg_values_supported).toEqual(['ES256', 'PS256', 'RS256', 'EdDSA', 'Ed25519']);
       for (const alg of meta.dpop_signing_alg_values_supported as string[]) {
         const k = await newKey(alg);
+        // RFC 7638: the server's thumbprint is jose's.
+        expect(jwkThumbprint(k.jwk), alg).toBe(k.jkt);
         const res = await exchange(await code(), await proof(k));
         expect(res.status, alg).toBe(200);
         expect(decodeJwt(res.json.access_token).cnf, alg).toEqual({ jkt: k.jkt });
@@ -525,6 +527,19 @@ describe.each(dialects())('rfc9449 DPoP (%s)', (dialect) => {
       const again = await userinfo({ authorization: `DPoP ${bound.access_token}`, dpop: once });
       expect(again.status).toBe(401);
       expect(again.headers.get('www-authenticate')).toMatch(/error="invalid_dpop_proof"/);
+    });
+
+    it('§8, §7.1 browser clients (CORS): the DPoP header may be sent, DPoP-Nonce and WWW-Authenticate read', async () => {
+      const origin = { origin: 'https://spa.example' };
+      const preflight = await fetch(`${server.url}/oauth/token`, {
+        method: 'OPTIONS',
+        headers: { ...origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type, dpop' },
+      });
+      expect(preflight.status).toBe(204);
+      expect(preflight.headers.get('access-control-allow-headers')).toMatch(/\bdpop\b/);
+      const res = await userinfo({ ...origin, authorization: `Bearer ${bound.access_token}` });
+      expect(res.headers.get('access-control-allow-origin')).toBe('*');
+      expect(res.headers.get('access-control-expose-headers')).toBe('dpop-nonce, www-authenticate');
     });
 
     it('§6.2, rfc7662 §2.2 introspection answers token_type DPoP and cnf.jkt for a bound token', async () => {

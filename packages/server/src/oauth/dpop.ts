@@ -1,5 +1,5 @@
 import { createHmac, hash, timingSafeEqual } from 'node:crypto';
-import { calculateJwkThumbprint, decodeProtectedHeader, EmbeddedJWK, errors as joseErrors, type JWK, jwtVerify } from 'jose';
+import { decodeProtectedHeader, EmbeddedJWK, errors as joseErrors, type JWK, jwtVerify } from 'jose';
 import type { ServerConfig } from '../config/config.js';
 import { DPOP_IAT_WINDOW_SECONDS, DPOP_JTI_MAX, DPOP_NONCE_WINDOW_SECONDS, DPOP_PROOF_MAX } from '../config/defaults.js';
 import type { Store } from '../store/store.js';
@@ -64,7 +64,7 @@ export interface DpopCheck {
  * nonces of the current and the previous window without storing any.
  */
 export class DpopNonces {
-  private cached: { window: number; nonce: string } | undefined;
+  private cached: { window: number; nonce: string; previous: string } | undefined;
 
   constructor(
     private readonly secret: Buffer,
@@ -85,18 +85,23 @@ export class DpopNonces {
     return createHmac('sha256', this.secret).update(`dpop-nonce ${window}`).digest('base64url');
   }
 
+  /** This window's nonce and the previous one's, computed once per window. */
+  private nonces(): { nonce: string; previous: string } {
+    const window = this.window();
+    if (this.cached?.window !== window) this.cached = { window, nonce: this.nonceOf(window), previous: this.nonceOf(window - 1) };
+    return this.cached;
+  }
+
   /** The nonce to hand out now (the `DPoP-Nonce` header). */
   current(): string {
-    const window = this.window();
-    if (this.cached?.window !== window) this.cached = { window, nonce: this.nonceOf(window) };
-    return this.cached.nonce;
+    return this.nonces().nonce;
   }
 
   /** Whether `nonce` is the current window's or the previous one's. */
   accepts(nonce: string): boolean {
     const given = Buffer.from(nonce);
-    const window = this.window();
-    return [this.current(), this.nonceOf(window - 1)].some((n) => {
+    const { nonce: current, previous } = this.nonces();
+    return [current, previous].some((n) => {
       const expected = Buffer.from(n);
       return expected.length === given.length && timingSafeEqual(expected, given);
     });
@@ -124,6 +129,32 @@ export function normalizeHtu(value: string): string | undefined {
     return /[A-Za-z0-9\-._~]/.test(c) ? c : `%${hex.toUpperCase()}`;
   });
   return `${url.protocol}//${url.host}${path}`;
+}
+
+/** RFC 7638 §3.2: the members of a public JWK that its thumbprint covers, by key type, in lexicographic order. */
+const THUMBPRINT_MEMBERS: Record<string, readonly string[]> = {
+  EC: ['crv', 'kty', 'x', 'y'],
+  RSA: ['e', 'kty', 'n'],
+  OKP: ['crv', 'kty', 'x'],
+};
+
+/**
+ * RFC 7638 SHA-256 JWK thumbprint, base64url: the same value as jose's
+ * `calculateJwkThumbprint` (the tests compare them), computed with
+ * node:crypto's synchronous hash, as PKCE's S256 is: jose hashes through Web
+ * Crypto, a thread-pool round trip per token request, on the pool that signs
+ * the ID tokens. Undefined for a key type a proof cannot have.
+ */
+export function jwkThumbprint(jwk: JWK): string | undefined {
+  const members = THUMBPRINT_MEMBERS[jwk.kty ?? ''];
+  if (!members) return undefined;
+  const required: Record<string, unknown> = {};
+  for (const m of members) {
+    const v = (jwk as Record<string, unknown>)[m];
+    if (typeof v !== 'string') return undefined;
+    required[m] = v;
+  }
+  return hash('sha256', JSON.stringify(required), 'base64url');
 }
 
 /** RFC 9449 §4.2 `ath`: base64url of the SHA-256 of the access token's ASCII bytes. */
@@ -208,7 +239,8 @@ export async function validateDpopProof(ctx: OAuthContext, check: DpopCheck): Pr
     throw challenge('the DPoP proof nonce is not a current server nonce (RFC 9449 §8)');
   }
 
-  const jkt = await calculateJwkThumbprint(jwk, 'sha256');
+  const jkt = jwkThumbprint(jwk);
+  if (jkt === undefined) throw invalid('the DPoP proof jwk is not a key a proof can have');
   // §11.1: one use per key and jti, on any instance, for as long as the iat window would accept the proof.
   if (!(await ctx.store.dpopProofs.use(sha256Hex(`${jkt} ${jti}`), (iat + DPOP_IAT_WINDOW_SECONDS) * 1000 + 1000))) {
     throw invalid('the DPoP proof was already used (jti replay, RFC 9449 §11.1)');
