@@ -24,8 +24,9 @@ const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const WARMUP_CODES = 100_000;
 const PASSWORD = 'bench password 1';
 const SCENARIOS = new Set((process.env.BENCH_SCENARIOS ?? 'code,dpop,mixed,device,cli').split(','));
-/** Single-use tokens per measurement of the DPoP scenario (four measurements), and its longest run in seconds. */
+/** Single-use tokens per kind of the DPoP scenario (four kinds), in how many rounds, and its longest run in seconds. */
 const DPOP_TOKENS = Number(process.env.BENCH_DPOP_TOKENS ?? 8000);
+const DPOP_ROUNDS = Number(process.env.BENCH_DPOP_ROUNDS ?? 4);
 const DPOP_SECONDS = Number(process.env.BENCH_DPOP_SECONDS ?? 10);
 
 function run(args: string[], env: NodeJS.ProcessEnv, input = ''): Promise<string> {
@@ -197,24 +198,36 @@ async function refreshTokens(issuer: string, session: Awaited<ReturnType<typeof 
 }
 
 /**
- * DPoP (RFC 9449) beside the plain exchange, back to back on the same server (the machine's speed drifts):
- * code exchange without and with a proof, then refresh without and with one. Every request of a DPoP run has
- * its own proof (ES256, the server's nonce, a fresh jti), signed before the clock starts; codes are minted
- * right before the run that uses them (they live 60 s), refresh tokens by exchanges of their own before their
- * run, the DPoP ones bound to the key (a public client). Each run stops when its single-use bodies are used
- * up, so its rate is answers / elapsed time. What a proof adds at the server: header parse, ES256
- * verification against the embedded JWK, the nonce HMAC, the JWK thumbprint, one INSERT of the jti, and
- * `cnf` in the access token.
+ * DPoP (RFC 9449) beside the plain exchange on the same server: code exchange without and with a proof, refresh
+ * without and with one, in BENCH_DPOP_ROUNDS rounds whose order alternates (plain first, then DPoP first), so
+ * that the machine's drift falls on both alike. Every request of a DPoP run has its own proof (ES256, the
+ * server's nonce, a fresh jti), signed before the clock starts; codes are minted right before the run that
+ * uses them (they live 60 s), refresh tokens by exchanges of their own, the DPoP ones bound to the key (a public
+ * client). Each run stops when its single-use bodies are used up: its rate is answers over elapsed time, and
+ * its cost the server's CPU time (/proc) over answers, which other load on the machine disturbs far less than
+ * the rate. What a proof adds at the server: header parse, ES256 verification against the embedded JWK, the
+ * nonce HMAC, the JWK thumbprint, one INSERT of the jti, and `cnf` in the access token.
  */
-async function dpopScenario(issuer: string) {
+async function dpopScenario(issuer: string, serverPid: number) {
   const session = await approvedSession(issuer);
   const tokenUrl = `${issuer}/oauth/token`;
   const prove = dpopSigner();
   const nonce = await dpopNonce(issuer, prove);
-  const proofs = (n: number) => Array.from({ length: n }, () => ({ dpop: prove(tokenUrl, nonce) }));
-  const n = DPOP_TOKENS;
+  const rounds = DPOP_ROUNDS;
+  const n = Math.floor(DPOP_TOKENS / rounds);
   const connections = Number(process.env.BENCH_CONN ?? 16);
-  const run = async (bodies: string[], headers?: Record<string, string>[]) => {
+  const proofs = () => Array.from({ length: n }, () => ({ dpop: prove(tokenUrl, nonce) }));
+  const codes = async () => (await mintCodes(session, n)).codes.slice(0, n);
+  const refreshBody = (t: string) => `grant_type=refresh_token&client_id=authcli&refresh_token=${t}`;
+  type Kind = 'plain' | 'dpop' | 'plainRefresh' | 'dpopRefresh';
+  const sums: Record<Kind, { figures: LoadFigures[]; cpu: number }> = {
+    plain: { figures: [], cpu: 0 },
+    dpop: { figures: [], cpu: 0 },
+    plainRefresh: { figures: [], cpu: 0 },
+    dpopRefresh: { figures: [], cpu: 0 },
+  };
+  const run = async (kind: Kind, bodies: string[], headers?: Record<string, string>[]) => {
+    const cpu = cpuSeconds(serverPid);
     const f = await distinctPosts({
       url: tokenUrl,
       connections,
@@ -224,18 +237,54 @@ async function dpopScenario(issuer: string) {
       once: true,
       verify: (body) => String(body).includes('"access_token":"'),
     });
-    return { ...f, rps: f.total / f.seconds };
+    sums[kind].cpu += cpuSeconds(serverPid) - cpu;
+    sums[kind].figures.push(f);
   };
-  const codes = async () => (await mintCodes(session, n)).codes.slice(0, n);
-  const refreshBody = (t: string) => `grant_type=refresh_token&client_id=authcli&refresh_token=${t}`;
-  const plain = await run((await codes()).map((c) => codeBody(session, c)));
-  const dpopBodies = (await codes()).map((c) => codeBody(session, c));
-  const dpop = await run(dpopBodies, proofs(n));
-  const plainRefresh = await refreshTokens(issuer, session, await codes());
-  const plainR = await run(plainRefresh.map(refreshBody));
-  const dpopRefresh = await refreshTokens(issuer, session, await codes(), () => prove(tokenUrl, nonce));
-  const dpopR = await run(dpopRefresh.map(refreshBody), proofs(n));
-  const label = (what: string) => `POST /oauth/token ${what} (${connections} conn, ${n} requests)`;
+  const exchanges: Record<'plain' | 'dpop', () => Promise<void>> = {
+    plain: async () =>
+      run(
+        'plain',
+        (await codes()).map((c) => codeBody(session, c)),
+      ),
+    dpop: async () => {
+      const bodies = (await codes()).map((c) => codeBody(session, c));
+      await run('dpop', bodies, proofs());
+    },
+  };
+  const refreshes: Record<'plain' | 'dpop', () => Promise<void>> = {
+    plain: async () => run('plainRefresh', (await refreshTokens(issuer, session, await codes())).map(refreshBody)),
+    dpop: async () => {
+      const tokens = await refreshTokens(issuer, session, await codes(), () => prove(tokenUrl, nonce));
+      await run('dpopRefresh', tokens.map(refreshBody), proofs());
+    },
+  };
+  for (let r = 0; r < rounds; r++) {
+    const order: ('plain' | 'dpop')[] = r % 2 === 0 ? ['plain', 'dpop'] : ['dpop', 'plain'];
+    for (const k of order) await exchanges[k]();
+    for (const k of order) await refreshes[k]();
+  }
+  // One row per kind: the rounds' answers over their elapsed time, latencies of the slowest round.
+  const total = (kind: Kind): LoadFigures & { cpuUs: number } => {
+    const fs = sums[kind].figures;
+    const sum = (pick: (f: LoadFigures) => number) => fs.reduce((a, f) => a + pick(f), 0);
+    const answers = sum((f) => f.total);
+    return {
+      rps: answers / sum((f) => f.seconds),
+      p50: Math.max(...fs.map((f) => f.p50)),
+      p99: Math.max(...fs.map((f) => f.p99)),
+      errors: sum((f) => f.errors),
+      non2xx: sum((f) => f.non2xx),
+      mismatches: sum((f) => f.mismatches),
+      total: answers,
+      seconds: sum((f) => f.seconds),
+      cpuUs: (sums[kind].cpu / answers) * 1e6,
+    };
+  };
+  const plain = total('plain');
+  const dpop = total('dpop');
+  const plainR = total('plainRefresh');
+  const dpopR = total('dpopRefresh');
+  const label = (what: string) => `POST /oauth/token ${what} (${connections} conn, ${rounds} rounds of ${n})`;
   const rows: Row[] = [
     [label('authorization_code, Bearer'), plain],
     [label('authorization_code, DPoP proof'), dpop],
@@ -243,8 +292,10 @@ async function dpopScenario(issuer: string) {
     [label('refresh_token, DPoP-bound'), dpopR],
   ];
   const failures = [plain, dpop, plainR, dpopR].reduce((a, f) => a + f.non2xx + f.mismatches, 0);
+  const ratio = (a: number, b: number) => (a / b).toFixed(3);
   const notes = [
-    `DPoP exchange / plain exchange: ${(dpop.rps / plain.rps).toFixed(3)} (target >= 0.75); DPoP refresh / plain refresh: ${(dpopR.rps / plainR.rps).toFixed(3)}; DPoP refresh / plain exchange: ${(dpopR.rps / plain.rps).toFixed(3)}`,
+    `DPoP rate / plain exchange rate: exchange ${ratio(dpop.rps, plain.rps)}, refresh ${ratio(dpopR.rps, plain.rps)} (target >= 0.75); DPoP refresh / plain refresh ${ratio(dpopR.rps, plainR.rps)}`,
+    `server CPU per answer: exchange ${plain.cpuUs.toFixed(0)} us plain, ${dpop.cpuUs.toFixed(0)} us DPoP (x${ratio(dpop.cpuUs, plain.cpuUs)}); refresh ${plainR.cpuUs.toFixed(0)} us plain, ${dpopR.cpuUs.toFixed(0)} us DPoP (x${ratio(dpopR.cpuUs, plainR.cpuUs)}; x${ratio(dpopR.cpuUs, plain.cpuUs)} of the plain exchange) (target <= 1.25)`,
     `DPoP proofs carried the server nonce (${nonce ? 'AUTHCLI_DPOP_NONCE on' : 'nonces off'}); ${failures === 0 ? 'every answer had tokens' : `${failures} answers without tokens`}`,
   ];
   return { rows, notes, raw: { dpop: { plain, dpop, plainRefresh: plainR, dpopRefresh: dpopR } } };
@@ -376,7 +427,7 @@ async function main() {
       Object.assign(raw, code.raw, { signRoute });
     }
     if (SCENARIOS.has('dpop')) {
-      const dpop = await dpopScenario(issuer);
+      const dpop = await dpopScenario(issuer, server.pid!);
       rows.push(...dpop.rows);
       notes.push(...dpop.notes);
       Object.assign(raw, dpop.raw);

@@ -11,7 +11,7 @@ import { apiErrorHandler } from './api/errors.js';
 import { trustProxyOption } from './http/client-ip.js';
 import { FormError, parseForm } from './http/form.js';
 import type { OAuthContext } from './oauth/context.js';
-import { DpopNonces } from './oauth/dpop.js';
+import { DpopKeys, DpopNonces } from './oauth/dpop.js';
 import { KeyRing } from './oauth/keys.js';
 import { AbuseLimits } from './oauth/limits.js';
 import { type Metrics, NO_METRICS } from './util/metrics.js';
@@ -157,6 +157,7 @@ export async function buildApp(config: ServerConfig, store: Store, options: AppO
     trustedDevices: await TrustedDevices.open(config, store),
     metrics: metrics ?? NO_METRICS,
     dpopNonces: await DpopNonces.open(store, config),
+    dpopKeys: new DpopKeys(),
   };
   const https = config.issuer.startsWith('https:');
 

@@ -226,6 +226,13 @@ describe.each(dialects())('rfc9449 DPoP (%s)', (dialect) => {
       expect(await outcome(proof(key, { jwk: priv }))).toBe('invalid_dpop_proof');
     });
 
+    it('§4.3 (7) a known (imported, kept) key with use other than sig, or another alg, is still refused', async () => {
+      expect(await outcome(proof(key))).toBe('ok');
+      expect(await outcome(proof(key, { jwk: { ...key.jwk, use: 'enc' } }))).toBe('invalid_dpop_proof');
+      expect(await outcome(proof(key, { jwk: { ...key.jwk, alg: 'ES384' } }))).toBe('invalid_dpop_proof');
+      expect(await outcome(proof(key, { jwk: { ...key.jwk, use: 'sig', alg: 'ES256' } }))).toBe('ok');
+    });
+
     it('§4.3 (6) a signature by another key than the jwk header: invalid_dpop_proof', async () => {
       const other = await newKey();
       expect(await outcome(proof(other, { jwk: key.jwk }))).toBe('invalid_dpop_proof');
@@ -370,6 +377,14 @@ describe.each(dialects())('rfc9449 DPoP (%s)', (dialect) => {
       const refresh = { grant_type: 'refresh_token', refresh_token: ok.json.refresh_token as string };
       expect((await tokenRequest(server, refresh, { authorization })).json.error).toBe('invalid_dpop_proof');
       expect((await tokenRequest(server, refresh, { authorization, dpop: await proof(key) })).json.token_type).toBe('DPoP');
+    });
+
+    it('§10 dpop_jkt survives the sign-in that the authorization request waits for', async () => {
+      const fresh = new Browser(server.url);
+      const r = await authorize(server, fresh, { clientId: pub, redirectUri, scope: 'openid', extra: { dpop_jkt: key.jkt } });
+      const c = { code: r.callback.searchParams.get('code')!, verifier: r.verifier };
+      expect((await exchange(c, await proof(await newKey()))).json.error).toBe('invalid_grant');
+      expect((await exchange(c, await proof(key))).status).toBe(200);
     });
 
     it('§10 a malformed dpop_jkt is refused at the authorization endpoint (invalid_request redirect)', async () => {

@@ -1,7 +1,7 @@
 import type { ServerConfig } from '../config/config.js';
 import type { Store } from '../store/store.js';
 import type { ProtocolMetrics } from '../util/metrics.js';
-import type { DpopNonces } from './dpop.js';
+import type { DpopKeys, DpopNonces } from './dpop.js';
 import type { KeyRing } from './keys.js';
 import type { AbuseLimits } from './limits.js';
 import type { TokenIssuer } from './tokens.js';
@@ -22,4 +22,6 @@ export interface OAuthContext {
   metrics: ProtocolMetrics;
   /** DPoP server nonces (RFC 9449 §8), the same on every instance. */
   dpopNonces: DpopNonces;
+  /** DPoP proof keys imported once (RFC 9449 §4.3 (6)), per instance. */
+  dpopKeys: DpopKeys;
 }

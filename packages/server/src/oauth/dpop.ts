@@ -1,7 +1,15 @@
 import { createHmac, hash, timingSafeEqual } from 'node:crypto';
-import { decodeProtectedHeader, EmbeddedJWK, errors as joseErrors, type JWK, jwtVerify } from 'jose';
+import {
+  type CryptoKey,
+  decodeProtectedHeader,
+  type JWSHeaderParameters,
+  EmbeddedJWK,
+  errors as joseErrors,
+  type JWK,
+  jwtVerify,
+} from 'jose';
 import type { ServerConfig } from '../config/config.js';
-import { DPOP_IAT_WINDOW_SECONDS, DPOP_JTI_MAX, DPOP_NONCE_WINDOW_SECONDS, DPOP_PROOF_MAX } from '../config/defaults.js';
+import { DPOP_IAT_WINDOW_SECONDS, DPOP_JTI_MAX, DPOP_KEYS_CACHED, DPOP_NONCE_WINDOW_SECONDS, DPOP_PROOF_MAX } from '../config/defaults.js';
 import type { Store } from '../store/store.js';
 import { randomToken, sha256Hex } from '../util/crypto.js';
 import type { OAuthContext } from './context.js';
@@ -109,6 +117,32 @@ export class DpopNonces {
 }
 
 /**
+ * The public keys of recent proofs, imported once (by jose's `EmbeddedJWK`,
+ * with its checks) and kept by algorithm and RFC 7638 thumbprint: a client
+ * signs every proof with the same key, and importing it is two thirds of a
+ * proof's verification. A thumbprint covers every member that defines the
+ * key, so an entry is only ever the key the header names; the oldest entry
+ * goes when {@link DPOP_KEYS_CACHED} are kept.
+ */
+export class DpopKeys {
+  private readonly keys = new Map<string, Promise<CryptoKey>>();
+
+  /** The key for `alg` and the header's `jwk` whose thumbprint is `jkt`. */
+  get(alg: string, jkt: string, header: JWSHeaderParameters): Promise<CryptoKey> {
+    const id = `${alg} ${jkt}`;
+    let key = this.keys.get(id);
+    if (!key) {
+      key = EmbeddedJWK(header);
+      // A key that fails to import is not kept: the next proof with it fails the same way, at its own cost.
+      key.catch(() => this.keys.delete(id));
+      if (this.keys.size >= DPOP_KEYS_CACHED) this.keys.delete(this.keys.keys().next().value!);
+      this.keys.set(id, key);
+    }
+    return key;
+  }
+}
+
+/**
  * RFC 3986 §6.2.2 and §6.2.3 normalization of an HTTP(S) URI for comparing
  * `htu` (RFC 9449 §4.3 (9)): the WHATWG URL parser lowercases scheme and
  * host, drops the scheme's default port, makes an empty path `/` and removes
@@ -199,9 +233,15 @@ export async function validateDpopProof(ctx: OAuthContext, check: DpopCheck): Pr
   if (typeof jwk !== 'object' || jwk === null || Array.isArray(jwk)) throw invalid('the DPoP proof has no jwk header (RFC 9449 §4.2)');
   if (PRIVATE_MEMBERS.some((m) => Object.hasOwn(jwk, m))) throw invalid('the DPoP proof jwk must be a public key (RFC 9449 §4.3)');
 
+  // jose's EmbeddedJWK checks these on import; a cached key was imported for a header that may have differed here.
+  if (jwk.use !== undefined && jwk.use !== 'sig') throw invalid('the DPoP proof jwk use must be sig');
+  if (jwk.alg !== undefined && jwk.alg !== protectedHeader.alg) throw invalid('the DPoP proof jwk alg differs from the proof alg');
+  const jkt = jwkThumbprint(jwk);
+  if (jkt === undefined) throw invalid('the DPoP proof jwk is not a key a proof can have');
+
   let payload;
   try {
-    ({ payload } = await jwtVerify(proof, EmbeddedJWK, {
+    ({ payload } = await jwtVerify(proof, (h) => ctx.dpopKeys.get(protectedHeader.alg!, jkt, h), {
       typ: 'dpop+jwt',
       algorithms: [...DPOP_SIGNING_ALGS],
       currentDate: new Date(ctx.config.now()),
@@ -239,8 +279,6 @@ export async function validateDpopProof(ctx: OAuthContext, check: DpopCheck): Pr
     throw challenge('the DPoP proof nonce is not a current server nonce (RFC 9449 §8)');
   }
 
-  const jkt = jwkThumbprint(jwk);
-  if (jkt === undefined) throw invalid('the DPoP proof jwk is not a key a proof can have');
   // §11.1: one use per key and jti, on any instance, for as long as the iat window would accept the proof.
   if (!(await ctx.store.dpopProofs.use(sha256Hex(`${jkt} ${jti}`), (iat + DPOP_IAT_WINDOW_SECONDS) * 1000 + 1000))) {
     throw invalid('the DPoP proof was already used (jti replay, RFC 9449 §11.1)');
