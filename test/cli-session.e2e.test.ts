@@ -1,3 +1,4 @@
+import { userinfoStatus } from './cli-dpop-key.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
@@ -66,8 +67,9 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
     );
   }
 
-  async function userinfo(token: string): Promise<number> {
-    return (await fetch(`${server.issuer}/oauth/userinfo`, { headers: { authorization: `Bearer ${token}` } })).status;
+  /** Userinfo's status for a token the CLI in `home` printed (DPoP-bound when the server offers DPoP, as ours does). */
+  function userinfo(token: string, home: string): Promise<number> {
+    return userinfoStatus(server.issuer, token, home);
   }
 
   async function refreshAtServer(refreshToken: string): Promise<{ status: number; error?: string }> {
@@ -89,7 +91,7 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
     // One refresh: the 7 that waited print the token the first one stored.
     expect(printed.size).toBe(1);
     const [token] = printed;
-    expect(await userinfo(token!)).toBe(200);
+    expect(await userinfo(token!, home)).toBe(200);
     const [grant] = await grantsOf('alice');
     expect(grant!.revoked).toBe(false);
     expect(grant!.refreshTokens).toHaveLength(2);
@@ -99,7 +101,7 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
     await sleep(TTL_S * 1000 + 300);
     const again = await runCli(['token'], envFor(home)).exit;
     expect(again.code, again.stderr).toBe(0);
-    expect(await userinfo(again.stdout.trim())).toBe(200);
+    expect(await userinfo(again.stdout.trim(), home)).toBe(200);
     const [after] = await grantsOf('alice');
     expect(after!.revoked).toBe(false);
     expect(after!.refreshTokens).toHaveLength(3);
@@ -134,7 +136,7 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
       expect(Date.now() - killedAt).toBeLessThan(8000);
       for (const d of done) expect(d.code, d.stderr).toBe(0);
       expect(new Set(done.map((d) => d.stdout)).size).toBe(1);
-      expect(await userinfo(done[0]!.stdout.trim())).toBe(200);
+      expect(await userinfo(done[0]!.stdout.trim(), home)).toBe(200);
       const [grant] = await grantsOf('bob');
       expect(grant!.revoked).toBe(false);
       expect(grant!.refreshTokens).toHaveLength(2);
@@ -176,7 +178,7 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
       await sleep(TTL_S * 1000 + 300);
       const token = await runCli(['token'], envFor(home)).exit;
       expect(token.code, token.stderr).toBe(0);
-      expect(await userinfo(token.stdout.trim())).toBe(200);
+      expect(await userinfo(token.stdout.trim(), home)).toBe(200);
       expect((await grantsOf('carol')).filter((g) => !g.revoked).map((g) => g.refreshTokens.length)).toEqual([2]);
     } finally {
       await proxy.close();
@@ -338,12 +340,13 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
     expect(json.code, json.stderr).toBe(0);
     const body = JSON.parse(json.stdout) as Record<string, unknown>;
     expect(Object.keys(body).sort()).toEqual(['access_token', 'expires_at', 'expires_in', 'scope', 'token_type']);
-    expect(body.token_type).toBe('Bearer');
+    // The server offers DPoP, so the CLI's sign-in is bound to its key (RFC 9449).
+    expect(body.token_type).toBe('DPoP');
     expect(body.scope).toBe('openid profile offline_access');
     expect(new Date(body.expires_at as string).toISOString()).toBe(body.expires_at);
     expect(body.expires_in).toBeGreaterThanOrEqual(0);
     expect(body.expires_in).toBeLessThanOrEqual(TTL_S);
-    expect(await userinfo(body.access_token as string)).toBe(200);
+    expect(await userinfo(body.access_token as string, home)).toBe(200);
 
     const execInfo = JSON.stringify({
       apiVersion: 'client.authentication.k8s.io/v1',

@@ -1,3 +1,4 @@
+import { userinfoStatus } from './cli-dpop-key.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readFileSync, statSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -80,8 +81,8 @@ describe('authcli against a started authcli-server', () => {
     const fresh = token.stdout.trim();
     expect(fresh).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
     expect(fresh).not.toBe(stored.access_token);
-    const info = await fetch(`${server.issuer}/oauth/userinfo`, { headers: { authorization: `Bearer ${fresh}` } });
-    expect(info.status).toBe(200);
+    // The server offers DPoP: the CLI's token is bound to its key and goes with a proof (RFC 9449 §7.1).
+    expect(await userinfoStatus(server.issuer, fresh, home)).toBe(200);
     const rotated = JSON.parse(readFileSync(file, 'utf8')).sessions[server.issuer].refresh_token as string;
     expect(rotated).not.toBe(stored.refresh_token);
     // The refreshed ID token names no user (OIDC Core §5.4): the name found at sign-in is kept.

@@ -18,7 +18,8 @@ type Params = Readonly<Record<string, string>>;
  * with the legitimate one. The family ends at the grant's absolute
  * lifetime. `scope` may only narrow; the new refresh token keeps the
  * grant's full scope (RFC 6749 §6). A public client's family bound to a DPoP
- * key (RFC 9449 §5) refreshes only with a proof by that key, checked before
+ * key (RFC 9449 §5) refreshes only with a proof by that key, checked after
+ * revocation (a revoked token is invalid_grant whoever sends it) and before
  * the reuse check, so a thief without the key cannot end the victim's
  * sign-in either; the new access token is bound to the proof's key.
  */
@@ -36,13 +37,13 @@ export async function refreshTokenGrant(
   if (!row) throw new InvalidGrant('the refresh token is invalid');
   const grant = await store.grants.find(row.grant_id);
   if (!grant || grant.client_id !== app.clientId) throw new InvalidGrant('the refresh token was issued to another client');
+  const now = config.now();
+  if (grant.revoked_at !== null) throw new InvalidGrant('the refresh token has been revoked');
   // RFC 9449 §5: https://www.rfc-editor.org/rfc/rfc9449#section-5
   if (grant.dpop_jkt !== null) {
     if (!dpop) throw new InvalidDpopProof('this refresh token is bound to a DPoP key: send a proof by that key (RFC 9449 §5)');
     if (dpop.jkt !== grant.dpop_jkt) throw new InvalidGrant('the refresh token is bound to another DPoP key (RFC 9449 §5)');
   }
-  const now = config.now();
-  if (grant.revoked_at !== null) throw new InvalidGrant('the refresh token has been revoked');
   if (row.used_at !== null) {
     await store.grants.revoke(grant.id, now);
     throw new InvalidGrant('the refresh token was already used; every token of this sign-in is revoked');
