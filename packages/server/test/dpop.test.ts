@@ -414,6 +414,15 @@ describe.each(dialects())('rfc9449 DPoP (%s)', (dialect) => {
       expect(next.status).toBe(200);
     });
 
+    it('§5 a revoked bound refresh token is invalid_grant for anyone, with or without the key', async () => {
+      const rt = (await exchange(await code(), await proof(key))).json.refresh_token as string;
+      expect((await postForm(server, '/oauth/revoke', { token: rt, client_id: pub })).status).toBe(200);
+      const refresh = (headers: Record<string, string>) =>
+        tokenRequest(server, { grant_type: 'refresh_token', refresh_token: rt, client_id: pub }, headers);
+      expect((await refresh({})).json.error).toBe('invalid_grant');
+      expect((await refresh({ dpop: await proof(key) })).json.error).toBe('invalid_grant');
+    });
+
     it('§5 a confidential client refresh token is not key-bound; the new access token is bound to the proof given', async () => {
       const c = await code(conf.id);
       const first = await tokenRequest(
