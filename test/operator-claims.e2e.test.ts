@@ -156,10 +156,17 @@ describe.each(dialects())('migration 0008: name and email move into the claims (
     await execute(db, dialect, 'alter table users add column name text');
     await execute(db, dialect, 'alter table users add column email text');
     await execute(db, dialect, 'drop table pushed_requests');
+    await execute(db, dialect, 'drop table dpop_proofs');
+    await execute(db, dialect, 'alter table authorization_codes drop column dpop_jkt');
+    await execute(db, dialect, 'alter table grants drop column dpop_jkt');
     for (const column of ['introspection', 'require_dpop', 'require_par']) {
       await execute(db, dialect, `alter table applications drop column ${column}`);
     }
-    await execute(db, dialect, "delete from kysely_migration where name in ('0008_user_claims', '0009_application_settings', '0010_pushed_authorization_requests')");
+    await execute(
+      db,
+      dialect,
+      "delete from kysely_migration where name in ('0008_user_claims', '0009_application_settings', '0010_pushed_authorization_requests', '0011_dpop')",
+    );
     await execute(
       db,
       dialect,

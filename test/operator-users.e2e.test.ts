@@ -209,7 +209,7 @@ describe.each(dialects())('migration 0004: usernames unique without regard to ca
   it('names the usernames that collide and refuses to go on, then applies once they are renamed', async () => {
     const env = { DATABASE_URL: db.url };
     expect((await serverCommand(['users', 'list'], env)).code).toBe(0);
-    // Back to the schema before 0004 (and the migrations after it, 0005 to 0010), with the duplicates an earlier version allowed.
+    // Back to the schema before 0004 (and the migrations after it, 0005 to 0011), with the duplicates an earlier version allowed.
     await execute(db, dialect, 'drop index users_username_lower');
     await execute(db, dialect, 'alter table applications drop column post_logout_redirect_uris');
     await execute(db, dialect, 'alter table applications drop column registration_token_hash');
@@ -222,13 +222,16 @@ describe.each(dialects())('migration 0004: usernames unique without regard to ca
     await execute(db, dialect, 'alter table users add column name text');
     await execute(db, dialect, 'alter table users add column email text');
     await execute(db, dialect, 'drop table pushed_requests');
+    await execute(db, dialect, 'drop table dpop_proofs');
+    await execute(db, dialect, 'alter table authorization_codes drop column dpop_jkt');
+    await execute(db, dialect, 'alter table grants drop column dpop_jkt');
     for (const column of ['introspection', 'require_dpop', 'require_par']) {
       await execute(db, dialect, `alter table applications drop column ${column}`);
     }
     await execute(
       db,
       dialect,
-      "delete from kysely_migration where name in ('0004_username_case_insensitive', '0005_post_logout_redirect_uris', '0006_dynamic_client_registration', '0007_claims_request', '0008_user_claims', '0009_application_settings', '0010_pushed_authorization_requests')",
+      "delete from kysely_migration where name in ('0004_username_case_insensitive', '0005_post_logout_redirect_uris', '0006_dynamic_client_registration', '0007_claims_request', '0008_user_claims', '0009_application_settings', '0010_pushed_authorization_requests', '0011_dpop')",
     );
     await execute(
       db,
