@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { calculateJwkThumbprint, decodeJwt, type JWK } from 'jose';
 import type { Browser as Chromium, BrowserContext, Page } from 'playwright-core';
 import { launchChromium, screenshotPath } from '@authcli/test-support/chromium';
 import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
@@ -77,7 +78,7 @@ describe('Developer > OAuth playground in a real Chromium', () => {
    * authorization request with the callback redirect at once) and returns the
    * callback URL instead of following it.
    */
-  async function callbackUrl(page: Page): Promise<string> {
+  async function callbackUrl(page: Page, opts: { dpop?: boolean } = {}): Promise<string> {
     let captured = '';
     await page.route('**/oauth/authorize?*', async (route) => {
       const res = await route.fetch({ maxRedirects: 0 });
@@ -85,6 +86,7 @@ describe('Developer > OAuth playground in a real Chromium', () => {
       await route.abort();
     });
     await openPlayground(page);
+    if (opts.dpop) await page.getByRole('checkbox', { name: /^DPoP:/ }).check();
     await page.getByRole('button', { name: 'Start' }).click();
     await expect.poll(() => captured).toContain('code=');
     await page.unroute('**/oauth/authorize?*');
@@ -125,6 +127,190 @@ describe('Developer > OAuth playground in a real Chromium', () => {
     await page.screenshot({ path: screenshotPath('playground-result'), fullPage: true });
     // Nothing of the request stays behind: sessionStorage entry used up, localStorage never touched.
     expect(await page.evaluate(() => [sessionStorage.length, localStorage.length])).toEqual([0, 0]);
+    await page.close();
+  });
+
+  /** The DPoP key pairs the playground keeps in IndexedDB across the redirect (see web/playground/dpop.ts). */
+  function storedDpopKeys(page: Page): Promise<number> {
+    return page.evaluate(
+      () =>
+        new Promise<number>((resolve, reject) => {
+          const open = indexedDB.open('authcli-playground', 1);
+          open.onupgradeneeded = () => open.result.createObjectStore('dpop-keys', { keyPath: 'state' });
+          open.onerror = () => reject(open.error);
+          open.onsuccess = () => {
+            const count = open.result.transaction('dpop-keys').objectStore('dpop-keys').count();
+            count.onsuccess = () => {
+              resolve(count.result);
+              open.result.close();
+            };
+          };
+        }),
+    );
+  }
+
+  const text = async (page: Page, label: string) => (await page.getByLabel(label, { exact: true }).last().textContent()) ?? '';
+  const parsed = async (page: Page, label: string) => JSON.parse(await text(page, label)) as Record<string, unknown>;
+  const checkClass = (page: Page, label: string) => page.locator(`[data-check="${label}"]`).last().getAttribute('class');
+
+  it('rfc9449 DPoP toggle: proofs with the nonce, cnf.jkt equal to the key thumbprint, replays and the Bearer downgrade refused', async () => {
+    // An application of its own, not yet approved: the consent page is shown whatever ran before.
+    const app = await registerPlaygroundApp('DPoP app');
+    const page = await context.newPage();
+    const cspViolations: string[] = [];
+    page.on('console', (m) => {
+      if (/Content Security Policy/i.test(m.text())) cspViolations.push(m.text());
+    });
+    await openPlayground(page, app);
+    await page.getByRole('checkbox', { name: /^DPoP:/ }).check();
+    await page.getByRole('button', { name: 'Start' }).click();
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await page.locator('#playground[data-done]').waitFor();
+
+    // The authorization request named the key (RFC 9449 §10); the key came back from IndexedDB for the callback.
+    const request = await parsed(page, 'Authorization request parameters');
+    const jkt = await text(page, 'DPoP key thumbprint');
+    expect(jkt).toMatch(/^[\w-]{43}$/);
+    expect(request.dpop_jkt).toBe(jkt);
+    expect(await checkClass(page, 'DPoP key of the request kept in this browser')).toContain('ok');
+
+    // The server asked for its nonce first (§8); the second proof carried it and was accepted.
+    expect(await text(page, 'Nonce challenge')).toMatch(/^HTTP 400[\s\S]*dpop-nonce: [\s\S]*"error":"use_dpop_nonce"/);
+    expect(await text(page, 'Token response')).toMatch(/^HTTP 200/);
+    const header = await parsed(page, 'DPoP proof header');
+    expect(header).toMatchObject({ typ: 'dpop+jwt', alg: 'ES256', jwk: { kty: 'EC', crv: 'P-256' } });
+    expect(header.jwk).not.toHaveProperty('d');
+    expect(await calculateJwkThumbprint(header.jwk as JWK, 'sha256')).toBe(jkt);
+    const proof = await parsed(page, 'DPoP proof payload');
+    expect(proof).toMatchObject({ htm: 'POST', htu: `${server.issuer}/oauth/token` });
+    expect(proof.jti).toEqual(expect.any(String));
+    expect(proof.nonce).toEqual(expect.any(String));
+    expect(Math.abs((proof.iat as number) - Date.now() / 1000)).toBeLessThan(60);
+
+    // The binding: token_type DPoP, cnf.jkt the thumbprint shown, and the access token itself says so.
+    expect(await text(page, 'token_type')).toBe('DPoP');
+    expect(await parsed(page, 'Access token cnf')).toEqual({ jkt });
+    const tokens = JSON.parse((await text(page, 'Token response')).split('\n\n').slice(1).join('\n\n')) as Record<string, string>;
+    expect(tokens.token_type).toBe('DPoP');
+    expect(decodeJwt(tokens.access_token!).cnf).toEqual({ jkt });
+    for (const label of ['token_type is DPoP', 'cnf.jkt equals the key thumbprint', 'private key is non-extractable']) {
+      expect(await checkClass(page, label)).toContain('ok');
+    }
+    expect(await page.locator('[data-check="private key is non-extractable"]').textContent()).toContain('exportKey: InvalidAccessError');
+
+    // Userinfo with the DPoP scheme and a proof naming the token (ath).
+    await page.getByRole('button', { name: 'Call userinfo' }).click();
+    await expect.poll(() => text(page, 'Userinfo response')).toMatch(/^HTTP 200/);
+    expect(await text(page, 'Userinfo request')).toMatch(/authorization: DPoP …/);
+    const userinfoProof = await parsed(page, 'DPoP proof payload');
+    expect(userinfoProof).toMatchObject({ htm: 'GET', htu: `${server.issuer}/oauth/userinfo`, ath: expect.any(String) });
+
+    // The very same userinfo request again: the proof's jti was used (§11.1), with the DPoP challenge.
+    await page.getByRole('button', { name: 'Replay this userinfo request' }).click();
+    await expect.poll(() => page.getByLabel('Userinfo replay response', { exact: true }).count()).toBe(1);
+    const userinfoReplay = await text(page, 'Userinfo replay response');
+    expect(userinfoReplay).toMatch(/^HTTP 401/);
+    expect(userinfoReplay).toMatch(/www-authenticate: DPoP algs="[^"]*", error="invalid_dpop_proof", error_description="[^"]*already used/);
+    expect(await checkClass(page, 'replayed userinfo request refused')).toContain('ok');
+
+    // The very same token request again.
+    await page.getByRole('button', { name: 'Replay the token request' }).click();
+    await expect.poll(() => page.getByLabel('Token replay response', { exact: true }).count()).toBe(1);
+    const tokenReplay = await text(page, 'Token replay response');
+    expect(tokenReplay).toMatch(/^HTTP 400/);
+    expect(tokenReplay).toContain('"error":"invalid_dpop_proof"');
+    expect(tokenReplay).toContain('already used');
+    expect(await checkClass(page, 'replayed token request refused')).toContain('ok');
+
+    // The bound access token without its key, as a Bearer token.
+    await page.getByRole('button', { name: 'Send the token as Bearer' }).click();
+    await expect.poll(() => page.getByLabel('Bearer downgrade response', { exact: true }).count()).toBe(1);
+    const downgrade = await text(page, 'Bearer downgrade response');
+    expect(downgrade).toMatch(/^HTTP 401/);
+    expect(downgrade).toMatch(/www-authenticate: DPoP algs="[^"]*", error="invalid_token"/);
+    expect(await checkClass(page, 'Bearer downgrade refused')).toContain('ok');
+
+    // A refresh with a proof by the same key: a new DPoP-bound token.
+    await page.getByRole('button', { name: 'Refresh tokens' }).first().click();
+    await expect.poll(() => page.getByLabel('Token response', { exact: true }).count()).toBe(2);
+    expect(await text(page, 'Token response')).toMatch(/^HTTP 200[\s\S]*"token_type":"DPoP"/);
+    await page.screenshot({ path: screenshotPath('playground-dpop'), fullPage: true });
+
+    // Nothing of the request stays behind, the key pair included.
+    expect(await page.evaluate(() => [sessionStorage.length, localStorage.length])).toEqual([0, 0]);
+    expect(await storedDpopKeys(page)).toBe(0);
+    expect(cspViolations).toEqual([]);
+    await page.close();
+  });
+
+  it('rfc9449 the DPoP key waits in IndexedDB non-extractable, and the callback uses it up', async () => {
+    const page = await context.newPage();
+    const url = await callbackUrl(page, { dpop: true });
+    await page.goto(`${server.issuer}/developer/playground`);
+    // Before the callback: the key pair the request named, its private half unreadable even to the page.
+    const atRest = await page.evaluate(async () => {
+      const saved = JSON.parse(sessionStorage.getItem(sessionStorage.key(0)!)!) as { url: string; dpop_jkt: string };
+      const record = await new Promise<{ privateKey: CryptoKey; jkt: string }>((resolve, reject) => {
+        const open = indexedDB.open('authcli-playground', 1);
+        open.onerror = () => reject(open.error);
+        open.onsuccess = () => {
+          const all = open.result.transaction('dpop-keys').objectStore('dpop-keys').getAll();
+          all.onsuccess = () => resolve(all.result[0]);
+        };
+      });
+      const exported = await crypto.subtle.exportKey('jwk', record.privateKey).then(
+        () => 'exported',
+        (err: Error) => err.name,
+      );
+      return {
+        requested: new URL(saved.url).searchParams.get('dpop_jkt'),
+        saved: saved.dpop_jkt,
+        jkt: record.jkt,
+        extractable: record.privateKey.extractable,
+        usages: record.privateKey.usages,
+        algorithm: record.privateKey.algorithm,
+        exported,
+      };
+    });
+    expect(atRest).toEqual({
+      requested: atRest.jkt,
+      saved: atRest.jkt,
+      jkt: expect.stringMatching(/^[\w-]{43}$/),
+      extractable: false,
+      usages: ['sign'],
+      algorithm: { name: 'ECDSA', namedCurve: 'P-256' },
+      exported: 'InvalidAccessError',
+    });
+    await page.goto(url);
+    await page.locator('#playground[data-done]').waitFor();
+    expect(await text(page, 'token_type')).toBe('DPoP');
+    expect(await parsed(page, 'Access token cnf')).toEqual({ jkt: atRest.jkt });
+    expect(await storedDpopKeys(page)).toBe(0);
+    await page.close();
+  });
+
+  it('rfc9449 a DPoP callback whose key pair is gone is blocked and sends no token request', async () => {
+    const page = await context.newPage();
+    const url = await callbackUrl(page, { dpop: true });
+    await page.goto(`${server.issuer}/developer/playground`);
+    await page.evaluate(
+      () =>
+        new Promise((resolve, reject) => {
+          const open = indexedDB.open('authcli-playground', 1);
+          open.onerror = () => reject(open.error);
+          open.onsuccess = () => {
+            const tx = open.result.transaction('dpop-keys', 'readwrite');
+            tx.objectStore('dpop-keys').clear();
+            tx.oncomplete = resolve;
+          };
+        }),
+    );
+    const sent = tokenRequests(page);
+    await page.goto(url);
+    await page.locator('#playground[data-done]').waitFor();
+    expect(await checkClass(page, 'DPoP key of the request kept in this browser')).toContain('fail');
+    expect(await page.locator('#blocked').textContent()).toMatch(/DPoP key pair of this request is not in this browser/);
+    expect(sent).toEqual([]);
     await page.close();
   });
 

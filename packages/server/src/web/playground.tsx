@@ -41,6 +41,17 @@ function PlaygroundPage(props: { viewer: Viewer; issuer: string; callback: strin
                 ))}
               </select>
               <fieldset id="scopes" />
+              <fieldset aria-describedby="dpop-help">
+                <legend>Proof of possession</legend>
+                <label>
+                  <input type="checkbox" id="dpop" name="dpop" value="on" /> DPoP: bind the tokens to a key pair made in this browser (RFC
+                  9449)
+                </label>
+              </fieldset>
+              <p id="dpop-help" class="muted">
+                The private key is made non-extractable by WebCrypto. The page shows each proof, the access token’s <code>cnf</code> beside
+                the key’s thumbprint, and the server refusing a replayed proof and the token sent as Bearer.
+              </p>
               <label for="extra">Extra parameters</label>
               <input id="extra" name="extra" type="text" class="mono" placeholder="prompt=consent&max_age=300" />
               <div class="actions">
@@ -104,6 +115,7 @@ export async function playgroundRoutes(app: FastifyInstance, ctx: WebContext): P
       callback_urls: a.callbackUrls,
       scopes: a.scopes,
       usable: !unusableReason(a, callback),
+      require_dpop: a.requireDpop,
     });
   });
 }

@@ -6,9 +6,17 @@
  * removed on first use. The exchange is refused, with nothing sent, when the
  * saved request is missing or the callback's iss is missing or wrong.
  * Every value is put into the page as text, never as HTML.
+ *
+ * With the DPoP toggle on (RFC 9449), the request names a new key pair's
+ * thumbprint (`dpop_jkt`, §10), every token and userinfo request carries a
+ * proof signed by that key (the server's nonce added when it asks, §8), and
+ * the page shows the proofs, the access token's `cnf` beside the key's
+ * thumbprint, and the server refusing a replayed proof and the bound token
+ * sent as Bearer. The key pair is made and kept by ./dpop.ts.
  */
 import { challengeS256, generateNonce, generateState, generateVerifier, timingSafeEqualString } from '@authcli/pkce';
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from 'jose';
+import { createDpopKey, type DpopKey, dpopProof, purgeExpiredDpopKeys, saveDpopKey, takeDpopKey } from './dpop.js';
 
 const PREFIX = 'authcli.playground.request.';
 const TTL_MS = 10 * 60_000;
@@ -24,12 +32,16 @@ interface SavedRequest {
   created_at: number;
   /** The authorization request as sent, to show it again after the round trip. */
   url: string;
+  /** With DPoP: the thumbprint of the key pair waiting in IndexedDB for this state (see ./dpop.ts). */
+  dpop_jkt?: string;
 }
 
 const root = document.getElementById('playground')!;
 const issuer = root.dataset.issuer!;
 const redirectUri = root.dataset.redirectUri!;
 const steps = document.getElementById('steps')!;
+/** The latest DPoP-Nonce the server sent (RFC 9449 §8), put in every following proof. */
+let dpopNonce: string | undefined;
 
 // ---- DOM helpers (text only) ----
 
@@ -107,7 +119,10 @@ async function loadApp(select: HTMLSelectElement, scopeBox: HTMLElement): Promis
     scopeBox.append(el('p', { class: 'alert', role: 'alert' }, `Could not load the application (${res.status}).`));
     return;
   }
-  const app = (await res.json()) as { scopes: string[]; callback_urls: string[] };
+  const app = (await res.json()) as { scopes: string[]; callback_urls: string[]; require_dpop: boolean };
+  // An application that requires DPoP gets no token without a proof.
+  const dpop = document.getElementById('dpop') as HTMLInputElement | null;
+  if (dpop && app.require_dpop) dpop.checked = true;
   scopeBox.append(el('legend', {}, 'Scopes'));
   for (const s of app.scopes) {
     const box = el('input', { type: 'checkbox', name: 'scope', value: s });
@@ -122,6 +137,7 @@ async function start(form: HTMLFormElement): Promise<void> {
   const clientId = String(data.get('client_id') ?? '');
   const scope = data.getAll('scope').map(String).join(' ');
   const extra = String(data.get('extra') ?? '').trim();
+  const key = data.get('dpop') === 'on' ? await createDpopKey() : undefined;
   const verifier = generateVerifier();
   const saved: SavedRequest = {
     issuer,
@@ -144,6 +160,8 @@ async function start(form: HTMLFormElement): Promise<void> {
     code_challenge: await challengeS256(verifier),
     code_challenge_method: 'S256',
   });
+  // RFC 9449 §10: the code can be redeemed only with a proof by this key.
+  if (key) params.set('dpop_jkt', key.jkt);
   for (const [k, v] of new URLSearchParams(extra)) params.set(k, v);
   // What was really sent is what the exchange must repeat, edited parameters included.
   saved.client_id = params.get('client_id') ?? clientId;
@@ -152,6 +170,11 @@ async function start(form: HTMLFormElement): Promise<void> {
   saved.nonce = params.get('nonce') ?? saved.nonce;
   const url = `${issuer}/oauth/authorize?${params}`;
   saved.url = url;
+  if (key) {
+    saved.dpop_jkt = key.jkt;
+    await purgeExpiredDpopKeys(TTL_MS);
+    await saveDpopKey(saved.state, key);
+  }
   sessionStorage.setItem(PREFIX + saved.state, JSON.stringify(saved));
   step(
     '1. Authorization request',
@@ -161,39 +184,173 @@ async function start(form: HTMLFormElement): Promise<void> {
   window.location.assign(url);
 }
 
+// ---- the requests ----
+
+/** A request as sent: shown on the page, and sent again to the letter for the replay. */
+interface Sent {
+  method: 'GET' | 'POST';
+  url: string;
+  headers: Record<string, string>;
+  body?: string;
+}
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  text: string;
+}
+
+async function send(req: Sent): Promise<Answer> {
+  const res = await fetch(req.url, { method: req.method, headers: req.headers, body: req.body });
+  const nonce = res.headers.get('dpop-nonce');
+  if (nonce) dpopNonce = nonce;
+  return { status: res.status, headers: res.headers, text: await res.text() };
+}
+
+/** The request as text; an access token in the Authorization header is not repeated on the page. */
+function requestText(req: Sent): string {
+  const headers = Object.entries(req.headers).map(([k, v]) => `${k}: ${k === 'authorization' ? `${v.split(' ')[0]} …` : v}`);
+  return `${req.method} ${req.url}\n${headers.join('\n')}${req.body === undefined ? '' : `\n\n${req.body}`}`;
+}
+
+function responseText(answer: Answer): string {
+  const headers = [...answer.headers].map(([k, v]) => `${k}: ${v}`).join('\n');
+  return `HTTP ${answer.status}\n${headers}\n\n${answer.text}`;
+}
+
+/** The OAuth error of an answer: the JSON body's, else the one in the WWW-Authenticate challenge (RFC 6750 §3, RFC 9449 §7.1). */
+function errorOf(answer: Answer): string | undefined {
+  try {
+    const { error } = JSON.parse(answer.text) as { error?: unknown };
+    if (typeof error === 'string') return error;
+  } catch {
+    /* not JSON: the challenge says it */
+  }
+  return /error="([^"]+)"/.exec(answer.headers.get('www-authenticate') ?? '')?.[1];
+}
+
+/** Whether the server asks for its nonce: 400 use_dpop_nonce (RFC 9449 §8) or a 401 challenge naming it (§9), with a DPoP-Nonce. */
+function asksForNonce(answer: Answer): boolean {
+  return answer.headers.has('dpop-nonce') && (answer.status === 400 || answer.status === 401) && errorOf(answer) === 'use_dpop_nonce';
+}
+
+/** A proof decoded: its header (typ, alg, jwk) and claims (jti, htm, htu, iat, nonce, ath). */
+function proofView(proof: string): Node[] {
+  return [
+    el('h3', {}, 'DPoP proof'),
+    pre(json(decodeProtectedHeader(proof)), 'DPoP proof header'),
+    pre(json(decodeJwt(proof)), 'DPoP proof payload'),
+  ];
+}
+
+/**
+ * Sends the request `make` builds, showing it (and its proof) in `section`.
+ * With DPoP, `make` signs a new proof with the latest server nonce each time,
+ * and when the server answers that it wants its nonce the request goes once
+ * more (RFC 9449 §8). `beforeAnswer` adds what goes between the request and
+ * the final answer.
+ */
+async function sendShown(
+  section: HTMLElement,
+  make: () => Promise<Sent>,
+  label: { request: string; response: string },
+  beforeAnswer: (sent: Sent) => Node[] = () => [],
+): Promise<{ sent: Sent; answer: Answer }> {
+  for (let attempt = 1; ; attempt++) {
+    const sent = await make();
+    section.append(
+      el('h3', {}, attempt === 1 ? 'Request' : 'Request again, the nonce in a new proof'),
+      pre(requestText(sent), label.request),
+    );
+    if (sent.headers.dpop) section.append(...proofView(sent.headers.dpop));
+    const answer = await send(sent);
+    if (attempt === 1 && sent.headers.dpop && asksForNonce(answer)) {
+      section.append(el('h3', {}, 'Response: the server wants its nonce (RFC 9449 §8)'), pre(responseText(answer), 'Nonce challenge'));
+      continue;
+    }
+    section.append(...beforeAnswer(sent), el('h3', {}, 'Response'), pre(responseText(answer), label.response));
+    return { sent, answer };
+  }
+}
+
 // ---- the callback ----
 
-function curlOf(url: string, body: URLSearchParams): string {
+function curlOf(req: Sent): string {
   const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
   return [
-    `curl -sS -X POST ${q(url)}`,
-    `  -H ${q('content-type: application/x-www-form-urlencoded')}`,
-    ...[...body].map(([k, v]) => `  --data-urlencode ${q(`${k}=${v}`)}`),
+    `curl -sS -X POST ${q(req.url)}`,
+    ...Object.entries(req.headers).map(([k, v]) => `  -H ${q(`${k}: ${v}`)}`),
+    ...[...new URLSearchParams(req.body)].map(([k, v]) => `  --data-urlencode ${q(`${k}=${v}`)}`),
   ].join(' \\\n');
 }
 
-async function tokenCall(title: string, body: URLSearchParams): Promise<Record<string, unknown> | undefined> {
+/** A token request that succeeded: the tokens, and the request as sent (for the replay). */
+interface Tokens {
+  tokens: Record<string, unknown>;
+  sent: Sent;
+}
+
+async function tokenCall(title: string, body: URLSearchParams, key?: DpopKey): Promise<Tokens | undefined> {
   const url = `${issuer}/oauth/token`;
-  const curl = curlOf(url, body);
-  const copy = el('button', { type: 'button', class: 'secondary' }, 'Copy as curl');
-  copy.addEventListener('click', () => void navigator.clipboard?.writeText(curl));
-  const section = step(
-    title,
-    el('h3', {}, 'Request'),
-    pre(`POST ${url}\ncontent-type: application/x-www-form-urlencoded\n\n${body}`, 'Token request'),
-    copy,
-    pre(curl, 'curl'),
+  const { sent, answer } = await sendShown(
+    step(title),
+    async () => {
+      const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
+      if (key) headers.dpop = await dpopProof(key, 'POST', url, { nonce: dpopNonce });
+      return { method: 'POST', url, headers, body: String(body) };
+    },
+    { request: 'Token request', response: 'Token response' },
+    (sent) => {
+      const curl = curlOf(sent);
+      const copy = el('button', { type: 'button', class: 'secondary' }, 'Copy as curl');
+      copy.addEventListener('click', () => void navigator.clipboard?.writeText(curl));
+      const once = key
+        ? [el('p', { class: 'muted' }, 'A DPoP proof is accepted once: run as it is, this command is refused as a replay.')]
+        : [];
+      return [copy, pre(curl, 'curl'), ...once];
+    },
   );
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body });
-  const text = await res.text();
-  const headers = [...res.headers].map(([k, v]) => `${k}: ${v}`).join('\n');
-  section.append(el('h3', {}, 'Response'), pre(`HTTP ${res.status}\n${headers}\n\n${text}`, 'Token response'));
   try {
-    const parsed = JSON.parse(text) as Record<string, unknown>;
-    return res.ok ? parsed : undefined;
+    const parsed = JSON.parse(answer.text) as Record<string, unknown>;
+    return answer.status >= 200 && answer.status < 300 ? { tokens: parsed, sent } : undefined;
   } catch {
     return undefined;
   }
+}
+
+/** RFC 9449 §6.1: the access token's cnf.jkt is the thumbprint of the key this browser holds, and that key cannot leave it. */
+async function showBinding(tokens: Record<string, unknown>, key: DpopKey): Promise<void> {
+  let cnf: unknown;
+  try {
+    cnf = decodeJwt(String(tokens.access_token)).cnf;
+  } catch {
+    cnf = undefined;
+  }
+  const jkt = (cnf as { jkt?: unknown } | undefined)?.jkt;
+  const checks = el('ul', { class: 'checks' });
+  step(
+    'DPoP binding',
+    el('p', {}, 'The access token is bound to the key pair this page made: it is useless without a proof signed by the private key.'),
+    el('h3', {}, 'token_type'),
+    pre(String(tokens.token_type), 'token_type'),
+    el('h3', {}, 'Key thumbprint (RFC 7638), sent as dpop_jkt'),
+    pre(key.jkt, 'DPoP key thumbprint'),
+    el('h3', {}, 'Access token cnf claim'),
+    pre(json(cnf ?? null), 'Access token cnf'),
+    el('h3', {}, 'Public key (the jwk header of every proof)'),
+    pre(json(key.jwk), 'DPoP public key'),
+    checks,
+  );
+  checks.append(
+    check('token_type is DPoP', tokens.token_type === 'DPoP', String(tokens.token_type)),
+    check('cnf.jkt equals the key thumbprint', jkt === key.jkt, typeof jkt === 'string' ? jkt : 'missing'),
+  );
+  // The private key was made non-extractable: WebCrypto refuses to hand it out, to this page or to a script injected in it.
+  const exported = await crypto.subtle.exportKey('jwk', key.privateKey).then(
+    () => 'exported',
+    (err: Error) => err.name,
+  );
+  checks.append(check('private key is non-extractable', !key.privateKey.extractable && exported !== 'exported', `exportKey: ${exported}`));
 }
 
 async function showIdToken(idToken: string, saved: SavedRequest): Promise<void> {
@@ -221,7 +378,55 @@ async function showIdToken(idToken: string, saved: SavedRequest): Promise<void> 
   void section;
 }
 
-function offerFollowUps(tokens: Record<string, unknown>, saved: SavedRequest): void {
+/** Sends `sent` again to the letter, its DPoP proof included, and shows the server's refusal. */
+async function replay(title: string, sent: Sent, what: string, label: string, checkLabel: string): Promise<void> {
+  const answer = await send(sent);
+  const error = errorOf(answer);
+  step(
+    title,
+    el('p', {}, what),
+    el('h3', {}, 'Request, the same proof again'),
+    pre(requestText(sent), `${label} request`),
+    ...(sent.headers.dpop ? proofView(sent.headers.dpop) : []),
+    el('h3', {}, 'Response'),
+    pre(responseText(answer), `${label} response`),
+    el('ul', { class: 'checks' }, check(checkLabel, answer.status === 400 || answer.status === 401, error ?? `HTTP ${answer.status}`)),
+  );
+}
+
+async function callUserinfo(token: string, key: DpopKey | undefined): Promise<void> {
+  const url = `${issuer}/oauth/userinfo`;
+  if (!key) {
+    const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
+    step('Userinfo', pre(`GET ${url}\nauthorization: Bearer …\n\nHTTP ${res.status}\n\n${await res.text()}`, 'Userinfo response'));
+    return;
+  }
+  // RFC 9449 §7.1: the DPoP scheme, and a proof naming the token in ath.
+  const section = step('Userinfo');
+  const { sent } = await sendShown(
+    section,
+    async () => ({
+      method: 'GET',
+      url,
+      headers: { authorization: `DPoP ${token}`, dpop: await dpopProof(key, 'GET', url, { nonce: dpopNonce, accessToken: token }) },
+    }),
+    { request: 'Userinfo request', response: 'Userinfo response' },
+  );
+  const again = el('button', { type: 'button', class: 'secondary' }, 'Replay this userinfo request');
+  again.addEventListener('click', () =>
+    replay(
+      'Replay: the same userinfo request again',
+      sent,
+      'Someone who copied this request (token and proof) sends it again: the proof’s jti was used already.',
+      'Userinfo replay',
+      'replayed userinfo request refused',
+    ),
+  );
+  section.append(el('div', { class: 'actions' }, again));
+}
+
+function offerFollowUps(result: Tokens, saved: SavedRequest, key?: DpopKey): void {
+  const { tokens } = result;
   const actions = el('div', { class: 'actions' });
   if (typeof tokens.refresh_token === 'string') {
     const b = el('button', { type: 'button' }, 'Refresh tokens');
@@ -229,26 +434,49 @@ function offerFollowUps(tokens: Record<string, unknown>, saved: SavedRequest): v
       const next = await tokenCall(
         'Refresh',
         new URLSearchParams({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token as string, client_id: saved.client_id }),
+        key,
       );
-      if (next) offerFollowUps(next, saved);
+      if (next) offerFollowUps(next, saved, key);
     });
     actions.append(b);
   }
+  const token = typeof tokens.access_token === 'string' ? tokens.access_token : undefined;
   if (
-    typeof tokens.access_token === 'string' &&
+    token !== undefined &&
     String(tokens.scope ?? '')
       .split(' ')
       .includes('openid')
   ) {
     const b = el('button', { type: 'button', class: 'secondary' }, 'Call userinfo');
-    b.addEventListener('click', async () => {
-      const res = await fetch(`${issuer}/oauth/userinfo`, { headers: { authorization: `Bearer ${tokens.access_token as string}` } });
-      step(
-        'Userinfo',
-        pre(`GET ${issuer}/oauth/userinfo\nauthorization: Bearer …\n\nHTTP ${res.status}\n\n${await res.text()}`, 'Userinfo response'),
+    b.addEventListener('click', () => callUserinfo(token, key));
+    actions.append(b);
+  }
+  if (key) {
+    const again = el('button', { type: 'button', class: 'secondary' }, 'Replay the token request');
+    again.addEventListener('click', () =>
+      replay(
+        'Replay: the same token request again',
+        result.sent,
+        'The token request above, sent again to the letter: its proof’s jti was used already.',
+        'Token replay',
+        'replayed token request refused',
+      ),
+    );
+    actions.append(again);
+  }
+  if (key && token !== undefined) {
+    const bearer = el('button', { type: 'button', class: 'secondary' }, 'Send the token as Bearer');
+    bearer.addEventListener('click', async () => {
+      const url = `${issuer}/oauth/userinfo`;
+      await replay(
+        'Downgrade: the DPoP-bound token as Bearer',
+        { method: 'GET', url, headers: { authorization: `Bearer ${token}` } },
+        'A stolen access token without the key: the server refuses a DPoP-bound token sent as a Bearer token (RFC 9449 §7.1).',
+        'Bearer downgrade',
+        'Bearer downgrade refused',
       );
     });
-    actions.append(b);
+    actions.append(bearer);
   }
   if (actions.childElementCount) step('Next steps', actions);
 }
@@ -258,6 +486,8 @@ async function handleCallback(params: URLSearchParams): Promise<void> {
   history.replaceState(null, '', window.location.pathname);
   const state = params.get('state') ?? '';
   const saved = state ? takeSaved(state) : undefined;
+  // The DPoP key is one use too, whatever the checks below say.
+  const key = saved?.dpop_jkt ? await takeDpopKey(state, TTL_MS) : undefined;
   if (saved) {
     const sent = new URL(saved.url);
     step(
@@ -280,6 +510,11 @@ async function handleCallback(params: URLSearchParams): Promise<void> {
   checks.append(check('iss equals the issuer (RFC 9207)', issOk, iss ?? 'missing'));
   if (!issOk)
     return blocked(iss === null ? 'The callback has no iss parameter.' : `The callback's iss (${iss}) is not the issuer ${saved.issuer}.`);
+  if (saved.dpop_jkt) {
+    const keyOk = key?.jkt === saved.dpop_jkt;
+    checks.append(check('DPoP key of the request kept in this browser', keyOk, saved.dpop_jkt));
+    if (!keyOk) return blocked('The DPoP key pair of this request is not in this browser (IndexedDB), so no proof can be signed.');
+  }
   const error = params.get('error');
   if (error) {
     step(
@@ -290,7 +525,7 @@ async function handleCallback(params: URLSearchParams): Promise<void> {
   }
   const code = params.get('code');
   if (!code) return blocked('The callback has neither a code nor an error.');
-  const tokens = await tokenCall(
+  const result = await tokenCall(
     '4. Token request',
     new URLSearchParams({
       grant_type: 'authorization_code',
@@ -299,10 +534,12 @@ async function handleCallback(params: URLSearchParams): Promise<void> {
       client_id: saved.client_id,
       code_verifier: saved.verifier,
     }),
+    key,
   );
-  if (!tokens) return;
-  if (typeof tokens.id_token === 'string') await showIdToken(tokens.id_token, saved);
-  offerFollowUps(tokens, saved);
+  if (!result) return;
+  if (key) await showBinding(result.tokens, key);
+  if (typeof result.tokens.id_token === 'string') await showIdToken(result.tokens.id_token, saved);
+  offerFollowUps(result, saved, key);
 }
 
 // ---- wiring ----
