@@ -237,8 +237,9 @@ function asksForNonce(answer: Answer): boolean {
 /** A proof decoded: its header (typ, alg, jwk) and claims (jti, htm, htu, iat, nonce, ath). */
 function proofView(proof: string): Node[] {
   return [
-    el('h3', {}, 'DPoP proof'),
+    el('h3', {}, 'DPoP proof: header'),
     pre(json(decodeProtectedHeader(proof)), 'DPoP proof header'),
+    el('h3', {}, 'DPoP proof: payload'),
     pre(json(decodeJwt(proof)), 'DPoP proof payload'),
   ];
 }
@@ -378,19 +379,20 @@ async function showIdToken(idToken: string, saved: SavedRequest): Promise<void> 
   void section;
 }
 
-/** Sends `sent` again to the letter, its DPoP proof included, and shows the server's refusal. */
-async function replay(title: string, sent: Sent, what: string, label: string, checkLabel: string): Promise<void> {
+/** Sends what a thief holds (`sent`: a copied request, or a bare token) and shows the server's refusal. */
+async function attack(title: string, sent: Sent, text: { what: string; request: string; label: string; check: string }): Promise<void> {
   const answer = await send(sent);
   const error = errorOf(answer);
+  const { what, label } = text;
   step(
     title,
     el('p', {}, what),
-    el('h3', {}, 'Request, the same proof again'),
+    el('h3', {}, text.request),
     pre(requestText(sent), `${label} request`),
     ...(sent.headers.dpop ? proofView(sent.headers.dpop) : []),
     el('h3', {}, 'Response'),
     pre(responseText(answer), `${label} response`),
-    el('ul', { class: 'checks' }, check(checkLabel, answer.status === 400 || answer.status === 401, error ?? `HTTP ${answer.status}`)),
+    el('ul', { class: 'checks' }, check(text.check, answer.status === 400 || answer.status === 401, error ?? `HTTP ${answer.status}`)),
   );
 }
 
@@ -414,13 +416,12 @@ async function callUserinfo(token: string, key: DpopKey | undefined): Promise<vo
   );
   const again = el('button', { type: 'button', class: 'secondary' }, 'Replay this userinfo request');
   again.addEventListener('click', () =>
-    replay(
-      'Replay: the same userinfo request again',
-      sent,
-      'Someone who copied this request (token and proof) sends it again: the proof’s jti was used already.',
-      'Userinfo replay',
-      'replayed userinfo request refused',
-    ),
+    attack('Replay: the same userinfo request again', sent, {
+      what: 'Someone who copied this request, token and proof, sends it again: the proof’s jti was used already.',
+      request: 'Request, the same proof again',
+      label: 'Userinfo replay',
+      check: 'replayed userinfo request refused',
+    }),
   );
   section.append(el('div', { class: 'actions' }, again));
 }
@@ -454,13 +455,12 @@ function offerFollowUps(result: Tokens, saved: SavedRequest, key?: DpopKey): voi
   if (key) {
     const again = el('button', { type: 'button', class: 'secondary' }, 'Replay the token request');
     again.addEventListener('click', () =>
-      replay(
-        'Replay: the same token request again',
-        result.sent,
-        'The token request above, sent again to the letter: its proof’s jti was used already.',
-        'Token replay',
-        'replayed token request refused',
-      ),
+      attack('Replay: the same token request again', result.sent, {
+        what: 'The token request above, sent again to the letter: its proof’s jti was used already.',
+        request: 'Request, the same proof again',
+        label: 'Token replay',
+        check: 'replayed token request refused',
+      }),
     );
     actions.append(again);
   }
@@ -468,12 +468,15 @@ function offerFollowUps(result: Tokens, saved: SavedRequest, key?: DpopKey): voi
     const bearer = el('button', { type: 'button', class: 'secondary' }, 'Send the token as Bearer');
     bearer.addEventListener('click', async () => {
       const url = `${issuer}/oauth/userinfo`;
-      await replay(
+      await attack(
         'Downgrade: the DPoP-bound token as Bearer',
         { method: 'GET', url, headers: { authorization: `Bearer ${token}` } },
-        'A stolen access token without the key: the server refuses a DPoP-bound token sent as a Bearer token (RFC 9449 §7.1).',
-        'Bearer downgrade',
-        'Bearer downgrade refused',
+        {
+          what: 'A stolen access token without the key: the server refuses a DPoP-bound token sent as a Bearer token (RFC 9449 §7.1).',
+          request: 'Request, the token alone',
+          label: 'Bearer downgrade',
+          check: 'Bearer downgrade refused',
+        },
       );
     });
     actions.append(bearer);
