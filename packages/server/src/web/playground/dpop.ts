@@ -6,16 +6,25 @@
  * back, and a CryptoKey is not a string for sessionStorage: it waits in this
  * origin's IndexedDB (a structured clone, non-extractable still), keyed by
  * the request's state, for at most the saved request's lifetime, and is
- * removed on first use.
+ * removed on first use. The JWS is written out here, WebCrypto signing:
+ * what a proof is shows in a few lines, and the bundle stays small.
  * https://www.rfc-editor.org/rfc/rfc9449
  */
-import { base64url, calculateJwkThumbprint, exportJWK, type JWK, SignJWT } from 'jose';
+import { base64url } from 'jose';
+
+/** A P-256 public key as a JWK: the members RFC 7638 §3.2 covers, nothing else. */
+export interface PublicJwk {
+  kty: 'EC';
+  crv: 'P-256';
+  x: string;
+  y: string;
+}
 
 export interface DpopKey {
   /** Non-extractable: it signs, and nothing can read it out. */
   privateKey: CryptoKey;
-  /** The public key as sent in every proof's `jwk` header: the members RFC 7638 covers, nothing else. */
-  jwk: JWK;
+  /** The public key as sent in every proof's `jwk` header. */
+  jwk: PublicJwk;
   /** RFC 7638 SHA-256 thumbprint of `jwk`, base64url: `dpop_jkt` and the tokens' `cnf.jkt`. */
   jkt: string;
 }
@@ -24,15 +33,19 @@ export interface DpopKey {
 export async function createDpopKey(): Promise<DpopKey> {
   const pair = await crypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign', 'verify']);
   // A generated public key is always extractable; the private key stays inside WebCrypto.
-  const { kty, crv, x, y } = await exportJWK(pair.publicKey);
-  const jwk: JWK = { kty, crv, x, y };
-  return { privateKey: pair.privateKey, jwk, jkt: await calculateJwkThumbprint(jwk, 'sha256') };
+  const { x, y } = await crypto.subtle.exportKey('jwk', pair.publicKey);
+  const jwk: PublicJwk = { kty: 'EC', crv: 'P-256', x: x!, y: y! };
+  // RFC 7638 §3: the required members in lexicographic order, no white space, hashed; this order is that order.
+  const jkt = await sha256(JSON.stringify({ crv: jwk.crv, kty: jwk.kty, x: jwk.x, y: jwk.y }));
+  return { privateKey: pair.privateKey, jwk, jkt };
 }
 
-/** RFC 9449 §4.2 `ath`: base64url of the SHA-256 of the access token. */
-async function accessTokenHash(token: string): Promise<string> {
-  return base64url.encode(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(token))));
+/** base64url of the SHA-256 of `text`'s UTF-8 bytes: RFC 7638 thumbprints and RFC 9449 §4.2 `ath`. */
+async function sha256(text: string): Promise<string> {
+  return base64url.encode(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text))));
 }
+
+const segment = (value: unknown) => base64url.encode(JSON.stringify(value));
 
 /**
  * A DPoP proof (RFC 9449 §4.2) for one request: typ dpop+jwt, ES256, the
@@ -53,8 +66,11 @@ export async function dpopProof(
     iat: Math.floor(Date.now() / 1000),
   };
   if (extra.nonce !== undefined) claims.nonce = extra.nonce;
-  if (extra.accessToken !== undefined) claims.ath = await accessTokenHash(extra.accessToken);
-  return new SignJWT(claims).setProtectedHeader({ typ: 'dpop+jwt', alg: 'ES256', jwk: key.jwk }).sign(key.privateKey);
+  if (extra.accessToken !== undefined) claims.ath = await sha256(extra.accessToken);
+  // RFC 7515 §7.1 compact serialization; ES256 is ECDSA P-256 with SHA-256 over the signing input (RFC 7518 §3.4).
+  const input = `${segment({ typ: 'dpop+jwt', alg: 'ES256', jwk: key.jwk })}.${segment(claims)}`;
+  const signature = await crypto.subtle.sign({ name: 'ECDSA', hash: 'SHA-256' }, key.privateKey, new TextEncoder().encode(input));
+  return `${input}.${base64url.encode(new Uint8Array(signature))}`;
 }
 
 // ---- the key across the redirect ----
