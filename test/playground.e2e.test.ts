@@ -14,12 +14,13 @@ describe('Developer > OAuth playground in a real Chromium', () => {
   let clientId: string;
 
   /** Registers a public application with the playground callback (and offline_access) in the dashboard. */
-  async function registerPlaygroundApp(name: string): Promise<string> {
+  async function registerPlaygroundApp(name: string, opts: { requireDpop?: boolean } = {}): Promise<string> {
     const page = await context.newPage();
     await page.goto(`${server.issuer}/dashboard/apps/new`);
     await page.getByLabel('Name').fill(name);
     await page.getByLabel('Callback URLs').fill(`${server.issuer}/developer/playground`);
     await page.getByRole('checkbox', { name: 'offline_access' }).check();
+    if (opts.requireDpop) await page.getByRole('checkbox', { name: /^Require DPoP/ }).check();
     await page.getByRole('button', { name: 'Register' }).click();
     await page.getByText('Client ID').waitFor();
     const id = (await page.locator('p code').first().textContent())!;
@@ -311,6 +312,39 @@ describe('Developer > OAuth playground in a real Chromium', () => {
     expect(await checkClass(page, 'DPoP key of the request kept in this browser')).toContain('fail');
     expect(await page.locator('#blocked').textContent()).toMatch(/DPoP key pair of this request is not in this browser/);
     expect(sent).toEqual([]);
+    await page.close();
+  });
+
+  it('rfc9449 the DPoP box is ticked for an application that requires DPoP, and its flow completes bound', async () => {
+    const app = await registerPlaygroundApp('Requires DPoP app', { requireDpop: true });
+    const page = await context.newPage();
+    // The first application (the oldest, registered in beforeAll) does not require DPoP: the box is off by default.
+    await openPlayground(page);
+    expect(await page.getByRole('checkbox', { name: /^DPoP:/ }).isChecked()).toBe(false);
+    await page.locator('#client_id').selectOption(app);
+    await expect.poll(() => page.getByRole('checkbox', { name: /^DPoP:/ }).isChecked()).toBe(true);
+    await page.getByRole('button', { name: 'Start' }).click();
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await page.locator('#playground[data-done]').waitFor();
+    expect(await text(page, 'token_type')).toBe('DPoP');
+    expect(await checkClass(page, 'cnf.jkt equals the key thumbprint')).toContain('ok');
+    await page.close();
+  });
+
+  it('rfc9449 a browser that cannot keep the DPoP key pair sends no authorization request', async () => {
+    const page = await context.newPage();
+    await page.addInitScript(() => Object.defineProperty(window, 'indexedDB', { value: undefined }));
+    const authorize: string[] = [];
+    page.on('request', (r) => {
+      if (r.url().includes('/oauth/authorize')) authorize.push(r.url());
+    });
+    await openPlayground(page);
+    await page.getByRole('checkbox', { name: /^DPoP:/ }).check();
+    await page.getByRole('button', { name: 'Start' }).click();
+    await page.getByRole('heading', { name: 'DPoP unavailable' }).waitFor();
+    expect(authorize).toEqual([]);
+    expect(page.url()).toBe(`${server.issuer}/developer/playground`);
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
     await page.close();
   });
 

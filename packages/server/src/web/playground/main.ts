@@ -111,6 +111,15 @@ function takeSaved(state: string): SavedRequest | undefined {
 
 // ---- the request ----
 
+/** Nothing is sent when this browser cannot make or keep the DPoP key pair (WebCrypto, IndexedDB). */
+function dpopUnavailable(err: unknown): void {
+  step(
+    'DPoP unavailable',
+    el('p', { class: 'alert', role: 'alert' }, `This browser could not make or keep the DPoP key pair: ${(err as Error).message}`),
+    el('p', { class: 'muted' }, 'No authorization request was sent. Untick DPoP to run the flow with Bearer tokens.'),
+  );
+}
+
 async function loadApp(select: HTMLSelectElement, scopeBox: HTMLElement): Promise<void> {
   scopeBox.replaceChildren();
   if (!select.value) return;
@@ -137,7 +146,12 @@ async function start(form: HTMLFormElement): Promise<void> {
   const clientId = String(data.get('client_id') ?? '');
   const scope = data.getAll('scope').map(String).join(' ');
   const extra = String(data.get('extra') ?? '').trim();
-  const key = data.get('dpop') === 'on' ? await createDpopKey() : undefined;
+  let key: DpopKey | undefined;
+  try {
+    key = data.get('dpop') === 'on' ? await createDpopKey() : undefined;
+  } catch (err) {
+    return dpopUnavailable(err);
+  }
   const verifier = generateVerifier();
   const saved: SavedRequest = {
     issuer,
@@ -172,8 +186,12 @@ async function start(form: HTMLFormElement): Promise<void> {
   saved.url = url;
   if (key) {
     saved.dpop_jkt = key.jkt;
-    await purgeExpiredDpopKeys(TTL_MS);
-    await saveDpopKey(saved.state, key);
+    try {
+      await purgeExpiredDpopKeys(TTL_MS);
+      await saveDpopKey(saved.state, key);
+    } catch (err) {
+      return dpopUnavailable(err);
+    }
   }
   sessionStorage.setItem(PREFIX + saved.state, JSON.stringify(saved));
   step(
@@ -490,7 +508,7 @@ async function handleCallback(params: URLSearchParams): Promise<void> {
   const state = params.get('state') ?? '';
   const saved = state ? takeSaved(state) : undefined;
   // The DPoP key is one use too, whatever the checks below say.
-  const key = saved?.dpop_jkt ? await takeDpopKey(state, TTL_MS) : undefined;
+  const key = saved?.dpop_jkt ? await takeDpopKey(state, TTL_MS).catch(() => undefined) : undefined;
   if (saved) {
     const sent = new URL(saved.url);
     step(
