@@ -1,6 +1,8 @@
 import { userinfoStatus } from './cli-dpop-key.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readFileSync, statSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { copyFileSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { decodeJwt, exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -106,6 +108,73 @@ describe('authcli against a started authcli-server', () => {
     expect(noToken.code).toBe(1);
     expect(noToken.stdout).toBe('');
     expect(noToken.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('rfc9449 a copied credentials file is useless without the key: no refresh, the tokens refused from any other key', async () => {
+    const home = tempConfigHome();
+    const login = runCli(['login'], envFor(home));
+    const [, url] = await login.waitFor(/open (\S+) on any device/);
+    const [, code] = await login.waitFor(/^\s+([BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4})\s*$/m);
+    await actInChromium(url!, code!, 'Approve');
+    expect((await login.exit).code).toBe(0);
+    const stolen = JSON.parse(readFileSync(join(home, 'authcli', 'credentials.json'), 'utf8')).sessions[server.issuer] as {
+      access_token: string;
+      refresh_token: string;
+    };
+    const jkt = (decodeJwt(stolen.access_token).cnf as { jkt: string }).jkt;
+    expect(jkt).toMatch(/^[\w-]{43}$/);
+
+    // The thief's machine: the credentials file copied, the key (in dpop-keys.json, never in credentials.json) not.
+    const thief = tempConfigHome();
+    mkdirSync(join(thief, 'authcli'), { recursive: true });
+    copyFileSync(join(home, 'authcli', 'credentials.json'), join(thief, 'authcli', 'credentials.json'));
+    expect(readFileSync(join(thief, 'authcli', 'credentials.json'), 'utf8')).not.toMatch(/"d"\s*:/);
+    await new Promise((r) => setTimeout(r, 3500));
+    const refused = await runCli(['token'], envFor(thief)).exit;
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toBe('');
+    expect(refused.stderr).toMatch(/bound to a DPoP key that is not on this machine/);
+
+    // The tokens themselves, by hand: the access token as Bearer or with the thief's own key, the refresh token with
+    // the thief's key, all refused by the server.
+    const thiefKey = await generateKeyPair('ES256');
+    const thiefJwk = await exportJWK(thiefKey.publicKey);
+    const proof = async (htm: string, htu: string, extra: Record<string, string> = {}) =>
+      new SignJWT({ htm, htu, iat: Math.floor(Date.now() / 1000), jti: crypto.randomUUID(), ...extra })
+        .setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk: thiefJwk })
+        .sign(thiefKey.privateKey);
+    const userinfo = `${server.issuer}/oauth/userinfo`;
+    const asBearer = await fetch(userinfo, { headers: { authorization: `Bearer ${stolen.access_token}` } });
+    expect(asBearer.status).toBe(401);
+    const ath = createHash('sha256').update(stolen.access_token).digest('base64url');
+    const otherKey = await fetch(userinfo, {
+      headers: { authorization: `DPoP ${stolen.access_token}`, dpop: await proof('GET', userinfo, { ath }) },
+    });
+    expect(otherKey.status).toBe(401);
+    const tokenUrl = `${server.issuer}/oauth/token`;
+    const refresh = async () =>
+      fetch(tokenUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', dpop: await proof('POST', tokenUrl) },
+        body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: stolen.refresh_token, client_id: 'authcli' }),
+      });
+    let answer = await refresh();
+    // The server may first ask for its nonce (RFC 9449 §8); the refusal follows with it.
+    const nonce = answer.headers.get('dpop-nonce');
+    if (answer.status === 400 && ((await answer.clone().json()) as { error: string }).error === 'use_dpop_nonce' && nonce) {
+      answer = await fetch(tokenUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', dpop: await proof('POST', tokenUrl, { nonce }) },
+        body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: stolen.refresh_token, client_id: 'authcli' }),
+      });
+    }
+    expect(answer.status).toBe(400);
+    expect(((await answer.json()) as { error: string }).error).toBe('invalid_grant');
+
+    // The owner, with the key, still refreshes and signs in.
+    const owner = await runCli(['token'], envFor(home)).exit;
+    expect(owner.code, owner.stderr).toBe(0);
+    expect(await userinfoStatus(server.issuer, owner.stdout.trim(), home)).toBe(200);
   });
 
   it('device login denied in the browser: one clear line, exit 1, nothing stored', async () => {
