@@ -542,7 +542,9 @@ describe.each(dialects())('rfc9449 DPoP (%s)', (dialect) => {
       // A Bearer token as Bearer still works, and its challenges name both schemes.
       expect((await userinfo({ authorization: `Bearer ${bearer}` })).status).toBe(200);
       const bad = await userinfo({ authorization: 'Bearer nope' });
-      expect(bad.headers.get('www-authenticate')).toMatch(/^DPoP algs="[^"]+", Bearer realm="authcli", error="invalid_token"/);
+      expect(bad.headers.get('www-authenticate')).toMatch(
+        /^Bearer realm="authcli", error="invalid_token", error_description="[^"]+", DPoP algs="[^"]+"$/,
+      );
     });
 
     it('§4.3 (12) a proof replayed at the resource is refused', async () => {

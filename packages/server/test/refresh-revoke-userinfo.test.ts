@@ -233,7 +233,7 @@ describe.each(dialects())('refresh tokens, revocation and userinfo (%s)', (diale
   it('rfc6750 §3.1, rfc9449 §7.1 no token: 401 with the bare DPoP and Bearer challenges', async () => {
     const res = await userinfo(undefined);
     expect(res.status).toBe(401);
-    expect(res.headers.get('www-authenticate')).toBe('DPoP algs="ES256 PS256 RS256 EdDSA Ed25519", Bearer realm="authcli"');
+    expect(res.headers.get('www-authenticate')).toBe('Bearer realm="authcli", DPoP algs="ES256 PS256 RS256 EdDSA Ed25519"');
     // §3.1: "SHOULD NOT include an error code or other error information": no body either.
     expect(await res.text()).toBe('');
   });

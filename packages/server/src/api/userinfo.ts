@@ -31,14 +31,14 @@ export async function userinfoRoutes(app: FastifyInstance, ctx: OAuthContext): P
   };
   // RFC 6750 §3: every failure carries the Bearer challenge. invalid_token and insufficient_scope bring their
   // own; a malformed request (including a body this route cannot read) gets error="invalid_request" here.
-  // RFC 9449 §7.1: and the DPoP challenge beside it, unless the error is in the DPoP challenge already.
+  // RFC 9449 §7.1: and the DPoP challenge after it, unless the error is in the DPoP challenge already.
   app.addHook('onSend', async (_req, reply, payload) => {
     if (reply.statusCode === 400 && !reply.hasHeader('www-authenticate')) {
       reply.header('www-authenticate', 'Bearer realm="authcli", error="invalid_request"');
     }
     const challenge = reply.getHeader('www-authenticate');
     if (typeof challenge === 'string' && !challenge.startsWith('DPoP ')) {
-      reply.header('www-authenticate', `${dpopChallenge(DPOP_SIGNING_ALGS)}, ${challenge}`);
+      reply.header('www-authenticate', `${challenge}, ${dpopChallenge(DPOP_SIGNING_ALGS)}`);
     }
     return payload;
   });

@@ -185,7 +185,8 @@ export function dpopChallenge(algs: readonly string[]): string {
  * The `WWW-Authenticate` challenges of a protected resource that takes DPoP
  * and Bearer tokens (RFC 9449 §7.1, RFC 6750 §3): the DPoP one names the
  * algorithms a proof may use (`algs`); `error` and its description go in the
- * challenge of the scheme the request used.
+ * challenge of the scheme the request used, and that challenge comes first
+ * (a Bearer-only client reads its own challenge where it always was).
  * https://www.rfc-editor.org/rfc/rfc9449#section-7.1
  */
 export function resourceChallenges(
@@ -195,7 +196,7 @@ export function resourceChallenges(
   const dpop = [dpopChallenge(algs)];
   const bearer = ['Bearer realm="authcli"'];
   if (failure) (failure.scheme === 'DPoP' ? dpop : bearer).push(`error="${failure.error}"`, `error_description="${failure.description}"`);
-  return `${dpop.join(', ')}, ${bearer.join(', ')}`;
+  return failure?.scheme === 'Bearer' ? `${bearer.join(', ')}, ${dpop.join(', ')}` : `${dpop.join(', ')}, ${bearer.join(', ')}`;
 }
 
 /**
