@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { calculateJwkThumbprint, decodeJwt, exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { challengeS256, generateVerifier } from '@authcli/pkce';
 import { approveInBrowser } from '@authcli/test-support/http';
 import { LIMITS, PAR_REQUEST_TTL_SECONDS } from '../src/config/defaults.js';
@@ -283,6 +284,43 @@ describe.each(dialects())('pushed authorization requests (%s)', (dialect) => {
     // The narrowing cannot drop anything else: asking to drop consent too is ignored (the chooser again).
     const dropAll = `${url}&prompt=`;
     expect((await browser.get(dropAll)).text).not.toContain('name="decision"');
+  });
+
+  it('rfc9449 §10.1 a DPoP proof with the push binds the code to its key (dpop_jkt); a dpop_jkt naming another key is refused', async () => {
+    const key = await generateKeyPair('ES256');
+    const jwk = await exportJWK(key.publicKey);
+    const jkt = await calculateJwkThumbprint(jwk);
+    const parUrl = `${server.url}/oauth/par`;
+    const proof = (nonce?: string) =>
+      new SignJWT({ htm: 'POST', htu: parUrl, iat: Math.floor(Date.now() / 1000), jti: crypto.randomUUID(), ...(nonce && { nonce }) })
+        .setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk })
+        .sign(key.privateKey);
+    const { params, verifier } = await request();
+    // The server's nonce first (RFC 9449 §8), as at the token endpoint.
+    const first = await push(params, conf, { dpop: await proof() });
+    expectError(first, 400, 'use_dpop_nonce');
+    const nonce = first.headers.get('dpop-nonce')!;
+    const mismatch = await push({ ...params, dpop_jkt: 'A'.repeat(43) }, conf, { dpop: await proof(nonce) });
+    expectError(mismatch, 400, 'invalid_dpop_proof');
+    const res = await push(params, conf, { dpop: await proof(nonce) });
+    expect(res.status, JSON.stringify(res.json)).toBe(201);
+    const url = `${server.url}/oauth/authorize?${new URLSearchParams({ client_id: conf.id, request_uri: res.json.request_uri as string })}`;
+    const code = new URL(await approveInBrowser(new Browser(server.url), url, 'bob', PASSWORD)).searchParams.get('code')!;
+    // The code's token request must prove that key: without a proof it is refused.
+    const exchange = { grant_type: 'authorization_code', code, redirect_uri: REDIRECT, code_verifier: verifier };
+    const refused = await tokenRequest(server, exchange, { authorization: basic(conf.id, conf.secret) });
+    expect(refused.status).toBe(400);
+    expect(refused.json.error).toBe('invalid_dpop_proof');
+    // With a proof by that key (and the nonce) the code gives a token bound to it.
+    const tokenUrl = `${server.url}/oauth/token`;
+    const tokenProof = (n: string) =>
+      new SignJWT({ htm: 'POST', htu: tokenUrl, iat: Math.floor(Date.now() / 1000), jti: crypto.randomUUID(), nonce: n })
+        .setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk })
+        .sign(key.privateKey);
+    const bound = await tokenRequest(server, exchange, { authorization: basic(conf.id, conf.secret), dpop: await tokenProof(nonce) });
+    expect(bound.status, JSON.stringify(bound.json)).toBe(200);
+    expect(bound.json.token_type).toBe('DPoP');
+    expect((decodeJwt(bound.json.access_token as string).cnf as { jkt: string }).jkt).toBe(jkt);
   });
 
   it('rfc9126 §5 an application that requires PAR: a direct request is redirected invalid_request; a pushed one works', async () => {

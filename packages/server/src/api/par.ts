@@ -7,7 +7,13 @@ import { PAR_PATH, pushAuthorizationRequest } from '../oauth/par.js';
 /** POST /oauth/par (RFC 9126 §2): 201 with the request_uri (§2.2), never cached. */
 export async function parRoutes(app: FastifyInstance, ctx: OAuthContext): Promise<void> {
   app.post(PAR_PATH, async (req, reply) => {
-    const answer = await pushAuthorizationRequest(ctx, formParams(req), req.headers.authorization, clientAddress(req));
+    const answer = await pushAuthorizationRequest(
+      ctx,
+      formParams(req),
+      req.headers.authorization,
+      clientAddress(req),
+      req.raw.headersDistinct.dpop,
+    );
     return reply.code(201).header('cache-control', 'no-store').header('pragma', 'no-cache').send(answer);
   });
 }

@@ -18,7 +18,8 @@ import {
 } from './authorize.js';
 import { authenticateClient } from './client-auth.js';
 import type { OAuthContext } from './context.js';
-import { InvalidRequest, TemporarilyUnavailable } from './errors.js';
+import { validateDpopProof } from './dpop.js';
+import { InvalidDpopProof, InvalidRequest, TemporarilyUnavailable } from './errors.js';
 
 /** Where clients push authorization requests (RFC 9126 §2). */
 export const PAR_PATH = '/oauth/par';
@@ -40,16 +41,32 @@ const CLIENT_AUTH_PARAMS = new Set(['client_secret']);
  * redirect: the client is the one asking). A `request_uri` inside the push
  * is invalid_request (§2.1). The stored request is the server's own
  * serialization of the validated one, under the SHA-256 of 256 random bits.
+ * A DPoP proof sent with the push binds the code to its key, as `dpop_jkt`
+ * would (RFC 9449 §10.1); with both, they must name the same key.
  */
 export async function pushAuthorizationRequest(
   ctx: OAuthContext,
   params: Readonly<Record<string, string>>,
   authorization: string | undefined,
   clientIp: string,
+  dpopHeader?: readonly string[] | undefined,
 ): Promise<PushedAuthorizationResponse> {
   const app = await authenticateClient(ctx.store, authorization, params);
   if (params.request_uri !== undefined) throw new InvalidRequest('request_uri cannot be pushed (RFC 9126 §2.1)');
   const request = Object.fromEntries(Object.entries(params).filter(([name]) => !CLIENT_AUTH_PARAMS.has(name)));
+  const proof = await validateDpopProof(ctx, {
+    header: dpopHeader,
+    method: 'POST',
+    path: PAR_PATH,
+    requireNonce: ctx.config.dpopNonce,
+    resource: false,
+  });
+  if (proof) {
+    if (request.dpop_jkt !== undefined && request.dpop_jkt !== proof.jkt) {
+      throw new InvalidDpopProof('dpop_jkt and the DPoP proof name different keys (RFC 9449 §10.1)');
+    }
+    request.dpop_jkt = proof.jkt;
+  }
   let validated;
   try {
     validated = await validatePushedParams(ctx, app, request, new Set());
