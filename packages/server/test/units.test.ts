@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import type { FastifyRequest } from 'fastify';
+import { headerValues } from '../src/http/header-values.js';
 import { ConfigError, loadConfig, normalizeIssuer, parseLimits, parseTrustProxy, readKeyEncryptionKey } from '../src/config/config.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -279,5 +281,18 @@ describe('random tokens', () => {
     }
     expect(seen.size).toBe(5000);
     expect(randomToken(300)).toHaveLength(400);
+  });
+});
+
+describe('headerValues: every field line of a header, for "exactly one" checks (RFC 9449 §4.3)', () => {
+  const req = (raw: object) => ({ raw }) as unknown as FastifyRequest;
+  it("reads Node's headersDistinct when the request has it", () => {
+    expect(headerValues(req({ headersDistinct: { dpop: ['a', 'b'] }, rawHeaders: [] }), 'dpop')).toEqual(['a', 'b']);
+    expect(headerValues(req({ headersDistinct: {}, rawHeaders: [] }), 'dpop')).toBeUndefined();
+  });
+  it('falls back to the raw name/value pairs (an injected request), any case, each line apart', () => {
+    const rawHeaders = ['Host', 'x', 'DPoP', 'one', 'content-type', 'text/plain', 'dpop', 'two, three'];
+    expect(headerValues(req({ rawHeaders }), 'dpop')).toEqual(['one', 'two, three']);
+    expect(headerValues(req({ rawHeaders: ['Host', 'x'] }), 'dpop')).toBeUndefined();
   });
 });

@@ -1,3 +1,4 @@
+import { headerValues } from '../http/header-values.js';
 import type { FastifyInstance } from 'fastify';
 import { clientAddress } from '../http/client-ip.js';
 import { formParams } from '../http/form.js';
@@ -12,7 +13,7 @@ export async function parRoutes(app: FastifyInstance, ctx: OAuthContext): Promis
       formParams(req),
       req.headers.authorization,
       clientAddress(req),
-      req.raw.headersDistinct.dpop,
+      headerValues(req, 'dpop'),
     );
     return reply.code(201).header('cache-control', 'no-store').header('pragma', 'no-cache').send(answer);
   });

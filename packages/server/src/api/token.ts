@@ -1,3 +1,4 @@
+import { headerValues } from '../http/header-values.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sendErrorAnswer } from '../http/errors.js';
 import { FormError, formParams } from '../http/form.js';
@@ -18,7 +19,7 @@ export async function tokenRoutes(app: FastifyInstance, ctx: OAuthContext): Prom
   app.post('/oauth/token', async (req: FastifyRequest, reply: FastifyReply) => {
     try {
       const params = formParams(req);
-      const outcome = await tokenRequest(ctx, params, req.headers.authorization, req.raw.headersDistinct.dpop);
+      const outcome = await tokenRequest(ctx, params, req.headers.authorization, headerValues(req, 'dpop'));
       if (outcome instanceof OAuthError) {
         metrics.tokenError(outcome.error);
         return sendErrorAnswer(reply, outcome);

@@ -1,3 +1,4 @@
+import { headerValues } from '../http/header-values.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isParsedForm } from '../http/form.js';
 import type { OAuthContext } from '../oauth/context.js';
@@ -18,7 +19,7 @@ export async function userinfoRoutes(app: FastifyInstance, ctx: OAuthContext): P
       bodyToken: form?.params.access_token,
       bodyTokenRepeated: form?.repeated.has('access_token') ?? false,
       tokenInQuery: typeof (req.query as Record<string, unknown>).access_token === 'string',
-      dpop: req.raw.headersDistinct.dpop,
+      dpop: headerValues(req, 'dpop'),
       method: req.method,
     });
     if (claims === undefined) {
