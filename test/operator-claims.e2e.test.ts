@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dialects, execute, freshDatabase, type TestDatabase } from '@authcli/test-support/databases';
+import { dialects, execute, freshDatabase, type TestDatabase, undoMigrationsAfter0008 } from '@authcli/test-support/databases';
 import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 const PASSWORD = 'operator claims password';
@@ -155,18 +155,8 @@ describe.each(dialects())('migration 0008: name and email move into the claims (
     await execute(db, dialect, 'alter table users drop column claims_updated_at');
     await execute(db, dialect, 'alter table users add column name text');
     await execute(db, dialect, 'alter table users add column email text');
-    await execute(db, dialect, 'drop table pushed_requests');
-    await execute(db, dialect, 'drop table dpop_proofs');
-    await execute(db, dialect, 'alter table authorization_codes drop column dpop_jkt');
-    await execute(db, dialect, 'alter table grants drop column dpop_jkt');
-    for (const column of ['introspection', 'require_dpop', 'require_par']) {
-      await execute(db, dialect, `alter table applications drop column ${column}`);
-    }
-    await execute(
-      db,
-      dialect,
-      "delete from kysely_migration where name in ('0008_user_claims', '0009_application_settings', '0010_pushed_authorization_requests', '0011_dpop')",
-    );
+    await undoMigrationsAfter0008(db, dialect);
+    await execute(db, dialect, "delete from kysely_migration where name in ('0008_user_claims')");
     await execute(
       db,
       dialect,

@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '@authcli/test-support/cli-process';
-import { dialects, execute, freshDatabase, type TestDatabase } from '@authcli/test-support/databases';
+import { dialects, execute, freshDatabase, type TestDatabase, undoMigrationsAfter0008 } from '@authcli/test-support/databases';
 import { Browser, hidden } from '@authcli/test-support/http';
 import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
@@ -221,17 +221,11 @@ describe.each(dialects())('migration 0004: usernames unique without regard to ca
     await execute(db, dialect, 'alter table users drop column claims_updated_at');
     await execute(db, dialect, 'alter table users add column name text');
     await execute(db, dialect, 'alter table users add column email text');
-    await execute(db, dialect, 'drop table pushed_requests');
-    await execute(db, dialect, 'drop table dpop_proofs');
-    await execute(db, dialect, 'alter table authorization_codes drop column dpop_jkt');
-    await execute(db, dialect, 'alter table grants drop column dpop_jkt');
-    for (const column of ['introspection', 'require_dpop', 'require_par']) {
-      await execute(db, dialect, `alter table applications drop column ${column}`);
-    }
+    await undoMigrationsAfter0008(db, dialect);
     await execute(
       db,
       dialect,
-      "delete from kysely_migration where name in ('0004_username_case_insensitive', '0005_post_logout_redirect_uris', '0006_dynamic_client_registration', '0007_claims_request', '0008_user_claims', '0009_application_settings', '0010_pushed_authorization_requests', '0011_dpop')",
+      "delete from kysely_migration where name in ('0004_username_case_insensitive', '0005_post_logout_redirect_uris', '0006_dynamic_client_registration', '0007_claims_request', '0008_user_claims')",
     );
     await execute(
       db,

@@ -108,3 +108,21 @@ export async function execute(db: TestDatabase, dialect: DialectName, statement:
     conn.close();
   }
 }
+
+/**
+ * The migrations after 0008 undone (0009 application settings, 0010 pushed
+ * requests, 0011 DPoP), for tests that take a store back to an earlier
+ * schema: one place to add the next migration's undo to.
+ */
+export const MIGRATIONS_AFTER_0008 = ['0009_application_settings', '0010_pushed_authorization_requests', '0011_dpop'];
+export async function undoMigrationsAfter0008(db: TestDatabase, dialect: DialectName): Promise<void> {
+  await execute(db, dialect, 'drop table pushed_requests');
+  await execute(db, dialect, 'drop table dpop_proofs');
+  await execute(db, dialect, 'alter table authorization_codes drop column dpop_jkt');
+  await execute(db, dialect, 'alter table grants drop column dpop_jkt');
+  for (const column of ['introspection', 'require_dpop', 'require_par']) {
+    await execute(db, dialect, `alter table applications drop column ${column}`);
+  }
+  const names = MIGRATIONS_AFTER_0008.map((n) => `'${n}'`).join(', ');
+  await execute(db, dialect, `delete from kysely_migration where name in (${names})`);
+}
