@@ -1,5 +1,5 @@
 /**
- * Instructions per request on the two hot paths, counted by valgrind's
+ * Instructions per request on the hot paths, counted by valgrind's
  * callgrind: repeatable on a machine whose speed changes from minute to
  * minute, where requests per second are not (bench/README.md, "Instruction
  * counts").
@@ -10,11 +10,13 @@
  * another checkout's to compare two builds in one run) is started with
  * `start` under `valgrind --tool=callgrind --instr-atstart=no` on a fresh
  * SQLite file. Everything else runs at full speed outside valgrind: a user
- * signs in and approves the built-in application, codes are minted, device
- * authorizations created, and warm-up requests sent with instrumentation
- * off. Then `callgrind_control -i on` counts, over every thread of the
- * server process, exactly INSTR_EXCHANGES code exchanges, and then
- * INSTR_POLLS pending device polls; each phase is dumped on its own.
+ * signs in and approves the built-in application, codes are minted, refresh
+ * tokens and device authorizations created, and warm-up requests sent with
+ * instrumentation off. Then `callgrind_control -i on` counts, over every
+ * thread of the server process, INSTR_EXCHANGES token requests of each kind
+ * (code exchange and refresh, each without and with a DPoP proof, RFC 9449),
+ * in batches of 100 whose kinds take turns, each batch dumped on its own;
+ * and then INSTR_POLLS pending device polls.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -23,9 +25,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { challengeS256, generateVerifier } from '@authcli/pkce';
 import { Browser, freePort, hidden } from '@authcli/test-support/http';
+import { dpopNonce, dpopSigner } from './dpop.js';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 const EXCHANGES = Number(process.env.INSTR_EXCHANGES ?? 300);
+const BATCH = 100;
 const POLLS = Number(process.env.INSTR_POLLS ?? 1000);
 const WARMUP = Number(process.env.INSTR_WARMUP ?? 600);
 const CONCURRENCY = 4;
@@ -87,10 +91,22 @@ async function waitReady(url: string, exited: () => boolean): Promise<void> {
   throw new Error(`${url} not ready`);
 }
 
+/** The token requests counted, in the order their batches take turns. */
+const KINDS = ['exchange', 'dpopExchange', 'refresh', 'dpopRefresh'] as const;
+type Kind = (typeof KINDS)[number];
+const LABELS: Record<Kind | 'poll', string> = {
+  exchange: 'code exchange',
+  dpopExchange: 'code exchange, DPoP',
+  refresh: 'refresh',
+  dpopRefresh: 'refresh, DPoP-bound',
+  poll: 'pending poll',
+};
+
+type PerRequest = { main: number; all: number };
+
 interface Counts {
   bin: string;
-  exchange: { main: number; all: number };
-  poll: { main: number; all: number };
+  perRequest: Record<Kind | 'poll', PerRequest>;
 }
 
 async function measure(bin: string): Promise<Counts> {
@@ -146,7 +162,7 @@ async function measure(bin: string): Promise<Counts> {
     if (consent.status !== 200) throw new Error(`expected the consent page, got ${consent.status}`);
     await jar.postForm('/consent', { _csrf: hidden(consent.text, '_csrf'), request: hidden(consent.text, 'request'), decision: 'approve' });
 
-    /** Codes live 60 s: each batch is minted right before it is exchanged. */
+    /** Codes live 60 s: each batch is minted right before it is used. */
     const mint = async (n: number) => {
       const codes: string[] = [];
       await each(Array.from({ length: n }), async () => {
@@ -156,20 +172,44 @@ async function measure(bin: string): Promise<Counts> {
       });
       return codes;
     };
-    const exchange = async (code: string) => {
-      const r = await fetch(`${issuer}/oauth/token`, {
+    const tokenUrl = `${issuer}/oauth/token`;
+    const prove = dpopSigner();
+    let nonce = await dpopNonce(issuer, prove);
+    /** A token request; its answer's refresh token. */
+    const token = async (fields: Record<string, string>, dpop: boolean) => {
+      const r = await fetch(tokenUrl, {
         method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({
-          grant_type: 'authorization_code',
-          code,
-          redirect_uri: redirectUri,
-          client_id: 'authcli',
-          code_verifier: verifier,
-        }),
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...(dpop && { dpop: prove(tokenUrl, nonce) }) },
+        body: new URLSearchParams({ client_id: 'authcli', ...fields }),
       });
-      const body = (await r.json()) as { id_token?: string };
-      if (r.status !== 200 || !body.id_token) throw new Error(`exchange answered ${r.status}`);
+      const body = (await r.json()) as { access_token?: string; refresh_token?: string; token_type?: string };
+      if (r.status !== 200 || !body.access_token || !body.refresh_token) throw new Error(`token request answered ${r.status}`);
+      if (body.token_type !== (dpop ? 'DPoP' : 'Bearer')) throw new Error(`token_type ${body.token_type}`);
+      return body.refresh_token;
+    };
+    const exchange = (code: string, dpop: boolean) =>
+      token({ grant_type: 'authorization_code', code, redirect_uri: redirectUri, code_verifier: verifier }, dpop);
+    const refresh = (refreshToken: string, dpop: boolean) => token({ grant_type: 'refresh_token', refresh_token: refreshToken }, dpop);
+
+    /**
+     * What one batch of `kind` sends, prepared with instrumentation off: codes minted just before (they live
+     * 60 s), refresh tokens from exchanges of their own (a DPoP one bound to the key: a public client).
+     */
+    const prepare = async (kind: Kind, n: number): Promise<string[]> => {
+      nonce = await dpopNonce(issuer, prove);
+      const codes = await mint(n);
+      if (kind === 'exchange' || kind === 'dpopExchange') return codes;
+      const tokens: string[] = [];
+      await each(codes, async (c) => {
+        tokens.push(await exchange(c, kind === 'dpopRefresh'));
+      });
+      return tokens;
+    };
+    const send = async (kind: Kind, items: string[]) => {
+      const dpop = kind === 'dpopExchange' || kind === 'dpopRefresh';
+      await each(items, async (item) => {
+        await (kind === 'exchange' || kind === 'dpopExchange' ? exchange(item, dpop) : refresh(item, dpop));
+      });
     };
 
     const deviceCodes: string[] = [];
@@ -183,7 +223,7 @@ async function measure(bin: string): Promise<Counts> {
       deviceCodes.push(((await r.json()) as { device_code: string }).device_code);
     });
     const poll = async (deviceCode: string) => {
-      const r = await fetch(`${issuer}/oauth/token`, {
+      const r = await fetch(tokenUrl, {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
         body: new URLSearchParams({ grant_type: DEVICE_GRANT, device_code: deviceCode, client_id: 'authcli' }),
@@ -193,29 +233,43 @@ async function measure(bin: string): Promise<Counts> {
     };
 
     await each(deviceCodes.slice(0, WARMUP), poll);
-    for (let done = 0; done < WARMUP; done += 100) await each(await mint(100), exchange);
-
-    // Counted in batches of 100, each minted with instrumentation off: under callgrind 300 exchanges outlast a code.
-    for (let done = 0; done < EXCHANGES; done += 100) {
-      const batch = await mint(Math.min(100, EXCHANGES - done));
-      callgrindControl(pid, '-i', 'on');
-      await each(batch, exchange);
-      callgrindControl(pid, '-i', 'off');
+    for (const kind of KINDS) {
+      for (let done = 0; done < WARMUP; done += BATCH) await send(kind, await prepare(kind, Math.min(BATCH, WARMUP - done)));
     }
-    callgrindControl(pid, '-d');
-    const exchangeIr = dumpedInstructions(dir, 'callgrind.out', seen);
-    callgrindControl(pid, '-z');
 
+    // Counted in batches of 100 whose kinds take turns (each round in another order), so that V8's own work
+    // (compiling, collecting) falls on every kind alike; each batch is dumped and added to its kind.
+    const sums = Object.fromEntries(KINDS.map((k) => [k, { main: 0, all: 0 }])) as Record<Kind, PerRequest>;
+    for (let done = 0, round = 0; done < EXCHANGES; done += BATCH, round++) {
+      const n = Math.min(BATCH, EXCHANGES - done);
+      const order = round % 2 === 0 ? KINDS : [...KINDS].reverse();
+      for (const kind of order) {
+        const items = await prepare(kind, n);
+        callgrindControl(pid, '-z');
+        callgrindControl(pid, '-i', 'on');
+        await send(kind, items);
+        callgrindControl(pid, '-i', 'off');
+        callgrindControl(pid, '-d');
+        const ir = dumpedInstructions(dir, 'callgrind.out', seen);
+        sums[kind].main += ir.main;
+        sums[kind].all += ir.all;
+      }
+    }
+
+    callgrindControl(pid, '-z');
     callgrindControl(pid, '-i', 'on');
     await each(deviceCodes.slice(WARMUP), poll);
     callgrindControl(pid, '-i', 'off');
     callgrindControl(pid, '-d');
     const pollIr = dumpedInstructions(dir, 'callgrind.out', seen);
 
+    const per = (ir: PerRequest, n: number): PerRequest => ({ main: ir.main / n, all: ir.all / n });
     return {
       bin,
-      exchange: { main: exchangeIr.main / EXCHANGES, all: exchangeIr.all / EXCHANGES },
-      poll: { main: pollIr.main / POLLS, all: pollIr.all / POLLS },
+      perRequest: {
+        ...(Object.fromEntries(KINDS.map((k) => [k, per(sums[k], EXCHANGES)])) as Record<Kind, PerRequest>),
+        poll: per(pollIr, POLLS),
+      },
     };
   } catch (err) {
     throw new Error(
@@ -234,7 +288,11 @@ if (bins.length === 0) bins.push(join(here, '../packages/server/bin/authcli-serv
 for (const bin of bins) {
   const c = await measure(bin);
   const m = (n: number) => (n / 1e6).toFixed(3);
-  console.log(
-    `${c.bin}\n  code exchange: ${m(c.exchange.main)} M instructions on the main thread, ${m(c.exchange.all)} M in all threads\n  pending poll:  ${m(c.poll.main)} M instructions on the main thread, ${m(c.poll.all)} M in all threads`,
-  );
+  const x = (n: number, of: number) => `x${(n / of).toFixed(3)}`;
+  const { exchange } = c.perRequest;
+  console.log(c.bin);
+  for (const [kind, ir] of Object.entries(c.perRequest) as [Kind | 'poll', PerRequest][]) {
+    const ratio = kind === 'poll' ? '' : ` (${x(ir.main, exchange.main)} and ${x(ir.all, exchange.all)} of the plain exchange)`;
+    console.log(`  ${LABELS[kind]}: ${m(ir.main)} M instructions on the main thread, ${m(ir.all)} M in all threads${ratio}`);
+  }
 }

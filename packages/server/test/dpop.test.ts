@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, type KeyObject, randomBytes, sign } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { calculateJwkThumbprint, decodeJwt, exportJWK, generateKeyPair, type CryptoKey, type JWK, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -231,6 +231,95 @@ describe.each(dialects())('rfc9449 DPoP (%s)', (dialect) => {
       expect(await outcome(proof(key, { jwk: { ...key.jwk, use: 'enc' } }))).toBe('invalid_dpop_proof');
       expect(await outcome(proof(key, { jwk: { ...key.jwk, alg: 'ES384' } }))).toBe('invalid_dpop_proof');
       expect(await outcome(proof(key, { jwk: { ...key.jwk, use: 'sig', alg: 'ES256' } }))).toBe('ok');
+    });
+
+    /** A proof put together by hand: any header, any claims, and the signature `signer` makes of the first two segments. */
+    function handmade(header: Record<string, unknown>, signer: (input: Buffer) => Buffer, claims: Record<string, unknown> = {}): string {
+      const input = `${b64({ typ: 'dpop+jwt', ...header })}.${b64({ htm: 'POST', htu: tokenUrl(), iat: nowSeconds(), jti: randomBytes(16).toString('base64url'), ...claims })}`;
+      return `${input}.${signer(Buffer.from(input)).toString('base64url')}`;
+    }
+    const publicJwk = (k: KeyObject) => k.export({ format: 'jwk' }) as JWK;
+    const es256 = (k: KeyObject) => (input: Buffer) => sign('sha256', input, { key: k, dsaEncoding: 'ieee-p1363' });
+    const rs256 = (k: KeyObject) => (input: Buffer) => sign('sha256', input, k);
+
+    /** The error and its description, for refusals whose reason matters. */
+    async function refusal(dpop: string): Promise<string> {
+      const res = await exchange(await code(), dpop);
+      expect(res.status).toBe(400);
+      return `${res.json.error}: ${res.json.error_description}`;
+    }
+
+    it('§4.3 (5), (7) a jwk that is not a key of the proof alg is refused, also once known: RFC 7518 §3.3, §3.4, RFC 8037 §3.1', async () => {
+      const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+      const p384 = generateKeyPairSync('ec', { namedCurve: 'P-384' });
+      const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      const rsa1024 = generateKeyPairSync('rsa', { modulusLength: 1024 });
+      const x25519 = generateKeyPairSync('x25519');
+      const cases: [string, string, RegExp][] = [
+        [
+          'RSA key under ES256',
+          handmade({ alg: 'ES256', jwk: publicJwk(rsa.publicKey) }, rs256(rsa.privateKey)),
+          /not a key of the proof algorithm/,
+        ],
+        [
+          'EC key under RS256',
+          handmade({ alg: 'RS256', jwk: publicJwk(ec.publicKey) }, es256(ec.privateKey)),
+          /not a key of the proof algorithm/,
+        ],
+        ['P-384 key under ES256', handmade({ alg: 'ES256', jwk: publicJwk(p384.publicKey) }, es256(p384.privateKey)), /not on the curve/],
+        [
+          'X25519 key under EdDSA',
+          handmade({ alg: 'EdDSA', jwk: publicJwk(x25519.publicKey) }, () => randomBytes(64)),
+          /not a key of the proof algorithm/,
+        ],
+        [
+          '1024-bit RSA key',
+          handmade({ alg: 'RS256', jwk: publicJwk(rsa1024.publicKey) }, rs256(rsa1024.privateKey)),
+          /shorter than 2048 bits/,
+        ],
+        [
+          'EC point off the curve',
+          handmade({ alg: 'ES256', jwk: { ...publicJwk(ec.publicKey), y: publicJwk(ec.publicKey).x } }, es256(ec.privateKey)),
+          /not a valid public key/,
+        ],
+      ];
+      for (const [name, dpop, reason] of cases) {
+        expect(await refusal(dpop), name).toMatch(reason);
+        // Sent again (a refused proof's jti is not recorded): the key's verdict is remembered, and it is the same.
+        expect(await refusal(dpop), name).toMatch(reason);
+      }
+      // The same P-256 key, known and accepted under ES256, is no RS256 key.
+      expect(await outcome(handmade({ alg: 'ES256', jwk: publicJwk(ec.publicKey) }, es256(ec.privateKey)))).toBe('ok');
+      expect(await refusal(handmade({ alg: 'RS256', jwk: publicJwk(ec.publicKey) }, es256(ec.privateKey)))).toMatch(
+        /not a key of the proof algorithm/,
+      );
+    });
+
+    it('§4.3 (2), (6) RFC 7515: a critical extension, b64, characters outside base64url or a DER ECDSA signature are refused', async () => {
+      const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+      const jwk = publicJwk(ec.publicKey);
+      expect(await outcome(handmade({ alg: 'ES256', jwk }, es256(ec.privateKey)))).toBe('ok');
+      expect(await refusal(handmade({ alg: 'ES256', jwk, crit: ['exp'] }, es256(ec.privateKey)))).toMatch(/header extension/);
+      expect(await refusal(handmade({ alg: 'ES256', jwk, b64: true }, es256(ec.privateKey)))).toMatch(/header extension/);
+      const good = handmade({ alg: 'ES256', jwk }, es256(ec.privateKey));
+      expect(await refusal(`${good.slice(0, -2)}+/`)).toMatch(/compact serialization/);
+      expect(await refusal(`${good}=`)).toMatch(/compact serialization/);
+      expect(await refusal(`${good.slice(0, good.lastIndexOf('.'))}.`)).toMatch(/compact serialization/);
+      // RFC 7518 §3.4: r ‖ s, 64 bytes; the ASN.1 DER form OpenSSL signs by default is not a JWS signature.
+      const der = handmade({ alg: 'ES256', jwk }, (input) => sign('sha256', input, ec.privateKey));
+      expect(await refusal(der)).toMatch(/signature is invalid/);
+    });
+
+    it('§4.3 (7) RFC 7517 §4.3 a jwk whose key_ops leave out verify is refused', async () => {
+      expect(await outcome(proof(key, { jwk: { ...key.jwk, key_ops: ['sign'] } }))).toBe('invalid_dpop_proof');
+      expect(await outcome(proof(key, { jwk: { ...key.jwk, key_ops: ['verify'] } }))).toBe('ok');
+    });
+
+    it('§4.3 RFC 7519 §4.1.4, §4.1.5 a proof whose exp has passed or whose nbf is ahead is refused', async () => {
+      expect(await outcome(proof(key, { claims: { exp: nowSeconds() - 1 } }))).toBe('invalid_dpop_proof');
+      expect(await outcome(proof(key, { claims: { nbf: nowSeconds() + 60 } }))).toBe('invalid_dpop_proof');
+      expect(await outcome(proof(key, { claims: { exp: 'tomorrow' } }))).toBe('invalid_dpop_proof');
+      expect(await outcome(proof(key, { claims: { exp: nowSeconds() + 60, nbf: nowSeconds() - 1 } }))).toBe('ok');
     });
 
     it('§4.3 (6) a signature by another key than the jwk header: invalid_dpop_proof', async () => {

@@ -95,7 +95,7 @@ export const DPOP_NONCE_WINDOW_SECONDS = 300;
  * but do not require one.
  */
 export const DPOP_NONCE_REQUIRED = true;
-/** Public keys of DPoP proofs kept imported (oauth/dpop.ts `DpopKeys`): one per active client key, a few hundred bytes each. */
+/** Public keys of DPoP proofs kept imported (oauth/dpop-signature.ts `DpopKeys`): one per active client key, a few hundred bytes each. */
 export const DPOP_KEYS_CACHED = 10_000;
 /** RFC 9449 §4.2: the longest `jti` accepted (a client sends ~22-43 characters of randomness). */
 export const DPOP_JTI_MAX = 256;

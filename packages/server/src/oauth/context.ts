@@ -1,7 +1,8 @@
 import type { ServerConfig } from '../config/config.js';
 import type { Store } from '../store/store.js';
 import type { ProtocolMetrics } from '../util/metrics.js';
-import type { DpopKeys, DpopNonces } from './dpop.js';
+import type { DpopNonces } from './dpop.js';
+import type { DpopKeys } from './dpop-signature.js';
 import type { KeyRing } from './keys.js';
 import type { AbuseLimits } from './limits.js';
 import type { TokenIssuer } from './tokens.js';

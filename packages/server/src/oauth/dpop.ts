@@ -1,18 +1,11 @@
 import { createHmac, hash, timingSafeEqual } from 'node:crypto';
-import {
-  type CryptoKey,
-  decodeProtectedHeader,
-  type JWSHeaderParameters,
-  EmbeddedJWK,
-  errors as joseErrors,
-  type JWK,
-  jwtVerify,
-} from 'jose';
+import { decodeJwt, decodeProtectedHeader, type JWK } from 'jose';
 import type { ServerConfig } from '../config/config.js';
-import { DPOP_IAT_WINDOW_SECONDS, DPOP_JTI_MAX, DPOP_KEYS_CACHED, DPOP_NONCE_WINDOW_SECONDS, DPOP_PROOF_MAX } from '../config/defaults.js';
+import { DPOP_IAT_WINDOW_SECONDS, DPOP_JTI_MAX, DPOP_NONCE_WINDOW_SECONDS, DPOP_PROOF_MAX } from '../config/defaults.js';
 import type { Store } from '../store/store.js';
 import { randomToken, sha256Hex } from '../util/crypto.js';
 import type { OAuthContext } from './context.js';
+import { UnusableProofKey } from './dpop-signature.js';
 import { InvalidDpopProof, UseDpopNonce } from './errors.js';
 
 /**
@@ -24,7 +17,7 @@ import { InvalidDpopProof, UseDpopNonce } from './errors.js';
 
 /**
  * The proof algorithms accepted and advertised (`dpop_signing_alg_values_supported`,
- * RFC 9449 §5.1): asymmetric only (§4.3 (5)), all of them verified by jose.
+ * RFC 9449 §5.1): asymmetric only (§4.3 (5)), verified by dpop-signature.ts.
  * ES256 first: what authcli and most clients use. Ed25519 keys are named
  * both ways: `EdDSA` (RFC 8037) and the fully specified `Ed25519` (RFC 9864),
  * which oauth4webapi sends.
@@ -36,6 +29,9 @@ export const DPOP_NONCE_HEADER = 'dpop-nonce';
 
 /** JWK members that only a private (or symmetric) key has (RFC 7518 §6.2.2, §6.3.2, §6.4; RFC 8037 §2). */
 const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'] as const;
+
+/** RFC 7515 §7.1 compact serialization: three base64url segments, none empty (a proof is signed, §4.3 (5)). */
+const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
 /** RFC 7638 §3.1: a SHA-256 JWK thumbprint, base64url; the form of `dpop_jkt` (RFC 9449 §10) and `cnf.jkt` (§6.1). */
 export const JKT_PATTERN = /^[A-Za-z0-9_-]{43}$/;
@@ -117,32 +113,6 @@ export class DpopNonces {
 }
 
 /**
- * The public keys of recent proofs, imported once (by jose's `EmbeddedJWK`,
- * with its checks) and kept by algorithm and RFC 7638 thumbprint: a client
- * signs every proof with the same key, and importing it is two thirds of a
- * proof's verification. A thumbprint covers every member that defines the
- * key, so an entry is only ever the key the header names; the oldest entry
- * goes when {@link DPOP_KEYS_CACHED} are kept.
- */
-export class DpopKeys {
-  private readonly keys = new Map<string, Promise<CryptoKey>>();
-
-  /** The key for `alg` and the header's `jwk` whose thumbprint is `jkt`. */
-  get(alg: string, jkt: string, header: JWSHeaderParameters): Promise<CryptoKey> {
-    const id = `${alg} ${jkt}`;
-    let key = this.keys.get(id);
-    if (!key) {
-      key = EmbeddedJWK(header);
-      // A key that fails to import is not kept: the next proof with it fails the same way, at its own cost.
-      key.catch(() => this.keys.delete(id));
-      if (this.keys.size >= DPOP_KEYS_CACHED) this.keys.delete(this.keys.keys().next().value!);
-      this.keys.set(id, key);
-    }
-    return key;
-  }
-}
-
-/**
  * RFC 3986 §6.2.2 and §6.2.3 normalization of an HTTP(S) URI for comparing
  * `htu` (RFC 9449 §4.3 (9)): the WHATWG URL parser lowercases scheme and
  * host, drops the scheme's default port, makes an empty path `/` and removes
@@ -218,37 +188,41 @@ export async function validateDpopProof(ctx: OAuthContext, check: DpopCheck): Pr
   const proof = header[0]!;
   if (proof.length > DPOP_PROOF_MAX) throw invalid('the DPoP proof is too large');
 
+  if (!COMPACT_JWS.test(proof)) throw invalid('the DPoP proof is not a JWS in compact serialization (RFC 9449 §4.3)');
   let protectedHeader;
+  let payload;
   try {
     protectedHeader = decodeProtectedHeader(proof);
+    payload = decodeJwt(proof);
   } catch {
     throw invalid('the DPoP proof is not a JWT (RFC 9449 §4.3)');
   }
-  if (proof.split('.').length !== 3) throw invalid('the DPoP proof is not a JWS in compact serialization (RFC 9449 §4.3)');
   if (protectedHeader.typ !== 'dpop+jwt') throw invalid('the DPoP proof typ must be dpop+jwt (RFC 9449 §4.3)');
-  if (!(DPOP_SIGNING_ALGS as readonly string[]).includes(protectedHeader.alg ?? '')) {
+  const alg = protectedHeader.alg ?? '';
+  if (!(DPOP_SIGNING_ALGS as readonly string[]).includes(alg)) {
     throw invalid(`the DPoP proof alg must be one of ${DPOP_SIGNING_ALGS.join(', ')} (RFC 9449 §4.3)`);
   }
+  // RFC 7515 §4.1.11: extensions marked critical must be understood, and a proof needs none (nor RFC 7797's b64).
+  if (protectedHeader.crit !== undefined || protectedHeader.b64 !== undefined) throw invalid('the DPoP proof has a header extension');
   const jwk = protectedHeader.jwk as JWK | undefined;
   if (typeof jwk !== 'object' || jwk === null || Array.isArray(jwk)) throw invalid('the DPoP proof has no jwk header (RFC 9449 §4.2)');
   if (PRIVATE_MEMBERS.some((m) => Object.hasOwn(jwk, m))) throw invalid('the DPoP proof jwk must be a public key (RFC 9449 §4.3)');
-
-  // jose's EmbeddedJWK checks these on import; a cached key was imported for a header that may have differed here.
+  // RFC 7517 §4.2-4.4: a key whose own members say it is not for verifying this algorithm's signatures.
   if (jwk.use !== undefined && jwk.use !== 'sig') throw invalid('the DPoP proof jwk use must be sig');
-  if (jwk.alg !== undefined && jwk.alg !== protectedHeader.alg) throw invalid('the DPoP proof jwk alg differs from the proof alg');
+  if (jwk.key_ops !== undefined && !(Array.isArray(jwk.key_ops) && jwk.key_ops.includes('verify'))) {
+    throw invalid('the DPoP proof jwk key_ops must allow verify');
+  }
+  if (jwk.alg !== undefined && jwk.alg !== alg) throw invalid('the DPoP proof jwk alg differs from the proof alg');
   const jkt = jwkThumbprint(jwk);
   if (jkt === undefined) throw invalid('the DPoP proof jwk is not a key a proof can have');
 
-  let payload;
+  const signatureAt = proof.lastIndexOf('.');
   try {
-    ({ payload } = await jwtVerify(proof, (h) => ctx.dpopKeys.get(protectedHeader.alg!, jkt, h), {
-      typ: 'dpop+jwt',
-      algorithms: [...DPOP_SIGNING_ALGS],
-      currentDate: new Date(ctx.config.now()),
-    }));
+    if (!(await ctx.dpopKeys.verify(alg, jkt, jwk, proof.slice(0, signatureAt), proof.slice(signatureAt + 1)))) {
+      throw invalid('the DPoP proof signature is invalid (RFC 9449 §4.3)');
+    }
   } catch (err) {
-    if (err instanceof joseErrors.JWSSignatureVerificationFailed) throw invalid('the DPoP proof signature is invalid (RFC 9449 §4.3)');
-    if (err instanceof joseErrors.JOSEError || err instanceof TypeError) throw invalid('the DPoP proof is invalid (RFC 9449 §4.3)');
+    if (err instanceof UnusableProofKey) throw invalid(`the DPoP proof is invalid: ${err.message} (RFC 9449 §4.3)`);
     throw err;
   }
 
@@ -268,6 +242,10 @@ export async function validateDpopProof(ctx: OAuthContext, check: DpopCheck): Pr
   if (Math.abs(now / 1000 - iat) > DPOP_IAT_WINDOW_SECONDS) {
     throw invalid(`the DPoP proof iat is more than ${DPOP_IAT_WINDOW_SECONDS} seconds from the server time (RFC 9449 §4.3)`);
   }
+  // RFC 7519 §4.1.4, §4.1.5: a proof need not carry exp or nbf, but one that says it is not valid now is not.
+  const { exp, nbf } = payload;
+  if (exp !== undefined && (typeof exp !== 'number' || exp <= now / 1000)) throw invalid('the DPoP proof has expired (exp)');
+  if (nbf !== undefined && (typeof nbf !== 'number' || nbf > now / 1000)) throw invalid('the DPoP proof is not valid yet (nbf)');
 
   // §8, §9: a nonce the proof carries must be current, whether or not this endpoint requires one.
   const nonces = ctx.dpopNonces;

@@ -16,7 +16,11 @@ export interface DpopProofs {
   use(jtiHash: string, expiresAt: number): Promise<boolean>;
 }
 
-/** {@link DpopProofs} on Kysely; the insert is prepared (every DPoP request runs it). */
+/**
+ * {@link DpopProofs} on Kysely; the insert is prepared (every DPoP request
+ * runs it) and, on the embedded store, shares its event-loop turn's commit
+ * with the grants' writes (group commit) instead of committing alone.
+ */
 export class KyselyDpopProofs implements DpopProofs {
   private readonly insert = new Prepared<'hash' | 'expiresAt', never>('dpop_proof_use', ['hash', 'expiresAt'], (db, p) =>
     db
@@ -28,6 +32,16 @@ export class KyselyDpopProofs implements DpopProofs {
   constructor(private readonly engine: Engine) {}
 
   async use(jtiHash: string, expiresAt: number): Promise<boolean> {
-    return (await this.engine.run(this.insert, { hash: jtiHash, expiresAt })).changes === 1;
+    const values = { hash: jtiHash, expiresAt };
+    const grouped = this.engine.grouped;
+    if (!grouped) return this.useAlone(values);
+    return grouped.run('dpop_proof_use', {
+      now: () => grouped.now(this.insert, values).changes === 1,
+      alone: () => this.useAlone(values),
+    });
+  }
+
+  private async useAlone(values: { hash: string; expiresAt: number }): Promise<boolean> {
+    return (await this.engine.run(this.insert, values)).changes === 1;
   }
 }
