@@ -310,9 +310,52 @@ describe.each(dialects())('rfc9449 DPoP (%s)', (dialect) => {
       expect(await refusal(der)).toMatch(/signature is invalid/);
     });
 
-    it('§4.3 (7) RFC 7517 §4.3 a jwk whose key_ops leave out verify is refused', async () => {
-      expect(await outcome(proof(key, { jwk: { ...key.jwk, key_ops: ['sign'] } }))).toBe('invalid_dpop_proof');
-      expect(await outcome(proof(key, { jwk: { ...key.jwk, key_ops: ['verify'] } }))).toBe('ok');
+    it('§4.3 (6) RFC 7515 §2 only the canonical base64url of a signature verifies: no dropped last character, no stray bits', async () => {
+      const rsa = generateKeyPairSync('rsa', { modulusLength: 3072 });
+      // A 3072-bit signature is 384 bytes, 512 characters: a 513th would be dropped by a lenient decoder.
+      const good = handmade({ alg: 'RS256', jwk: publicJwk(rsa.publicKey) }, rs256(rsa.privateKey));
+      expect(await refusal(`${good}Q`)).toMatch(/signature is invalid/);
+      expect(await outcome(good)).toBe('ok');
+      // ES256: 64 bytes are 86 characters, the last of which carries 2 unused bits; setting them changes no byte.
+      const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+      const es = handmade({ alg: 'ES256', jwk: publicJwk(ec.publicKey) }, es256(ec.privateKey));
+      const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+      const last = alphabet.indexOf(es.at(-1)!);
+      const stray = `${es.slice(0, -1)}${alphabet[last | 1]}`;
+      expect(stray).not.toBe(es);
+      expect(Buffer.from(stray.split('.')[2]!, 'base64url').equals(Buffer.from(es.split('.')[2]!, 'base64url'))).toBe(true);
+      expect(await refusal(stray)).toMatch(/signature is invalid/);
+      expect(await outcome(es)).toBe('ok');
+    });
+
+    it('§4.3 (7) an RSA key too costly to verify with (exponent over 32 bits, modulus over 4096 bits) is refused unverified', async () => {
+      const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
+      const jwk = publicJwk(rsa.publicKey);
+      const bigExponent = { ...jwk, e: Buffer.concat([Buffer.from([0x80]), randomBytes(383), Buffer.from([0x01])]).toString('base64url') };
+      expect(await refusal(handmade({ alg: 'RS256', jwk: bigExponent }, rs256(rsa.privateKey)))).toMatch(/exponent is too large/);
+      const modulus = randomBytes(520);
+      modulus[0]! |= 0x80;
+      modulus[519]! |= 0x01;
+      const bigModulus = { kty: 'RSA', n: modulus.toString('base64url'), e: 'AQAB' } as JWK;
+      expect(await refusal(handmade({ alg: 'PS256', jwk: bigModulus }, () => randomBytes(520)))).toMatch(/longer than 4096 bits/);
+    });
+
+    it('§4.3 (7) a jwk whose kty names an Object member (constructor, __proto__, toString) is invalid_dpop_proof, not a server error', async () => {
+      for (const kty of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
+        const header = b64({ typ: 'dpop+jwt', alg: 'ES256', jwk: { kty, crv: 'P-256', x: 'AA', y: 'AA' } });
+        const claims = b64({ htm: 'POST', htu: tokenUrl(), iat: nowSeconds(), jti: randomBytes(8).toString('hex') });
+        expect(await refusal(`${header}.${claims}.${randomBytes(64).toString('base64url')}`), kty).toMatch(
+          /^invalid_dpop_proof: the DPoP proof jwk is not a key a proof can have/,
+        );
+      }
+    });
+
+    it('§4.3 (7) RFC 7517 §4.3 a jwk whose key_ops are anything but ["verify"], or whose ext is not a boolean, is refused', async () => {
+      for (const key_ops of [['sign'], ['sign', 'verify'], [], 'verify']) {
+        expect(await outcome(proof(key, { jwk: { ...key.jwk, key_ops } as JWK })), JSON.stringify(key_ops)).toBe('invalid_dpop_proof');
+      }
+      expect(await outcome(proof(key, { jwk: { ...key.jwk, ext: 'yes' } as unknown as JWK }))).toBe('invalid_dpop_proof');
+      expect(await outcome(proof(key, { jwk: { ...key.jwk, key_ops: ['verify'], ext: true } }))).toBe('ok');
     });
 
     it('§4.3 RFC 7519 §4.1.4, §4.1.5 a proof whose exp has passed or whose nbf is ahead is refused', async () => {

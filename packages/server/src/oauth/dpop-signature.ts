@@ -42,6 +42,13 @@ const ALGORITHMS: Record<string, Algorithm> = {
 
 /** RFC 7518 §3.3, §3.5: "A key of size 2048 bits or larger MUST be used with these algorithms." */
 const RSA_MIN_BITS = 2048;
+/**
+ * Bounds on what a stranger's RSA key may cost to verify with: a verification's time grows with the
+ * exponent's length and the modulus's, and an unauthenticated proof must not hold a pool thread for
+ * milliseconds (a 3072-bit exponent: 7 ms against 63 µs for 65537). Real keys use 65537 and 2048–4096 bits.
+ */
+const RSA_MAX_BITS = 4096;
+const RSA_MAX_EXPONENT = 2n ** 32n - 1n;
 
 /** A proof's key that no proof of its algorithm can use: the proof is invalid, whatever its signature. */
 export class UnusableProofKey extends Error {}
@@ -52,7 +59,7 @@ export class UnusableProofKey extends Error {}
  * importing it costs more than verifying with it. A thumbprint covers every
  * member that defines the key, so an entry is only ever the key the header
  * names; a key that cannot be used is kept too, as the reason it cannot. The
- * oldest entry goes when {@link DPOP_KEYS_CACHED} are kept.
+ * least recently used entry goes when {@link DPOP_KEYS_CACHED} are kept.
  */
 export class DpopKeys {
   private readonly keys = new Map<string, KeyObject | UnusableProofKey>();
@@ -63,10 +70,12 @@ export class DpopKeys {
    * @throws UnusableProofKey for an algorithm not listed, or a key that is not one of its keys
    */
   verify(alg: string, jkt: string, jwk: JWK, signingInput: string, signature: string): Promise<boolean> {
-    const algorithm = ALGORITHMS[alg];
+    const algorithm = Object.hasOwn(ALGORITHMS, alg) ? ALGORITHMS[alg] : undefined;
     if (!algorithm) throw new UnusableProofKey(`the algorithm ${alg} is not one a proof may use`);
     const key = this.key(algorithm, `${alg} ${jkt}`, jwk);
     const sig = Buffer.from(signature, 'base64url');
+    // Buffer's decoder skips what is not base64url and a last lone character: only the canonical form is a signature.
+    if (sig.toString('base64url') !== signature) return Promise.resolve(false);
     if (algorithm.signatureLength !== undefined && sig.length !== algorithm.signatureLength) return Promise.resolve(false);
     let options: VerifyKeyObjectInput = { key };
     if (algorithm.keyType === 'ec') options = { key, dsaEncoding: 'ieee-p1363' };
@@ -87,8 +96,11 @@ export class DpopKeys {
     if (key === undefined) {
       key = importKey(algorithm, jwk);
       if (this.keys.size >= DPOP_KEYS_CACHED) this.keys.delete(this.keys.keys().next().value!);
-      this.keys.set(id, key);
+    } else {
+      // Least recently used goes first: a flood of throwaway keys does not push out the keys clients keep using.
+      this.keys.delete(id);
     }
+    this.keys.set(id, key);
     if (key instanceof UnusableProofKey) throw key;
     return key;
   }
@@ -110,8 +122,11 @@ function importKey(algorithm: Algorithm, jwk: JWK): KeyObject | UnusableProofKey
   if (algorithm.curve !== undefined && details.namedCurve !== algorithm.curve) {
     return new UnusableProofKey('the jwk is not on the curve of the proof algorithm');
   }
-  if (algorithm.keyType === 'rsa' && (details.modulusLength ?? 0) < RSA_MIN_BITS) {
-    return new UnusableProofKey(`the RSA jwk is shorter than ${RSA_MIN_BITS} bits`);
+  if (algorithm.keyType === 'rsa') {
+    const bits = details.modulusLength ?? 0;
+    if (bits < RSA_MIN_BITS) return new UnusableProofKey(`the RSA jwk is shorter than ${RSA_MIN_BITS} bits`);
+    if (bits > RSA_MAX_BITS) return new UnusableProofKey(`the RSA jwk is longer than ${RSA_MAX_BITS} bits`);
+    if ((details.publicExponent ?? 0n) > RSA_MAX_EXPONENT) return new UnusableProofKey('the RSA jwk exponent is too large');
   }
   return key;
 }

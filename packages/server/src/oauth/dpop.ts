@@ -150,8 +150,10 @@ const THUMBPRINT_MEMBERS: Record<string, readonly string[]> = {
  * the ID tokens. Undefined for a key type a proof cannot have.
  */
 export function jwkThumbprint(jwk: JWK): string | undefined {
-  const members = THUMBPRINT_MEMBERS[jwk.kty ?? ''];
-  if (!members) return undefined;
+  const kty = jwk.kty;
+  // Own members only: a kty of "constructor" or "__proto__" names no key type.
+  if (typeof kty !== 'string' || !Object.hasOwn(THUMBPRINT_MEMBERS, kty)) return undefined;
+  const members = THUMBPRINT_MEMBERS[kty]!;
   const required: Record<string, unknown> = {};
   for (const m of members) {
     const v = (jwk as Record<string, unknown>)[m];
@@ -167,16 +169,17 @@ export function accessTokenHash(token: string): string {
 }
 
 /**
- * Checks the DPoP proof of a request, every point of RFC 9449 §4.3 in turn:
+ * Checks the DPoP proof of a request, every point of RFC 9449 §4.3:
  * exactly one `DPoP` header (1); a JWS (2) whose `typ` is `dpop+jwt` (4), whose
  * `alg` is an asymmetric one of {@link DPOP_SIGNING_ALGS} (5) and whose
- * `jwk` is a public key (7) that verifies the signature (6); the claims
- * (3); `htm` (8); `htu` against the endpoint's URL under the configured
- * issuer, not the Host header (9: the server runs behind proxies); `ath`
- * (10); the server nonce (11, §8); `iat` within
- * {@link DPOP_IAT_WINDOW_SECONDS} of now (11); and last the `jti`, recorded
- * in the store, so that a proof is accepted once on any instance (12,
- * §11.1). Undefined when the request has no DPoP header.
+ * `jwk` is a public key (7); the claims (3); `htm` (8); `htu` against the
+ * endpoint's URL under the configured issuer, not the Host header (9: the
+ * server runs behind proxies); `ath` (10); `iat` within
+ * {@link DPOP_IAT_WINDOW_SECONDS} of now (11); then the signature by the
+ * `jwk` (6), the costliest check, once every cheaper one has passed; the
+ * server nonce (11, §8); and last the `jti`, recorded in the store, so that
+ * a proof is accepted once on any instance (12, §11.1). Undefined when the
+ * request has no DPoP header.
  * https://www.rfc-editor.org/rfc/rfc9449#section-4.3
  * @throws InvalidDpopProof, UseDpopNonce
  */
@@ -209,22 +212,13 @@ export async function validateDpopProof(ctx: OAuthContext, check: DpopCheck): Pr
   if (PRIVATE_MEMBERS.some((m) => Object.hasOwn(jwk, m))) throw invalid('the DPoP proof jwk must be a public key (RFC 9449 §4.3)');
   // RFC 7517 §4.2-4.4: a key whose own members say it is not for verifying this algorithm's signatures.
   if (jwk.use !== undefined && jwk.use !== 'sig') throw invalid('the DPoP proof jwk use must be sig');
-  if (jwk.key_ops !== undefined && !(Array.isArray(jwk.key_ops) && jwk.key_ops.includes('verify'))) {
-    throw invalid('the DPoP proof jwk key_ops must allow verify');
+  if (jwk.key_ops !== undefined && !(Array.isArray(jwk.key_ops) && jwk.key_ops.length > 0 && jwk.key_ops.every((op) => op === 'verify'))) {
+    throw invalid('the DPoP proof jwk key_ops must be ["verify"] (a public key verifies, nothing else)');
   }
+  if (jwk.ext !== undefined && typeof jwk.ext !== 'boolean') throw invalid('the DPoP proof jwk ext must be a boolean');
   if (jwk.alg !== undefined && jwk.alg !== alg) throw invalid('the DPoP proof jwk alg differs from the proof alg');
   const jkt = jwkThumbprint(jwk);
   if (jkt === undefined) throw invalid('the DPoP proof jwk is not a key a proof can have');
-
-  const signatureAt = proof.lastIndexOf('.');
-  try {
-    if (!(await ctx.dpopKeys.verify(alg, jkt, jwk, proof.slice(0, signatureAt), proof.slice(signatureAt + 1)))) {
-      throw invalid('the DPoP proof signature is invalid (RFC 9449 §4.3)');
-    }
-  } catch (err) {
-    if (err instanceof UnusableProofKey) throw invalid(`the DPoP proof is invalid: ${err.message} (RFC 9449 §4.3)`);
-    throw err;
-  }
 
   const { jti, htm, htu, iat, ath, nonce } = payload as Record<string, unknown>;
   if (typeof jti !== 'string' || jti === '' || jti.length > DPOP_JTI_MAX) throw invalid('the DPoP proof jti is missing or invalid');
@@ -246,6 +240,17 @@ export async function validateDpopProof(ctx: OAuthContext, check: DpopCheck): Pr
   const { exp, nbf } = payload;
   if (exp !== undefined && (typeof exp !== 'number' || exp <= now / 1000)) throw invalid('the DPoP proof has expired (exp)');
   if (nbf !== undefined && (typeof nbf !== 'number' || nbf > now / 1000)) throw invalid('the DPoP proof is not valid yet (nbf)');
+
+  // The signature last of the proof's own checks: a proof that fails a cheaper one costs no verification.
+  const signatureAt = proof.lastIndexOf('.');
+  try {
+    if (!(await ctx.dpopKeys.verify(alg, jkt, jwk, proof.slice(0, signatureAt), proof.slice(signatureAt + 1)))) {
+      throw invalid('the DPoP proof signature is invalid (RFC 9449 §4.3)');
+    }
+  } catch (err) {
+    if (err instanceof UnusableProofKey) throw invalid(`the DPoP proof is invalid: ${err.message} (RFC 9449 §4.3)`);
+    throw err;
+  }
 
   // §8, §9: a nonce the proof carries must be current, whether or not this endpoint requires one.
   const nonces = ctx.dpopNonces;
