@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -29,6 +30,10 @@ describe('authcli-server backup', () => {
     const res = await serverCommand(['backup', target], { ...server.env, AUTHCLI_KEY_ENCRYPTION_KEY: '' });
     expect(res.code, res.stderr).toBe(0);
     expect(res.stdout).toMatch(new RegExp(`^backed up .* to ${target} \\(\\d+ pages\\)$`, 'm'));
+    // The server runs without a key-encryption key: the copy's keys are plaintext, and the warning counts them.
+    expect(res.stderr).toMatch(
+      /^authcli-server: warning: the backup holds \d+ private signing keys? unencrypted: keep it as safe as the database/m,
+    );
     expect(statSync(target).mode & 0o777).toBe(0o600);
 
     const Database = fromServer('better-sqlite3') as new (
@@ -70,5 +75,32 @@ describe('authcli-server backup', () => {
     expect(res.code).toBe(1);
     expect(res.stderr).toMatch(/^authcli-server: backup copies the embedded SQLite store; for PostgreSQL use pg_dump, e\.g\. pg_dump /);
     expect(existsSync(target)).toBe(false);
+  });
+
+  it('says what the copy holds, not what its own environment has: keys encrypted by the server need no warning, only its key-encryption key', async () => {
+    const kek = randomBytes(32).toString('base64');
+    const encrypted = await startServerProcess({ env: { AUTHCLI_KEY_ENCRYPTION_KEY: kek } });
+    try {
+      const target = join(dir, 'encrypted.db');
+      // Run as a backup job usually is: without the server's key-encryption key in its environment.
+      const res = await serverCommand(['backup', target], { DATABASE_URL: encrypted.env.DATABASE_URL, AUTHCLI_KEY_ENCRYPTION_KEY: '' });
+      expect(res.code, res.stderr).toBe(0);
+      expect(res.stderr).not.toMatch(/unencrypted/);
+      expect(res.stderr).toBe(
+        'authcli-server: warning: the signing keys in the backup are encrypted: a server restored from it needs the same AUTHCLI_KEY_ENCRYPTION_KEY\n',
+      );
+      // And the same job with the key in its environment still says so, whatever a plaintext store next door holds.
+      const withKey = await serverCommand(['backup', join(dir, 'encrypted-2.db')], {
+        DATABASE_URL: encrypted.env.DATABASE_URL,
+        AUTHCLI_KEY_ENCRYPTION_KEY: kek,
+      });
+      expect(withKey.code, withKey.stderr).toBe(0);
+      expect(withKey.stderr).not.toMatch(/unencrypted/);
+      const plain = await serverCommand(['backup', join(dir, 'plain-with-key.db')], { ...server.env, AUTHCLI_KEY_ENCRYPTION_KEY: kek });
+      expect(plain.code, plain.stderr).toBe(0);
+      expect(plain.stderr).toMatch(/the backup holds \d+ private signing keys? unencrypted/);
+    } finally {
+      await encrypted.stop();
+    }
   });
 });

@@ -1,7 +1,7 @@
 import { warn, withStore } from './shared.js';
 import type { Command } from 'commander';
 import { loadConfig } from '../config/config.js';
-import { UNENCRYPTED_KEYS_WARNING } from '../oauth/key-encryption.js';
+import { isEncryptedPrivateJwk, UNENCRYPTED_KEYS_WARNING } from '../oauth/key-encryption.js';
 import { rotateKeys } from '../oauth/keys.js';
 import { backupStore } from '../store/backup.js';
 
@@ -13,9 +13,17 @@ export function storeCommands(cli: Command): void {
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(async (file: string, opts: { database?: string }) => {
       const config = loadConfig({ database: opts.database });
-      const { path, pages } = await backupStore(config.databaseUrl, file);
+      const { path, pages, privateKeys } = await backupStore(config.databaseUrl, file);
       process.stdout.write(`backed up ${config.databaseUrl} to ${path} (${pages} pages)\n`);
-      if (!config.keyEncryptionKey) warn('the backup holds the signing keys unencrypted: keep it as safe as the database');
+      // What the copy holds decides, not this shell's environment: the server that wrote the keys may have a KEK.
+      const plain = privateKeys.filter((k) => !isEncryptedPrivateJwk(k)).length;
+      if (plain > 0) {
+        warn(
+          `the backup holds ${plain} private signing key${plain === 1 ? '' : 's'} unencrypted: keep it as safe as the database (AUTHCLI_KEY_ENCRYPTION_KEY encrypts them)`,
+        );
+      } else if (privateKeys.length > 0) {
+        warn('the signing keys in the backup are encrypted: a server restored from it needs the same AUTHCLI_KEY_ENCRYPTION_KEY');
+      }
     });
 
   cli

@@ -13,9 +13,11 @@ export const POSTGRES_BACKUP_HINT =
  * (https://sqlite.org/backup.html): a consistent snapshot while the server
  * keeps running and writing. The copy holds password hashes and (unless a
  * key-encryption key is set) private signing keys, so it is created 0600,
- * and an existing file is never overwritten. Returns the pages copied.
+ * and an existing file is never overwritten. Returns the pages copied and
+ * the stored `private_jwk` values of the copy's signing keys, so that the
+ * caller can say whether the copy holds any of them unencrypted.
  */
-export async function backupStore(databaseUrl: string, target: string): Promise<{ path: string; pages: number }> {
+export async function backupStore(databaseUrl: string, target: string): Promise<{ path: string; pages: number; privateKeys: string[] }> {
   const loc = parseDatabaseUrl(databaseUrl);
   if (loc.dialect === 'postgres') throw new InputError(POSTGRES_BACKUP_HINT);
   if (loc.path === ':memory:') throw new InputError('an in-memory store has nothing to back up');
@@ -37,11 +39,22 @@ export async function backupStore(databaseUrl: string, target: string): Promise<
   const source = new Database(loc.path, { readonly: true, fileMustExist: true });
   try {
     const progress = await source.backup(path);
-    return { path, pages: progress.totalPages };
+    return { path, pages: progress.totalPages, privateKeys: privateKeysOf(new Database(path, { readonly: true, fileMustExist: true })) };
   } catch (err) {
     rmSync(path, { force: true });
     throw err;
   } finally {
     source.close();
+  }
+}
+
+/** The `private_jwk` column of a copy's signing keys (none in a store that never started); the copy is closed. */
+function privateKeysOf(copy: import('better-sqlite3').Database): string[] {
+  try {
+    const table = copy.prepare("select 1 from sqlite_master where type = 'table' and name = 'signing_keys'").get();
+    if (!table) return [];
+    return (copy.prepare('select private_jwk from signing_keys').all() as { private_jwk: string }[]).map((r) => r.private_jwk);
+  } finally {
+    copy.close();
   }
 }
