@@ -92,6 +92,16 @@ describe('authcli-server users and apps, on a running server', () => {
     const reset = await serverCommand(['users', 'reset-password', 'BOB', '--password-stdin'], server.env, `${NEW_PASSWORD}\n`);
     expect(reset.code, reset.stderr).toBe(0);
     expect(reset.stdout).toMatch(/^reset the password of bob \(1 session ended, \d+ failed sign-in counters? cleared\)$/m);
+    // --revoke-tokens says how many application sign-ins it ended (bob has none here; account.test.ts has some).
+    const again = await serverCommand(
+      ['users', 'reset-password', 'bob', '--revoke-tokens', '--password-stdin'],
+      server.env,
+      `${NEW_PASSWORD}\n`,
+    );
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toMatch(
+      /^reset the password of bob \(0 sessions ended, 0 failed sign-in counters cleared, 0 application sign-ins ended\)$/m,
+    );
     // The browser that signed in with the old password is signed out.
     expect((await browser.get('/dashboard')).status).not.toBe(200);
     expect((await signIn('bob', PASSWORD)).status).toBe(401);

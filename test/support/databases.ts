@@ -111,11 +111,17 @@ export async function execute(db: TestDatabase, dialect: DialectName, statement:
 
 /**
  * The migrations after 0008 undone (0009 application settings, 0010 pushed
- * requests, 0011 DPoP), for tests that take a store back to an earlier
+ * requests, 0011 DPoP, 0012 the grants-by-user index), for tests that take a store back to an earlier
  * schema: one place to add the next migration's undo to.
  */
-export const MIGRATIONS_AFTER_0008 = ['0009_application_settings', '0010_pushed_authorization_requests', '0011_dpop'];
+export const MIGRATIONS_AFTER_0008 = [
+  '0009_application_settings',
+  '0010_pushed_authorization_requests',
+  '0011_dpop',
+  '0012_grants_by_user',
+];
 export async function undoMigrationsAfter0008(db: TestDatabase, dialect: DialectName): Promise<void> {
+  await execute(db, dialect, 'drop index grants_user_client');
   await execute(db, dialect, 'drop table pushed_requests');
   await execute(db, dialect, 'drop table dpop_proofs');
   await execute(db, dialect, 'alter table authorization_codes drop column dpop_jkt');

@@ -1,7 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLAIM_TEXT_MAX, LIMITS } from '../src/config/defaults.js';
+import { resetUserPassword } from '../src/oauth/accounts.js';
 import { claimsOf } from '../src/store/store.js';
-import { Browser, dialects, hidden, PASSWORD, seedUser, signIn, startServer, type TestServer } from './helpers.js';
+import {
+  authorize,
+  authorizeUrl,
+  Browser,
+  dialects,
+  hidden,
+  PASSWORD,
+  seedApp,
+  seedUser,
+  signIn,
+  startServer,
+  tokenRequest,
+  type TestServer,
+} from './helpers.js';
 
 /** The value of the form field `name` as the page renders it. */
 function fieldValue(html: string, name: string): string {
@@ -174,5 +188,135 @@ describe.each(dialects())('/account (%s)', (dialect) => {
     // The right password was not even checked: nothing changed, and sign-in from here is held back by the same counters.
     expect((await user()).password_hash).toBe(before);
     expect((await signIn(new Browser(server.url), 'viktor', PASSWORD)).status).toBe(429);
+  });
+
+  describe('applications with access to the account', () => {
+    const redirectUri = 'https://app.example/callback';
+
+    /** A sign-in of the browser's user to `clientId` (consent approved when asked): its tokens. */
+    async function signInTo(b: Browser, clientId: string): Promise<{ access_token: string; refresh_token: string }> {
+      const r = await authorize(server, b, { clientId, redirectUri, scope: 'openid profile offline_access' });
+      const res = await tokenRequest(server, {
+        grant_type: 'authorization_code',
+        code: r.callback.searchParams.get('code')!,
+        redirect_uri: redirectUri,
+        client_id: clientId,
+        code_verifier: r.verifier,
+      });
+      expect(res.status).toBe(200);
+      return res.json as { access_token: string; refresh_token: string };
+    }
+    const refresh = async (clientId: string, t: { refresh_token: string }) =>
+      (await tokenRequest(server, { grant_type: 'refresh_token', client_id: clientId, refresh_token: t.refresh_token })).status;
+    const userinfo = async (t: { access_token: string }) =>
+      (await fetch(`${server.url}/oauth/userinfo`, { headers: { authorization: `Bearer ${t.access_token}` } })).status;
+
+    it('are listed; removing one ends its tokens (refresh and access) and its consent at once, the others keep theirs', async () => {
+      const { b, csrf } = await signedIn('vera');
+      const notes = (await seedApp(server, { name: 'Notes', callbackUrls: [redirectUri] })).app.clientId;
+      const calendar = (await seedApp(server, { name: 'Calendar', callbackUrls: [redirectUri] })).app.clientId;
+      expect((await b.get('/account')).text).toContain('No application has access to your account.');
+      const [n1, n2] = [await signInTo(b, notes), await signInTo(b, notes)];
+      const c1 = await signInTo(b, calendar);
+
+      const page = (await b.get('/account')).text;
+      expect(page).toMatch(
+        /<strong>Calendar<\/strong>[\s\S]*Signed in once, last on \d{4}-\d\d-\d\d\.[\s\S]*<strong>Notes<\/strong>[\s\S]*Signed in 2 times/,
+      );
+      expect(page).toContain('Scopes: offline_access openid profile.');
+      expect(await userinfo(n1)).toBe(200);
+
+      const removed = await b.postForm('/account/applications/remove', { _csrf: csrf, client_id: notes });
+      expect([removed.status, removed.location]).toEqual([303, '/account']);
+      const after = (await b.get('/account')).text;
+      expect(after).toContain('Removed the access of Notes (2 sign-ins ended)');
+      expect(after).not.toContain('<strong>Notes</strong>');
+      expect(after).toContain('<strong>Calendar</strong>');
+      expect([await refresh(notes, n1), await refresh(notes, n2), await userinfo(n1), await userinfo(n2)]).toEqual([400, 400, 401, 401]);
+      expect([await refresh(calendar, c1), await userinfo(c1)]).toEqual([200, 200]);
+      // The consent went with it: the next sign-in to Notes asks again.
+      const { url } = await authorizeUrl({ clientId: notes, redirectUri, scope: 'openid profile offline_access' });
+      const ask = await b.get(url);
+      expect([ask.status, ask.text.includes('name="decision"')]).toEqual([200, true]);
+      // Again, or an application that never had access, or none: nothing to end, said plainly.
+      for (const client_id of [notes, 'no-such-client', '']) {
+        expect((await b.postForm('/account/applications/remove', { _csrf: csrf, client_id })).status).toBe(303);
+        expect((await b.get('/account')).text).toContain('That application had no access to your account');
+      }
+    });
+
+    it("removal is the user's own: without the CSRF token, or with another user's session, nothing is ended; parallel removals end each sign-in once", async () => {
+      const { b, csrf, user } = await signedIn('wanda');
+      const other = await signedIn('xena');
+      const app = (await seedApp(server, { name: 'Tasks', callbackUrls: [redirectUri] })).app.clientId;
+      const tokens = [];
+      for (let i = 0; i < 4; i++) tokens.push(await signInTo(b, app));
+      expect((await b.postForm('/account/applications/remove', { client_id: app })).status).toBe(403);
+      expect((await b.postForm('/account/applications/remove', { _csrf: other.csrf, client_id: app })).status).toBe(403);
+      // Another user removing "their" access to the same application ends nothing of wanda's.
+      expect((await other.b.postForm('/account/applications/remove', { _csrf: other.csrf, client_id: app })).status).toBe(303);
+      expect(await userinfo(tokens[0]!)).toBe(200);
+      const uid = (await user()).id;
+      expect((await server.store.grants.liveByClient(uid, server.clock.now())).map((g) => g.grants)).toEqual([4]);
+
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, () => b.postForm('/account/applications/remove', { _csrf: csrf, client_id: app })),
+      );
+      expect(answers.map((a) => a.status)).toEqual(Array(10).fill(303));
+      expect(await server.store.grants.liveByClient(uid, server.clock.now())).toEqual([]);
+      expect(await Promise.all(tokens.map((t) => refresh(app, t)))).toEqual([400, 400, 400, 400]);
+    });
+
+    it("password change ends every application's access when asked (the form's default), and only then", async () => {
+      const { b, csrf } = await signedIn('yusuf');
+      const app = (await seedApp(server, { name: 'Mail', callbackUrls: [redirectUri] })).app.clientId;
+      const kept = await signInTo(b, app);
+      const first = 'first new password for yusuf';
+      // The form sends sign_out_apps=on unless the box is cleared; a form without it keeps the applications.
+      expect((await b.get('/account')).text).toMatch(/<input type="checkbox" name="sign_out_apps" value="on" checked/);
+      const keep = await b.postForm('/account/password', {
+        _csrf: csrf,
+        current_password: PASSWORD,
+        new_password: first,
+        new_password_again: first,
+      });
+      expect(keep.status).toBe(303);
+      expect((await b.get('/account')).text).toContain('Password changed');
+      expect([await refresh(app, kept), await userinfo(kept)]).toEqual([200, 200]);
+
+      const ended = [await signInTo(b, app), await signInTo(b, app)];
+      const second = 'second new password for yusuf';
+      const change = await b.postForm('/account/password', {
+        _csrf: csrf,
+        current_password: first,
+        new_password: second,
+        new_password_again: second,
+        sign_out_apps: 'on',
+      });
+      expect(change.status).toBe(303);
+      expect((await b.get('/account')).text).toContain('Password changed; 3 application sign-ins ended');
+      for (const t of ended) expect([await refresh(app, t), await userinfo(t)]).toEqual([400, 401]);
+      // This browser stays signed in, and a new sign-in to the application works.
+      expect(await userinfo(await signInTo(b, app))).toBe(200);
+    });
+
+    it("an operator password reset (users reset-password) ends the applications' access only with --revoke-tokens", async () => {
+      const { b } = await signedIn('zora');
+      const app = (await seedApp(server, { name: 'Drive', callbackUrls: [redirectUri] })).app.clientId;
+      const before = await signInTo(b, app);
+      const kept = await resetUserPassword(server.store, 'zora', 'operator chosen password 1');
+      expect([kept.sessionsEnded, kept.grantsRevoked]).toEqual([1, 0]);
+      expect([await refresh(app, before), await userinfo(before)]).toEqual([200, 200]);
+
+      const browser = new Browser(server.url);
+      expect((await signIn(browser, 'zora', 'operator chosen password 1')).status).toBe(303);
+      const tokens = [await signInTo(browser, app), await signInTo(browser, app)];
+      const revoked = await resetUserPassword(server.store, 'zora', 'operator chosen password 2', {
+        revokeTokens: true,
+        now: server.clock.now(),
+      });
+      expect([revoked.sessionsEnded, revoked.grantsRevoked]).toEqual([1, 3]);
+      for (const t of tokens) expect([await refresh(app, t), await userinfo(t)]).toEqual([400, 401]);
+    });
   });
 });

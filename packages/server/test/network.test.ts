@@ -110,6 +110,7 @@ describe('slow and stalled clients are cut by the socket timeouts', () => {
     'PUT /oauth/register/authcli',
     '/account',
     '/account/password',
+    '/account/applications/remove',
   ];
 
   it(`a body that never arrives is cut at the request timeout, at every route that takes one (${POST_ROUTES.length} at once)`, async () => {
@@ -441,6 +442,8 @@ describe.runIf(dialects().includes('postgres'))('a stalled PostgreSQL gives quic
       'GET /dashboard': () => browser.get('/dashboard'),
       'GET /account': () => browser.get('/account'),
       'POST /account': () => browser.postForm('/account', { _csrf: pageCsrf, given_name: 'Alice' }),
+      'POST /account/applications/remove': () =>
+        browser.postForm('/account/applications/remove', { _csrf: pageCsrf, client_id: 'authcli' }),
       'GET /developer/playground': () => browser.get('/developer/playground'),
       'GET /': () => browser.get('/'),
       'GET /readyz': () => browser.get('/readyz'),

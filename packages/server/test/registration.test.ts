@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LIMITS } from '../src/config/defaults.js';
 import type { ServerConfig } from '../src/config/config.js';
 import { createInitialAccessToken } from '../src/oauth/dynamic-registration.js';
+import { newClientId } from '../src/oauth/registration.js';
 import { sha256Hex } from '../src/util/crypto.js';
 import {
   authorize,
@@ -93,6 +94,16 @@ const ROOMY: Partial<ServerConfig> = {
   registration: 'open',
   limits: { ...LIMITS, 'registration-ip': { limit: 10_000, windowMs: 3_600_000 } },
 };
+
+describe('client_id', () => {
+  it('rfc6749 §2.2 128 random bits, base64url, never starting with - or _ (a command-line argument starting with - reads as an option)', () => {
+    const ids = Array.from({ length: 4000 }, newClientId);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const id of ids) expect(id).toMatch(/^[A-Za-z0-9][A-Za-z0-9_-]{21}$/);
+    // Every other character still takes every value: the redraw touches the first alone.
+    expect(new Set(ids.map((id) => id[1])).size).toBe(64);
+  });
+});
 
 describe('registration off (the default)', () => {
   let server: TestServer;

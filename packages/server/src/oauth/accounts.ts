@@ -52,10 +52,13 @@ export async function resetUserPassword(
   store: Store,
   username: string,
   password: string,
-): Promise<{ username: string; sessionsEnded: number }> {
+  options: { revokeTokens?: boolean; now?: number } = {},
+): Promise<{ username: string; sessionsEnded: number; grantsRevoked: number }> {
   if (password.length < MIN_PASSWORD_LENGTH) throw new InputError(`password must be at least ${MIN_PASSWORD_LENGTH} characters`);
   const user = await store.users.findByUsername(username);
   if (!user) throw new StoreError('not_found', `no user ${username}`);
   const sessionsEnded = await store.users.resetPassword(user.id, await hashPassword(password));
-  return { username: user.username, sessionsEnded };
+  // After a leaked password: the applications' refresh and access tokens of the user stop working too.
+  const grantsRevoked = options.revokeTokens ? await store.grants.revokeForUser(user.id, options.now ?? Date.now()) : 0;
+  return { username: user.username, sessionsEnded, grantsRevoked };
 }

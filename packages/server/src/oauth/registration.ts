@@ -149,9 +149,16 @@ export function newClientSecret(): { secret: string; hash: string } {
   return { secret, hash: sha256Hex(secret) };
 }
 
-/** A new client_id: 128 random bits, base64url. */
+/**
+ * A new client_id: 128 random bits, base64url, drawn again while it starts
+ * with `-` or `_`: on a command line (`authcli-server apps update <client_id>`,
+ * `authcli --client-id`) an argument that starts with `-` reads as an option.
+ */
 export function newClientId(): string {
-  return randomToken(16);
+  for (;;) {
+    const id = randomToken(16);
+    if (/^[A-Za-z0-9]/.test(id)) return id;
+  }
 }
 
 /** Validates and registers an application; returns it with the one-time plaintext secret for confidential ones. */

@@ -99,13 +99,14 @@ export function usersCommand(cli: Command): void {
       "set a new password (asks for it, or reads it from stdin); ends the user's sessions and clears their failed sign-in counters",
     )
     .option('--password-stdin', 'read the password from standard input')
+    .option('--revoke-tokens', "also end every application's access: the user's refresh and access tokens stop working")
     .option('--database <url>', 'database (env DATABASE_URL)')
-    .action(async (username: string, opts: { passwordStdin?: boolean; database?: string }) => {
+    .action(async (username: string, opts: { passwordStdin?: boolean; revokeTokens?: boolean; database?: string }) => {
       const password = opts.passwordStdin
         ? (await readAll(process.stdin)).replace(/\r?\n$/, '')
         : await promptHidden(`New password for ${username}: `);
       await withStore(opts.database, async (store) => {
-        const reset = await resetUserPassword(store, username, password);
+        const reset = await resetUserPassword(store, username, password, { revokeTokens: opts.revokeTokens ?? false });
         // A lockout earned by someone guessing the old password would otherwise outlast the reset.
         const cleared = await store.rateLimits.delete(
           accountCounterKeys(
@@ -114,7 +115,7 @@ export function usersCommand(cli: Command): void {
           ),
         );
         process.stdout.write(
-          `reset the password of ${reset.username} (${reset.sessionsEnded} session${reset.sessionsEnded === 1 ? '' : 's'} ended, ${cleared} failed sign-in counter${cleared === 1 ? '' : 's'} cleared)\n`,
+          `reset the password of ${reset.username} (${reset.sessionsEnded} session${reset.sessionsEnded === 1 ? '' : 's'} ended, ${cleared} failed sign-in counter${cleared === 1 ? '' : 's'} cleared${opts.revokeTokens ? `, ${reset.grantsRevoked} application sign-in${reset.grantsRevoked === 1 ? '' : 's'} ended` : ''})\n`,
         );
       });
     });

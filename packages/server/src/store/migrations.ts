@@ -322,6 +322,13 @@ const migrations: Record<string, Migration> = {
       await db.schema.alterTable('grants').addColumn('dpop_jkt', 'text').execute();
     },
   },
+  '0012_grants_by_user': {
+    async up(db: Past) {
+      // A user's applications (the account page lists them) and ending their access, one application or all
+      // of them (a password change): by user, then application.
+      await db.schema.createIndex('grants_user_client').on('grants').columns(['user_id', 'client_id']).execute();
+    },
+  },
 };
 
 /** Provides the migrations above to Kysely's Migrator. */

@@ -39,9 +39,58 @@ function valuesOf(claims: UserClaims): ProfileValues {
   return Object.fromEntries(PROFILE_CLAIMS.map((c) => [c, claims[c] ?? ''])) as ProfileValues;
 }
 
+/** An application with access to the user's account: approved on the consent page, or holding live tokens. */
+interface ConnectedApplication {
+  clientId: string;
+  name: string;
+  scopes: string[];
+  /** Live grants: sign-ins whose tokens still work. */
+  signIns: number;
+  lastSignIn: number | undefined;
+}
+
+const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+
+function Applications(props: { viewer: Viewer; applications: ConnectedApplication[] }) {
+  return (
+    <div class="card">
+      <h2 id="applications">Applications</h2>
+      <p class="muted">
+        Applications you allowed to use your account. Removing one ends its access at once: its tokens stop working, and it must ask you
+        again.
+      </p>
+      {props.applications.length === 0 ? (
+        <p class="muted">No application has access to your account.</p>
+      ) : (
+        <ul class="applications">
+          {props.applications.map((a) => (
+            <li>
+              <strong>{a.name}</strong> <code>{a.clientId}</code>
+              <p class="muted">
+                {`Scopes: ${a.scopes.join(' ') || '(none)'}. `}
+                {a.signIns === 0
+                  ? 'Not signed in now.'
+                  : `Signed in ${a.signIns === 1 ? 'once' : `${a.signIns} times`}, last on ${day(a.lastSignIn!)}.`}
+              </p>
+              <form method="post" action="/account/applications/remove">
+                <input type="hidden" name="_csrf" value={props.viewer.csrf} />
+                <input type="hidden" name="client_id" value={a.clientId} />
+                <button type="submit" class="danger" aria-label={`Remove access of ${a.name}`}>
+                  Remove access
+                </button>
+              </form>
+            </li>
+          ))}
+        </ul>
+      )}
+    </div>
+  );
+}
+
 function AccountPage(props: {
   viewer: Viewer;
   values: ProfileValues;
+  applications: ConnectedApplication[];
   errors?: Partial<Record<ProfileClaim, string>>;
   notice?: string | undefined;
   passwordError?: string | undefined;
@@ -115,11 +164,16 @@ function AccountPage(props: {
           <p id="new-password-hint" class="muted">{`At least ${MIN_PASSWORD_LENGTH} characters.`}</p>
           <label for="new_password_again">New password, again</label>
           <input id="new_password_again" name="new_password_again" type="password" autocomplete="new-password" required />
+          <label>
+            <input type="checkbox" name="sign_out_apps" value="on" checked /> Also end every application's access (their tokens stop
+            working; they ask you to sign in again)
+          </label>
           <div class="actions">
             <button type="submit">Change password</button>
           </div>
         </form>
       </div>
+      <Applications viewer={props.viewer} applications={props.applications} />
     </Layout>
   );
 }
@@ -138,8 +192,31 @@ export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Prom
   const { store, config, limits, passwords, trustedDevices } = ctx;
   const flash = new Flash(() => config.now());
   const signedIn = (req: FastifyRequest, reply: FastifyReply) => requireSignIn(ctx, req, reply, ACCOUNT);
-  const page = (reply: FastifyReply, c: CurrentSession, props: Partial<Parameters<typeof AccountPage>[0]>, status = 200) =>
-    sendPage(reply, <AccountPage viewer={viewerOf(reply, c)} values={valuesOf(claimsOf(c.user))} {...props} />, status);
+  /** The applications with access to the user's account, by name: consented to, or holding live grants. */
+  const applicationsOf = async (userId: string): Promise<ConnectedApplication[]> => {
+    const [consents, live] = await Promise.all([store.consents.forUser(userId), store.grants.liveByClient(userId, config.now())]);
+    const ids = [...new Set([...consents.map((c) => c.clientId), ...live.map((g) => g.clientId)])];
+    const found = await Promise.all(ids.map(async (id) => [id, await store.applications.get(id)] as const));
+    return found
+      .filter(([, app]) => app !== undefined)
+      .map(([id, app]) => {
+        const g = live.find((l) => l.clientId === id);
+        const scopes = [...new Set([...(consents.find((c) => c.clientId === id)?.scopes ?? []), ...(g?.scopes ?? [])])].sort();
+        return { clientId: id, name: app!.name, scopes, signIns: g?.grants ?? 0, lastSignIn: g?.lastAuthTime };
+      })
+      .sort((a, b) => a.name.localeCompare(b.name) || a.clientId.localeCompare(b.clientId));
+  };
+  const page = async (reply: FastifyReply, c: CurrentSession, props: Partial<Parameters<typeof AccountPage>[0]>, status = 200) =>
+    sendPage(
+      reply,
+      <AccountPage
+        viewer={viewerOf(reply, c)}
+        values={valuesOf(claimsOf(c.user))}
+        applications={await applicationsOf(c.user.id)}
+        {...props}
+      />,
+      status,
+    );
   const saved = (reply: FastifyReply, c: CurrentSession, text: string) => {
     flash.put(c.session.id_hash, { kind: 'notice', text });
     return reply.redirect('/account', 303);
@@ -210,6 +287,23 @@ export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Prom
     if (hash === undefined) return refuse('The current password is wrong.', 403);
     await admission.giveBack();
     await store.users.changePassword(c.user.id, hash, c.session.id_hash);
-    return saved(reply, c, 'Password changed');
+    if (form.sign_out_apps !== 'on') return saved(reply, c, 'Password changed');
+    // After a password that may have leaked: every application's refresh and access tokens stop working too.
+    const ended = await store.grants.revokeForUser(c.user.id, config.now());
+    return saved(reply, c, `Password changed; ${ended} application sign-in${ended === 1 ? '' : 's'} ended`);
+  });
+
+  app.post('/account/applications/remove', { preHandler: app.csrfProtection }, async (req, reply) => {
+    const c = await signedIn(req, reply);
+    if (!c) return reply;
+    const clientId = pageForm(req).client_id ?? '';
+    const known = clientId === '' ? undefined : await store.applications.get(clientId);
+    // Idempotent: an application without access (or removed already, or unknown) changes nothing.
+    const [ended, forgotten] = await Promise.all([
+      store.grants.revokeForUser(c.user.id, config.now(), clientId),
+      store.consents.remove(c.user.id, clientId),
+    ]);
+    if (!known || ended + forgotten === 0) return saved(reply, c, 'That application had no access to your account');
+    return saved(reply, c, `Removed the access of ${known.name} (${ended} sign-in${ended === 1 ? '' : 's'} ended)`);
   });
 }

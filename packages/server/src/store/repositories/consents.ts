@@ -6,6 +6,10 @@ export interface Consents {
   add(userId: string, clientId: string, scopes: string[], now: number): Promise<void>;
   /** True when some approved scope set of this user and application covers every requested scope. */
   covers(userId: string, clientId: string, scopes: string[]): Promise<boolean>;
+  /** The applications the user approved: per application, every scope approved and the first approval. */
+  forUser(userId: string): Promise<{ clientId: string; scopes: string[]; since: number }[]>;
+  /** Forgets what the user approved for the application: its next request asks again. How many sets it forgot. */
+  remove(userId: string, clientId: string): Promise<number>;
 }
 
 /** {@link Consents} on Kysely. */
@@ -32,5 +36,30 @@ export class KyselyConsents implements Consents {
       const granted = new Set(r.scope.split(' '));
       return scopes.every((s) => granted.has(s));
     });
+  }
+
+  async forUser(userId: string): Promise<{ clientId: string; scopes: string[]; since: number }[]> {
+    const rows = await this.engine.db
+      .selectFrom('consents')
+      .select(['client_id', 'scope', 'created_at'])
+      .where('user_id', '=', userId)
+      .execute();
+    const byClient = new Map<string, { clientId: string; scopes: string[]; since: number }>();
+    for (const r of rows) {
+      const c = byClient.get(r.client_id) ?? { clientId: r.client_id, scopes: [], since: Number(r.created_at) };
+      byClient.set(r.client_id, c);
+      c.since = Math.min(c.since, Number(r.created_at));
+      for (const s of r.scope.split(' ')) if (s && !c.scopes.includes(s)) c.scopes.push(s);
+    }
+    return [...byClient.values()];
+  }
+
+  async remove(userId: string, clientId: string): Promise<number> {
+    const r = await this.engine.db
+      .deleteFrom('consents')
+      .where('user_id', '=', userId)
+      .where('client_id', '=', clientId)
+      .executeTakeFirst();
+    return Number(r.numDeletedRows);
   }
 }

@@ -23,6 +23,17 @@ export interface Grants {
    * already used, i.e. a reuse, which the caller answers by revoking the family.
    */
   rotateRefreshToken(oldHash: string, successor: RefreshToken, now: number): Promise<boolean>;
+  /**
+   * The applications a user has live grants with (not revoked, not
+   * expired): per application, how many, the scopes they hold together and
+   * the latest sign-in (`auth_time`).
+   */
+  liveByClient(userId: string, now: number): Promise<LiveGrants[]>;
+  /**
+   * Revokes every live grant of a user, or of a user and one application,
+   * and with them every token issued under them; how many it revoked.
+   */
+  revokeForUser(userId: string, now: number, clientId?: string): Promise<number>;
   /** Records an access token as revoked until it expires (RFC 7009 §2). Idempotent. */
   revokeAccessToken(jti: string, expiresAt: number): Promise<void>;
   isAccessTokenRevoked(jti: string): Promise<boolean>;
@@ -53,6 +64,14 @@ export function grantStatements() {
 
 export type GrantStatements = ReturnType<typeof grantStatements>;
 
+/** A user's live grants with one application (see {@link Grants.liveByClient}). */
+export interface LiveGrants {
+  clientId: string;
+  grants: number;
+  scopes: string[];
+  lastAuthTime: number;
+}
+
 /** {@link Grants} on Kysely. */
 export class KyselyGrants implements Grants {
   private readonly useRefreshToken = new Prepared<'hash' | 'now', never>('refresh_token_use', ['hash', 'now'], (db, p) =>
@@ -70,6 +89,31 @@ export class KyselyGrants implements Grants {
 
   async find(id: string): Promise<Grant | undefined> {
     return this.engine.db.selectFrom('grants').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  async liveByClient(userId: string, now: number): Promise<LiveGrants[]> {
+    const rows = await this.engine.db
+      .selectFrom('grants')
+      .select(['client_id', 'scope', 'auth_time'])
+      .where('user_id', '=', userId)
+      .where('revoked_at', 'is', null)
+      .where('expires_at', '>', now)
+      .execute();
+    const byClient = new Map<string, LiveGrants>();
+    for (const r of rows) {
+      const live = byClient.get(r.client_id) ?? { clientId: r.client_id, grants: 0, scopes: [], lastAuthTime: 0 };
+      byClient.set(r.client_id, live);
+      live.grants += 1;
+      live.lastAuthTime = Math.max(live.lastAuthTime, Number(r.auth_time));
+      for (const s of r.scope.split(' ')) if (s && !live.scopes.includes(s)) live.scopes.push(s);
+    }
+    return [...byClient.values()];
+  }
+
+  async revokeForUser(userId: string, now: number, clientId?: string): Promise<number> {
+    let q = this.engine.db.updateTable('grants').set({ revoked_at: now }).where('user_id', '=', userId).where('revoked_at', 'is', null);
+    if (clientId !== undefined) q = q.where('client_id', '=', clientId);
+    return Number((await q.executeTakeFirst()).numUpdatedRows);
   }
 
   async revoke(id: string, now: number): Promise<void> {
