@@ -203,6 +203,9 @@ describe('authcli-server apps update', () => {
     expect(unknown.code).toBe(1);
     expect(unknown.stderr.trim().split('\n')).toHaveLength(1);
     expect(unknown.stderr).toContain('no application no-such-client');
+    // An older client ID that starts with "-" is given after "--" (new ones never start so).
+    const dashed = await serverCommand(['apps', 'update', '--require-dpop', '--', '-AbC'], server.env);
+    expect([dashed.code, dashed.stderr]).toEqual([1, 'authcli-server: no application -AbC (see apps list)\n']);
     const badChoice = await serverCommand(['apps', 'update', client_id, '--introspection', 'everyone'], server.env);
     expect(badChoice.code).not.toBe(0);
     expect(badChoice.stderr).toMatch(/own, owner, all/);

@@ -6,6 +6,11 @@ import {
   authorize,
   authorizeUrl,
   Browser,
+  DEVICE_GRANT,
+  decideOnDevicePage,
+  deviceAuthorization,
+  ownClock,
+  poll,
   dialects,
   hidden,
   PASSWORD,
@@ -221,15 +226,15 @@ describe.each(dialects())('/account (%s)', (dialect) => {
 
       const page = (await b.get('/account')).text;
       expect(page).toMatch(
-        /<strong>Calendar<\/strong>[\s\S]*Signed in once, last on \d{4}-\d\d-\d\d\.[\s\S]*<strong>Notes<\/strong>[\s\S]*Signed in 2 times/,
+        /<strong>Calendar<\/strong>[\s\S]*One active sign-in; tokens last issued on \d{4}-\d\d-\d\d \(UTC\)\.[\s\S]*<strong>Notes<\/strong>[\s\S]*2 active sign-ins;/,
       );
-      expect(page).toContain('Scopes: offline_access openid profile.');
+      expect(page).toContain('<code>offline_access</code>');
       expect(await userinfo(n1)).toBe(200);
 
       const removed = await b.postForm('/account/applications/remove', { _csrf: csrf, client_id: notes });
       expect([removed.status, removed.location]).toEqual([303, '/account']);
       const after = (await b.get('/account')).text;
-      expect(after).toContain('Removed the access of Notes (2 sign-ins ended)');
+      expect(after).toContain('Removed the access of Notes (2 application sign-ins ended)');
       expect(after).not.toContain('<strong>Notes</strong>');
       expect(after).toContain('<strong>Calendar</strong>');
       expect([await refresh(notes, n1), await refresh(notes, n2), await userinfo(n1), await userinfo(n2)]).toEqual([400, 400, 401, 401]);
@@ -257,13 +262,15 @@ describe.each(dialects())('/account (%s)', (dialect) => {
       expect((await other.b.postForm('/account/applications/remove', { _csrf: other.csrf, client_id: app })).status).toBe(303);
       expect(await userinfo(tokens[0]!)).toBe(200);
       const uid = (await user()).id;
-      expect((await server.store.grants.liveByClient(uid, server.clock.now())).map((g) => g.grants)).toEqual([4]);
+      expect(
+        (await server.store.grants.liveByClient(uid, server.clock.now(), server.config.accessTokenTtlSeconds * 1000)).map((g) => g.grants),
+      ).toEqual([4]);
 
       const answers = await Promise.all(
         Array.from({ length: 10 }, () => b.postForm('/account/applications/remove', { _csrf: csrf, client_id: app })),
       );
       expect(answers.map((a) => a.status)).toEqual(Array(10).fill(303));
-      expect(await server.store.grants.liveByClient(uid, server.clock.now())).toEqual([]);
+      expect(await server.store.grants.liveByClient(uid, server.clock.now(), server.config.accessTokenTtlSeconds * 1000)).toEqual([]);
       expect(await Promise.all(tokens.map((t) => refresh(app, t)))).toEqual([400, 400, 400, 400]);
     });
 
@@ -317,6 +324,64 @@ describe.each(dialects())('/account (%s)', (dialect) => {
       });
       expect([revoked.sessionsEnded, revoked.grantsRevoked]).toEqual([1, 3]);
       for (const t of tokens) expect([await refresh(app, t), await userinfo(t)]).toEqual([400, 401]);
+    });
+
+    it('a code or a device code the user approved before the removal cannot become tokens after it', async () => {
+      const { b, csrf } = await signedIn('abel');
+      const app = (
+        await seedApp(server, {
+          name: 'Racer',
+          callbackUrls: [redirectUri],
+          grantTypes: ['authorization_code', 'refresh_token', DEVICE_GRANT],
+        })
+      ).app.clientId;
+      await signInTo(b, app);
+      // Approved, not yet redeemed: a code in flight, and a device code whose device has not polled since.
+      const pending = await authorize(server, b, { clientId: app, redirectUri, scope: 'openid profile offline_access' });
+      const device = await deviceAuthorization(server, app, 'openid profile offline_access');
+      expect((await decideOnDevicePage(b, String(device.json.user_code), 'approve')).status).toBe(200);
+
+      expect((await b.postForm('/account/applications/remove', { _csrf: csrf, client_id: app })).status).toBe(303);
+      const exchanged = await tokenRequest(server, {
+        grant_type: 'authorization_code',
+        code: pending.callback.searchParams.get('code')!,
+        redirect_uri: redirectUri,
+        client_id: app,
+        code_verifier: pending.verifier,
+      });
+      expect([exchanged.status, exchanged.json.error]).toEqual([400, 'invalid_grant']);
+      const polled = await poll(server, app, String(device.json.device_code));
+      expect([polled.status, polled.json.error]).toEqual([400, 'access_denied']);
+    });
+
+    it('a sign-in without a refresh token counts only while its access token lives; the page keeps the box as it was sent', async () => {
+      const { b, csrf } = await signedIn('bruno');
+      const app = (await seedApp(server, { name: 'Viewer', callbackUrls: [redirectUri] })).app.clientId;
+      const r = await authorize(server, b, { clientId: app, redirectUri, scope: 'openid profile' });
+      const res = await tokenRequest(server, {
+        grant_type: 'authorization_code',
+        code: r.callback.searchParams.get('code')!,
+        redirect_uri: redirectUri,
+        client_id: app,
+        code_verifier: r.verifier,
+      });
+      expect([res.status, res.json.refresh_token]).toEqual([200, undefined]);
+      expect((await b.get('/account')).text).toContain('One active sign-in;');
+      const clock = ownClock(server);
+      clock.advance(server.config.accessTokenTtlSeconds * 1000 + 1000);
+      const later = (await b.get('/account')).text;
+      expect(later).toMatch(/<strong>Viewer<\/strong>[\s\S]*Approved on \d{4}-\d\d-\d\d \(UTC\); not signed in\./);
+
+      // A refused change comes back with the box as the user left it: cleared stays cleared.
+      const refused = await b.postForm('/account/password', {
+        _csrf: csrf,
+        current_password: 'not the password',
+        new_password: 'another password 1',
+        new_password_again: 'another password 1',
+      });
+      expect(refused.status).toBe(403);
+      expect(refused.text).toMatch(/<input type="checkbox" name="sign_out_apps" value="on"\s*\/?>/);
+      expect((await b.get('/account')).text).toMatch(/<input type="checkbox" name="sign_out_apps" value="on" checked/);
     });
   });
 });

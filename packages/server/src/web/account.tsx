@@ -12,7 +12,7 @@ import { Flash } from './flash.js';
 import { sendPage, viewerOf } from './render.js';
 import { retryAfterText } from './retry-after.js';
 import { requireSignIn, type CurrentSession } from './session.js';
-import { Alert, Layout, Notice, type Viewer } from './views.js';
+import { Alert, Layout, Notice, ScopeList, type Viewer } from './views.js';
 
 type ProfileClaim = (typeof PROFILE_CLAIMS)[number];
 type ProfileValues = Record<ProfileClaim, string>;
@@ -39,25 +39,37 @@ function valuesOf(claims: UserClaims): ProfileValues {
   return Object.fromEntries(PROFILE_CLAIMS.map((c) => [c, claims[c] ?? ''])) as ProfileValues;
 }
 
-/** An application with access to the user's account: approved on the consent page, or holding live tokens. */
+/** An application with access to the user's account: approved on the consent page, or holding working tokens. */
 interface ConnectedApplication {
   clientId: string;
   name: string;
   scopes: string[];
-  /** Live grants: sign-ins whose tokens still work. */
+  /** Its sign-ins whose tokens still work. */
   signIns: number;
-  lastSignIn: number | undefined;
+  /** When tokens were last issued to it (epoch ms). */
+  lastIssued: number | undefined;
+  /** When the user first approved it on the consent page (epoch ms). */
+  approvedSince: number | undefined;
 }
 
-const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+/** "1 application sign-in", "3 application sign-ins". */
+const signInsText = (n: number) => `${n} application sign-in${n === 1 ? '' : 's'}`;
 
-function Applications(props: { viewer: Viewer; applications: ConnectedApplication[] }) {
+/** A day, in UTC and saying so: the server does not know the reader's time zone. */
+const day = (ms: number) => `${new Date(ms).toISOString().slice(0, 10)} (UTC)`;
+
+function usage(a: ConnectedApplication): string {
+  if (a.signIns === 0) return a.approvedSince === undefined ? 'Not signed in.' : `Approved on ${day(a.approvedSince)}; not signed in.`;
+  const count = a.signIns === 1 ? 'One active sign-in' : `${a.signIns} active sign-ins`;
+  return `${count}; tokens last issued on ${day(a.lastIssued!)}.`;
+}
+
+function Applications(props: { viewer: Viewer; applications: ConnectedApplication[]; accessTtlMinutes: number }) {
   return (
     <div class="card">
       <h2 id="applications">Applications</h2>
       <p class="muted">
-        Applications you allowed to use your account. Removing one ends its access at once: its tokens stop working, and it must ask you
-        again.
+        {`Applications you allowed to use your account. Removing one ends its access here at once, and it must ask you again; a service that checks its access tokens by itself may accept them for up to ${props.accessTtlMinutes} more minutes.`}
       </p>
       {props.applications.length === 0 ? (
         <p class="muted">No application has access to your account.</p>
@@ -66,16 +78,12 @@ function Applications(props: { viewer: Viewer; applications: ConnectedApplicatio
           {props.applications.map((a) => (
             <li>
               <strong>{a.name}</strong> <code>{a.clientId}</code>
-              <p class="muted">
-                {`Scopes: ${a.scopes.join(' ') || '(none)'}. `}
-                {a.signIns === 0
-                  ? 'Not signed in now.'
-                  : `Signed in ${a.signIns === 1 ? 'once' : `${a.signIns} times`}, last on ${day(a.lastSignIn!)}.`}
-              </p>
+              <p class="muted">{usage(a)}</p>
+              <ScopeList scopes={a.scopes} />
               <form method="post" action="/account/applications/remove">
                 <input type="hidden" name="_csrf" value={props.viewer.csrf} />
                 <input type="hidden" name="client_id" value={a.clientId} />
-                <button type="submit" class="danger" aria-label={`Remove access of ${a.name}`}>
+                <button type="submit" class="danger" aria-label={`Remove the access of ${a.name}`}>
                   Remove access
                 </button>
               </form>
@@ -91,6 +99,9 @@ function AccountPage(props: {
   viewer: Viewer;
   values: ProfileValues;
   applications: ConnectedApplication[];
+  accessTtlMinutes: number;
+  /** The password form's "end every application's access" box, as last submitted (checked unless cleared). */
+  signOutApps?: boolean;
   errors?: Partial<Record<ProfileClaim, string>>;
   notice?: string | undefined;
   passwordError?: string | undefined;
@@ -165,15 +176,15 @@ function AccountPage(props: {
           <label for="new_password_again">New password, again</label>
           <input id="new_password_again" name="new_password_again" type="password" autocomplete="new-password" required />
           <label>
-            <input type="checkbox" name="sign_out_apps" value="on" checked /> Also end every application's access (their tokens stop
-            working; they ask you to sign in again)
+            <input type="checkbox" name="sign_out_apps" value="on" checked={props.signOutApps ?? true} /> Also end every application's
+            access: their tokens stop working, and each must be signed in to again
           </label>
           <div class="actions">
             <button type="submit">Change password</button>
           </div>
         </form>
       </div>
-      <Applications viewer={props.viewer} applications={props.applications} />
+      <Applications viewer={props.viewer} applications={props.applications} accessTtlMinutes={props.accessTtlMinutes} />
     </Layout>
   );
 }
@@ -192,17 +203,21 @@ export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Prom
   const { store, config, limits, passwords, trustedDevices } = ctx;
   const flash = new Flash(() => config.now());
   const signedIn = (req: FastifyRequest, reply: FastifyReply) => requireSignIn(ctx, req, reply, ACCOUNT);
-  /** The applications with access to the user's account, by name: consented to, or holding live grants. */
+  /** The applications with access to the user's account, by name: consented to, or holding working tokens. */
   const applicationsOf = async (userId: string): Promise<ConnectedApplication[]> => {
-    const [consents, live] = await Promise.all([store.consents.forUser(userId), store.grants.liveByClient(userId, config.now())]);
+    const [consents, live] = await Promise.all([
+      store.consents.forUser(userId),
+      store.grants.liveByClient(userId, config.now(), config.accessTokenTtlSeconds * 1000),
+    ]);
     const ids = [...new Set([...consents.map((c) => c.clientId), ...live.map((g) => g.clientId)])];
     const found = await Promise.all(ids.map(async (id) => [id, await store.applications.get(id)] as const));
     return found
       .filter(([, app]) => app !== undefined)
       .map(([id, app]) => {
         const g = live.find((l) => l.clientId === id);
-        const scopes = [...new Set([...(consents.find((c) => c.clientId === id)?.scopes ?? []), ...(g?.scopes ?? [])])].sort();
-        return { clientId: id, name: app!.name, scopes, signIns: g?.grants ?? 0, lastSignIn: g?.lastAuthTime };
+        const consent = consents.find((c) => c.clientId === id);
+        const scopes = [...new Set([...(consent?.scopes ?? []), ...(g?.scopes ?? [])])].sort();
+        return { clientId: id, name: app!.name, scopes, signIns: g?.grants ?? 0, lastIssued: g?.lastIssued, approvedSince: consent?.since };
       })
       .sort((a, b) => a.name.localeCompare(b.name) || a.clientId.localeCompare(b.clientId));
   };
@@ -213,6 +228,7 @@ export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Prom
         viewer={viewerOf(reply, c)}
         values={valuesOf(claimsOf(c.user))}
         applications={await applicationsOf(c.user.id)}
+        accessTtlMinutes={Math.ceil(config.accessTokenTtlSeconds / 60)}
         {...props}
       />,
       status,
@@ -259,7 +275,8 @@ export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Prom
     const form = pageForm(req);
     const current = form.current_password ?? '';
     const next = form.new_password ?? '';
-    const refuse = (passwordError: string, status: number) => page(reply, c, { passwordError }, status);
+    const refuse = (passwordError: string, status: number) =>
+      page(reply, c, { passwordError, signOutApps: form.sign_out_apps === 'on' }, status);
     if (!current || !next) return refuse('Enter your current password and a new one.', 400);
     if (next !== (form.new_password_again ?? '')) return refuse('The new password and its repetition differ.', 400);
     if (next.length < MIN_PASSWORD_LENGTH) return refuse(`The new password must be at least ${MIN_PASSWORD_LENGTH} characters.`, 400);
@@ -290,7 +307,7 @@ export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Prom
     if (form.sign_out_apps !== 'on') return saved(reply, c, 'Password changed');
     // After a password that may have leaked: every application's refresh and access tokens stop working too.
     const ended = await store.grants.revokeForUser(c.user.id, config.now());
-    return saved(reply, c, `Password changed; ${ended} application sign-in${ended === 1 ? '' : 's'} ended`);
+    return saved(reply, c, ended === 0 ? 'Password changed' : `Password changed; ${signInsText(ended)} ended`);
   });
 
   app.post('/account/applications/remove', { preHandler: app.csrfProtection }, async (req, reply) => {
@@ -304,6 +321,10 @@ export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Prom
       store.consents.remove(c.user.id, clientId),
     ]);
     if (!known || ended + forgotten === 0) return saved(reply, c, 'That application had no access to your account');
-    return saved(reply, c, `Removed the access of ${known.name} (${ended} sign-in${ended === 1 ? '' : 's'} ended)`);
+    return saved(
+      reply,
+      c,
+      ended === 0 ? `Removed the access of ${known.name}` : `Removed the access of ${known.name} (${signInsText(ended)} ended)`,
+    );
   });
 }

@@ -24,14 +24,18 @@ export interface Grants {
    */
   rotateRefreshToken(oldHash: string, successor: RefreshToken, now: number): Promise<boolean>;
   /**
-   * The applications a user has live grants with (not revoked, not
-   * expired): per application, how many, the scopes they hold together and
-   * the latest sign-in (`auth_time`).
+   * The applications a user is signed in to: per application, its grants
+   * that still hold a working token (an unused, unexpired refresh token, or
+   * an access token issued within `accessTtlMs`), the scopes they hold
+   * together and when tokens were last issued under them.
    */
-  liveByClient(userId: string, now: number): Promise<LiveGrants[]>;
+  liveByClient(userId: string, now: number, accessTtlMs: number): Promise<LiveGrants[]>;
   /**
-   * Revokes every live grant of a user, or of a user and one application,
-   * and with them every token issued under them; how many it revoked.
+   * Ends a user's access, to one application or to all of them, in one
+   * transaction: codes not yet redeemed expire, approved device codes not
+   * yet redeemed are denied (so neither can become tokens afterwards), then
+   * every live grant is revoked, and with it every token issued under it.
+   * How many grants it revoked.
    */
   revokeForUser(userId: string, now: number, clientId?: string): Promise<number>;
   /** Records an access token as revoked until it expires (RFC 7009 §2). Idempotent. */
@@ -69,7 +73,8 @@ export interface LiveGrants {
   clientId: string;
   grants: number;
   scopes: string[];
-  lastAuthTime: number;
+  /** When tokens were last issued under them (a sign-in or a refresh), epoch ms. */
+  lastIssued: number;
 }
 
 /** {@link Grants} on Kysely. */
@@ -91,29 +96,62 @@ export class KyselyGrants implements Grants {
     return this.engine.db.selectFrom('grants').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
-  async liveByClient(userId: string, now: number): Promise<LiveGrants[]> {
+  async liveByClient(userId: string, now: number, accessTtlMs: number): Promise<LiveGrants[]> {
     const rows = await this.engine.db
       .selectFrom('grants')
-      .select(['client_id', 'scope', 'auth_time'])
-      .where('user_id', '=', userId)
-      .where('revoked_at', 'is', null)
-      .where('expires_at', '>', now)
+      .select(['grants.client_id', 'grants.scope', 'grants.created_at'])
+      .select((eb) =>
+        eb
+          .selectFrom('refresh_tokens')
+          .select((r) => r.fn.max('refresh_tokens.created_at').as('at'))
+          .whereRef('refresh_tokens.grant_id', '=', 'grants.id')
+          .where('refresh_tokens.used_at', 'is', null)
+          .where('refresh_tokens.expires_at', '>', now)
+          .as('live_refresh_at'),
+      )
+      .where('grants.user_id', '=', userId)
+      .where('grants.revoked_at', 'is', null)
+      .where('grants.expires_at', '>', now)
       .execute();
     const byClient = new Map<string, LiveGrants>();
     for (const r of rows) {
-      const live = byClient.get(r.client_id) ?? { clientId: r.client_id, grants: 0, scopes: [], lastAuthTime: 0 };
+      const created = Number(r.created_at);
+      const refreshed = r.live_refresh_at === null ? undefined : Number(r.live_refresh_at);
+      if (refreshed === undefined && created <= now - accessTtlMs) continue;
+      const live = byClient.get(r.client_id) ?? { clientId: r.client_id, grants: 0, scopes: [], lastIssued: 0 };
       byClient.set(r.client_id, live);
       live.grants += 1;
-      live.lastAuthTime = Math.max(live.lastAuthTime, Number(r.auth_time));
+      live.lastIssued = Math.max(live.lastIssued, created, refreshed ?? 0);
       for (const s of r.scope.split(' ')) if (s && !live.scopes.includes(s)) live.scopes.push(s);
     }
     return [...byClient.values()];
   }
 
   async revokeForUser(userId: string, now: number, clientId?: string): Promise<number> {
-    let q = this.engine.db.updateTable('grants').set({ revoked_at: now }).where('user_id', '=', userId).where('revoked_at', 'is', null);
-    if (clientId !== undefined) q = q.where('client_id', '=', clientId);
-    return Number((await q.executeTakeFirst()).numUpdatedRows);
+    return this.engine.transaction(async (trx) => {
+      // Codes and device codes first: on PostgreSQL these wait for a redemption under way to commit, so the
+      // grant it makes is there for the last statement to revoke.
+      let codes = trx
+        .updateTable('authorization_codes')
+        .set({ expires_at: now })
+        .where('user_id', '=', userId)
+        .where('consumed_at', 'is', null)
+        .where('expires_at', '>', now);
+      let devices = trx
+        .updateTable('device_authorizations')
+        .set({ status: 'denied' })
+        .where('user_id', '=', userId)
+        .where('status', '=', 'approved');
+      let grants = trx.updateTable('grants').set({ revoked_at: now }).where('user_id', '=', userId).where('revoked_at', 'is', null);
+      if (clientId !== undefined) {
+        codes = codes.where('client_id', '=', clientId);
+        devices = devices.where('client_id', '=', clientId);
+        grants = grants.where('client_id', '=', clientId);
+      }
+      await codes.execute();
+      await devices.execute();
+      return Number((await grants.executeTakeFirst()).numUpdatedRows);
+    });
   }
 
   async revoke(id: string, now: number): Promise<void> {
