@@ -198,16 +198,19 @@ describe.each(dialects())('/account (%s)', (dialect) => {
   describe('applications with access to the account', () => {
     const redirectUri = 'https://app.example/callback';
 
-    /** A sign-in of the browser's user to `clientId` (consent approved when asked): its tokens. */
-    async function signInTo(b: Browser, clientId: string): Promise<{ access_token: string; refresh_token: string }> {
-      const r = await authorize(server, b, { clientId, redirectUri, scope: 'openid profile offline_access' });
-      const res = await tokenRequest(server, {
+    /** The token request that redeems `code` (from {@link authorize}) for `clientId`. */
+    const redeem = (clientId: string, code: { callback: URL; verifier: string }) =>
+      tokenRequest(server, {
         grant_type: 'authorization_code',
-        code: r.callback.searchParams.get('code')!,
+        code: code.callback.searchParams.get('code')!,
         redirect_uri: redirectUri,
         client_id: clientId,
-        code_verifier: r.verifier,
+        code_verifier: code.verifier,
       });
+
+    /** A sign-in of the browser's user to `clientId` (consent approved when asked): its tokens. */
+    async function signInTo(b: Browser, clientId: string, scope = 'openid profile offline_access') {
+      const res = await redeem(clientId, await authorize(server, b, { clientId, redirectUri, scope }));
       expect(res.status).toBe(200);
       return res.json as { access_token: string; refresh_token: string };
     }
@@ -342,13 +345,7 @@ describe.each(dialects())('/account (%s)', (dialect) => {
       expect((await decideOnDevicePage(b, String(device.json.user_code), 'approve')).status).toBe(200);
 
       expect((await b.postForm('/account/applications/remove', { _csrf: csrf, client_id: app })).status).toBe(303);
-      const exchanged = await tokenRequest(server, {
-        grant_type: 'authorization_code',
-        code: pending.callback.searchParams.get('code')!,
-        redirect_uri: redirectUri,
-        client_id: app,
-        code_verifier: pending.verifier,
-      });
+      const exchanged = await redeem(app, pending);
       expect([exchanged.status, exchanged.json.error]).toEqual([400, 'invalid_grant']);
       const polled = await poll(server, app, String(device.json.device_code));
       expect([polled.status, polled.json.error]).toEqual([400, 'access_denied']);
@@ -357,15 +354,8 @@ describe.each(dialects())('/account (%s)', (dialect) => {
     it('a sign-in without a refresh token counts only while its access token lives; the page keeps the box as it was sent', async () => {
       const { b, csrf } = await signedIn('bruno');
       const app = (await seedApp(server, { name: 'Viewer', callbackUrls: [redirectUri] })).app.clientId;
-      const r = await authorize(server, b, { clientId: app, redirectUri, scope: 'openid profile' });
-      const res = await tokenRequest(server, {
-        grant_type: 'authorization_code',
-        code: r.callback.searchParams.get('code')!,
-        redirect_uri: redirectUri,
-        client_id: app,
-        code_verifier: r.verifier,
-      });
-      expect([res.status, res.json.refresh_token]).toEqual([200, undefined]);
+      const tokens = await signInTo(b, app, 'openid profile');
+      expect(tokens.refresh_token).toBeUndefined();
       expect((await b.get('/account')).text).toContain('One active sign-in;');
       const clock = ownClock(server);
       clock.advance(server.config.accessTokenTtlSeconds * 1000 + 1000);
