@@ -331,6 +331,46 @@ describe('Developer > OAuth playground in a real Chromium', () => {
     await page.close();
   });
 
+  it('rfc9126 PAR: ticked for an application that requires it; pushed with the DPoP proof, the browser carries only client_id and request_uri, and the flow completes bound', async () => {
+    const app = await registerPlaygroundApp('Requires PAR app');
+    const updated = await serverCommand(['apps', 'update', app, '--require-par'], server.env);
+    expect(updated.code, updated.stderr).toBe(0);
+    const page = await context.newPage();
+    const par = () => page.getByRole('checkbox', { name: /^PAR:/ });
+    await openPlayground(page);
+    expect(await par().isChecked()).toBe(false);
+    await page.locator('#client_id').selectOption(app);
+    await expect.poll(() => par().isChecked()).toBe(true);
+    await page.getByRole('checkbox', { name: /^DPoP:/ }).check();
+    const pushes: { dpop: boolean }[] = [];
+    const authorizations: URL[] = [];
+    page.on('request', (r) => {
+      if (r.url().endsWith('/oauth/par')) pushes.push({ dpop: r.headers().dpop !== undefined });
+      if (r.url().includes('/oauth/authorize?')) authorizations.push(new URL(r.url()));
+    });
+    await page.getByRole('button', { name: 'Start' }).click();
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await page.locator('#playground[data-done]').waitFor();
+
+    // One push (two with the nonce round trip), each with a proof; the front channel carries nothing else.
+    expect(pushes.length).toBeGreaterThanOrEqual(1);
+    expect(pushes.every((p) => p.dpop)).toBe(true);
+    expect([...authorizations[0]!.searchParams.keys()].sort()).toEqual(['client_id', 'request_uri']);
+    expect(authorizations[0]!.searchParams.get('request_uri')).toMatch(/^urn:ietf:params:oauth:request_uri:/);
+    expect(await parsed(page, 'Pushed parameters')).toMatchObject({ client_id: app, response_type: 'code', code_challenge_method: 'S256' });
+    expect(await text(page, 'token_type')).toBe('DPoP');
+    expect(await checkClass(page, 'cnf.jkt equals the key thumbprint')).toContain('ok');
+
+    // The box cleared: the server refuses the plain request of an application that requires PAR.
+    await openPlayground(page, app);
+    await expect.poll(() => par().isChecked()).toBe(true);
+    await par().uncheck();
+    await page.getByRole('button', { name: 'Start' }).click();
+    await page.locator('#auth-error').waitFor();
+    expect(await page.locator('#auth-error').textContent()).toMatch(/^invalid_request: /);
+    await page.close();
+  });
+
   it('rfc9449 a browser that cannot keep the DPoP key pair sends no authorization request', async () => {
     const page = await context.newPage();
     await page.addInitScript(() => Object.defineProperty(window, 'indexedDB', { value: undefined }));

@@ -52,6 +52,16 @@ function PlaygroundPage(props: { viewer: Viewer; issuer: string; callback: strin
                 The private key is made non-extractable by WebCrypto. The page shows each proof, the access token’s <code>cnf</code> beside
                 the key’s thumbprint, and the server refusing a replayed proof and the token sent as Bearer.
               </p>
+              <fieldset aria-describedby="par-help">
+                <legend>Front channel</legend>
+                <label>
+                  <input type="checkbox" id="par" name="par" value="on" /> PAR: push the request to the server first (RFC 9126)
+                </label>
+              </fieldset>
+              <p id="par-help" class="muted">
+                The parameters go to <code>/oauth/par</code> in a POST (with the DPoP proof, if on); the browser is sent to the
+                authorization endpoint with only <code>client_id</code> and the <code>request_uri</code> it answered.
+              </p>
               <label for="extra">Extra parameters</label>
               <input id="extra" name="extra" type="text" class="mono" placeholder="prompt=consent&max_age=300" />
               <div class="actions">
@@ -116,6 +126,7 @@ export async function playgroundRoutes(app: FastifyInstance, ctx: WebContext): P
       scopes: a.scopes,
       usable: !unusableReason(a, callback),
       require_dpop: a.requireDpop,
+      require_par: a.requirePushedAuthorizationRequests || config.requirePushedAuthorizationRequests,
     });
   });
 }

@@ -13,6 +13,10 @@
  * the page shows the proofs, the access token's `cnf` beside the key's
  * thumbprint, and the server refusing a replayed proof and the bound token
  * sent as Bearer. The key pair is made and kept by ./dpop.ts.
+ *
+ * With the PAR toggle on (RFC 9126), the parameters are pushed to the PAR
+ * endpoint first, the proof with them when DPoP is on, and the browser goes
+ * to the authorization endpoint with only client_id and the request_uri.
  */
 import { challengeS256, generateNonce, generateState, generateVerifier, timingSafeEqualString } from '@authcli/pkce';
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from 'jose';
@@ -34,6 +38,8 @@ interface SavedRequest {
   url: string;
   /** With DPoP: the thumbprint of the key pair waiting in IndexedDB for this state (see ./dpop.ts). */
   dpop_jkt?: string;
+  /** With PAR (RFC 9126): the parameters pushed, which the authorization request itself no longer carries. */
+  pushed?: Record<string, string>;
 }
 
 const root = document.getElementById('playground')!;
@@ -128,10 +134,12 @@ async function loadApp(select: HTMLSelectElement, scopeBox: HTMLElement): Promis
     scopeBox.append(el('p', { class: 'alert', role: 'alert' }, `Could not load the application (${res.status}).`));
     return;
   }
-  const app = (await res.json()) as { scopes: string[]; callback_urls: string[]; require_dpop: boolean };
-  // An application that requires DPoP gets no token without a proof.
+  const app = (await res.json()) as { scopes: string[]; callback_urls: string[]; require_dpop: boolean; require_par: boolean };
+  // An application that requires DPoP gets no token without a proof; one that requires PAR, no code without a push.
   const dpop = document.getElementById('dpop') as HTMLInputElement | null;
   if (dpop && app.require_dpop) dpop.checked = true;
+  const par = document.getElementById('par') as HTMLInputElement | null;
+  if (par && app.require_par) par.checked = true;
   scopeBox.append(el('legend', {}, 'Scopes'));
   for (const s of app.scopes) {
     const box = el('input', { type: 'checkbox', name: 'scope', value: s });
@@ -182,7 +190,13 @@ async function start(form: HTMLFormElement): Promise<void> {
   saved.redirect_uri = params.get('redirect_uri') ?? redirectUri;
   saved.scope = params.get('scope') ?? scope;
   saved.nonce = params.get('nonce') ?? saved.nonce;
-  const url = `${issuer}/oauth/authorize?${params}`;
+  let url = `${issuer}/oauth/authorize?${params}`;
+  if (data.get('par') === 'on') {
+    const requestUri = await push(params, key);
+    if (requestUri === undefined) return;
+    saved.pushed = Object.fromEntries(params);
+    url = `${issuer}/oauth/authorize?${new URLSearchParams({ client_id: saved.client_id, request_uri: requestUri })}`;
+  }
   saved.url = url;
   if (key) {
     saved.dpop_jkt = key.jkt;
@@ -200,6 +214,39 @@ async function start(form: HTMLFormElement): Promise<void> {
     pre(json(Object.fromEntries(params)), 'Authorization request parameters'),
   );
   window.location.assign(url);
+}
+
+/**
+ * RFC 9126 §2: pushes the authorization request's parameters to the PAR
+ * endpoint as this public client (its client_id is its authentication), with
+ * a DPoP proof when there is a key (RFC 9449 §10.1: it binds the code as
+ * dpop_jkt does). The request_uri of a 201 answer, or undefined when the
+ * push was refused (shown, and nothing more is sent).
+ */
+async function push(params: URLSearchParams, key: DpopKey | undefined): Promise<string | undefined> {
+  const url = `${issuer}/oauth/par`;
+  const section = step('Pushed authorization request (RFC 9126)');
+  const { answer } = await sendShown(
+    section,
+    async () => {
+      const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
+      if (key) headers.dpop = await dpopProof(key, 'POST', url, { nonce: dpopNonce });
+      return { method: 'POST', url, headers, body: String(params) };
+    },
+    { request: 'Pushed authorization request', response: 'Pushed authorization response' },
+  );
+  let requestUri: unknown;
+  try {
+    requestUri = (JSON.parse(answer.text) as { request_uri?: unknown }).request_uri;
+  } catch {
+    /* not JSON: refused below */
+  }
+  if (answer.status === 201 && typeof requestUri === 'string') return requestUri;
+  section.append(
+    el('p', { class: 'alert', role: 'alert', id: 'par-error' }, `The push was refused: ${errorOf(answer) ?? `HTTP ${answer.status}`}`),
+    el('p', { class: 'muted' }, 'No authorization request was sent.'),
+  );
+  return undefined;
 }
 
 // ---- the requests ----
@@ -515,6 +562,7 @@ async function handleCallback(params: URLSearchParams): Promise<void> {
       '1. Authorization request',
       pre(saved.url, 'Authorization request URL'),
       pre(json(Object.fromEntries(sent.searchParams)), 'Authorization request parameters'),
+      ...(saved.pushed ? [el('h3', {}, 'Pushed first (RFC 9126)'), pre(json(saved.pushed), 'Pushed parameters')] : []),
     );
   }
   step('2. Callback', pre(json(Object.fromEntries(params)), 'Callback parameters'));
