@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -35,6 +35,8 @@ describe('authcli-server backup', () => {
       /^authcli-server: warning: the backup holds \d+ private signing keys? unencrypted: keep it as safe as the database/m,
     );
     expect(statSync(target).mode & 0o777).toBe(0o600);
+    // One self-contained file: no write-ahead log or shared-memory file beside it.
+    expect(readdirSync(dir).filter((f) => f.startsWith('copy.db'))).toEqual(['copy.db']);
 
     const Database = fromServer('better-sqlite3') as new (
       path: string,
@@ -47,6 +49,7 @@ describe('authcli-server backup', () => {
     const copy = new Database(target, { readonly: true });
     try {
       expect(copy.pragma('integrity_check')).toEqual([{ integrity_check: 'ok' }]);
+      expect(copy.pragma('journal_mode')).toEqual([{ journal_mode: 'delete' }]);
       expect(copy.prepare('select username from users').all()).toEqual([{ username: 'alice' }]);
       expect(copy.prepare("select client_id from applications where client_id = 'authcli'").all()).toHaveLength(1);
       expect(copy.prepare('select count(*) as n from signing_keys').all()[0]!.n).toBeGreaterThan(0);

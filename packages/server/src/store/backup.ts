@@ -39,7 +39,7 @@ export async function backupStore(databaseUrl: string, target: string): Promise<
   const source = new Database(loc.path, { readonly: true, fileMustExist: true });
   try {
     const progress = await source.backup(path);
-    return { path, pages: progress.totalPages, privateKeys: privateKeysOf(new Database(path, { readonly: true, fileMustExist: true })) };
+    return { path, pages: progress.totalPages, privateKeys: settleCopy(new Database(path, { fileMustExist: true })) };
   } catch (err) {
     rmSync(path, { force: true });
     throw err;
@@ -48,9 +48,18 @@ export async function backupStore(databaseUrl: string, target: string): Promise<
   }
 }
 
-/** The `private_jwk` column of a copy's signing keys (none in a store that never started); the copy is closed. */
-function privateKeysOf(copy: import('better-sqlite3').Database): string[] {
+/**
+ * Makes the copy one self-contained file and reads what it holds: the copy
+ * inherits the store's write-ahead-log mode, and any connection to it would
+ * leave `-wal` and `-shm` files beside it (which a rotation that deletes
+ * `authcli-*.db` would never remove), so it is switched to the rollback
+ * journal first; a server that opens it switches it back. Returns the
+ * `private_jwk` column of its signing keys (none in a store that never
+ * started). The copy is closed.
+ */
+function settleCopy(copy: import('better-sqlite3').Database): string[] {
   try {
+    copy.pragma('journal_mode = DELETE');
     const table = copy.prepare("select 1 from sqlite_master where type = 'table' and name = 'signing_keys'").get();
     if (!table) return [];
     return (copy.prepare('select private_jwk from signing_keys').all() as { private_jwk: string }[]).map((r) => r.private_jwk);
