@@ -1,16 +1,36 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
+
+/**
+ * The password-hash cost (log2 scrypt N) of every server the tests start, in-process or as a process, and of
+ * `users add` run as a command: the bottom of AUTHCLI_PASSWORD_HASH_COST's bounds, a hash in about a
+ * millisecond instead of the production 0.3-1.8 s. The tests about the cost itself set their own.
+ */
+const env = { AUTHCLI_PASSWORD_HASH_COST: '10' };
 
 export default defineConfig({
   test: {
     // In CI, files and the tests in them run in a random order (the seed is printed: `--sequence.seed=<seed>` replays
     // it), so a test that depends on another's leftovers fails there. The root's sequence applies to every project.
     sequence: { shuffle: !!process.env.CI },
+    // Every core, and one more: much of an end-to-end file's time is spent waiting on the processes it started.
+    // Each file runs in a process of its own (the forks pool), so servers, ports and temp folders never meet.
+    pool: 'forks',
+    maxWorkers: availableParallelism() + 1,
+    minWorkers: 1,
     projects: [
-      { test: { name: 'pkce', root: 'packages/pkce', include: ['test/**/*.test.ts'] } },
-      { test: { name: 'protocol', root: 'packages/protocol', include: ['test/**/*.test.ts'] } },
-      { test: { name: 'cli', root: 'packages/cli', include: ['test/**/*.test.ts'] } },
+      { test: { name: 'pkce', root: 'packages/pkce', include: ['test/**/*.test.ts'], env } },
+      { test: { name: 'protocol', root: 'packages/protocol', include: ['test/**/*.test.ts'], env } },
+      { test: { name: 'cli', root: 'packages/cli', include: ['test/**/*.test.ts'], env } },
       {
-        test: { name: 'server', root: 'packages/server', include: ['test/**/*.test.{ts,tsx}'], testTimeout: 30_000, hookTimeout: 60_000 },
+        test: {
+          name: 'server',
+          root: 'packages/server',
+          include: ['test/**/*.test.{ts,tsx}'],
+          testTimeout: 30_000,
+          hookTimeout: 60_000,
+          env,
+        },
         esbuild: { jsx: 'automatic', jsxImportSource: 'preact' },
       },
       {
@@ -21,6 +41,7 @@ export default defineConfig({
           exclude: ['**/node_modules/**'],
           testTimeout: 60_000,
           hookTimeout: 60_000,
+          env,
         },
       },
     ],

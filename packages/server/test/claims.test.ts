@@ -14,7 +14,17 @@ import {
 } from '../src/oauth/claims.js';
 import type { User } from '../src/store/store.js';
 import { InputError } from '../src/util/input-error.js';
-import { Browser, decideOnDevicePage, deviceAuthorization, dialects, PASSWORD, poll, startServer, type TestServer } from './helpers.js';
+import {
+  Browser,
+  decideOnDevicePage,
+  deviceAuthorization,
+  dialects,
+  PASSWORD,
+  poll,
+  startServer,
+  type TestServer,
+  TEST_SCRYPT,
+} from './helpers.js';
 
 const ok = (name: string, value: unknown) => expect(checkClaim(name, value));
 const refused = (name: string, value: unknown, message: RegExp) => expect(() => checkClaim(name, value)).toThrow(message);
@@ -219,11 +229,11 @@ describe.each(dialects())('userinfo releases exactly the claims of each scope; t
 
   beforeAll(async () => {
     server = await startServer(dialect);
-    await addUser(server.store, { username: 'ada', password: PASSWORD }, server.clock.now());
+    await addUser(server.store, { username: 'ada', password: PASSWORD }, server.clock.now(), TEST_SCRYPT);
     const user = await updateUserClaims(server.store, 'ada', all, server.clock.now());
     sub = user.id;
     updatedAt = Math.floor(server.clock.now() / 1000);
-    await addUser(server.store, { username: 'plain', password: PASSWORD }, server.clock.now());
+    await addUser(server.store, { username: 'plain', password: PASSWORD }, server.clock.now(), TEST_SCRYPT);
   });
   afterAll(async () => server?.close());
 

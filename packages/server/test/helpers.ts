@@ -9,6 +9,7 @@ import { buildApp } from '../src/app.js';
 import { randomUUID } from 'node:crypto';
 import { bootstrapStore, registerApplication } from '../src/oauth/registration.js';
 import { hashPassword } from '../src/util/password.js';
+import { scryptParams } from '../src/config/defaults.js';
 import { loadConfig, type ServerConfig } from '../src/config/config.js';
 import { openStore } from '../src/store/open.js';
 import type { Store } from '../src/store/store.js';
@@ -109,6 +110,13 @@ export function ownClock(server: TestServer): TestClock {
   return clock;
 }
 
+/**
+ * The password-hash cost of test servers (log2 scrypt N): the bottom of AUTHCLI_PASSWORD_HASH_COST's bounds,
+ * a hash in about a millisecond instead of the production 0.3-1.8 s. Tests about the cost itself set their own.
+ */
+export const TEST_HASH_COST = 10;
+export const TEST_SCRYPT = scryptParams(TEST_HASH_COST);
+
 /** The real server, listening on a loopback port, over a fresh store. */
 export async function startServer(dialect: DialectName, overrides: Partial<ServerConfig> = {}): Promise<TestServer> {
   const { store, url: storeUrl, cleanup } = await freshStore(dialect);
@@ -116,7 +124,11 @@ export async function startServer(dialect: DialectName, overrides: Partial<Serve
   const started = Date.now();
   let current: TestClock | undefined;
   const clock = { now: () => current?.now() ?? started };
-  const config = loadConfig({ port, host: '127.0.0.1' }, {}, { logLevel: 'silent', now: clock.now, ...overrides });
+  const config = loadConfig(
+    { port, host: '127.0.0.1' },
+    {},
+    { logLevel: 'silent', now: clock.now, passwordHashCost: TEST_HASH_COST, ...overrides },
+  );
   await bootstrapStore(store, clock.now());
   const app = await buildApp(config, store);
   await app.listen({ port, host: '127.0.0.1' });
@@ -139,11 +151,13 @@ export async function startServer(dialect: DialectName, overrides: Partial<Serve
 
 export const PASSWORD = 'correct horse battery';
 
-/** PASSWORD hashed once per test process at the real cost (a hash takes ~0.3 s; users differ by id, not salt). */
-let passwordHash: Promise<string> | undefined;
+/** PASSWORD hashed once per test process and cost (users differ by id, not salt). */
+const passwordHashes = new Map<number, Promise<string>>();
 
 export async function seedUser(server: TestServer, username = 'alice', extra: { admin?: boolean; email?: string } = {}) {
-  passwordHash ??= hashPassword(PASSWORD);
+  const cost = server.config.passwordHashCost;
+  if (!passwordHashes.has(cost)) passwordHashes.set(cost, hashPassword(PASSWORD, scryptParams(cost)));
+  const passwordHash = passwordHashes.get(cost)!;
   return server.store.users.create({
     id: randomUUID(),
     username,

@@ -14,7 +14,7 @@ import { Browser, freePort, hidden, type Res } from '@authcli/test-support/http'
 import { rawExchange } from '@authcli/test-support/raw-http';
 import { addUser } from '../src/oauth/accounts.js';
 import { bootstrapStore } from '../src/oauth/registration.js';
-import { dialects, freshStore, startServer, type TestServer } from './helpers.js';
+import { dialects, freshStore, startServer, type TestServer, TEST_SCRYPT } from './helpers.js';
 
 /** Opens `n` connections that each send `head` and then nothing, in batches (the listen backlog is finite). */
 async function stalledConnections(port: number, n: number, head: (i: number) => string): Promise<Socket[]> {
@@ -410,7 +410,7 @@ describe.runIf(dialects().includes('postgres'))('a stalled PostgreSQL gives quic
 
   it('with the database gone, every endpoint answers within the database timeout, never a 500: 503 where it needs the store', async () => {
     // Before the outage: a signed-in browser (session and CSRF cookies, a form token) to reach the pages with.
-    await addUser(server.store, { username: 'alice', password: 'correct horse battery' }, Date.now());
+    await addUser(server.store, { username: 'alice', password: 'correct horse battery' }, Date.now(), TEST_SCRYPT);
     const browser = new Browser(server.url);
     const signin = await browser.get('/signin');
     const csrf = hidden(signin.text, '_csrf');

@@ -19,7 +19,7 @@ import {
 import { claimsOf, Store, StoreError, type DeviceAuthorization } from '../src/store/store.js';
 import { generateSigningKey } from '../src/oauth/keys.js';
 import { sha256Hex } from '../src/util/crypto.js';
-import { dialects, freshStore } from './helpers.js';
+import { dialects, freshStore, TEST_SCRYPT } from './helpers.js';
 
 /** A pending device authorization as the device authorization endpoint stores one (RFC 8628 §3.2), 5 s interval. */
 function pendingDevice(hash: string, userCode: string, clientId: string, now: number, expiresAt = now + 600_000): DeviceAuthorization {
@@ -176,10 +176,10 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
 
   it('users: scrypt hash stored, username unique', async () => {
     const username = unique('carol');
-    const u = await addUser(store, { username, password: 'pa55word!' }, now);
+    const u = await addUser(store, { username, password: 'pa55word!' }, now, TEST_SCRYPT);
     expect(u.password_hash).toMatch(/^scrypt\$/);
     expect(u.password_hash).not.toContain('pa55word!');
-    await expect(addUser(store, { username, password: 'another1!' }, now)).rejects.toMatchObject({ code: 'duplicate' });
+    await expect(addUser(store, { username, password: 'another1!' }, now, TEST_SCRYPT)).rejects.toMatchObject({ code: 'duplicate' });
     expect((await store.users.findByUsername(username))?.id).toBe(u.id);
     await store.users.setDisabled(username, now);
     expect((await store.users.findById(u.id))?.disabled_at).toBe(now);

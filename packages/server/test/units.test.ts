@@ -1,7 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import type { FastifyRequest } from 'fastify';
 import { headerValues } from '../src/http/header-values.js';
-import { ConfigError, loadConfig, normalizeIssuer, parseLimits, parseTrustProxy, readKeyEncryptionKey } from '../src/config/config.js';
+import {
+  ConfigError,
+  loadConfig,
+  normalizeIssuer,
+  parseLimits,
+  parseTrustProxy,
+  readKeyEncryptionKey,
+  weakPasswordHashWarning,
+} from '../src/config/config.js';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,8 +19,15 @@ import { parseScope } from '../src/oauth/scopes.js';
 import { loginHint } from '../src/oauth/authorize.js';
 import { InvalidScope } from '../src/oauth/errors.js';
 import { randomToken, timeOrderedId } from '../src/util/crypto.js';
-import { DUMMY_PASSWORD_HASH, hashPassword, needsRehash, parsePasswordHash, verifyPasswordSync } from '../src/util/password.js';
-import { LIMITS, SCRYPT } from '../src/config/defaults.js';
+import {
+  DUMMY_PASSWORD_HASH,
+  dummyPasswordHash,
+  hashPassword,
+  needsRehash,
+  parsePasswordHash,
+  verifyPasswordSync,
+} from '../src/util/password.js';
+import { LIMITS, SCRYPT, scryptParams } from '../src/config/defaults.js';
 
 describe('rfc6749 §3.1.2.3 redirect_uri matching', () => {
   const reg = ['https://app.example/cb', 'http://127.0.0.1/callback', 'http://[::1]:8080/callback', 'http://localhost/cb'];
@@ -241,6 +256,32 @@ describe('passwords', () => {
     expect(verifyPasswordSync('hunter22!', old)).toBe(true);
     expect(needsRehash(old)).toBe(true);
     expect(needsRehash(await hashPassword('hunter22!'))).toBe(false);
+  });
+
+  it('a lowered AUTHCLI_PASSWORD_HASH_COST never downgrades a stored hash; a raised one upgrades it', async () => {
+    const cheap = scryptParams(10);
+    const strong = await hashPassword('hunter22!', scryptParams(12));
+    expect(needsRehash(strong, cheap)).toBe(false);
+    expect(needsRehash(strong, scryptParams(12))).toBe(false);
+    expect(needsRehash(strong, scryptParams(13))).toBe(true);
+    expect(needsRehash(await hashPassword('hunter22!', { ...cheap, keylen: 16 }), cheap)).toBe(true);
+    expect(dummyPasswordHash(cheap).split('$').slice(0, 4)).toEqual(['scrypt', '1024', '8', '1']);
+    expect(verifyPasswordSync('hunter22!', strong)).toBe(true);
+  });
+
+  it('AUTHCLI_PASSWORD_HASH_COST: default 17 (the OWASP minimum), 10-18 accepted, a warning below 17', () => {
+    expect(loadConfig({}, {}).passwordHashCost).toBe(17);
+    expect(scryptParams(loadConfig({}, {}).passwordHashCost)).toEqual(SCRYPT);
+    expect(loadConfig({}, { AUTHCLI_PASSWORD_HASH_COST: '10' }).passwordHashCost).toBe(10);
+    expect(loadConfig({}, { AUTHCLI_PASSWORD_HASH_COST: '18' }).passwordHashCost).toBe(18);
+    for (const bad of ['9', '19', '17.5', 'high', '-1']) {
+      expect(() => loadConfig({}, { AUTHCLI_PASSWORD_HASH_COST: bad }), bad).toThrow(
+        /AUTHCLI_PASSWORD_HASH_COST must be a whole number from 10 to 18/,
+      );
+    }
+    expect(weakPasswordHashWarning(17)).toBeUndefined();
+    expect(weakPasswordHashWarning(18)).toBeUndefined();
+    expect(weakPasswordHashWarning(10)).toMatch(/AUTHCLI_PASSWORD_HASH_COST=10 is below the production minimum \(17.*128 times cheaper/);
   });
 
   it('a stored hash naming an absurd cost is refused, never computed', () => {

@@ -36,6 +36,8 @@ export interface ServerConfig {
   /** Threads that hash passwords, and the hashes one client IP may have in flight (see config/defaults.ts). */
   passwordHashThreads: number;
   passwordHashesPerClient: number;
+  /** scrypt cost of new password hashes as log2 N (`AUTHCLI_PASSWORD_HASH_COST`; config/defaults.ts PASSWORD_HASH_COST). */
+  passwordHashCost: number;
   /** Network timeouts and caps (see config/defaults.ts). */
   headersTimeoutMs: number;
   requestTimeoutMs: number;
@@ -74,6 +76,15 @@ export interface ServerConfig {
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
+}
+
+/**
+ * The warning for a password-hash cost below the production floor (OWASP's minimum), or undefined at or
+ * above it: `start` prints it, so a test setting left on a real server does not go unnoticed.
+ */
+export function weakPasswordHashWarning(cost: number): string | undefined {
+  if (cost >= D.PASSWORD_HASH_COST) return undefined;
+  return `AUTHCLI_PASSWORD_HASH_COST=${cost} is below the production minimum (${D.PASSWORD_HASH_COST}, OWASP's scrypt N=2^${D.PASSWORD_HASH_COST}): new password hashes are ${2 ** (D.PASSWORD_HASH_COST - cost)} times cheaper to guess from a stolen database. Unset it outside tests.`;
 }
 
 /** A yes/no setting: `true`/`1`/`yes`/`on` or `false`/`0`/`no`/`off` (any case); unset or empty is the default. */
@@ -287,6 +298,13 @@ export function loadConfig(
     trustProxy: parseTrustProxy(env.AUTHCLI_TRUST_PROXY),
     limits: parseLimits(env.AUTHCLI_LIMITS),
     passwordHashesPerClient: D.PASSWORD_HASHES_PER_CLIENT,
+    passwordHashCost: envInt(
+      env,
+      'AUTHCLI_PASSWORD_HASH_COST',
+      D.PASSWORD_HASH_COST,
+      D.PASSWORD_HASH_COST_BOUNDS.min,
+      D.PASSWORD_HASH_COST_BOUNDS.max,
+    ),
     passwordHashThreads: envInt(env, 'AUTHCLI_PASSWORD_HASH_THREADS', D.passwordHashThreads(availableParallelism()), 1, 64),
     headersTimeoutMs: envSeconds(env, 'AUTHCLI_HEADERS_TIMEOUT', D.HEADERS_TIMEOUT_MS, 600),
     requestTimeoutMs: envSeconds(env, 'AUTHCLI_REQUEST_TIMEOUT', D.REQUEST_TIMEOUT_MS, 3600),

@@ -144,7 +144,11 @@ export function describeConfig(config: ServerConfig, flags: ConfigInput, env: No
     },
     { name: 'password_hashes_per_client', value: String(config.passwordHashesPerClient), source: 'built-in' },
     { name: 'password_hashes_queued_per_thread', value: String(D.PASSWORD_HASHES_QUEUED_PER_THREAD), source: 'built-in' },
-    { name: 'scrypt', value: `N=${D.SCRYPT.N} r=${D.SCRYPT.r} p=${D.SCRYPT.p}`, source: 'built-in' },
+    {
+      name: 'scrypt',
+      value: `N=2^${config.passwordHashCost} r=${D.SCRYPT.r} p=${D.SCRYPT.p}`,
+      source: from(undefined, 'AUTHCLI_PASSWORD_HASH_COST'),
+    },
     // abuse limits
     ...Object.entries(config.limits).map(([kind, l]) => ({
       name: `limit.${kind}`,

@@ -3,13 +3,14 @@ import { MIN_PASSWORD_LENGTH, USERNAME_PATTERN } from '../config/defaults.js';
 import { serializeClaims, StoreError, type Store, type User } from '../store/store.js';
 import { applyClaimsPatch, type ClaimsPatch } from './claims.js';
 import { InputError } from '../util/input-error.js';
-import { hashPassword } from '../util/password.js';
+import { hashPassword, type ScryptParams } from '../util/password.js';
 
-/** Creates a user with an scrypt password hash. */
+/** Creates a user with an scrypt password hash made with `params` (the configured cost). */
 export async function addUser(
   store: Store,
   input: { username: string; password: string; admin?: boolean; name?: string | null; email?: string | null },
   now: number,
+  params: ScryptParams,
 ) {
   if (!USERNAME_PATTERN.test(input.username)) throw new InputError('username must be 1-64 characters of letters, digits and . _ @ -');
   if (input.password.length < MIN_PASSWORD_LENGTH) throw new InputError(`password must be at least ${MIN_PASSWORD_LENGTH} characters`);
@@ -22,7 +23,7 @@ export async function addUser(
   return store.users.create({
     id: randomUUID(),
     username: input.username,
-    password_hash: await hashPassword(input.password),
+    password_hash: await hashPassword(input.password, params),
     claims: serializeClaims(claims),
     claims_updated_at: any ? now : null,
     is_admin: input.admin ? 1 : 0,
@@ -52,12 +53,12 @@ export async function resetUserPassword(
   store: Store,
   username: string,
   password: string,
-  options: { revokeTokens?: boolean; now?: number } = {},
+  options: { revokeTokens?: boolean; now?: number; params?: ScryptParams } = {},
 ): Promise<{ username: string; sessionsEnded: number; grantsRevoked: number }> {
   if (password.length < MIN_PASSWORD_LENGTH) throw new InputError(`password must be at least ${MIN_PASSWORD_LENGTH} characters`);
   const user = await store.users.findByUsername(username);
   if (!user) throw new StoreError('not_found', `no user ${username}`);
-  const sessionsEnded = await store.users.resetPassword(user.id, await hashPassword(password));
+  const sessionsEnded = await store.users.resetPassword(user.id, await hashPassword(password, options.params));
   // After a leaked password: the applications' refresh and access tokens of the user stop working too.
   const grantsRevoked = options.revokeTokens ? await store.grants.revokeForUser(user.id, options.now ?? Date.now()) : 0;
   return { username: user.username, sessionsEnded, grantsRevoked };

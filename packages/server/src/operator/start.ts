@@ -5,7 +5,7 @@ import { buildApp, buildMetricsApp } from '../app.js';
 import { PURGE_INTERVAL_MS } from '../config/defaults.js';
 import { supportedGrantTypes } from '../oauth/grants/registry.js';
 import { bootstrapStore } from '../oauth/registration.js';
-import { loadConfig, type ConfigInput } from '../config/config.js';
+import { loadConfig, weakPasswordHashWarning, type ConfigInput } from '../config/config.js';
 import { UNENCRYPTED_KEYS_WARNING } from '../oauth/key-encryption.js';
 import { loopbackIssuerWarning } from '../http/loopback.js';
 import { exposedFolderWarning } from '../store/file-modes.js';
@@ -56,6 +56,8 @@ export function startCommand(cli: Command): void {
       if (!config.keyEncryptionKey) warn(UNENCRYPTED_KEYS_WARNING);
       const loopbackWarning = loopbackIssuerWarning(config.host, config.issuer);
       if (loopbackWarning) warn(loopbackWarning);
+      const hashWarning = weakPasswordHashWarning(config.passwordHashCost);
+      if (hashWarning) warn(hashWarning);
       // A person at a terminal gets text; anything else (systemd, docker, a pipe) gets JSON log lines only.
       const human = process.stdout.isTTY === true;
       const purge = setInterval(() => {

@@ -6,6 +6,7 @@ import { claimAssignment, claimRemoval, mergePatches, parseClaimsJson, standardC
 import { InputError } from '../util/input-error.js';
 import { accountCounterKeys } from '../oauth/limits.js';
 import { claimsOf } from '../store/store.js';
+import { scryptParams } from '../config/defaults.js';
 
 /** `authcli-server users ...`: end users (add, list, reset-password, disable, enable, unlock). */
 export function usersCommand(cli: Command): void {
@@ -23,11 +24,12 @@ export function usersCommand(cli: Command): void {
         const password = opts.passwordStdin
           ? (await readAll(process.stdin)).replace(/\r?\n$/, '')
           : await promptHidden(`Password for ${username}: `);
-        await withStore(opts.database, async (store) => {
+        await withStore(opts.database, async (store, config) => {
           const user = await addUser(
             store,
             { username, password, admin: opts.admin ?? false, name: opts.name ?? null, email: opts.email ?? null },
             Date.now(),
+            scryptParams(config.passwordHashCost),
           );
           process.stdout.write(`added user ${user.username}${opts.admin ? ' (admin)' : ''}\n`);
         });
@@ -105,8 +107,11 @@ export function usersCommand(cli: Command): void {
       const password = opts.passwordStdin
         ? (await readAll(process.stdin)).replace(/\r?\n$/, '')
         : await promptHidden(`New password for ${username}: `);
-      await withStore(opts.database, async (store) => {
-        const reset = await resetUserPassword(store, username, password, { revokeTokens: opts.revokeTokens ?? false });
+      await withStore(opts.database, async (store, config) => {
+        const reset = await resetUserPassword(store, username, password, {
+          revokeTokens: opts.revokeTokens ?? false,
+          params: scryptParams(config.passwordHashCost),
+        });
         // A lockout earned by someone guessing the old password would otherwise outlast the reset.
         const cleared = await store.rateLimits.delete(
           accountCounterKeys(

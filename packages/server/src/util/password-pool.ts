@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Piscina } from 'piscina';
 import { PASSWORD_HASHES_PER_CLIENT, PASSWORD_HASHES_QUEUED_PER_THREAD } from '../config/defaults.js';
+import { dummyPasswordHash, needsRehash, type ScryptParams } from './password.js';
 import type { PasswordTask } from './password-worker.js';
 
 /** Thrown when the hashes in flight are at the cap: the caller answers 503 and the client retries. */
@@ -26,13 +27,19 @@ export class PasswordHasher {
   private readonly cap: number;
   private inFlight = 0;
 
+  /** A hash nobody can match, at this hasher's cost: unknown usernames take as long as known ones. */
+  readonly dummyHash: string;
+
   constructor(
     threads: number,
+    /** The scrypt parameters new hashes are made with (AUTHCLI_PASSWORD_HASH_COST). */
+    readonly params: ScryptParams,
     private readonly perClient = PASSWORD_HASHES_PER_CLIENT,
     queuedPerThread = PASSWORD_HASHES_QUEUED_PER_THREAD,
   ) {
     if (!existsSync(WORKER)) throw new Error(`password worker ${WORKER} is missing: build the server first (pnpm build)`);
     this.cap = threads * queuedPerThread;
+    this.dummyHash = dummyPasswordHash(params);
     this.pool = new Piscina({
       filename: WORKER,
       minThreads: threads,
@@ -84,7 +91,12 @@ export class PasswordHasher {
 
   /** @throws PasswordHasherBusy */
   hash(password: string, client: string): Promise<string> {
-    return this.run({ op: 'hash', password }, client);
+    return this.run({ op: 'hash', password, params: this.params }, client);
+  }
+
+  /** True when a stored hash was made at a lower cost than this hasher's (upgrade it after a successful sign-in). */
+  needsRehash(stored: string): boolean {
+    return needsRehash(stored, this.params);
   }
 
   /** Lets the hashes in flight finish (the HTTP server has stopped taking requests by then), then stops the threads. */

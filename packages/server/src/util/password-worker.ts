@@ -3,10 +3,10 @@
  * synchronously on its own thread: the asynchronous scrypt would queue on
  * libuv's pool, which the whole process shares with RS256 signing.
  */
-import { hashPasswordSync, verifyPasswordSync } from './password.js';
+import { hashPasswordSync, type ScryptParams, verifyPasswordSync } from './password.js';
 
-export type PasswordTask = { op: 'hash'; password: string } | { op: 'verify'; password: string; stored: string };
+export type PasswordTask = { op: 'hash'; password: string; params: ScryptParams } | { op: 'verify'; password: string; stored: string };
 
 export default function run(task: PasswordTask): string | boolean {
-  return task.op === 'hash' ? hashPasswordSync(task.password) : verifyPasswordSync(task.password, task.stored);
+  return task.op === 'hash' ? hashPasswordSync(task.password, task.params) : verifyPasswordSync(task.password, task.stored);
 }

@@ -53,7 +53,7 @@ function encode(params: ScryptParams, salt: Buffer, key: Buffer): string {
 /** Passwords are compared as NFC, so the same password typed on two keyboards matches. */
 const normalized = (password: string) => password.normalize('NFC');
 
-/** Hashes a password with the current parameters (blocks for the whole hash: worker threads only). */
+/** Hashes a password with the given parameters (blocks for the whole hash: worker threads only). */
 export function hashPasswordSync(password: string, params: ScryptParams = SCRYPT): string {
   const salt = randomBytes(16);
   return encode(params, salt, scryptSync(normalized(password), salt, params.keylen, { ...params, maxmem: maxmem(params) }));
@@ -76,13 +76,21 @@ export async function hashPassword(password: string, params: ScryptParams = SCRY
   return encode(params, salt, key);
 }
 
-/** True when a hash was made with other parameters than the current ones (upgrade it after a successful sign-in). */
-export function needsRehash(stored: string): boolean {
+/**
+ * True when a hash was made at a lower cost than `params` (upgrade it after a successful sign-in). A hash
+ * made at a higher cost is kept: lowering AUTHCLI_PASSWORD_HASH_COST never weakens a stored hash.
+ */
+export function needsRehash(stored: string, params: ScryptParams = SCRYPT): boolean {
   const parsed = parsePasswordHash(stored);
   if (!parsed) return false;
   const { N, r, p, keylen } = parsed.params;
-  return N !== SCRYPT.N || r !== SCRYPT.r || p !== SCRYPT.p || keylen !== SCRYPT.keylen;
+  return N * r * p < params.N * params.r * params.p || keylen < params.keylen;
 }
 
-/** A hash nobody can match, at the current cost: unknown usernames take as long as known ones. */
-export const DUMMY_PASSWORD_HASH = encode(SCRYPT, Buffer.alloc(16), Buffer.alloc(SCRYPT.keylen));
+/** A hash nobody can match, at the cost of `params`: unknown usernames take as long as known ones. */
+export function dummyPasswordHash(params: ScryptParams = SCRYPT): string {
+  return encode(params, Buffer.alloc(16), Buffer.alloc(params.keylen));
+}
+
+/** The dummy hash at the default cost. */
+export const DUMMY_PASSWORD_HASH = dummyPasswordHash();

@@ -16,7 +16,6 @@ import {
   usePushedRequest,
   validateAuthorizationRequest,
 } from '../oauth/authorize.js';
-import { DUMMY_PASSWORD_HASH, needsRehash } from '../util/password.js';
 import { PasswordHasherBusy } from '../util/password-pool.js';
 import { retryAfterText } from './retry-after.js';
 import { FAVICON_PATH, FAVICON_SVG, FAVICON_VERSION, STYLESHEET, STYLESHEET_ETAG } from './assets.js';
@@ -130,7 +129,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
     let ok: boolean;
     try {
       // Hash even for unknown users so response time does not reveal which usernames exist.
-      ok = await passwords.verify(password, user?.password_hash ?? DUMMY_PASSWORD_HASH, client);
+      ok = await passwords.verify(password, user?.password_hash ?? passwords.dummyHash, client);
     } catch (err) {
       if (!(err instanceof PasswordHasherBusy)) throw err;
       await admission.giveBack();
@@ -140,7 +139,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
     if (!user || !ok) return retry('Invalid username or password.', 401);
     await admission.giveBack();
     if (user.disabled_at !== null) return retry('This account is disabled.', 403);
-    if (needsRehash(user.password_hash)) {
+    if (passwords.needsRehash(user.password_hash)) {
       // Upgraded to the current cost while the password is at hand, only over the hash just checked (a reset in
       // between wins). The sign-in itself has succeeded: if the upgrade cannot be made now, it is made next time.
       try {
