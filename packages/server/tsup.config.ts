@@ -5,12 +5,10 @@ const { version } = JSON.parse(readFileSync(new URL('./package.json', import.met
 
 export default defineConfig([
   {
-    // The password and checkpoint workers are entries of their own: worker threads load them by file name
-    // (util/password-pool.ts, store/checkpointer.ts).
+    // The checkpoint worker is an entry of its own: its thread loads it by file name (store/checkpointer.ts).
     entry: {
       main: 'src/main.ts',
       index: 'src/index.ts',
-      'password-worker': 'src/util/password-worker.ts',
       'checkpoint-worker': 'src/store/checkpoint-worker.ts',
     },
     format: ['esm'],
@@ -21,6 +19,18 @@ export default defineConfig([
     sourcemap: true,
     // `authcli-server --version` is package.json's, fixed at build time.
     define: { __AUTHCLI_SERVER_VERSION__: JSON.stringify(version) },
+  },
+  {
+    // The password worker (util/password-pool.ts) is one CommonJS file with nothing to import: piscina loads a
+    // worker with require(), and Node 20's require() of an ES module graph can abort the whole process
+    // ("v8::Module::IsGraphAsync must be used on an instantiated module") when several pools start at once.
+    entry: { 'password-worker': 'src/util/password-worker.ts' },
+    format: ['cjs'],
+    outExtension: () => ({ js: '.cjs' }),
+    target: 'node20',
+    platform: 'node',
+    clean: false,
+    sourcemap: true,
   },
   {
     // The browser modules: the playground (one file with @authcli/pkce and jose inside, served at

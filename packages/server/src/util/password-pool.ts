@@ -11,10 +11,11 @@ export class PasswordHasherBusy extends Error {
   readonly code = 'busy';
 }
 
-// The worker is its own bundle entry (dist/password-worker.js, next to the bundle that loads it). Tests run
-// this module from src/util/, two folders below the package's dist/; `pnpm test` builds first.
+// The worker is a CommonJS bundle of its own (dist/password-worker.cjs, next to the bundle that loads it; see
+// tsup.config.ts). Tests run this module from src/util/, two folders below the package's dist/; `pnpm test`
+// builds first.
 const here = import.meta.url;
-const WORKER = fileURLToPath(new URL(here.endsWith('.ts') ? '../../dist/password-worker.js' : './password-worker.js', here));
+const WORKER = fileURLToPath(new URL(here.endsWith('.ts') ? '../../dist/password-worker.cjs' : './password-worker.cjs', here));
 
 /**
  * Password hashing on threads of its own, so a burst of sign-ins never delays
