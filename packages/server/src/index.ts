@@ -10,8 +10,9 @@ export {
   type DeviceAuthorization,
   type DevicePollSummary,
 } from './store/store.js';
-export { bootstrapStore, registerApplication, BUILTIN_CLIENT_ID } from './oauth/registration.js';
+export { bootstrapStore, registerApplication, BUILTIN_CLIENT_ID, type NewAppInput } from './oauth/registration.js';
 export { addUser } from './oauth/accounts.js';
+export { scryptParams } from './config/defaults.js';
 export { InputError } from './util/input-error.js';
 export { generateSigningKey, KeyRing, SIGNING_ALGS } from './oauth/keys.js';
 export { matchRedirectUri, callbackUrlProblem } from './oauth/redirect-uri.js';
