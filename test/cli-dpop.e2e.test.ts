@@ -191,7 +191,7 @@ describe('authcli with DPoP (RFC 9449) and PAR (RFC 9126) against node-oidc-prov
   });
 
   it.skipIf(!existsSync('/usr/bin/curl'))(
-    "README's curl recipe: the nonce from the 401, then the headers piped into curl -H @-",
+    "docs/cli.md's curl recipe: the nonce from the 401, then the headers piped into curl -H @-",
     async () => {
       const home = tempConfigHome();
       await deviceLogin(home, 'paula');

@@ -306,6 +306,34 @@ describe.each(dialects())('device authorization grant, RFC 8628 (%s)', (dialect)
   });
 });
 
+describe.each(dialects())('rfc8628 §3.2 the configured device code lifetime and interval (%s)', (dialect) => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer(dialect, { deviceCodeTtlSeconds: 120, devicePollIntervalSeconds: 10 });
+  });
+  afterAll(async () => server.close());
+
+  it('a code gets them, is polled at that interval, and the poll summary counts only codes slowed past it', async () => {
+    const clock = ownClock(server);
+    const onTime = (await deviceAuthorization(server, 'authcli', 'openid')).json;
+    const early = (await deviceAuthorization(server, 'authcli', 'openid')).json;
+    expect(onTime).toMatchObject({ expires_in: 120, interval: 10 });
+    expect((await server.store.deviceGrants.findByCodeHash(sha256Hex(onTime.device_code)))!.interval_s).toBe(10);
+    for (const d of [onTime, early]) expect((await poll(server, 'authcli', d.device_code)).json.error).toBe('authorization_pending');
+    // 6 s after the first poll: on time with the default 5 s, too early with the configured 10 s.
+    clock.advance(6_000);
+    const slowed = await poll(server, 'authcli', early.device_code);
+    expect(slowed.json).toMatchObject({ error: 'slow_down' });
+    expect((await server.store.deviceGrants.findByCodeHash(sha256Hex(early.device_code)))!.interval_s).toBe(15);
+    clock.advance(4_000);
+    expect((await poll(server, 'authcli', onTime.device_code)).json.error).toBe('authorization_pending');
+    expect(await server.store.deviceGrants.pollSummary(server.config.devicePollIntervalSeconds)).toEqual({ polled: 2, slowedDown: 1 });
+    // Past the configured lifetime, not the default 600 s.
+    clock.advance(110_000);
+    expect((await poll(server, 'authcli', onTime.device_code)).json.error).toBe('expired_token');
+  });
+});
+
 describe.each(dialects())('rfc8628 §5.1 brute force on the code page (%s)', (dialect) => {
   let server: TestServer;
   beforeAll(async () => {

@@ -8,7 +8,11 @@ import { TemporarilyUnavailable, UnauthorizedClient } from './errors.js';
 import { parseScope } from './scopes.js';
 import { formatUserCode, generateUserCode } from './user-code.js';
 
-/** The row a device authorization request stores: pending, for 600 s, polled every 5 s at first. */
+/**
+ * The row a device authorization request stores: pending for the device
+ * code's lifetime, polled at its first interval (the server passes its
+ * configured AUTHCLI_DEVICE_CODE_TTL and AUTHCLI_DEVICE_POLL_INTERVAL).
+ */
 export function pendingDeviceAuthorization(input: {
   deviceCodeHash: string;
   userCode: string;

@@ -13,9 +13,10 @@ type Params = Readonly<Record<string, string>>;
  * to the client that asked for it; pending codes answer
  * `authorization_pending`, or `slow_down` when polled sooner than the
  * current interval after the previous poll (kept in the store, so it holds
- * across instances); denied codes `access_denied`; codes past their 600 s
- * `expired_token`; an approved code is redeemed once, atomically, after the
- * account is checked again. The two answers of a code still waiting
+ * across instances); denied codes `access_denied`; codes past their lifetime
+ * (`deviceCodeTtlSeconds`, AUTHCLI_DEVICE_CODE_TTL) `expired_token`; an
+ * approved code is redeemed once, atomically, after the account is checked
+ * again. The two answers of a code still waiting
  * (authorization_pending, slow_down) are returned, not thrown. The DPoP
  * proof of the request that redeems the code binds the tokens (RFC 9449 §5).
  */

@@ -1,5 +1,4 @@
 import { type Kysely, sql } from 'kysely';
-import { DEVICE_POLL_INTERVAL_SECONDS } from '../../config/defaults.js';
 import type { Engine } from '../engine.js';
 import { isUniqueViolation, StoreError } from '../errors.js';
 import { Prepared } from '../prepared.js';
@@ -17,8 +16,8 @@ export interface DevicePollSummary {
   /** Device authorizations polled at least once. */
   polled: number;
   /**
-   * Device authorizations whose interval is above the default one: with the
-   * default interval, each growth was a `slow_down` answer (RFC 8628 §3.5).
+   * Device authorizations whose interval grew past the first one they were
+   * given: each growth was a `slow_down` answer (RFC 8628 §3.5).
    */
   slowedDown: number;
 }
@@ -62,8 +61,12 @@ export interface DeviceGrants {
    * token) in one transaction; among concurrent pollers exactly one wins.
    */
   redeem(hash: string, grant: Grant, now: number, refresh?: RefreshToken): Promise<boolean>;
-  /** See {@link DevicePollSummary}. */
-  pollSummary(): Promise<DevicePollSummary>;
+  /**
+   * See {@link DevicePollSummary}. `firstIntervalSeconds` is the interval the
+   * codes were given: the server's configured `devicePollIntervalSeconds`
+   * (AUTHCLI_DEVICE_POLL_INTERVAL), which the store does not know.
+   */
+  pollSummary(firstIntervalSeconds: number): Promise<DevicePollSummary>;
 }
 
 const ON_TIME: DevicePoll = Object.freeze({ slowed: false });
@@ -208,11 +211,11 @@ export class KyselyDeviceGrants implements DeviceGrants {
     ]);
   }
 
-  async pollSummary(): Promise<DevicePollSummary> {
+  async pollSummary(firstIntervalSeconds: number): Promise<DevicePollSummary> {
     const row = await this.engine.db
       .selectFrom('device_authorizations')
       .select((eb) => [
-        eb.fn.countAll<number>().filterWhere('interval_s', '>', DEVICE_POLL_INTERVAL_SECONDS).as('slowedDown'),
+        eb.fn.countAll<number>().filterWhere('interval_s', '>', firstIntervalSeconds).as('slowedDown'),
         eb.fn.countAll<number>().filterWhere('last_poll_at', 'is not', null).as('polled'),
       ])
       .executeTakeFirstOrThrow();

@@ -1,0 +1,86 @@
+// The CLI's settings, for docs/configuration.md (`pnpm docs:config` writes its table from this list, and
+// packages/server/test/configuration-docs.test.ts checks it). Nothing at run time imports this file.
+import { DEFAULT_CLIENT_ID, DEFAULT_ISSUER } from './config.js';
+
+/** One environment variable the CLI reads, with its flag. */
+export interface CliSetting {
+  /** The environment variables (one row of the table). */
+  env: readonly string[];
+  /** The flag that wins over it, when there is one. */
+  flag?: string;
+  /** The default (Markdown). */
+  default: string;
+  /** What it does (Markdown). */
+  meaning: string;
+}
+
+const code = (value: string) => `\`${value}\``;
+
+export const CLI_SETTINGS: readonly CliSetting[] = [
+  {
+    env: ['AUTHCLI_ISSUER'],
+    flag: '--issuer',
+    default: code(DEFAULT_ISSUER),
+    meaning:
+      'The authorization server: its issuer URL, as its discovery document says it. After the flag, before `issuer` in `config.json`.',
+  },
+  {
+    env: ['AUTHCLI_CLIENT_ID'],
+    flag: '--client-id',
+    default: code(DEFAULT_CLIENT_ID),
+    meaning: 'The client id the CLI signs in as. After the flag, before `client_id` in `config.json`.',
+  },
+  {
+    env: ['AUTHCLI_CLIENT_SECRET'],
+    flag: '--client-secret-stdin',
+    default: 'none (a public client)',
+    meaning:
+      "A confidential client's secret, sent with HTTP Basic. `--client-secret-stdin` reads it from a pipe or file and wins; `--client-secret S` works but warns (argv shows in `ps`). Before `client_secret` in `config.json`.",
+  },
+  {
+    env: ['AUTHCLI_STORAGE'],
+    flag: '--storage',
+    default: 'the keychain when one answers, else the file',
+    meaning:
+      '`file` never touches the OS keychain; `keychain` always tries it and warns on every fallback. See [where credentials go](cli.md#where-credentials-are-kept).',
+  },
+  {
+    env: ['AUTHCLI_DEBUG'],
+    flag: '--debug',
+    default: 'off',
+    meaning: '`1`: a failure prints its cause chain and stacks.',
+  },
+  {
+    env: ['XDG_CONFIG_HOME'],
+    default: code('~/.config'),
+    meaning:
+      'Where the `authcli` folder is: `config.json`, `credentials.json`, `dpop-keys.json`, `dpop-nonces.json`, the lock files. Only an absolute path counts.',
+  },
+  {
+    env: ['HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY'],
+    default: 'none',
+    meaning: "Proxies for every request, lower-case names too (undici's `EnvHttpProxyAgent`).",
+  },
+  {
+    env: ['NO_COLOR', 'TERM'],
+    default: 'unset',
+    meaning: '`NO_COLOR` set, or `TERM=dumb`: no colour and no QR code (the complete URL as text instead).',
+  },
+  {
+    env: ['DISPLAY', 'WAYLAND_DISPLAY', 'SSH_CONNECTION', 'SSH_TTY'],
+    default: 'as the session sets them',
+    meaning:
+      'Whether there is a local browser to open: on Linux a display, on macOS and Windows not over SSH. Without one `login` does not offer to open it and `login --browser` suggests the device flow.',
+  },
+  {
+    env: ['DBUS_SESSION_BUS_ADDRESS', 'XDG_RUNTIME_DIR'],
+    default: 'as the session sets them',
+    meaning:
+      'On Linux, where the Secret Service keychain is looked for (the D-Bus session bus); without either no keychain can answer, and the CLI keeps credentials in the file unless `AUTHCLI_STORAGE=keychain`.',
+  },
+  {
+    env: ['KUBERNETES_EXEC_INFO'],
+    default: 'set by kubectl',
+    meaning: 'With `token --format exec-credential`: an `ExecCredential` of the API version kubectl asks for (`v1`, or `v1beta1`).',
+  },
+];

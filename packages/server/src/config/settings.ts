@@ -1,0 +1,230 @@
+import { availableParallelism } from 'node:os';
+import type { ServerConfig } from './config.js';
+import * as D from './defaults.js';
+
+/**
+ * One setting an operator gives `authcli-server`. docs/configuration.md's
+ * table of server settings is made from {@link SERVER_SETTINGS}
+ * (`pnpm docs:config` rewrites it), and packages/server/test/configuration-docs.test.ts
+ * checks the table, each default against what {@link loadConfig} builds from an
+ * empty environment, each range against what it accepts, and that every
+ * variable the sources read is here.
+ */
+export interface Setting {
+  /** The environment variable. */
+  env: string;
+  /** The `start` (and `config`) flag, when there is one. */
+  flag?: string;
+  /** The default, as the table shows it (Markdown). */
+  default: string;
+  /** The default as the config that `loadConfig({}, {})` built holds it, in the words of `default`. */
+  loaded?: (config: ServerConfig) => string;
+  /** The whole numbers accepted, when the setting is one. */
+  range?: { min: number; max: number };
+  /** What it does (Markdown). */
+  meaning: string;
+}
+
+const code = (value: string | number) => `\`${value}\``;
+const seconds = (ms: number) => code(ms / 1000);
+
+export const SERVER_SETTINGS: readonly Setting[] = [
+  // ---- where it listens and what it is
+  {
+    env: 'PORT',
+    flag: '--port',
+    default: code(8080),
+    loaded: (c) => code(c.port),
+    range: { min: 0, max: 65535 },
+    meaning: 'TCP port of the server (`0`: any free port).',
+  },
+  {
+    env: 'HOST',
+    flag: '--host',
+    default: code('127.0.0.1'),
+    loaded: (c) => code(c.host),
+    meaning: 'Address to listen on; `0.0.0.0` or `::` for every interface (then set the issuer to the URL clients use).',
+  },
+  {
+    env: 'AUTHCLI_ISSUER',
+    flag: '--issuer',
+    default: code('http://<host>:<port>'),
+    loaded: (c) => code(c.issuer.replace(`//${c.host}:`, '//<host>:').replace(`:${c.port}`, ':<port>')),
+    meaning:
+      'The public base URL: the `iss` of every token and the base of every endpoint. https, or http on loopback only; no path, query or fragment; a trailing slash is dropped.',
+  },
+  {
+    env: 'DATABASE_URL',
+    flag: '--database',
+    default: code('./data/authcli.db'),
+    loaded: (c) => code(c.databaseUrl),
+    meaning: 'The store: a file path or `sqlite:` URL for the embedded SQLite store, or `postgres://...` for PostgreSQL.',
+  },
+  {
+    env: 'LOG_LEVEL',
+    default: code('info'),
+    loaded: (c) => code(c.logLevel),
+    meaning:
+      '`fatal`, `error`, `warn`, `info`, `debug`, `trace` or `silent`. Requests are logged only at `debug` and `trace`, by method and path, never a query string or a body; errors carry the request id.',
+  },
+  {
+    env: 'AUTHCLI_TRUST_PROXY',
+    default: 'off',
+    loaded: (c) => (c.trustProxy === false ? 'off' : String(c.trustProxy)),
+    meaning:
+      'Which proxies may say who the client is in `X-Forwarded-For`: a hop count (`1`-`10`) or their addresses and CIDRs, comma-separated; `true` and `*` are refused. See [operating](operating.md#behind-a-reverse-proxy).',
+  },
+  {
+    env: 'AUTHCLI_KEY_ENCRYPTION_KEY',
+    default: 'unset',
+    loaded: (c) => (c.keyEncryptionKey ? 'set' : 'unset'),
+    meaning:
+      'Key-encryption key of the private signing keys (AES-256-GCM): 32 random bytes, base64 or base64url (`openssl rand -base64 32`). Unset: the keys are stored unencrypted and the server says so at start.',
+  },
+  {
+    env: 'AUTHCLI_KEY_ENCRYPTION_KEY_FILE',
+    default: 'unset',
+    meaning: 'A file holding that key (the same text, or the 32 raw bytes), e.g. a systemd credential. Set one of the two, not both.',
+  },
+  // ---- protocol choices
+  {
+    env: 'AUTHCLI_REGISTRATION',
+    default: code(D.REGISTRATION_MODE),
+    loaded: (c) => code(c.registration),
+    meaning: `Dynamic client registration (RFC 7591): ${D.REGISTRATION_MODES.map(code).join(', ')}. See [registration](registration.md).`,
+  },
+  {
+    env: 'AUTHCLI_REQUIRE_PAR',
+    default: code(String(D.REQUIRE_PAR)),
+    loaded: (c) => code(String(c.requirePushedAuthorizationRequests)),
+    meaning: 'Every client must push its authorization requests (RFC 9126); otherwise per application. See [PAR](par.md).',
+  },
+  {
+    env: 'AUTHCLI_DPOP_NONCE',
+    default: code(D.DPOP_NONCE_REQUIRED ? 'on' : 'off'),
+    loaded: (c) => code(c.dpopNonce ? 'on' : 'off'),
+    meaning: 'Whether the token endpoint requires its nonce in DPoP proofs (`on` or `off`). See [DPoP](dpop.md).',
+  },
+  {
+    env: 'AUTHCLI_ACCESS_TOKEN_ALG',
+    default: code('ES256'),
+    loaded: (c) => code(c.accessTokenAlg),
+    meaning: 'Signature algorithm of the JWT access tokens: `ES256` or `RS256`.',
+  },
+  // ---- lifetimes
+  {
+    env: 'AUTHCLI_ACCESS_TOKEN_TTL',
+    default: code(D.ACCESS_TOKEN_TTL_SECONDS),
+    loaded: (c) => code(c.accessTokenTtlSeconds),
+    range: { min: 1, max: 86400 },
+    meaning: 'Access token lifetime, seconds. A resource server that checks the JWT by itself accepts it until then.',
+  },
+  {
+    env: 'AUTHCLI_DEVICE_CODE_TTL',
+    default: code(D.DEVICE_CODE_TTL_SECONDS),
+    loaded: (c) => code(c.deviceCodeTtlSeconds),
+    range: D.DEVICE_CODE_TTL_BOUNDS,
+    meaning: 'Device code lifetime, seconds (RFC 8628 `expires_in`).',
+  },
+  {
+    env: 'AUTHCLI_DEVICE_POLL_INTERVAL',
+    default: code(D.DEVICE_POLL_INTERVAL_SECONDS),
+    loaded: (c) => code(c.devicePollIntervalSeconds),
+    range: D.DEVICE_POLL_INTERVAL_BOUNDS,
+    meaning: 'First device polling interval, seconds (RFC 8628 `interval`); each too-early poll adds 5.',
+  },
+  // ---- the network
+  {
+    env: 'AUTHCLI_HEADERS_TIMEOUT',
+    default: seconds(D.HEADERS_TIMEOUT_MS),
+    loaded: (c) => seconds(c.headersTimeoutMs),
+    range: { min: 1, max: 600 },
+    meaning: 'Seconds for the request line and headers to arrive (then 408).',
+  },
+  {
+    env: 'AUTHCLI_REQUEST_TIMEOUT',
+    default: seconds(D.REQUEST_TIMEOUT_MS),
+    loaded: (c) => seconds(c.requestTimeoutMs),
+    range: { min: 1, max: 3600 },
+    meaning: 'Seconds for the whole request, body included (then 408).',
+  },
+  {
+    env: 'AUTHCLI_KEEPALIVE_TIMEOUT',
+    default: seconds(D.KEEPALIVE_TIMEOUT_MS),
+    loaded: (c) => seconds(c.keepAliveTimeoutMs),
+    range: { min: 1, max: 600 },
+    meaning: "Seconds after which an idle kept-alive connection is closed; keep it above your load balancer's idle timeout.",
+  },
+  {
+    env: 'AUTHCLI_MAX_CONNECTIONS',
+    default: code(D.MAX_CONNECTIONS),
+    loaded: (c) => code(c.maxConnections),
+    range: { min: 16, max: 1_000_000 },
+    meaning: 'Open connections at most; past it a new one is closed at once. Keep it below `ulimit -n`.',
+  },
+  {
+    env: 'AUTHCLI_BODY_LIMIT',
+    default: code(D.BODY_LIMIT_BYTES),
+    loaded: (c) => code(c.bodyLimit),
+    range: { min: 1024, max: 1024 * 1024 },
+    meaning: 'Largest request body, bytes (then 413).',
+  },
+  {
+    env: 'AUTHCLI_DB_TIMEOUT',
+    default: seconds(D.DB_TIMEOUT_MS),
+    loaded: (c) => seconds(c.dbTimeoutMs),
+    range: { min: 1, max: 600 },
+    meaning: 'Seconds to connect to the database, wait for a pooled connection, or run a statement (then 503).',
+  },
+  {
+    env: 'AUTHCLI_SHUTDOWN_GRACE',
+    default: seconds(D.SHUTDOWN_GRACE_MS),
+    loaded: (c) => seconds(c.shutdownGraceMs),
+    range: { min: 1, max: 600 },
+    meaning: 'Seconds that requests in flight get to finish on SIGTERM or SIGINT.',
+  },
+  {
+    env: 'AUTHCLI_LIMITS',
+    default: 'the [abuse limits](security.md#abuse-limits)',
+    meaning:
+      'Overrides of abuse limits, comma-separated `kind=count/window` with the window in `s`, `m` or `h` (24h at most), e.g. `signin-account=20/15m`.',
+  },
+  // ---- password hashing
+  {
+    env: 'AUTHCLI_PASSWORD_HASH_THREADS',
+    default: 'half the cores, at least 1',
+    loaded: (c) =>
+      c.passwordHashThreads === D.passwordHashThreads(availableParallelism()) ? 'half the cores, at least 1' : code(c.passwordHashThreads),
+    range: { min: 1, max: 64 },
+    meaning: `Threads that hash passwords, at the lowest CPU priority; each has at most ${D.PASSWORD_HASHES_QUEUED_PER_THREAD} hashes in flight, past that sign-in answers 503 with \`Retry-After\`.`,
+  },
+  {
+    env: 'AUTHCLI_PASSWORD_HASH_COST',
+    default: code(Math.log2(D.SCRYPT.N)),
+    range: { min: 10, max: 20 },
+    meaning: `scrypt cost of password hashes as log2 N (r=${D.SCRYPT.r}, p=${D.SCRYPT.p}): 17 (N=2^17) is the OWASP minimum and the production floor, and below it the server warns loudly at start; tests use a cheap cost. Older hashes are upgraded at the next sign-in.`,
+  },
+  // ---- metrics
+  {
+    env: 'AUTHCLI_METRICS_PORT',
+    flag: '--metrics-port',
+    default: 'off',
+    loaded: (c) => (c.metrics ? code(c.metrics.port) : 'off'),
+    range: { min: 0, max: 65535 },
+    meaning:
+      "Serve `GET /metrics` (Prometheus) on a listener of its own at this port, which must differ from the server's. See [metrics](metrics.md).",
+  },
+  {
+    env: 'AUTHCLI_METRICS_HOST',
+    flag: '--metrics-host',
+    default: code(D.METRICS_HOST),
+    meaning: 'Address of the metrics listener: a private one for a scraper on another machine, never a public one.',
+  },
+  // ---- the launcher
+  {
+    env: 'UV_THREADPOOL_SIZE',
+    default: 'the cores but one, at least 1',
+    meaning:
+      "libuv's thread pool, where RS256 signatures are made and DPoP proofs checked; the `authcli-server` launcher sets it unless you do. The start banner shows it (`signing threads`).",
+  },
+];
