@@ -200,9 +200,9 @@ export const SERVER_SETTINGS: readonly Setting[] = [
   },
   {
     env: 'AUTHCLI_PASSWORD_HASH_COST',
-    default: code(Math.log2(D.SCRYPT.N)),
-    range: { min: 10, max: 20 },
-    meaning: `scrypt cost of password hashes as log2 N (r=${D.SCRYPT.r}, p=${D.SCRYPT.p}): 17 (N=2^17) is the OWASP minimum and the production floor, and below it the server warns loudly at start; tests use a cheap cost. Older hashes are upgraded at the next sign-in.`,
+    default: code(D.PASSWORD_HASH_COST),
+    range: D.PASSWORD_HASH_COST_BOUNDS,
+    meaning: `scrypt cost of password hashes as log2 N (r=${D.SCRYPT.r}, p=${D.SCRYPT.p}): ${D.PASSWORD_HASH_COST} (N=2^${D.PASSWORD_HASH_COST}, 128 MiB a hash) is the OWASP minimum and the production floor, and below it \`start\` warns loudly; tests use ${D.PASSWORD_HASH_COST_BOUNDS.min}. A hash made at a lower cost is upgraded at the next sign-in; one made at a higher cost is kept.`,
   },
   // ---- metrics
   {
