@@ -27,6 +27,17 @@ describe('what `authcli-server start` says', () => {
     });
   });
 
+  it('a password-hash cost below the production floor is warned about at start; at the default, no such warning', async () => {
+    const weak = 'authcli-server: warning: AUTHCLI_PASSWORD_HASH_COST=10 is below the production minimum (17';
+    // The tests' own cost (vitest sets AUTHCLI_PASSWORD_HASH_COST=10 for every process they start).
+    server = await startServerProcess({ env: { AUTHCLI_PASSWORD_HASH_COST: '10' } });
+    expect(server.output()).toContain(weak);
+    await server.stop();
+    // Unset, as on a real server: the default cost, no warning (starting costs no hash).
+    server = await startServerProcess({ env: { AUTHCLI_PASSWORD_HASH_COST: '' } });
+    expect(server.output()).not.toContain('AUTHCLI_PASSWORD_HASH_COST');
+  });
+
   it('on a terminal: a banner of text (the metrics address among it when on), no JSON; a warning when listening beyond loopback with a loopback issuer', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'authcli-banner-'));
     const port = await freePort();
