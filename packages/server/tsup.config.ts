@@ -33,7 +33,7 @@ export default defineConfig([
     sourcemap: true,
   },
   {
-    // The browser modules: the playground (one file with @authcli/pkce and jose inside, served at
+    // The browser modules: the playground (main.ts and the modules it imports, one file with @authcli/pkce and jose inside, served at
     // /assets/playground.js) and the dashboard's copy buttons (/assets/copy.js).
     entry: { playground: 'src/web/playground/main.ts', copy: 'src/web/copy/main.ts' },
     outDir: 'dist/public',

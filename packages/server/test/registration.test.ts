@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LIMITS } from '../src/config/defaults.js';
 import type { ServerConfig } from '../src/config/config.js';
-import { createInitialAccessToken } from '../src/oauth/dynamic-registration.js';
+import { createInitialAccessToken } from '../src/oauth/initial-access-tokens.js';
 import { newClientId } from '../src/oauth/registration.js';
 import { sha256Hex } from '../src/util/crypto.js';
 import {

@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { FormError, parseForm } from '../src/http/form.js';
 import { callbackUrlProblem, matchRedirectUri } from '../src/oauth/redirect-uri.js';
 import { parseScope } from '../src/oauth/scopes.js';
-import { loginHint } from '../src/oauth/authorize.js';
+import { loginHint } from '../src/oauth/authorize-checks.js';
 import { InvalidScope } from '../src/oauth/errors.js';
 import { randomToken, timeOrderedId } from '../src/util/crypto.js';
 import {

@@ -1,5 +1,5 @@
 import type { DeviceAuthorization } from '../store/store.js';
-import type { Authentication } from './authorize.js';
+import type { Authentication } from './authorization-step.js';
 import type { OAuthContext } from './context.js';
 import { formatUserCode, normalizeUserCode } from './user-code.js';
 

@@ -9,17 +9,14 @@
 
 import { PAR_REQUEST_TTL_SECONDS } from '../config/defaults.js';
 import { randomToken, sha256Hex } from '../util/crypto.js';
-import {
-  AuthorizationPageError,
-  AuthorizationRedirectError,
-  PUSHED_REQUEST_URI_PREFIX,
-  requestQuery,
-  validatePushedParams,
-} from './authorize.js';
+import { AuthorizationPageError, AuthorizationRedirectError } from './authorization-request.js';
+import { requestQuery } from './authorization-query.js';
+import { validatePushedParams } from './authorize.js';
 import { authenticateClient } from './client-auth.js';
 import type { OAuthContext } from './context.js';
 import { validateDpopProof } from './dpop.js';
 import { InvalidDpopProof, InvalidRequest, TemporarilyUnavailable } from './errors.js';
+import { PUSHED_REQUEST_URI_PREFIX } from './pushed-request-uri.js';
 
 /** Where clients push authorization requests (RFC 9126 §2). */
 export const PAR_PATH = '/oauth/par';

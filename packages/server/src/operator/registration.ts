@@ -1,7 +1,7 @@
 import { printTable, warn, withStore } from './shared.js';
 import type { Command } from 'commander';
 import { INITIAL_ACCESS_TOKEN_TTL_SECONDS } from '../config/defaults.js';
-import { createInitialAccessToken, initialAccessTokenState } from '../oauth/dynamic-registration.js';
+import { createInitialAccessToken, initialAccessTokenState } from '../oauth/initial-access-tokens.js';
 import { InputError } from '../util/input-error.js';
 
 const iso = (ms: number | null) => (ms === null ? '' : new Date(ms).toISOString());

@@ -92,7 +92,7 @@ export interface PushedRequestsTable {
   /** SHA-256 (hex) of the random part of the request_uri. */
   request_uri_hash: string;
   client_id: string;
-  /** The authorization request's query, as the server serialized it after validating it (oauth/authorize.ts requestQuery). */
+  /** The authorization request's query, as the server serialized it after validating it (oauth/authorization-query.ts requestQuery). */
   query: string;
   created_at: number;
   /** Until a browser opens it: the `expires_in` given to the client; once opened, the time a sign-in may take. */

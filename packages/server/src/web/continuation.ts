@@ -24,7 +24,7 @@ export type PageName = keyof typeof PAGES;
  * nothing a request sends can become a redirect target.
  */
 export type Continuation =
-  /** An authorization request: the query `resumeQuery` (oauth/authorize.ts) serialized from the validated request. */
+  /** An authorization request: the query `resumeQuery` (oauth/authorization-query.ts) serialized from the validated request. */
   | { kind: 'authorize'; query: string }
   /** The device page, with the user code it was opened with (normalized), if any. */
   | { kind: 'device'; userCode: string | null }

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { WebContext } from './context.js';
 import { FormError, isParsedForm, pageForm, pageQuery } from '../http/form.js';
-import { callbackUrl } from '../oauth/authorize.js';
+import { callbackUrl } from '../oauth/authorization-response.js';
 import { type LogoutRequest, validateLogout } from '../oauth/logout.js';
 import { sendPage } from './render.js';
 import { Layout, MessagePage } from './views.js';

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { STORE_RETRY_AFTER_SECONDS } from '../config/defaults.js';
-import { AuthorizationPageError, AuthorizationRedirectError, errorCallback } from '../oauth/authorize.js';
+import { AuthorizationPageError, AuthorizationRedirectError } from '../oauth/authorization-request.js';
+import { errorCallback } from '../oauth/authorization-response.js';
 import type { OAuthContext } from '../oauth/context.js';
 import { isStoreUnavailable } from '../store/unavailable.js';
 import { sendPage } from './render.js';

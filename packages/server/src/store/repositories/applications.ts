@@ -38,7 +38,7 @@ export interface Application {
    * made in the dashboard or with `apps add`.
    */
   registrationTokenHash: string | null;
-  /** The metadata only a self-registered client has (oauth/dynamic-registration.ts), as JSON; null otherwise. */
+  /** The metadata only a self-registered client has (oauth/client-metadata.ts `RegistrationMetadata`), as JSON; null otherwise. */
   registrationMetadata: string | null;
   /** Whose tokens it may introspect (RFC 7662 §2.1). */
   introspection: IntrospectionScope;

@@ -1,0 +1,91 @@
+/**
+ * What the authorization endpoint does with a valid request (OIDC Core
+ * §3.1.2.3-3.1.2.6): ask for a sign-in, offer the account chooser, ask for
+ * consent, or answer with a code; and the user's approval on the consent page.
+ */
+import type { User } from '../store/store.js';
+import { type AuthorizationRequest, AuthorizationRedirectError } from './authorization-request.js';
+import { requestQuery, withoutPrompt } from './authorization-query.js';
+import { issueCode } from './authorization-response.js';
+import { claimsScopes } from './claims-request.js';
+import type { OAuthContext } from './context.js';
+import { ConsentRequired, LoginRequired } from './errors.js';
+
+/** The user's sign-in an authorization request may rest on: who, and when they authenticated. */
+export interface Authentication {
+  user: User;
+  /** Epoch ms of the sign-in (OIDC Core §2 `auth_time`). */
+  authTime: number;
+}
+
+/** What the authorization endpoint does next with a validated request. */
+export type AuthorizationStep =
+  /** Send the browser to sign in, then resume the request. */
+  | { next: 'sign-in' }
+  /**
+   * `prompt=select_account` (OIDC Core §3.1.2.1) with a live session: offer to continue as the signed-in user
+   * (`continueAs`, the request again without select_account) or to sign in as someone else.
+   */
+  | { next: 'select-account'; continueAs: string }
+  /** Ask the signed-in user to approve the application and scopes. */
+  | { next: 'consent' }
+  /** Done: send the browser back to the client with a fresh code. */
+  | { next: 'redirect'; location: string };
+
+/**
+ * The authorization endpoint's decision (OIDC Core §3.1.2.3–3.1.2.4, RFC
+ * 6749 §4.1.1): a sign-in when there is none, `prompt=login` asks for one,
+ * it is older than `max_age`, or it is not the user the request names
+ * (`id_token_hint`, a `sub` value; §3.1.2.2); the account chooser for `prompt=select_account`;
+ * consent unless the user approved these scopes
+ * for this application before and `prompt=consent` is absent; otherwise a
+ * code. With `prompt=none` (§3.1.2.6) a step that needs the user is the
+ * error `login_required` or `consent_required`, redirected to the client.
+ * A pushed request (RFC 9126) keeps its parameters on the server, so a sign-in
+ * made after it was pushed is what satisfies its `prompt=login`,
+ * `select_account` and `max_age` (a direct request's resumed query drops them).
+ */
+export async function nextAuthorizationStep(
+  ctx: OAuthContext,
+  req: AuthorizationRequest,
+  signedIn: Authentication | undefined,
+): Promise<AuthorizationStep> {
+  const signedInForThis = signedIn !== undefined && req.pushed !== undefined && signedIn.authTime >= req.pushed.createdAt;
+  const stale =
+    signedIn !== undefined && !signedInForThis && req.maxAge !== undefined && ctx.config.now() - signedIn.authTime > req.maxAge * 1000;
+  const someoneElse = signedIn !== undefined && req.subject !== undefined && signedIn.user.id !== req.subject;
+  if (!signedIn || (req.prompt.has('login') && !signedInForThis) || stale || someoneElse) {
+    if (req.prompt.has('none'))
+      throw new AuthorizationRedirectError(new LoginRequired('the user is not signed in'), req.redirectUri, req.state);
+    return { next: 'sign-in' };
+  }
+  if (req.prompt.has('select_account') && !signedInForThis) {
+    return { next: 'select-account', continueAs: `/oauth/authorize?${requestQuery(withoutPrompt(req, 'select_account'))}` };
+  }
+  if (!req.prompt.has('consent') && (await ctx.store.consents.covers(signedIn.user.id, req.app.clientId, consentScopes(req)))) {
+    return { next: 'redirect', location: await issueCode(ctx, req, signedIn.user, signedIn.authTime) };
+  }
+  if (req.prompt.has('none')) {
+    throw new AuthorizationRedirectError(new ConsentRequired('the user has not approved this application'), req.redirectUri, req.state);
+  }
+  return { next: 'consent' };
+}
+
+/**
+ * The user approved the request on the consent page: the approval is
+ * remembered for this application and scope set, and a code issued; returns
+ * the callback URL.
+ */
+export async function approveAuthorization(ctx: OAuthContext, req: AuthorizationRequest, signedIn: Authentication): Promise<string> {
+  await ctx.store.consents.add(signedIn.user.id, req.app.clientId, consentScopes(req), ctx.config.now());
+  return issueCode(ctx, req, signedIn.user, signedIn.authTime);
+}
+
+/**
+ * What the user approves: the requested scopes, and the scopes of the claims
+ * the request names one by one (OIDC Core §5.5), so a claim is never
+ * released without the user's approval of its scope.
+ */
+export function consentScopes(req: AuthorizationRequest): string[] {
+  return [...new Set([...req.scopes, ...claimsScopes(req.claims)])];
+}
