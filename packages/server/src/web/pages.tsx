@@ -3,21 +3,6 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebContext } from './context.js';
 import { clientAddress } from '../http/client-ip.js';
 import { FormError, isParsedForm, pageForm, pageQuery } from '../http/form.js';
-<<<<<<< HEAD
-import {
-  approveAuthorization,
-  AuthorizationPageError,
-  consentScopes,
-  denied,
-  loginHint,
-  nextAuthorizationStep,
-  pushedRequestHash,
-  requestQuery,
-  resumeQuery,
-  usePushedRequest,
-  validateAuthorizationRequest,
-} from '../oauth/authorize.js';
-=======
 import { validateAuthorizationRequest } from '../oauth/authorize.js';
 import { loginHint } from '../oauth/authorize-checks.js';
 import { AuthorizationPageError } from '../oauth/authorization-request.js';
@@ -25,8 +10,6 @@ import { requestQuery, resumeQuery } from '../oauth/authorization-query.js';
 import { denied } from '../oauth/authorization-response.js';
 import { approveAuthorization, consentScopes, nextAuthorizationStep } from '../oauth/authorization-step.js';
 import { pushedRequestHash, usePushedRequest } from '../oauth/pushed-request-uri.js';
-import { DUMMY_PASSWORD_HASH, needsRehash } from '../util/password.js';
->>>>>>> split
 import { PasswordHasherBusy } from '../util/password-pool.js';
 import { retryAfterText } from './retry-after.js';
 import { FAVICON_PATH, FAVICON_SVG, FAVICON_VERSION, STYLESHEET, STYLESHEET_ETAG } from './assets.js';
