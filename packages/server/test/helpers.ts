@@ -13,6 +13,8 @@ import { scryptParams } from '../src/config/defaults.js';
 import { loadConfig, type ServerConfig } from '../src/config/config.js';
 import { openStore } from '../src/store/open.js';
 import type { Store } from '../src/store/store.js';
+import { randomToken, sha256Hex } from '../src/util/crypto.js';
+import { Sessions } from '../src/web/session.js';
 import { approveInBrowser, Browser, freePort, hidden, signInFields, type Res } from '@authcli/test-support/http';
 
 export { Browser, hidden, signInFields, type Res };
@@ -240,6 +242,30 @@ export async function authorizeUrl(r: AuthRequest): Promise<{ url: string; verif
 export async function signIn(browser: Browser, username = 'alice', password = PASSWORD, page = '/signin'): Promise<Res> {
   const form = await browser.get(page);
   return browser.postForm('/signin', signInFields(form.text, username, password));
+}
+
+/**
+ * A browser signed in as `username` without the sign-in page, for the tests about something else (as
+ * node-oidc-provider's tests seed sessions): the row Sessions.start writes at a password sign-in (keyed by the
+ * cookie's SHA-256, authenticated now, for the configured lifetime) goes in through the store, and the browser holds
+ * the cookie under the server's own name, so the real pages, consent and authorization endpoint read it like any
+ * session. It has no trusted-device cookie, which only sign-in attempts read. Tests about signing in use signIn.
+ */
+export async function signedInBrowser(server: TestServer, username = 'alice'): Promise<Browser> {
+  const user = await server.store.users.findByUsername(username);
+  if (!user) throw new Error(`no user ${username} to sign in`);
+  const now = server.clock.now();
+  const raw = randomToken(32);
+  await server.store.sessions.create({
+    id_hash: sha256Hex(raw),
+    user_id: user.id,
+    auth_time: now,
+    created_at: now,
+    expires_at: now + server.config.sessionTtlSeconds * 1000,
+  });
+  const browser = new Browser(server.url);
+  browser.cookies.set(new Sessions(server.config, server.store).cookieName, raw);
+  return browser;
 }
 
 /**
