@@ -249,7 +249,8 @@ export async function signIn(browser: Browser, username = 'alice', password = PA
  * node-oidc-provider's tests seed sessions): the row Sessions.start writes at a password sign-in (keyed by the
  * cookie's SHA-256, authenticated now, for the configured lifetime) goes in through the store, and the browser holds
  * the cookie under the server's own name, so the real pages, consent and authorization endpoint read it like any
- * session. It has no trusted-device cookie, which only sign-in attempts read. Tests about signing in use signIn.
+ * session. It has no trusted-device cookie, which only the password checks read (sign-in, password change): tests
+ * about those sign in through the form (signIn).
  */
 export async function signedInBrowser(server: TestServer, username = 'alice'): Promise<Browser> {
   const user = await server.store.users.findByUsername(username);
