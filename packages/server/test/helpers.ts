@@ -13,7 +13,6 @@ import { scryptParams } from '../src/config/defaults.js';
 import { loadConfig, type ServerConfig } from '../src/config/config.js';
 import { openStore } from '../src/store/open.js';
 import type { Store } from '../src/store/store.js';
-import { randomToken, sha256Hex } from '../src/util/crypto.js';
 import { Sessions } from '../src/web/session.js';
 import { approveInBrowser, Browser, freePort, hidden, signInFields, type Res } from '@authcli/test-support/http';
 
@@ -246,26 +245,17 @@ export async function signIn(browser: Browser, username = 'alice', password = PA
 
 /**
  * A browser signed in as `username` without the sign-in page, for the tests about something else (as
- * node-oidc-provider's tests seed sessions): the row Sessions.start writes at a password sign-in (keyed by the
- * cookie's SHA-256, authenticated now, for the configured lifetime) goes in through the store, and the browser holds
- * the cookie under the server's own name, so the real pages, consent and authorization endpoint read it like any
- * session. It has no trusted-device cookie, which only the password checks read (sign-in, password change): tests
- * about those sign in through the form (signIn).
+ * node-oidc-provider's tests seed sessions): the session is stored by the server's own Sessions.create, as a
+ * password sign-in stores it (authenticated now), and the browser holds its cookie under the server's own name, so
+ * the real pages, consent and authorization endpoint read it like any session. It has no trusted-device cookie,
+ * which only the password checks read (sign-in, password change): tests about those sign in through the form (signIn).
  */
 export async function signedInBrowser(server: TestServer, username = 'alice'): Promise<Browser> {
   const user = await server.store.users.findByUsername(username);
   if (!user) throw new Error(`no user ${username} to sign in`);
-  const now = server.clock.now();
-  const raw = randomToken(32);
-  await server.store.sessions.create({
-    id_hash: sha256Hex(raw),
-    user_id: user.id,
-    auth_time: now,
-    created_at: now,
-    expires_at: now + server.config.sessionTtlSeconds * 1000,
-  });
+  const sessions = new Sessions(server.config, server.store);
   const browser = new Browser(server.url);
-  browser.cookies.set(new Sessions(server.config, server.store).cookieName, raw);
+  browser.cookies.set(sessions.cookieName, await sessions.create(user));
   return browser;
 }
 
