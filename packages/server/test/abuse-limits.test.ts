@@ -11,7 +11,7 @@ import {
   hidden,
   PASSWORD,
   seedUser,
-  signIn,
+  signedInBrowser,
   startServer,
   type Res,
   ownClock,
@@ -246,8 +246,7 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
   it('rfc8628 §5.1 parallel user-code guesses at /device/decision share the /device budget: at most the limit are looked up', async () => {
     const s = await start();
     const victim = await deviceAuthorization(s, 'authcli', 'openid');
-    const b = new Browser(s.url);
-    await signIn(b);
+    const b = await signedInBrowser(s);
     const page = await b.get('/device');
     const csrf = hidden(page.text, '_csrf');
     const guess = (i: number) =>
@@ -281,8 +280,7 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
 
   it('rfc8628 §5.1 user-code guesses are limited per account across IPs', async () => {
     const s = await start({ trustProxy: 1 });
-    const b = new Browser(s.url);
-    await signIn(b);
+    const b = await signedInBrowser(s);
     const csrf = hidden((await b.get('/device')).text, '_csrf');
     const answers = await Promise.all(
       Array.from({ length: 45 }, (_, i) =>

@@ -8,7 +8,7 @@ import {
   PASSWORD,
   seedApp,
   seedUser,
-  signIn,
+  signedInBrowser,
   startServer,
   tokenRequest,
   type TestServer,
@@ -71,8 +71,7 @@ describe.each(dialects())('authorization endpoint by POST (%s)', (dialect) => {
   });
 
   it('oidc core §3.1.2.1 a signed-in user with consent is answered silently: the POST continues as a GET that carries the SameSite=Lax session', async () => {
-    const b = new Browser(server.url);
-    expect((await signIn(b)).status).toBe(303);
+    const b = await signedInBrowser(server);
     const first = await requestFields({ scope: 'openid email offline_access' });
     const consent = await b.get((await post(b, first.fields.toString())).location!);
     expect(consent.status).toBe(200);
@@ -104,8 +103,7 @@ describe.each(dialects())('authorization endpoint by POST (%s)', (dialect) => {
   });
 
   it('csrf: the POST needs no CSRF token or cookie (a client posts it cross-site); the consent that follows keeps its check', async () => {
-    const b = new Browser(server.url);
-    expect((await signIn(b)).status).toBe(303);
+    const b = await signedInBrowser(server);
     const { fields } = await requestFields({ scope: 'openid email', prompt: 'consent' });
     const res = await post(new Browser(server.url), fields.toString());
     expect(res.status).toBe(303);

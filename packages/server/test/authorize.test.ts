@@ -11,6 +11,7 @@ import {
   PASSWORD,
   seedApp,
   seedUser,
+  signedInBrowser,
   signIn,
   signInFields,
   startServer,
@@ -54,19 +55,21 @@ describe.each(dialects())('authorization endpoint (%s)', (dialect) => {
   });
   afterAll(async () => server.close());
 
-  async function signedIn(username = 'alice'): Promise<Browser> {
+  /** Signed in through the form: for the tests about the sign-in and the session it starts. */
+  async function signedInByForm(username = 'alice'): Promise<Browser> {
     const b = new Browser(server.url);
-    const res = await signIn(b, username);
-    expect(res.status).toBe(303);
+    expect((await signIn(b, username)).status).toBe(303);
     return b;
   }
+  /** Signed in by a seeded session: for the tests about the request, not the sign-in. */
+  const signedIn = (username = 'alice') => signedInBrowser(server, username);
 
-  /** A user of the test's own, signed in: no consent given yet, whatever other tests approved for alice. */
+  /** A user of the test's own, signed in (by the form when the session's age matters): no consent given yet, whatever alice approved. */
   let users = 0;
-  async function newUser(): Promise<{ b: Browser; username: string }> {
+  async function newUser(how: 'seeded' | 'form' = 'seeded'): Promise<{ b: Browser; username: string }> {
     const username = `user${++users}`;
     await seedUser(server, username);
-    return { b: await signedIn(username), username };
+    return { b: await (how === 'form' ? signedInByForm : signedIn)(username), username };
   }
 
   /** Answers a consent page with Approve; returns the redirect to the client. */
@@ -139,7 +142,7 @@ describe.each(dialects())('authorization endpoint (%s)', (dialect) => {
   });
 
   it('rfc6749 §4.1.2.1 deny redirects access_denied with state and iss', async () => {
-    const b = new Browser(server.url);
+    const b = await signedIn();
     const { callback, state } = await authorize(server, b, { clientId, redirectUri, scope: 'openid profile email' }, 'deny');
     expect(callback.searchParams.get('error')).toBe('access_denied');
     expect(callback.searchParams.get('state')).toBe(state);
@@ -244,7 +247,7 @@ describe.each(dialects())('authorization endpoint (%s)', (dialect) => {
   });
 
   it('oidc core §3.1.2.6 prompt=none with a session older than max_age is login_required', async () => {
-    const { b } = await newUser();
+    const { b } = await newUser('form');
     expect((await approve(b, await authorizeWith(b, {}))).status).toBe(303);
     ownClock(server).advance(61_000);
     const p = redirectParams(await authorizeWith(b, { prompt: 'none', max_age: '60', state: 'old' }));
@@ -425,7 +428,7 @@ describe.each(dialects())('authorization endpoint (%s)', (dialect) => {
   });
 
   it('sign-out ends the server-side session', async () => {
-    const b = await signedIn();
+    const b = await signedInByForm();
     const session = b.cookies.get('authcli_session')!;
     const page = await b.get('/signout');
     const out = await b.postForm('/signout', { _csrf: hidden(page.text, '_csrf') });
@@ -438,7 +441,7 @@ describe.each(dialects())('authorization endpoint (%s)', (dialect) => {
   });
 
   it('oidc core §3.1.2.1 prompt=login asks for credentials again even with a live session', async () => {
-    const b = await signedIn();
+    const b = await signedInByForm();
     const res = await authorizeWith(b, { prompt: 'login' });
     expect(res.status).toBe(303);
     expect(res.location).toMatch(/^\/signin\?continue=[\w-]{43}$/);
@@ -450,7 +453,7 @@ describe.each(dialects())('authorization endpoint (%s)', (dialect) => {
   });
 
   it('oidc core §3.1.2.1 max_age: a session older than max_age must sign in again; a younger one need not', async () => {
-    const { b } = await newUser();
+    const { b } = await newUser('form');
     expect((await approve(b, await authorizeWith(b, { scope: 'openid' }))).status).toBe(303);
     const young = await authorizeWith(b, { scope: 'openid', max_age: '60' });
     expect(redirectParams(young).get('code')).toBeTruthy();
@@ -475,7 +478,7 @@ describe.each(dialects())('authorization endpoint (%s)', (dialect) => {
   });
 
   it('a challenge from @authcli/pkce is accepted end to end', async () => {
-    const b = new Browser(server.url);
+    const b = await signedIn();
     const verifier = generateVerifier();
     const { callback } = await authorize(server, b, { clientId, redirectUri, verifier, scope: 'openid' });
     expect(callback.searchParams.get('code')).toBeTruthy();

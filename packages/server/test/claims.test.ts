@@ -15,12 +15,12 @@ import {
 import type { User } from '../src/store/store.js';
 import { InputError } from '../src/util/input-error.js';
 import {
-  Browser,
   decideOnDevicePage,
   deviceAuthorization,
   dialects,
   PASSWORD,
   poll,
+  signedInBrowser,
   startServer,
   type TestServer,
   TEST_SCRYPT,
@@ -239,7 +239,7 @@ describe.each(dialects())('userinfo releases exactly the claims of each scope; t
 
   async function login(username: string, scope: string) {
     const d = (await deviceAuthorization(server, 'authcli', scope)).json;
-    expect((await decideOnDevicePage(new Browser(server.url), d.user_code, 'approve', username)).status).toBe(200);
+    expect((await decideOnDevicePage(await signedInBrowser(server, username), d.user_code, 'approve')).status).toBe(200);
     const res = await poll(server, 'authcli', d.device_code);
     expect(res.status).toBe(200);
     const info = await fetch(`${server.url}/oauth/userinfo`, { headers: { authorization: `Bearer ${res.json.access_token}` } });

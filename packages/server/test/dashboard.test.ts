@@ -9,6 +9,7 @@ import {
   hidden,
   PASSWORD,
   seedUser,
+  signedInBrowser,
   signIn,
   startServer,
   type Res,
@@ -28,11 +29,8 @@ describe.each(dialects())('dashboard: applications (%s)', (dialect) => {
   });
   afterAll(async () => server.close());
 
-  async function as(username: string): Promise<Browser> {
-    const b = new Browser(server.url);
-    expect((await signIn(b, username)).status).toBe(303);
-    return b;
-  }
+  /** A browser of its own, signed in as `username` by a seeded session. */
+  const as = (username: string): Promise<Browser> => signedInBrowser(server, username);
 
   /** Submits the registration form the way a browser does: checkbox groups repeat their name. */
   async function register(
@@ -438,8 +436,7 @@ describe.each(dialects())('pages: 404, favicon, header (%s)', (dialect) => {
   it('the developer menu shows only to a signed-in user, and not on end-user pages (device, consent)', async () => {
     const anonymous = await new Browser(server.url).get('/');
     expect(anonymous.text).not.toContain('href="/dashboard"');
-    const b = new Browser(server.url);
-    expect((await signIn(b, 'carol')).status).toBe(303);
+    const b = await signedInBrowser(server, 'carol');
     const home = await b.get('/');
     expect(home.text).toContain('<a href="/dashboard">Dashboard</a>');
     expect(home.text).toContain('<a href="/developer/playground">Playground</a>');

@@ -14,6 +14,7 @@ import {
   poll,
   seedApp,
   seedUser,
+  signedInBrowser,
   signIn,
   startServer,
   ownClock,
@@ -162,6 +163,7 @@ describe.each(dialects())('device authorization grant, RFC 8628 (%s)', (dialect)
 
   it('rfc8628 §3.5 approved: tokens once (access, ID token, refresh); a second redemption is invalid_grant', async () => {
     const d = await start();
+    // End to end: signed in through the form, whose sign-in the ID token's amr describes.
     const page = await decideOnDevicePage(new Browser(server.url), d.user_code, 'approve');
     expect(page.status).toBe(200);
     expect(page.text).toContain('Device connected');
@@ -184,7 +186,7 @@ describe.each(dialects())('device authorization grant, RFC 8628 (%s)', (dialect)
 
   it('rfc8628 §3.5 concurrent redemption of one approved device code: exactly one success', async () => {
     const d = await start();
-    await decideOnDevicePage(new Browser(server.url), d.user_code, 'approve');
+    await decideOnDevicePage(await signedInBrowser(server), d.user_code, 'approve');
     const results = await Promise.all(Array.from({ length: 8 }, () => poll(server, 'authcli', d.device_code)));
     expect(results.filter((r) => r.status === 200)).toHaveLength(1);
     expect(results.filter((r) => r.json.error === 'invalid_grant')).toHaveLength(7);
@@ -192,7 +194,7 @@ describe.each(dialects())('device authorization grant, RFC 8628 (%s)', (dialect)
 
   it('rfc8628 §3.5 denied: access_denied', async () => {
     const d = await start();
-    const page = await decideOnDevicePage(new Browser(server.url), d.user_code, 'deny');
+    const page = await decideOnDevicePage(await signedInBrowser(server), d.user_code, 'deny');
     expect(page.text).toContain('denied');
     const res = await poll(server, 'authcli', d.device_code);
     expect(res.json.error).toBe('access_denied');
@@ -203,8 +205,7 @@ describe.each(dialects())('device authorization grant, RFC 8628 (%s)', (dialect)
     const clock = ownClock(server);
     clock.advance(600_000);
     expect((await poll(server, 'authcli', d.device_code)).json.error).toBe('expired_token');
-    const b = new Browser(server.url);
-    await signIn(b);
+    const b = await signedInBrowser(server);
     const entry = await b.get('/device');
     const res = await b.postForm('/device', { _csrf: hidden(entry.text, '_csrf'), user_code: d.user_code });
     expect(res.status).toBe(400);
@@ -213,7 +214,7 @@ describe.each(dialects())('device authorization grant, RFC 8628 (%s)', (dialect)
 
   it('rfc8628 §3.4 the device code is bound to the client that requested it', async () => {
     const d = await start();
-    await decideOnDevicePage(new Browser(server.url), d.user_code, 'approve');
+    await decideOnDevicePage(await signedInBrowser(server), d.user_code, 'approve');
     const stolen = await poll(server, other, d.device_code);
     expect(stolen.json.error).toBe('invalid_grant');
     expect((await poll(server, 'authcli', d.device_code)).status).toBe(200);
@@ -244,8 +245,7 @@ describe.each(dialects())('device authorization grant, RFC 8628 (%s)', (dialect)
   it('rfc8628 §3.3.1 a prefilled code (verification_uri_complete) still needs an explicit Approve', async () => {
     const clock = ownClock(server);
     const d = await start();
-    const b = new Browser(server.url);
-    await signIn(b);
+    const b = await signedInBrowser(server);
     const entry = await b.get(new URL(d.verification_uri_complete).pathname + new URL(d.verification_uri_complete).search);
     expect(entry.status).toBe(200);
     expect(entry.text).toContain(`value="${d.user_code}"`);
@@ -263,8 +263,7 @@ describe.each(dialects())('device authorization grant, RFC 8628 (%s)', (dialect)
 
   it('rfc8628 §6.1 entry is case- and dash-insensitive', async () => {
     const d = await start();
-    const b = new Browser(server.url);
-    await signIn(b);
+    const b = await signedInBrowser(server);
     const entry = await b.get('/device');
     const typed = ` ${d.user_code.replace('-', '').toLowerCase()} `;
     const confirm = await b.postForm('/device', { _csrf: hidden(entry.text, '_csrf'), user_code: typed });
@@ -274,7 +273,7 @@ describe.each(dialects())('device authorization grant, RFC 8628 (%s)', (dialect)
 
   it('a used code gets a clear message and cannot be decided twice', async () => {
     const d = await start();
-    const b = new Browser(server.url);
+    const b = await signedInBrowser(server);
     await decideOnDevicePage(b, d.user_code, 'approve');
     const entry = await b.get('/device');
     const res = await b.postForm('/device', { _csrf: hidden(entry.text, '_csrf'), user_code: d.user_code });
@@ -287,8 +286,7 @@ describe.each(dialects())('device authorization grant, RFC 8628 (%s)', (dialect)
 
   it('csrf: a decision without the token is refused', async () => {
     const d = await start();
-    const b = new Browser(server.url);
-    await signIn(b);
+    const b = await signedInBrowser(server);
     await b.get('/device');
     const res = await b.postForm('/device/decision', { user_code: d.user_code, decision: 'approve' });
     expect(res.status).toBe(403);
@@ -298,7 +296,7 @@ describe.each(dialects())('device authorization grant, RFC 8628 (%s)', (dialect)
   it('the account is re-checked at redemption: a disabled user gets no tokens', async () => {
     await seedUser(server, 'carol');
     const d = await start();
-    await decideOnDevicePage(new Browser(server.url), d.user_code, 'approve', 'carol');
+    await decideOnDevicePage(await signedInBrowser(server, 'carol'), d.user_code, 'approve');
     await server.store.users.setDisabled('carol', server.clock.now());
     const res = await poll(server, 'authcli', d.device_code);
     expect(res.status).toBe(400);
@@ -344,8 +342,7 @@ describe.each(dialects())('rfc8628 §5.1 brute force on the code page (%s)', (di
 
   it('wrong entries are limited per client IP, in the store, across instances', async () => {
     const good = (await deviceAuthorization(server, 'authcli', 'openid')).json.user_code as string;
-    const b = new Browser(server.url);
-    await signIn(b);
+    const b = await signedInBrowser(server);
     let page = await b.get('/device');
     for (let i = 0; i < LIMITS['user-code-ip'].limit; i++) {
       const res = await b.postForm('/device', { _csrf: hidden(page.text, '_csrf'), user_code: 'BCDF-GHJK' });
@@ -361,8 +358,9 @@ describe.each(dialects())('rfc8628 §5.1 brute force on the code page (%s)', (di
     const second = await buildApp({ ...server.config, port, issuer: `http://127.0.0.1:${port}` }, server.store);
     await second.listen({ port, host: '127.0.0.1' });
     try {
+      // Signed in on the shared store, in a browser of the second instance.
       const b2 = new Browser(`http://127.0.0.1:${port}`);
-      await signIn(b2);
+      b2.cookies = (await signedInBrowser(server)).cookies;
       const entry = await b2.get('/device');
       const res = await b2.postForm('/device', { _csrf: hidden(entry.text, '_csrf'), user_code: good });
       expect(res.status).toBe(429);

@@ -20,6 +20,7 @@ import {
   postForm,
   seedApp,
   seedUser,
+  signedInBrowser,
   startServer,
   tokenRequest,
   type TestServer,
@@ -134,10 +135,10 @@ describe.each(dialects())('rfc9449 DPoP (%s)', (dialect) => {
       .sign(k.privateKey);
   }
 
-  /** One browser for the suite: signed in once, consent remembered, so a code costs two requests. */
+  /** One browser for the suite: signed in once (seeded), consent remembered, so a code costs two requests. */
   let browser: Browser | undefined;
   async function code(clientId = pub, extra: Record<string, string> = {}) {
-    browser ??= new Browser(server.url);
+    browser ??= await signedInBrowser(server);
     const r = await authorize(server, browser, { clientId, redirectUri, scope: 'openid profile offline_access', extra });
     return { code: r.callback.searchParams.get('code')!, verifier: r.verifier, callback: r.callback };
   }
@@ -589,7 +590,7 @@ describe.each(dialects())('rfc9449 DPoP (%s)', (dialect) => {
         { dpop: await proof(key) },
       );
       expect(pending.json.error).toBe('authorization_pending');
-      await decideOnDevicePage(new Browser(server.url), d.user_code, 'approve');
+      await decideOnDevicePage(await signedInBrowser(server), d.user_code, 'approve');
       const res = await tokenRequest(
         server,
         { grant_type: DEVICE_GRANT, device_code: d.device_code, client_id: 'authcli' },
@@ -751,7 +752,7 @@ describe.each(dialects())('rfc9449 §8, §9 server nonces (%s)', (dialect) => {
 
   let browser: Browser | undefined;
   async function codeFields() {
-    browser ??= new Browser(server.url);
+    browser ??= await signedInBrowser(server);
     const r = await authorize(server, browser, { clientId: pub, redirectUri, scope: 'openid' });
     return {
       grant_type: 'authorization_code',

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import * as errors from '../src/oauth/errors.js';
 import { errorDescription, OAuthError } from '../src/oauth/errors.js';
-import { authorizeUrl, basic, Browser, postForm, seedApp, seedUser, signIn, startServer, type TestServer } from './helpers.js';
+import { authorizeUrl, basic, postForm, seedApp, seedUser, signedInBrowser, startServer, type TestServer } from './helpers.js';
 
 /** RFC 6749 §4.1.2.1, §5.2: error-description = 1*( %x20-21 / %x23-5B / %x5D-7E ). */
 const RFC6749_TEXT = /^[\x20-\x21\x23-\x5b\x5d-\x7e]+$/;
@@ -110,8 +110,7 @@ describe('rfc6749 §5.2 error descriptions: one character set, no request input 
     });
 
     it('the authorization endpoint: every redirected error', async () => {
-      const b = new Browser(server.url);
-      await signIn(b);
+      const b = await signedInBrowser(server);
       const cases: Record<string, string | undefined>[] = [
         { prompt: PROBE },
         { prompt: 'none login' },

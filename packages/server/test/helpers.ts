@@ -13,6 +13,7 @@ import { scryptParams } from '../src/config/defaults.js';
 import { loadConfig, type ServerConfig } from '../src/config/config.js';
 import { openStore } from '../src/store/open.js';
 import type { Store } from '../src/store/store.js';
+import { Sessions } from '../src/web/session.js';
 import { approveInBrowser, Browser, freePort, hidden, signInFields, type Res } from '@authcli/test-support/http';
 
 export { Browser, hidden, signInFields, type Res };
@@ -240,6 +241,22 @@ export async function authorizeUrl(r: AuthRequest): Promise<{ url: string; verif
 export async function signIn(browser: Browser, username = 'alice', password = PASSWORD, page = '/signin'): Promise<Res> {
   const form = await browser.get(page);
   return browser.postForm('/signin', signInFields(form.text, username, password));
+}
+
+/**
+ * A browser signed in as `username` without the sign-in page, for the tests about something else (as
+ * node-oidc-provider's tests seed sessions): the session is stored by the server's own Sessions.create, as a
+ * password sign-in stores it (authenticated now), and the browser holds its cookie under the server's own name, so
+ * the real pages, consent and authorization endpoint read it like any session. It has no trusted-device cookie,
+ * which only the password checks read (sign-in, password change): tests about those sign in through the form (signIn).
+ */
+export async function signedInBrowser(server: TestServer, username = 'alice'): Promise<Browser> {
+  const user = await server.store.users.findByUsername(username);
+  if (!user) throw new Error(`no user ${username} to sign in`);
+  const sessions = new Sessions(server.config, server.store);
+  const browser = new Browser(server.url);
+  browser.cookies.set(sessions.cookieName, await sessions.create(user));
+  return browser;
 }
 
 /**

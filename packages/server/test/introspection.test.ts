@@ -10,6 +10,7 @@ import {
   postForm,
   seedApp,
   seedUser,
+  signedInBrowser,
   startServer,
   tokenRequest,
   ownClock,
@@ -38,7 +39,7 @@ describe.each(dialects())('token introspection (%s)', (dialect) => {
   /** A code login of `client`: an access token, a refresh token and an ID token. */
   async function login(client: { id: string; secret: string } = conf, scope = 'openid profile offline_access', username = 'alice') {
     const { url, verifier } = await authorizeUrl({ clientId: client.id, redirectUri, scope });
-    const callback = new URL(await approveInBrowser(new Browser(server.url), server.url + url, username, PASSWORD));
+    const callback = new URL(await approveInBrowser(await signedInBrowser(server, username), server.url + url, username, PASSWORD));
     const res = await tokenRequest(
       server,
       { grant_type: 'authorization_code', code: callback.searchParams.get('code')!, redirect_uri: redirectUri, code_verifier: verifier },

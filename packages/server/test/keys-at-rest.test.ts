@@ -7,7 +7,17 @@ import { KEY_ACTIVATION_DELAY_MS, KEY_REFRESH_MS } from '../src/config/defaults.
 import { decryptPrivateJwk, encryptPrivateJwk, isEncryptedPrivateJwk } from '../src/oauth/key-encryption.js';
 import { KeyRing, generateSigningKey, rotateKeys } from '../src/oauth/keys.js';
 import type { Store } from '../src/store/store.js';
-import { authorize, Browser, dialects, seedApp, seedUser, startServer, tokenRequest, type TestServer, ownClock } from './helpers.js';
+import {
+  authorize,
+  dialects,
+  seedApp,
+  seedUser,
+  signedInBrowser,
+  startServer,
+  tokenRequest,
+  type TestServer,
+  ownClock,
+} from './helpers.js';
 
 const KEK = randomBytes(32);
 const OTHER_KEK = randomBytes(32);
@@ -102,7 +112,7 @@ describe.each(dialects())('signing keys at rest (%s)', (dialect) => {
 
   /** An ID token (RS256) and access token (ES256) from the running server, both verified against its JWKS. */
   async function verifiedTokens(): Promise<{ idKid: string; atKid: string }> {
-    const { callback, verifier } = await authorize(server, new Browser(server.url), { clientId, redirectUri, scope: 'openid' });
+    const { callback, verifier } = await authorize(server, await signedInBrowser(server), { clientId, redirectUri, scope: 'openid' });
     const res = await tokenRequest(server, {
       grant_type: 'authorization_code',
       code: callback.searchParams.get('code')!,

@@ -9,7 +9,7 @@ import {
   hidden,
   PASSWORD,
   seedUser,
-  signIn,
+  signedInBrowser,
   startServer,
   tokenRequest,
   ownClock,
@@ -41,9 +41,12 @@ describe.each(dialects())('RP-initiated logout (%s)', (dialect) => {
   });
   afterAll(async () => server.close());
 
-  /** Signs `username` in with a fresh browser through the code flow of `client`; returns the browser and the ID token. */
-  async function login(username = 'alice', client = rp) {
-    const b = new Browser(server.url);
+  /**
+   * Signs `username` in to `client` through the code flow, in a fresh browser with a seeded session (or signed in
+   * through the form, `b` a signed-out browser); returns the browser and the ID token.
+   */
+  async function login(username = 'alice', client = rp, b?: Browser) {
+    b ??= await signedInBrowser(server, username);
     const { url, verifier } = await authorizeUrl({ clientId: client.id, redirectUri, scope: 'openid' });
     const callback = new URL(await approveInBrowser(b, server.url + url, username, PASSWORD));
     const res = await tokenRequest(
@@ -68,7 +71,8 @@ describe.each(dialects())('RP-initiated logout (%s)', (dialect) => {
   });
 
   it('rp-initiated logout §2, §3 a hint for the signed-in user ends the session and returns to the registered URI with state', async () => {
-    const { b, idToken } = await login();
+    // End to end: the session the sign-in form started is the one the logout ends.
+    const { b, idToken } = await login('alice', rp, new Browser(server.url));
     expect(await signedIn(b)).toBe(true);
     const res = await b.get(logoutUrl({ id_token_hint: idToken, post_logout_redirect_uri: loggedOut, state: 'st 1' }));
     expect(res.status).toBe(303);
@@ -206,8 +210,7 @@ describe.each(dialects())('RP-initiated logout (%s)', (dialect) => {
   });
 
   it('dashboard: post-logout redirect URIs are registered and edited on the application form, with the callback URL rules', async () => {
-    const b = new Browser(server.url);
-    expect((await signIn(b, 'alice')).status).toBe(303);
+    const b = await signedInBrowser(server);
     const form = async (path: string, fields: Record<string, string>) => {
       const page = await b.get(path);
       expect(page.text).toContain('name="post_logout_redirect_uris"');

@@ -3,7 +3,17 @@ import { decodeProtectedHeader } from 'jose';
 import { KEY_ACTIVATION_DELAY_MS } from '../src/config/defaults.js';
 import { generateSigningKey } from '../src/oauth/keys.js';
 import { sha256Hex } from '../src/util/crypto.js';
-import { authorize, Browser, dialects, seedApp, seedUser, startServer, tokenRequest, type TestServer, ownClock } from './helpers.js';
+import {
+  authorize,
+  dialects,
+  seedApp,
+  seedUser,
+  signedInBrowser,
+  startServer,
+  tokenRequest,
+  type TestServer,
+  ownClock,
+} from './helpers.js';
 
 describe.each(dialects())('metadata, keys and probes (%s)', (dialect) => {
   let server: TestServer;
@@ -18,7 +28,7 @@ describe.each(dialects())('metadata, keys and probes (%s)', (dialect) => {
   afterAll(async () => server.close());
 
   async function idToken(s: TestServer, client: string): Promise<string> {
-    const { callback, verifier } = await authorize(s, new Browser(s.url), { clientId: client, redirectUri, scope: 'openid' });
+    const { callback, verifier } = await authorize(s, await signedInBrowser(s), { clientId: client, redirectUri, scope: 'openid' });
     const res = await tokenRequest(s, {
       grant_type: 'authorization_code',
       code: callback.searchParams.get('code')!,
@@ -64,7 +74,7 @@ describe.each(dialects())('metadata, keys and probes (%s)', (dialect) => {
   });
 
   it('codes are stored only as their SHA-256', async () => {
-    const { callback } = await authorize(server, new Browser(server.url), { clientId, redirectUri, scope: 'openid' });
+    const { callback } = await authorize(server, await signedInBrowser(server), { clientId, redirectUri, scope: 'openid' });
     const code = callback.searchParams.get('code')!;
     const rows = await server.store.rowsForTests().select('authorization_codes');
     expect(rows.map((r) => r.code_hash)).toContain(sha256Hex(code));

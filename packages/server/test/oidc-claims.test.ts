@@ -10,7 +10,7 @@ import {
   postForm,
   seedApp,
   seedUser,
-  signIn,
+  signedInBrowser,
   startServer,
   tokenRequest,
   type TestServer,
@@ -37,9 +37,10 @@ describe.each(dialects())('where claims go: ID token, userinfo, the claims param
   });
   afterAll(async () => server.close());
 
-  /** The code flow as alice (a fresh browser unless one is given), then the code exchange. */
-  async function login(clientId: string, scope: string, extra: Record<string, string> = {}, browser = new Browser(server.url)) {
-    const { callback, verifier } = await authorize(server, browser, { clientId, redirectUri, scope, extra });
+  /** The code flow as alice (a seeded session of its own unless a browser is given), then the code exchange. */
+  async function login(clientId: string, scope: string, extra: Record<string, string> = {}, browser?: Browser) {
+    const b = browser ?? (await signedInBrowser(server));
+    const { callback, verifier } = await authorize(server, b, { clientId, redirectUri, scope, extra });
     expect(callback.searchParams.get('error'), callback.href).toBeNull();
     const res = await tokenRequest(server, {
       grant_type: 'authorization_code',
@@ -60,8 +61,7 @@ describe.each(dialects())('where claims go: ID token, userinfo, the claims param
 
   /** The error an authorization request is redirected with, for a signed-in alice. */
   async function authorizeError(clientId: string, extra: Record<string, string>, browser?: Browser) {
-    const b = browser ?? new Browser(server.url);
-    if (!browser) await signIn(b);
+    const b = browser ?? (await signedInBrowser(server));
     const { url } = await authorizeUrl({ clientId, redirectUri, extra });
     const res = await b.get(url);
     expect(res.status).toBe(303);
@@ -77,7 +77,8 @@ describe.each(dialects())('where claims go: ID token, userinfo, the claims param
   });
 
   it('oidc core §2 and rfc8176 every ID token carries acr and amr ["pwd"]; discovery lists the acr value', async () => {
-    const t = await login(web, 'openid', { acr_values: 'urn:example:mfa 1 2' });
+    // Signed in through the form: the acr and amr describe that sign-in.
+    const t = await login(web, 'openid', { acr_values: 'urn:example:mfa 1 2' }, new Browser(server.url));
     expect(decodeJwt(t.id_token)).toMatchObject({ acr: PASSWORD_ACR, amr: ['pwd'] });
     const meta = (await (await fetch(`${server.url}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
     expect(meta.acr_values_supported).toEqual([PASSWORD_ACR]);
@@ -103,8 +104,7 @@ describe.each(dialects())('where claims go: ID token, userinfo, the claims param
   });
 
   it('oidc core §5.5 the user approves the scope of a claim named one by one: the consent page lists it', async () => {
-    const b = new Browser(server.url);
-    await signIn(b, 'bob');
+    const b = await signedInBrowser(server, 'bob');
     const { url } = await authorizeUrl({
       clientId: web,
       redirectUri,
@@ -147,7 +147,7 @@ describe.each(dialects())('where claims go: ID token, userinfo, the claims param
   });
 
   it('oidc core §3.1.2.1 id_token_hint of the signed-in user: prompt=none answers with a code', async () => {
-    const b = new Browser(server.url);
+    const b = await signedInBrowser(server);
     const first = await login(web, 'openid', {}, b);
     const { url } = await authorizeUrl({
       clientId: web,
@@ -161,10 +161,8 @@ describe.each(dialects())('where claims go: ID token, userinfo, the claims param
   });
 
   it('oidc core §3.1.2.2 a hint or sub value naming another user: the session does not count (login_required with prompt=none)', async () => {
-    const b = new Browser(server.url);
-    const alices = await login(web, 'openid', {}, b);
-    const bobs = new Browser(server.url);
-    await signIn(bobs, 'bob');
+    const alices = await login(web, 'openid');
+    const bobs = await signedInBrowser(server, 'bob');
     expect((await authorizeError(web, { prompt: 'none', id_token_hint: alices.id_token }, bobs)).error).toBe('login_required');
     const sub = JSON.stringify({ id_token: { sub: { value: aliceId } } });
     expect((await authorizeError(web, { prompt: 'none', claims: sub }, bobs)).error).toBe('login_required');
@@ -242,7 +240,8 @@ describe.each(dialects())('where claims go: ID token, userinfo, the claims param
     });
 
     it('rfc6750 §3.1 a token without the openid scope is 403 insufficient_scope, whichever way it came', async () => {
-      const { callback, verifier } = await authorize(server, new Browser(server.url), { clientId: conf.id, redirectUri, scope: 'profile' });
+      const b = await signedInBrowser(server);
+      const { callback, verifier } = await authorize(server, b, { clientId: conf.id, redirectUri, scope: 'profile' });
       const t = await tokenRequest(
         server,
         { grant_type: 'authorization_code', code: callback.searchParams.get('code')!, redirect_uri: redirectUri, code_verifier: verifier },

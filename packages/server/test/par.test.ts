@@ -13,6 +13,7 @@ import {
   postForm,
   seedApp,
   seedUser,
+  signedInBrowser,
   signIn,
   signInFields,
   startServer,
@@ -139,7 +140,7 @@ describe.each(dialects())('pushed authorization requests (%s)', (dialect) => {
     // The secret is client authentication, not part of the stored request: the browser's flow works as usual.
     const callback = new URL(
       await approveInBrowser(
-        new Browser(server.url),
+        await signedInBrowser(server, 'bob'),
         `${server.url}/oauth/authorize?client_id=${conf.id}&request_uri=${encodeURIComponent(post.json.request_uri)}`,
         'bob',
         PASSWORD,
@@ -219,7 +220,7 @@ describe.each(dialects())('pushed authorization requests (%s)', (dialect) => {
       state: 'attacker',
     });
     const callback = new URL(
-      await approveInBrowser(new Browser(server.url), `${server.url}/oauth/authorize?${tampered}`, 'carol', PASSWORD),
+      await approveInBrowser(await signedInBrowser(server, 'carol'), `${server.url}/oauth/authorize?${tampered}`, 'carol', PASSWORD),
     );
     expect(`${callback.origin}${callback.pathname}`).toBe(REDIRECT);
     expect(callback.searchParams.get('state')).toBe(params.state);
@@ -244,8 +245,7 @@ describe.each(dialects())('pushed authorization requests (%s)', (dialect) => {
 
   it('rfc9126 §4 one-time use: 20 parallel approvals of one pushed request give exactly one code', async () => {
     const { url } = await pushed();
-    const browser = new Browser(server.url);
-    expect((await signIn(browser, 'erin')).status).toBe(303);
+    const browser = await signedInBrowser(server, 'erin');
     const consent = await browser.get(url);
     expect(consent.status).toBe(200);
     const form = { _csrf: hidden(consent.text, '_csrf'), request: hidden(consent.text, 'request'), decision: 'approve' };
@@ -305,7 +305,7 @@ describe.each(dialects())('pushed authorization requests (%s)', (dialect) => {
     const res = await push(params, conf, { dpop: await proof(nonce) });
     expect(res.status, JSON.stringify(res.json)).toBe(201);
     const url = `${server.url}/oauth/authorize?${new URLSearchParams({ client_id: conf.id, request_uri: res.json.request_uri as string })}`;
-    const code = new URL(await approveInBrowser(new Browser(server.url), url, 'bob', PASSWORD)).searchParams.get('code')!;
+    const code = new URL(await approveInBrowser(await signedInBrowser(server, 'bob'), url, 'bob', PASSWORD)).searchParams.get('code')!;
     // The code's token request must prove that key: without a proof it is refused.
     const exchange = { grant_type: 'authorization_code', code, redirect_uri: REDIRECT, code_verifier: verifier };
     const refused = await tokenRequest(server, exchange, { authorization: basic(conf.id, conf.secret) });
@@ -335,7 +335,7 @@ describe.each(dialects())('pushed authorization requests (%s)', (dialect) => {
     expect(error.searchParams.get('state')).toBe(params.state);
     expect(error.searchParams.get('iss')).toBe(server.url);
     const { url } = await pushed({}, client);
-    expect(new URL(await approveInBrowser(new Browser(server.url), url, 'alice', PASSWORD)).searchParams.get('code')).toBeTruthy();
+    expect(new URL(await approveInBrowser(await signedInBrowser(server), url, 'alice', PASSWORD)).searchParams.get('code')).toBeTruthy();
   });
 
   it('rfc9126 §2 a public client is counted per IP: 40 parallel pushes with forged X-Forwarded-For, exactly the limit succeed', async () => {

@@ -3,7 +3,6 @@ import { decodeJwt } from 'jose';
 import {
   authorize,
   basic,
-  Browser,
   decideOnDevicePage,
   deviceAuthorization,
   dialects,
@@ -11,6 +10,7 @@ import {
   postForm,
   seedApp,
   seedUser,
+  signedInBrowser,
   startServer,
   tokenRequest,
   ownClock,
@@ -52,7 +52,7 @@ describe.each(dialects())('refresh tokens, revocation and userinfo (%s)', (diale
   /** A device login of the built-in app: tokens with a refresh token. */
   async function deviceLogin(scope = 'openid profile email') {
     const d = (await deviceAuthorization(server, 'authcli', scope)).json;
-    await decideOnDevicePage(new Browser(server.url), d.user_code, 'approve');
+    await decideOnDevicePage(await signedInBrowser(server), d.user_code, 'approve');
     const res = await poll(server, 'authcli', d.device_code);
     expect(res.status).toBe(200);
     return res.json as { access_token: string; refresh_token: string; id_token: string; scope: string };
@@ -60,7 +60,7 @@ describe.each(dialects())('refresh tokens, revocation and userinfo (%s)', (diale
 
   async function codeLogin(clientId: string, opts: { scope?: string; redirect?: string; secret?: string } = {}) {
     const redirect = opts.redirect ?? redirectUri;
-    const { callback, verifier } = await authorize(server, new Browser(server.url), {
+    const { callback, verifier } = await authorize(server, await signedInBrowser(server), {
       clientId,
       redirectUri: redirect,
       scope: opts.scope ?? 'openid profile',
@@ -171,7 +171,7 @@ describe.each(dialects())('refresh tokens, revocation and userinfo (%s)', (diale
     expect((await tokenRequest(server, { grant_type: 'refresh_token', client_id: 'authcli' })).json.error).toBe('invalid_request');
     await seedUser(server, 'dora');
     const d = (await deviceAuthorization(server, 'authcli', 'openid')).json;
-    await decideOnDevicePage(new Browser(server.url), d.user_code, 'approve', 'dora');
+    await decideOnDevicePage(await signedInBrowser(server, 'dora'), d.user_code, 'approve');
     const t = (await poll(server, 'authcli', d.device_code)).json;
     await server.store.users.setDisabled('dora', server.clock.now());
     expect((await refresh(t.refresh_token)).json.error).toBe('invalid_grant');

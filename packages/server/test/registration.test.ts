@@ -17,7 +17,7 @@ import {
   postForm,
   seedApp,
   seedUser,
-  signIn,
+  signedInBrowser,
   startServer,
   tokenRequest,
   type TestServer,
@@ -238,8 +238,7 @@ describe.each(dialects())('dynamic client registration, open (%s)', (dialect) =>
 
   it('rfc7591 §5 the consent page says that a self-registered client chose its own name', async () => {
     const reg = (await register(server, { ...WEB, client_name: 'authcli' })).json;
-    const b = new Browser(server.url);
-    expect((await signIn(b)).status).toBe(303);
+    const b = await signedInBrowser(server);
     const consent = await b.get((await authorizeUrl({ clientId: reg.client_id, redirectUri: 'https://app.example/cb' })).url);
     expect(consent.status).toBe(200);
     expect(consent.text).toContain('This application registered itself: its name has not been checked by anyone here.');
@@ -253,15 +252,13 @@ describe.each(dialects())('dynamic client registration, open (%s)', (dialect) =>
     const reg = (await register(server, { ...WEB, client_name: 'Self-registered tool' })).json;
     await seedUser(server, 'root', { admin: true });
     await seedUser(server, 'bob');
-    const admin = new Browser(server.url);
-    expect((await signIn(admin, 'root')).status).toBe(303);
+    const admin = await signedInBrowser(server, 'root');
     const list = await admin.get('/dashboard');
     expect(list.status).toBe(200);
     const row = list.text.slice(list.text.indexOf(`/dashboard/apps/${reg.client_id}`));
     expect(row.slice(0, row.indexOf('</tr>'))).toContain('(registered by the client, RFC 7591)');
     expect((await admin.get(`/dashboard/apps/${reg.client_id}`)).status).toBe(200);
-    const user = new Browser(server.url);
-    expect((await signIn(user, 'bob')).status).toBe(303);
+    const user = await signedInBrowser(server, 'bob');
     expect((await user.get('/dashboard')).text).not.toContain(reg.client_id);
     expect((await user.get(`/dashboard/apps/${reg.client_id}`)).status).toBe(404);
   });
@@ -484,7 +481,7 @@ describe.each(dialects())('dynamic client registration, open (%s)', (dialect) =>
       })
     ).json;
     const redirectUri = 'https://app.example/cb';
-    const browser = new Browser(server.url);
+    const browser = await signedInBrowser(server);
     const { callback, verifier } = await authorize(server, browser, {
       clientId: reg.client_id,
       redirectUri,
@@ -522,7 +519,7 @@ describe.each(dialects())('dynamic client registration, open (%s)', (dialect) =>
     expect(started.status, JSON.stringify(started.json)).toBe(200);
     const poll = () => tokenRequest(server, { grant_type: DEVICE_GRANT, device_code: started.json.device_code }, asOidcAgent);
     expectError(await poll(), 400, 'authorization_pending');
-    const browser = new Browser(server.url);
+    const browser = await signedInBrowser(server);
     expect((await decideOnDevicePage(browser, started.json.user_code, 'approve')).status).toBe(200);
     ownClock(server).advance(started.json.interval * 1000);
     const tokens = await poll();

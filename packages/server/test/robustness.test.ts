@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { LIMITS } from '../src/config/defaults.js';
-import { Browser, hidden, seedUser, signIn, startServer, type TestServer } from './helpers.js';
+import { Browser, hidden, seedUser, signedInBrowser, signIn, startServer, type TestServer } from './helpers.js';
 
 /** `n` bytes that look random but are the same in every run: SHA-256 in counter mode over `seed`. */
 function noise(seed: number, n: number): Buffer {
@@ -51,8 +51,7 @@ describe('bad input never crashes the server or gets a 5xx', () => {
   afterAll(async () => server.close());
 
   it('hostile form bodies at every form endpoint get a 4xx (or a valid protocol answer)', async () => {
-    const b = new Browser(server.url);
-    await signIn(b);
+    const b = await signedInBrowser(server);
     const page = await b.get('/device');
     const csrf = hidden(page.text, '_csrf');
     const targets = [
@@ -109,8 +108,7 @@ describe('bad input never crashes the server or gets a 5xx', () => {
   });
 
   it('hostile query strings at the authorization endpoint get a page, never a 5xx', async () => {
-    const b = new Browser(server.url);
-    await signIn(b);
+    const b = await signedInBrowser(server);
     for (const q of [
       '%',
       '%%%',

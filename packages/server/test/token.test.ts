@@ -5,15 +5,12 @@ import { generateVerifier } from '@authcli/pkce';
 import { sha256Hex } from '../src/util/crypto.js';
 import {
   authorize,
-  authorizeUrl,
   basic,
-  hidden,
-  PASSWORD,
   Browser,
   dialects,
   seedApp,
   seedUser,
-  signInFields,
+  signedInBrowser,
   startServer,
   tokenRequest,
   ownClock,
@@ -39,8 +36,9 @@ describe.each(dialects())('token endpoint, authorization_code grant (%s)', (dial
   });
   afterAll(async () => server.close());
 
-  async function code(clientId = pub, opts: { redirectUri?: string; scope?: string } = {}) {
-    const b = new Browser(server.url);
+  /** A code from the real authorization endpoint, for a signed-in browser of its own (seeded unless `browser` is given). */
+  async function code(clientId = pub, opts: { redirectUri?: string; scope?: string; browser?: Browser } = {}) {
+    const b = opts.browser ?? (await signedInBrowser(server));
     const r = await authorize(server, b, {
       clientId,
       redirectUri: opts.redirectUri ?? redirectUri,
@@ -60,7 +58,8 @@ describe.each(dialects())('token endpoint, authorization_code grant (%s)', (dial
     });
 
   it('rfc6749 §5.1 success: Bearer JWT access token (rfc9068) and ID token, no-store', async () => {
-    const c = await code();
+    // End to end: signed in through the form, whose sign-in the ID token's auth_time and amr describe.
+    const c = await code(pub, { browser: new Browser(server.url) });
     const res = await exchange(c);
     expect(res.status).toBe(200);
     expect(res.headers.get('cache-control')).toBe('no-store');
@@ -388,16 +387,9 @@ describe.each(dialects())('token endpoint, authorization_code grant (%s)', (dial
 
   it('a disabled account cannot redeem a code', async () => {
     await seedUser(server, 'bob');
-    const b = new Browser(server.url);
-    const { url, verifier } = await authorizeUrl({ clientId: pub, redirectUri, scope: 'openid' });
-    let res = await b.get(url);
-    res = await b.get(res.location!);
-    res = await b.postForm('/signin', signInFields(res.text, 'bob', PASSWORD));
-    res = await b.get(res.location!);
-    res = await b.postForm('/consent', { _csrf: hidden(res.text, '_csrf'), request: hidden(res.text, 'request'), decision: 'approve' });
-    const theCode = new URL(res.location!).searchParams.get('code')!;
+    const c = await code(pub, { scope: 'openid', browser: await signedInBrowser(server, 'bob') });
     await server.store.users.setDisabled('bob', server.clock.now());
-    const out = await exchange({ code: theCode, verifier });
+    const out = await exchange(c);
     expect(out.json.error).toBe('invalid_grant');
   });
 });

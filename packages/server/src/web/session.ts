@@ -40,6 +40,11 @@ export class Sessions {
 
   /** Starts a new session (a fresh id on every sign-in, against session fixation). */
   async start(reply: FastifyReply, user: User): Promise<void> {
+    reply.setCookie(this.cookieName, await this.create(user), { ...this.cookieOptions(), maxAge: this.config.sessionTtlSeconds });
+  }
+
+  /** Stores a new session of `user`, authenticated now; returns the cookie value that names it (start sets it). */
+  async create(user: User): Promise<string> {
     const now = this.config.now();
     const raw = randomToken(32);
     await this.store.sessions.create({
@@ -49,7 +54,7 @@ export class Sessions {
       created_at: now,
       expires_at: now + this.config.sessionTtlSeconds * 1000,
     });
-    reply.setCookie(this.cookieName, raw, { ...this.cookieOptions(), maxAge: this.config.sessionTtlSeconds });
+    return raw;
   }
 
   async end(req: FastifyRequest, reply: FastifyReply): Promise<void> {
