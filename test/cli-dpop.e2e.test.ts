@@ -7,6 +7,7 @@ import { calculateJwkThumbprint, type JWK } from 'jose';
 import type { Browser as Chromium } from 'playwright-core';
 import { launchChromium } from '@authcli/test-support/chromium';
 import { CLI_BIN, runCli, tempConfigHome } from '@authcli/test-support/cli-process';
+import { credentialsPath, expireStoredToken, storedSession } from '@authcli/test-support/credentials';
 import {
   approveAtOtherProvider,
   approveDeviceAtOtherProvider,
@@ -25,19 +26,7 @@ interface Session {
 
 type Op = Awaited<ReturnType<typeof startOtherProvider>>;
 
-const credentialsFile = (home: string) => join(home, 'authcli', 'credentials.json');
 const keysFile = (home: string) => join(home, 'authcli', 'dpop-keys.json');
-
-function sessionIn(home: string, issuer: string): Session {
-  return (JSON.parse(readFileSync(credentialsFile(home), 'utf8')) as { sessions: Record<string, Session> }).sessions[issuer]!;
-}
-
-/** Makes the stored access token look expired, so the next `authcli token` refreshes it. */
-function expireAccessToken(home: string, issuer: string): void {
-  const file = JSON.parse(readFileSync(credentialsFile(home), 'utf8')) as { sessions: Record<string, Session> };
-  file.sessions[issuer]!.expires_at = Date.now() - 1000;
-  writeFileSync(credentialsFile(home), JSON.stringify(file));
-}
 
 /** The thumbprint of the key kept in dpop-keys.json for the issuer (there must be exactly one). */
 async function storedKeyThumbprint(home: string, issuer: string): Promise<string> {
@@ -59,7 +48,8 @@ describe('authcli with DPoP (RFC 9449) and PAR (RFC 9126) against node-oidc-prov
 
   beforeAll(async () => {
     [op, parOp, chromium] = await Promise.all([
-      startOtherProvider({ dpop: true }),
+      // Devices poll every second (node-oidc-provider names no interval: 5 s), so a device login ends soon after its approval.
+      startOtherProvider({ dpop: true, deviceInterval: 1 }),
       startOtherProvider({ dpop: true, requirePar: true }),
       launchChromium(),
     ]);
@@ -111,13 +101,13 @@ describe('authcli with DPoP (RFC 9449) and PAR (RFC 9126) against node-oidc-prov
     const home = tempConfigHome();
     const from = op.events.length;
     await deviceLogin(home, 'olivia');
-    const session = sessionIn(home, op.issuer);
+    const session = storedSession(home, op.issuer);
     expect(session.token_type).toBe('DPoP');
     const jkt = await storedKeyThumbprint(home, op.issuer);
     expect(session.dpop_jkt).toBe(jkt);
     expect(statSync(keysFile(home)).mode & 0o777).toBe(0o600);
     // No private key material in the credentials file.
-    expect(readFileSync(credentialsFile(home), 'utf8')).not.toMatch(/"d"\s*:/);
+    expect(readFileSync(credentialsPath(home), 'utf8')).not.toMatch(/"d"\s*:/);
     const events = since(op.events, from);
     const issued = events.find((e) => e.name === 'access_token.saved' && e.jti === session.access_token);
     expect(issued).toMatchObject({ jkt });
@@ -178,7 +168,7 @@ describe('authcli with DPoP (RFC 9449) and PAR (RFC 9126) against node-oidc-prov
     const json = await runCli(['token', '--dpop', '--htu', userinfo_endpoint, '--json'], envFor(home)).exit;
     expect(json.code, json.stderr).toBe(0);
     expect(JSON.parse(json.stdout)).toMatchObject({
-      authorization: `DPoP ${sessionIn(home, op.issuer).access_token}`,
+      authorization: `DPoP ${storedSession(home, op.issuer).access_token}`,
       dpop: expect.any(String),
       htm: 'GET',
       htu: userinfo_endpoint,
@@ -216,13 +206,13 @@ describe('authcli with DPoP (RFC 9449) and PAR (RFC 9126) against node-oidc-prov
   it('refresh with a stale nonce: use_dpop_nonce, one retry with the new nonce, a token bound to the same key', async () => {
     const home = tempConfigHome();
     await deviceLogin(home, 'quinn');
-    const before = sessionIn(home, op.issuer);
+    const before = storedSession(home, op.issuer);
     writeFileSync(join(home, 'authcli', 'dpop-nonces.json'), JSON.stringify({ [op.issuer]: 'stale-nonce' }));
-    expireAccessToken(home, op.issuer);
+    expireStoredToken(home, op.issuer);
     const from = op.events.length;
     const run = await runCli(['token'], envFor(home)).exit;
     expect(run.code, run.stderr).toBe(0);
-    const after = sessionIn(home, op.issuer);
+    const after = storedSession(home, op.issuer);
     expect(run.stdout).toBe(`${after.access_token}\n`);
     expect(after.access_token).not.toBe(before.access_token);
     expect(after).toMatchObject({ token_type: 'DPoP', dpop_jkt: before.dpop_jkt });
@@ -239,8 +229,8 @@ describe('authcli with DPoP (RFC 9449) and PAR (RFC 9126) against node-oidc-prov
   it('6 parallel authcli token refresh once: all print the same token, bound to the one stored key', async () => {
     const home = tempConfigHome();
     await deviceLogin(home, 'rita');
-    const jkt = sessionIn(home, op.issuer).dpop_jkt;
-    expireAccessToken(home, op.issuer);
+    const jkt = storedSession(home, op.issuer).dpop_jkt;
+    expireStoredToken(home, op.issuer);
     const from = op.events.length;
     const runs = await Promise.all(Array.from({ length: 6 }, () => runCli(['token'], envFor(home)).exit));
     for (const r of runs) expect(r.code, r.stderr).toBe(0);
@@ -257,7 +247,7 @@ describe('authcli with DPoP (RFC 9449) and PAR (RFC 9126) against node-oidc-prov
     await deviceLogin(home, 'sam');
     const elsewhere = tempConfigHome();
     mkdirSync(join(elsewhere, 'authcli'), { recursive: true });
-    copyFileSync(credentialsFile(home), credentialsFile(elsewhere));
+    copyFileSync(credentialsPath(home), credentialsPath(elsewhere));
     const from = op.events.length;
     const expected = new RegExp(
       `^authcli: the sign-in to ${op.issuer.replace(/[.]/g, '\\.')} is bound to a DPoP key that is not on this machine .*; run \`authcli login\`\n$`,
@@ -268,7 +258,7 @@ describe('authcli with DPoP (RFC 9449) and PAR (RFC 9126) against node-oidc-prov
     expect(dpop.stdout).toBe('');
     expect(dpop.stderr).toMatch(expected);
 
-    expireAccessToken(elsewhere, op.issuer);
+    expireStoredToken(elsewhere, op.issuer);
     const refresh = await runCli(['token'], envFor(elsewhere)).exit;
     expect(refresh.code).toBe(1);
     expect(refresh.stdout).toBe('');
@@ -282,7 +272,7 @@ describe('authcli with DPoP (RFC 9449) and PAR (RFC 9126) against node-oidc-prov
       /token type: {3}DPoP-bound .* is not on this machine: run `authcli login`/,
     );
     // The original machine still works.
-    expireAccessToken(home, op.issuer);
+    expireStoredToken(home, op.issuer);
     expect((await runCli(['token'], envFor(home)).exit).code).toBe(0);
   });
 
@@ -295,7 +285,7 @@ describe('authcli with DPoP (RFC 9449) and PAR (RFC 9126) against node-oidc-prov
     expect([...new URL(url).searchParams.keys()].sort()).toEqual(['client_id', 'request_uri']);
     expect(done.code, done.stderr).toBe(0);
     expect(done.stdout).toBe(`Signed in to ${parOp.issuer} as tess.\n`);
-    const session = sessionIn(home, parOp.issuer);
+    const session = storedSession(home, parOp.issuer);
     expect(session.token_type).toBe('DPoP');
     const jkt = await storedKeyThumbprint(home, parOp.issuer);
     const events = since(parOp.events, from);
@@ -307,7 +297,7 @@ describe('authcli with DPoP (RFC 9449) and PAR (RFC 9126) against node-oidc-prov
     expect((await browserLogin(env, 'tess')).done.code).toBe(0);
     const newJkt = await storedKeyThumbprint(home, parOp.issuer);
     expect(newJkt).not.toBe(jkt);
-    expect(sessionIn(home, parOp.issuer).dpop_jkt).toBe(newJkt);
+    expect(storedSession(home, parOp.issuer).dpop_jkt).toBe(newJkt);
   });
 
   it('with a Secret Service: the key is a keychain entry beside the session (no file); refresh uses it; logout removes it', async () => {
@@ -316,7 +306,7 @@ describe('authcli with DPoP (RFC 9449) and PAR (RFC 9126) against node-oidc-prov
     const home = tempConfigHome();
     await deviceLogin(home, 'uma', ss.env);
     const env = envFor(home, op.issuer, ss.env);
-    expect(existsSync(credentialsFile(home))).toBe(false);
+    expect(existsSync(credentialsPath(home))).toBe(false);
     expect(existsSync(keysFile(home))).toBe(false);
     const session = JSON.parse((await ss.lookup(`${op.issuer} authcli`))!) as Session;
     expect(session).toMatchObject({ token_type: 'DPoP', dpop_jkt: expect.any(String) });
@@ -345,16 +335,16 @@ describe('authcli with DPoP (RFC 9449) and PAR (RFC 9126) against node-oidc-prov
     const home = tempConfigHome();
     await deviceLogin(home, 'vera', ss.env);
     const env = envFor(home, op.issuer, ss.env);
-    const session = sessionIn(home, op.issuer);
+    const session = storedSession(home, op.issuer);
     expect(await storedKeyThumbprint(home, op.issuer)).toBe(session.dpop_jkt);
 
     await ss.unlock();
-    expireAccessToken(home, op.issuer);
+    expireStoredToken(home, op.issuer);
     const refreshed = await runCli(['token'], env).exit;
     expect(refreshed.code, refreshed.stderr).toBe(0);
     // The refreshed session went back to the keychain; its key, in the file, signed the refresh.
     expect(JSON.parse((await ss.lookup(`${op.issuer} authcli`))!)).toMatchObject({ dpop_jkt: session.dpop_jkt });
-    expect(existsSync(credentialsFile(home))).toBe(false);
+    expect(existsSync(credentialsPath(home))).toBe(false);
     expect(op.events.find((e) => e.name === 'access_token.saved' && e.jti === refreshed.stdout.trim())).toMatchObject({
       jkt: session.dpop_jkt,
     });

@@ -5,7 +5,8 @@ import { DARK_SCHEME, LIGHT_SCHEME, scanTerminal } from '@authcli/test-support/t
 import { launchChromium, screenshotPath } from '@authcli/test-support/chromium';
 import { CLI_BIN, runCli, tempConfigHome } from '@authcli/test-support/cli-process';
 import { approveInBrowser, Browser } from '@authcli/test-support/http';
-import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
+import { addApp, addUsers } from '@authcli/test-support/seed';
+import { startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 const PASSWORD = 'login ux password';
 const AUTHORIZE_LINE = /^\s+(http:\/\/\S+\/oauth\/authorize\?\S+)$/m;
@@ -44,10 +45,10 @@ describe('authcli login as a person sees it', () => {
     server = await startServerProcess();
     // Each test that meets the consent page has its own user: alice approves once (in Chromium), bob never approves,
     // carol approves outside Chromium. A consent given in one test would skip the page in another (vitest shuffles in CI).
-    for (const user of ['alice', 'bob', 'carol']) {
-      const added = await serverCommand(['users', 'add', user, '--password-stdin'], server.env, `${PASSWORD}\n`);
-      expect(added.code, added.stderr).toBe(0);
-    }
+    await addUsers(
+      server.env,
+      ['alice', 'bob', 'carol'].map((username) => ({ username, password: PASSWORD })),
+    );
     chromium = await launchChromium();
   });
   afterAll(async () => {
@@ -145,23 +146,12 @@ describe('authcli login as a person sees it', () => {
   });
 
   it('a client without the loopback redirect URI registered: says which callback to register', async () => {
-    const added = await serverCommand(
-      [
-        'apps',
-        'add',
-        '--name',
-        'Web only',
-        '--kind',
-        'public',
-        '--callback',
-        'https://app.example/cb',
-        '--scope',
-        'openid profile',
-        '--json',
-      ],
-      server.env,
-    );
-    const app = JSON.parse(added.stdout) as { client_id: string };
+    const app = await addApp(server.env, {
+      name: 'Web only',
+      kind: 'public',
+      callbackUrls: ['https://app.example/cb'],
+      scopes: ['openid', 'profile'],
+    });
     const run = await runCli(['login', '--browser', '--no-open', '--client-id', app.client_id], envFor(tempConfigHome())).exit;
     expect(run.code).toBe(1);
     expect(run.stderr.trim()).toMatch(

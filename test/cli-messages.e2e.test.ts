@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCli, tempConfigHome } from '@authcli/test-support/cli-process';
 import { freePort } from '@authcli/test-support/http';
-import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
+import { addApp } from '@authcli/test-support/seed';
+import { startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 /** Every failure is one line on stderr (message, then what to check), nothing on stdout. */
 function oneLine(run: { stdout: string; stderr: string }): string {
@@ -29,23 +30,12 @@ describe('authcli messages: one line and a hint, the detail with --debug', () =>
 
   beforeAll(async () => {
     server = await startServerProcess();
-    const added = await serverCommand(
-      [
-        'apps',
-        'add',
-        '--name',
-        'Build bot',
-        '--kind',
-        'confidential',
-        '--scope',
-        'openid profile',
-        '--grant',
-        'urn:ietf:params:oauth:grant-type:device_code',
-        '--json',
-      ],
-      server.env,
-    );
-    confidential = JSON.parse(added.stdout);
+    confidential = (await addApp(server.env, {
+      name: 'Build bot',
+      kind: 'confidential',
+      scopes: ['openid', 'profile'],
+      grantTypes: ['urn:ietf:params:oauth:grant-type:device_code'],
+    })) as typeof confidential;
   });
   afterAll(async () => {
     await server?.stop();

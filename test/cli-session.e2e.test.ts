@@ -5,14 +5,19 @@ import { createLocalJWKSet, jwtVerify, type JSONWebKeySet } from 'jose';
 import { runCli, tempConfigHome, type CliRun } from '@authcli/test-support/cli-process';
 import { freshDatabase, type TestDatabase } from '@authcli/test-support/databases';
 import { approveInBrowser, Browser } from '@authcli/test-support/http';
+import { expireStoredToken } from '@authcli/test-support/credentials';
+import { addApp, addUsers } from '@authcli/test-support/seed';
 import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 import { tunnelProxy } from '@authcli/test-support/tunnel-proxy';
 
 const PASSWORD = 'cli session e2e password';
-/** Access tokens live this long, so tests can wait for one to expire. */
-const TTL_S = 6;
+/**
+ * Access tokens live this long at the server: longer than any test, so the only expiry the CLI sees is the one a
+ * test writes into its credentials file (expireStoredToken), and a token a parallel process just stored is never
+ * taken for one about to expire.
+ */
+const TTL_S = 300;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex');
 
 describe('authcli sessions: the refresh lock, token formats, lifecycle and status', () => {
@@ -22,10 +27,10 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
   beforeAll(async () => {
     db = await freshDatabase('sqlite');
     server = await startServerProcess({ database: db.url, env: { AUTHCLI_ACCESS_TOKEN_TTL: String(TTL_S) } });
-    for (const name of ['alice', 'bob', 'carol', 'erin', 'frank', 'grace', 'heidi', 'ivan']) {
-      const added = await serverCommand(['users', 'add', name, '--password-stdin'], server.env, `${PASSWORD}\n`);
-      expect(added.code, added.stderr).toBe(0);
-    }
+    await addUsers(
+      server.env,
+      ['alice', 'bob', 'carol', 'erin', 'frank', 'grace', 'heidi', 'ivan'].map((username) => ({ username, password: PASSWORD })),
+    );
   });
   afterAll(async () => {
     await server?.stop();
@@ -33,6 +38,8 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
   });
 
   const envFor = (home: string, extra: Record<string, string> = {}) => ({ XDG_CONFIG_HOME: home, AUTHCLI_ISSUER: server.issuer, ...extra });
+  /** The CLI in `home` takes its access token for expired from now on (the server still accepts it). */
+  const expireAccessToken = (home: string) => expireStoredToken(home, server.issuer);
 
   /** Starts `authcli login --browser` and plays the user's browser up to the redirect back; the callback is the caller's to deliver. */
   async function startLogin(
@@ -84,7 +91,7 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
   it('8 parallel authcli token refresh once: one refresh reaches the server, all 8 print a token that works, the sign-in lives on', async () => {
     const home = tempConfigHome();
     await signIn(home, 'alice');
-    await sleep(TTL_S * 1000 + 300); // the access token has expired
+    expireAccessToken(home); // the access token has expired, as far as the CLI knows
     const runs = await Promise.all(Array.from({ length: 8 }, () => runCli(['token'], envFor(home)).exit));
     for (const r of runs) expect(r.code, r.stderr).toBe(0);
     const printed = new Set(runs.map((r) => r.stdout.trim()));
@@ -98,7 +105,7 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
     expect(grant!.refreshTokens[1]!.used_at).toBeNull();
 
     // The stored refresh token is the live one: the next refresh works and the sign-in is not revoked.
-    await sleep(TTL_S * 1000 + 300);
+    expireAccessToken(home);
     const again = await runCli(['token'], envFor(home)).exit;
     expect(again.code, again.stderr).toBe(0);
     expect(await userinfo(again.stdout.trim(), home)).toBe(200);
@@ -110,7 +117,7 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
   it('a process killed (SIGKILL) while holding the lock does not block the next ones beyond the stale rule', async () => {
     const home = tempConfigHome();
     await signIn(home, 'bob');
-    await sleep(TTL_S * 1000 + 300);
+    expireAccessToken(home);
     // The holder's refresh request is held in the proxy: it holds the lock, its request never arrives.
     const proxy = await tunnelProxy({ hold: /^POST \/oauth\/token /m });
     try {
@@ -175,7 +182,7 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
       expect(alive).toHaveLength(1);
       for (const rt of replaced) expect(await refreshAtServer(rt)).toMatchObject({ status: 400, error: 'invalid_grant' });
       // The stored refresh token is the live one: authcli token renews with it.
-      await sleep(TTL_S * 1000 + 300);
+      expireAccessToken(home);
       const token = await runCli(['token'], envFor(home)).exit;
       expect(token.code, token.stderr).toBe(0);
       expect(await userinfo(token.stdout.trim(), home)).toBe(200);
@@ -210,11 +217,12 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
   });
 
   it('logout with the server down exits non-zero and keeps the session; --local forgets it and says the token stays valid', async () => {
-    const own = await startServerProcess({ env: { AUTHCLI_ACCESS_TOKEN_TTL: String(TTL_S) } });
+    // A server of its own, since it is stopped.
+    const own = await startServerProcess();
     const home = tempConfigHome();
     const env = { XDG_CONFIG_HOME: home, AUTHCLI_ISSUER: own.issuer };
     try {
-      expect((await serverCommand(['users', 'add', 'alice', '--password-stdin'], own.env, `${PASSWORD}\n`)).code).toBe(0);
+      await addUsers(own.env, [{ username: 'alice', password: PASSWORD }]);
       const run = runCli(['login', '--browser', '--no-open'], env);
       const [, url] = await run.waitFor(/^\s+(http:\/\/\S+\/oauth\/authorize\?\S+)$/m);
       await fetch(await approveInBrowser(new Browser(own.issuer), url!, 'alice', PASSWORD));
@@ -260,35 +268,23 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
 
     await signIn(home, 'grace');
     expect(await status(home)).toMatchObject({ code: 0, json: { signed_in: true, state: 'valid' } });
-    await sleep(TTL_S * 1000 + 300);
+    expireAccessToken(home);
     const renewable = await status(home);
     expect(renewable).toMatchObject({ code: 0, json: { state: 'renewable' } });
     expect(renewable.text).toMatch(/access token: expired \(`authcli token` renews it\)/);
 
     // An application without refresh tokens: once its access token expires, only a new login helps.
-    const added = await serverCommand(
-      [
-        'apps',
-        'add',
-        '--name',
-        'No refresh',
-        '--kind',
-        'public',
-        '--callback',
-        'http://127.0.0.1/callback',
-        '--scope',
-        'openid profile',
-        '--grant',
-        'authorization_code',
-        '--json',
-      ],
-      server.env,
-    );
-    const app = JSON.parse(added.stdout) as { client_id: string };
+    const app = await addApp(server.env, {
+      name: 'No refresh',
+      kind: 'public',
+      callbackUrls: ['http://127.0.0.1/callback'],
+      scopes: ['openid', 'profile'],
+      grantTypes: ['authorization_code'],
+    });
     const short = tempConfigHome();
     await signIn(short, 'grace', ['--client-id', app.client_id, '--scope', 'openid profile']);
     expect(await status(short)).toMatchObject({ code: 0, json: { state: 'valid' } });
-    await sleep(TTL_S * 1000 + 300);
+    expireAccessToken(short);
     const expired = await status(short);
     expect(expired).toMatchObject({ code: 2, json: { signed_in: true, state: 'expired' } });
     expect(expired.text).toMatch(/access token: expired and cannot be renewed: run `authcli login`/);
@@ -324,7 +320,7 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
     const cached = await packagesLoaded(['token']);
     expect(cached.token).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+\n$/);
     expect([...cached.packages]).toEqual([]);
-    await sleep(TTL_S * 1000 + 300);
+    expireAccessToken(home);
     const refreshed = await packagesLoaded(['token']);
     expect(refreshed.token).not.toBe(cached.token);
     expect([...refreshed.packages].sort()).toEqual(expect.arrayContaining(['commander', 'jose', 'undici']));
@@ -346,6 +342,8 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
     expect(new Date(body.expires_at as string).toISOString()).toBe(body.expires_at);
     expect(body.expires_in).toBeGreaterThanOrEqual(0);
     expect(body.expires_in).toBeLessThanOrEqual(TTL_S);
+    // The lifetime the server gave (the CLI's expiry is the server's, not a guess of its own).
+    expect(body.expires_in).toBeGreaterThan(TTL_S - 60);
     expect(await userinfo(body.access_token as string, home)).toBe(200);
 
     const execInfo = JSON.stringify({
@@ -395,7 +393,7 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
 
     // The ID token outlives the access token: with the access token expired, exec-credential still
     // hands out the valid ID token without a refresh; `token` refreshes the access token.
-    await sleep(TTL_S * 1000 + 300);
+    expireAccessToken(home);
     const refreshes = async () => (await grantsOf('heidi'))[0]!.refreshTokens.length;
     const before = await refreshes();
     const later = await runCli(['token', '--format', 'exec-credential'], envFor(home)).exit;

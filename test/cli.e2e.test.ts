@@ -10,7 +10,9 @@ import type { Browser as Chromium } from 'playwright-core';
 import { launchChromium, screenshotPath } from '@authcli/test-support/chromium';
 import { runCli, tempConfigHome } from '@authcli/test-support/cli-process';
 import { approveInBrowser, Browser } from '@authcli/test-support/http';
-import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
+import { expireStoredToken } from '@authcli/test-support/credentials';
+import { addApp, addUsers } from '@authcli/test-support/seed';
+import { startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 const PASSWORD = 'cli e2e password';
 
@@ -19,10 +21,9 @@ describe('authcli against a started authcli-server', () => {
   let chromium: Chromium;
 
   beforeAll(async () => {
-    // Short-lived access tokens so `authcli token` has to refresh within the test.
-    server = await startServerProcess({ env: { AUTHCLI_ACCESS_TOKEN_TTL: '3' } });
-    const added = await serverCommand(['users', 'add', 'alice', '--password-stdin'], server.env, `${PASSWORD}\n`);
-    expect(added.code, added.stderr).toBe(0);
+    // Devices poll every second (the default is 5 s), so a device login ends soon after its approval.
+    server = await startServerProcess({ env: { AUTHCLI_DEVICE_POLL_INTERVAL: '1' } });
+    await addUsers(server.env, [{ username: 'alice', password: PASSWORD }]);
     chromium = await launchChromium();
   });
   afterAll(async () => {
@@ -76,8 +77,8 @@ describe('authcli against a started authcli-server', () => {
     expect(status.code).toBe(0);
     expect(JSON.parse(status.stdout)).toMatchObject({ signed_in: true, issuer: server.issuer, username: 'alice', refreshable: true });
 
-    // The access token lives 3 s: after that `token` refreshes it through the refresh token.
-    await new Promise((r) => setTimeout(r, 3500));
+    // Once the access token has expired (as the CLI sees it), `token` refreshes it through the refresh token.
+    expireStoredToken(home, server.issuer);
     const token = await runCli(['token'], envFor(home)).exit;
     expect(token.code, token.stderr).toBe(0);
     const fresh = token.stdout.trim();
@@ -129,14 +130,15 @@ describe('authcli against a started authcli-server', () => {
     mkdirSync(join(thief, 'authcli'), { recursive: true });
     copyFileSync(join(home, 'authcli', 'credentials.json'), join(thief, 'authcli', 'credentials.json'));
     expect(readFileSync(join(thief, 'authcli', 'credentials.json'), 'utf8')).not.toMatch(/"d"\s*:/);
-    await new Promise((r) => setTimeout(r, 3500));
+    // The access token has expired, as the thief's CLI sees it: `token` would refresh it, and needs the key for that.
+    expireStoredToken(thief, server.issuer);
     const refused = await runCli(['token'], envFor(thief)).exit;
     expect(refused.code).toBe(1);
     expect(refused.stdout).toBe('');
     expect(refused.stderr).toMatch(/bound to a DPoP key that is not on this machine/);
 
-    // The tokens themselves, by hand: the access token as Bearer or with the thief's own key, the refresh token with
-    // the thief's key, all refused by the server.
+    // The tokens themselves, by hand: the access token (still valid at the server) as Bearer or with the thief's own
+    // key, the refresh token with the thief's key, all refused by the server.
     const thiefKey = await generateKeyPair('ES256');
     const thiefJwk = await exportJWK(thiefKey.publicKey);
     const proof = async (htm: string, htu: string, extra: Record<string, string> = {}) =>
@@ -172,8 +174,10 @@ describe('authcli against a started authcli-server', () => {
     expect(((await answer.json()) as { error: string }).error).toBe('invalid_grant');
 
     // The owner, with the key, still refreshes and signs in.
+    expireStoredToken(home, server.issuer);
     const owner = await runCli(['token'], envFor(home)).exit;
     expect(owner.code, owner.stderr).toBe(0);
+    expect(owner.stdout.trim()).not.toBe(stolen.access_token);
     expect(await userinfoStatus(server.issuer, owner.stdout.trim(), home)).toBe(200);
   });
 
@@ -247,25 +251,12 @@ describe('authcli against a started authcli-server', () => {
   });
 
   it('rfc6749 §2.3.1 a confidential client signs in with HTTP Basic; a wrong secret is refused', async () => {
-    const added = await serverCommand(
-      [
-        'apps',
-        'add',
-        '--name',
-        'Build bot',
-        '--kind',
-        'confidential',
-        '--scope',
-        'openid profile',
-        '--grant',
-        'urn:ietf:params:oauth:grant-type:device_code',
-        '--grant',
-        'refresh_token',
-        '--json',
-      ],
-      server.env,
-    );
-    const app = JSON.parse(added.stdout) as { client_id: string; client_secret: string };
+    const app = (await addApp(server.env, {
+      name: 'Build bot',
+      kind: 'confidential',
+      scopes: ['openid', 'profile'],
+      grantTypes: ['urn:ietf:params:oauth:grant-type:device_code', 'refresh_token'],
+    })) as { client_id: string; client_secret: string };
     const home = tempConfigHome();
     const wrong = await runCli(['login', '--client-id', app.client_id, '--client-secret', 'wrong'], envFor(home)).exit;
     expect(wrong.code).toBe(1);

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as client from 'openid-client';
 import type { Browser } from 'playwright-core';
 import { launchChromium, screenshotPath } from '@authcli/test-support/chromium';
-import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
+import { addUsers } from '@authcli/test-support/seed';
+import { startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 const PASSWORD = 'device e2e pass';
 
@@ -11,9 +12,9 @@ describe('device flow: a device polls while a person approves in a real Chromium
   let browser: Browser;
 
   beforeAll(async () => {
-    server = await startServerProcess();
-    const added = await serverCommand(['users', 'add', 'dana', '--password-stdin', '--name', 'Dana Device'], server.env, `${PASSWORD}\n`);
-    expect(added.code, added.stderr).toBe(0);
+    // The device polls every second (the default is 5 s): it gets its answer soon after the person's decision.
+    server = await startServerProcess({ env: { AUTHCLI_DEVICE_POLL_INTERVAL: '1' } });
+    await addUsers(server.env, [{ username: 'dana', password: PASSWORD, name: 'Dana Device' }]);
     browser = await launchChromium();
   });
   afterAll(async () => {
@@ -68,7 +69,8 @@ describe('device flow: a device polls while a person approves in a real Chromium
   it('rfc8628 §3.5 a denial in the browser reaches the device as access_denied', async () => {
     const config = await deviceConfig();
     const codes = await client.initiateDeviceAuthorization(config, { scope: 'openid' });
-    const polling = client.pollDeviceAuthorizationGrant(config, codes);
+    // Awaited at the end, watched from the start: the device may hear of the denial before the browser is closed.
+    const denied = expect(client.pollDeviceAuthorizationGrant(config, codes)).rejects.toMatchObject({ error: 'access_denied' });
     const context = await browser.newContext();
     const page = await context.newPage();
     try {
@@ -83,6 +85,6 @@ describe('device flow: a device polls while a person approves in a real Chromium
     } finally {
       await context.close();
     }
-    await expect(polling).rejects.toMatchObject({ error: 'access_denied' });
+    await denied;
   });
 });

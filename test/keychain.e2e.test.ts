@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCli, tempConfigHome, type CliRun } from '@authcli/test-support/cli-process';
 import { approveInBrowser, Browser } from '@authcli/test-support/http';
 import { startSecretService, type SecretService } from '@authcli/test-support/secret-service';
-import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
+import { expireStoredToken } from '@authcli/test-support/credentials';
+import { addUsers } from '@authcli/test-support/seed';
+import { startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 const PASSWORD = 'keychain e2e password';
 
@@ -13,8 +15,7 @@ describe('credential storage: the Secret Service (gnome-keyring) and the file fa
 
   beforeAll(async () => {
     server = await startServerProcess();
-    const added = await serverCommand(['users', 'add', 'alice', '--password-stdin'], server.env, `${PASSWORD}\n`);
-    expect(added.code, added.stderr).toBe(0);
+    await addUsers(server.env, [{ username: 'alice', password: PASSWORD }]);
   });
   afterAll(async () => {
     await server?.stop();
@@ -64,7 +65,7 @@ describe('credential storage: the Secret Service (gnome-keyring) and the file fa
     return accessToken;
   }
 
-  /** An access token that has expired, so the next `authcli token` refreshes and writes the session back. */
+  /** A keychain secret whose access token has expired, so the next `authcli token` refreshes and writes the session back. */
   const expired = (secret: string) => JSON.stringify({ ...JSON.parse(secret), expires_at: Date.now() - 1000 });
 
   it('with a Secret Service: login stores in the keychain and writes no file; status, token and refresh use it; logout removes it', async () => {
@@ -126,7 +127,7 @@ describe('credential storage: the Secret Service (gnome-keyring) and the file fa
     // Not again: not on `token`, not on a refresh that rewrites the file, not on the next login.
     const token = await runCli(['token'], env).exit;
     expect(token.stderr).not.toMatch(/keychain|credentials are kept/i);
-    writeFileSync(file, JSON.stringify({ version: 1, sessions: { [server.issuer]: JSON.parse(expired(JSON.stringify(stored))) } }));
+    expireStoredToken(home, server.issuer);
     const { stderr } = await runCli(['token'], env).exit;
     expect(stderr).not.toMatch(/keychain|credentials are kept/i);
     expect(JSON.parse(readFileSync(file, 'utf8')).sessions[server.issuer].refresh_token).not.toBe(stored.refresh_token);
@@ -161,10 +162,7 @@ describe('credential storage: the Secret Service (gnome-keyring) and the file fa
 
     // Unlocked again: the next write (a refresh) goes to the keychain and the file's copy is removed.
     await ss.unlock();
-    const inFile = JSON.parse(readFileSync(file, 'utf8')).sessions[server.issuer];
-    writeFileSync(file, JSON.stringify({ version: 1, sessions: { [server.issuer]: JSON.parse(expired(JSON.stringify(inFile))) } }), {
-      mode: 0o600,
-    });
+    expireStoredToken(home, server.issuer);
     const fresh = await tokenWorks(env);
     expect(JSON.parse((await ss.lookup(account()))!).access_token).toBe(fresh);
     expect(existsSync(file)).toBe(false);
@@ -183,11 +181,7 @@ describe('credential storage: the Secret Service (gnome-keyring) and the file fa
     await tokenWorks(env);
     expect((await runCli(['status'], env).exit).stdout).toContain(`stored in:    ${credentialsFile(home)}`);
     // Said once: a refresh that again cannot reach the keychain stays quiet.
-    const file = credentialsFile(home);
-    const inFile = JSON.parse(readFileSync(file, 'utf8')).sessions[server.issuer];
-    writeFileSync(file, JSON.stringify({ version: 1, sessions: { [server.issuer]: JSON.parse(expired(JSON.stringify(inFile))) } }), {
-      mode: 0o600,
-    });
+    expireStoredToken(home, server.issuer);
     const refreshed = await runCli(['token'], env).exit;
     expect(refreshed.code, refreshed.stderr).toBe(0);
     expect(refreshed.stderr).not.toMatch(/keychain|credentials are kept/i);

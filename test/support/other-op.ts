@@ -24,6 +24,11 @@ export interface OtherProviderOptions {
    */
   dpop?: boolean;
   requirePar?: boolean;
+  /**
+   * The `interval` of its device authorization answers (RFC 8628 §3.2), in seconds. node-oidc-provider sends
+   * none, so a device polls every 5 s (the RFC's default); tests that wait for device logins ask for 1.
+   */
+  deviceInterval?: number;
 }
 
 /**
@@ -80,6 +85,16 @@ export async function startOtherProvider(
   provider.on('pushed_authorization_request.success', (ctx: Ctx, client: { clientId?: string }) =>
     events.push({ name: 'pushed_authorization_request.success', clientId: client.clientId, params: { ...ctx.oidc?.params } }),
   );
+  if (opts.deviceInterval !== undefined) {
+    const interval = opts.deviceInterval;
+    provider.use(async (ctx, next) => {
+      await next();
+      const body = ctx.body as Record<string, unknown> | undefined;
+      if (body && typeof body === 'object' && typeof body.device_code === 'string' && typeof body.user_code === 'string') {
+        body.interval = interval;
+      }
+    });
+  }
   const server: Server = provider.listen(port, '127.0.0.1') as unknown as Server;
   await new Promise<void>((resolve) => (server.listening ? resolve() : server.once('listening', () => resolve())));
   return { issuer, events, close: () => new Promise((resolve) => server.close(() => resolve())) };
