@@ -42,6 +42,9 @@ export default defineConfig({
           testTimeout: 60_000,
           hookTimeout: 60_000,
           env,
+          // The server package's built bundle (test-support seed.ts writes through it) is loaded by Node as it is,
+          // not transformed again by vitest: 2-4 s less per file that seeds.
+          server: { deps: { external: [/packages\/server\/dist\//] } },
         },
       },
     ],
