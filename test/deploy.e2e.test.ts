@@ -134,11 +134,15 @@ async function configValues(env: NodeJS.ProcessEnv): Promise<Record<string, stri
   return Object.fromEntries((JSON.parse(res.stdout) as { name: string; value: string }[]).map((r) => [r.name, r.value]));
 }
 
-/** The environment as the server sees it: the test runner's, minus the settings a test must not inherit. */
+/**
+ * The environment as the server sees it: the test runner's, minus the settings a test must not inherit (the
+ * tests' own AUTHCLI_PASSWORD_HASH_COST among them). Unset as undefined, not deleted: serverCommand lays an
+ * env over the runner's, and a spawned process gets no variable whose value is undefined.
+ */
 function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env = { ...process.env };
+  const env: NodeJS.ProcessEnv = { ...process.env };
   for (const k of Object.keys(env)) {
-    if (k.startsWith('AUTHCLI_') || ['DATABASE_URL', 'HOST', 'PORT', 'LOG_LEVEL'].includes(k)) delete env[k];
+    if (k.startsWith('AUTHCLI_') || ['DATABASE_URL', 'HOST', 'PORT', 'LOG_LEVEL'].includes(k)) env[k] = undefined;
   }
   return { ...env, ...extra };
 }
