@@ -13,10 +13,11 @@ export default defineConfig({
     // In CI, files and the tests in them run in a random order (the seed is printed: `--sequence.seed=<seed>` replays
     // it), so a test that depends on another's leftovers fails there. The root's sequence applies to every project.
     sequence: { shuffle: !!process.env.CI },
-    // Every core, and one more: much of an end-to-end file's time is spent waiting on the processes it started.
-    // Each file runs in a process of its own (the forks pool), so servers, ports and temp folders never meet.
+    // A file per core (vitest's default leaves one core idle). Each file runs in a process of its own (the forks
+    // pool), so servers, ports and temp folders never meet. Not more: the end-to-end files' servers, CLIs and
+    // browsers are processes of their own, and past the cores they only slow each other into timeouts.
     pool: 'forks',
-    maxWorkers: availableParallelism() + 1,
+    maxWorkers: availableParallelism(),
     minWorkers: 1,
     projects: [
       { test: { name: 'pkce', root: 'packages/pkce', include: ['test/**/*.test.ts'], env } },
