@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser as Chromium, Page } from 'playwright-core';
 import { launchChromium, screenshotPath } from '@authcli/test-support/chromium';
+import { addUsers } from '@authcli/test-support/seed';
 import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 const PASSWORD = 'account page pass 1';
@@ -13,9 +14,10 @@ describe('/account in a real Chromium', () => {
 
   beforeAll(async () => {
     server = await startServerProcess();
-    for (const name of ['marie', 'niels']) {
-      expect((await serverCommand(['users', 'add', name, '--password-stdin'], server.env, `${PASSWORD}\n`)).code).toBe(0);
-    }
+    await addUsers(
+      server.env,
+      ['marie', 'niels'].map((username) => ({ username, password: PASSWORD })),
+    );
     chromium = await launchChromium();
   });
   afterAll(async () => {

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { addUsers } from '@authcli/test-support/seed';
 import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '..');
@@ -17,8 +18,7 @@ describe('authcli-server backup', () => {
   beforeAll(async () => {
     server = await startServerProcess();
     dir = mkdtempSync(join(tmpdir(), 'authcli-backup-'));
-    const added = await serverCommand(['users', 'add', 'alice', '--password-stdin'], server.env, 'backup test password\n');
-    expect(added.code, added.stderr).toBe(0);
+    await addUsers(server.env, [{ username: 'alice', password: 'backup test password' }]);
   });
   afterAll(async () => {
     await server?.stop();

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as client from 'openid-client';
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { challengeS256, generateNonce, generateState, generateVerifier } from '@authcli/pkce';
+import { addApp, addUsers } from '@authcli/test-support/seed';
 import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 import { approveInBrowser, Browser } from '@authcli/test-support/http';
 
@@ -16,12 +17,8 @@ describe('authorization code flow against a started authcli-server process', () 
   beforeAll(async () => {
     // An empty UV_THREADPOOL_SIZE: the launcher chooses (one thread per core but one).
     server = await startServerProcess({ env: { UV_THREADPOOL_SIZE: '' } });
-    const user = await serverCommand(
-      ['users', 'add', 'alice', '--password-stdin', '--email', 'alice@example.com'],
-      server.env,
-      `${PASSWORD}\n`,
-    );
-    expect(user.code, user.stderr).toBe(0);
+    await addUsers(server.env, [{ username: 'alice', password: PASSWORD, email: 'alice@example.com' }]);
+    // The confidential application by `apps add --json`, whose output (the secret, shown once) is checked here.
     const added = await serverCommand(
       [
         'apps',
@@ -41,23 +38,12 @@ describe('authorization code flow against a started authcli-server process', () 
     expect(added.code, added.stderr).toBe(0);
     app = JSON.parse(added.stdout) as typeof app;
     expect(app.client_secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    const addedPub = await serverCommand(
-      [
-        'apps',
-        'add',
-        '--name',
-        'E2E public',
-        '--kind',
-        'public',
-        '--callback',
-        'http://127.0.0.1/cb',
-        '--scope',
-        'openid profile',
-        '--json',
-      ],
-      server.env,
-    );
-    pub = JSON.parse(addedPub.stdout) as typeof pub;
+    pub = await addApp(server.env, {
+      name: 'E2E public',
+      kind: 'public',
+      callbackUrls: ['http://127.0.0.1/cb'],
+      scopes: ['openid', 'profile'],
+    });
     expect(Object.keys(pub)).toEqual(['client_id']);
   });
   afterAll(async () => server?.stop());

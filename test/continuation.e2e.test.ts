@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { challengeS256, generateVerifier } from '@authcli/pkce';
 import { launchChromium } from '@authcli/test-support/chromium';
-import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
+import { addUsers } from '@authcli/test-support/seed';
+import { startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 const PASSWORD = 'continuation e2e pass';
 
@@ -17,8 +18,7 @@ describe('sign-in continuation in a real Chromium', () => {
 
   beforeAll(async () => {
     server = await startServerProcess();
-    const added = await serverCommand(['users', 'add', 'erin', '--password-stdin'], server.env, `${PASSWORD}\n`);
-    expect(added.code, added.stderr).toBe(0);
+    await addUsers(server.env, [{ username: 'erin', password: PASSWORD }]);
     chromium = await launchChromium();
   });
   afterAll(async () => {
@@ -90,10 +90,10 @@ describe('sign-in continuation in a real Chromium', () => {
     }
   });
   it('oidc core §3.1.2.1 prompt=select_account: the sign-in page despite a live session, to continue as the user or sign in as another', async () => {
-    for (const name of ['sam', 'tess']) {
-      const added = await serverCommand(['users', 'add', name, '--password-stdin'], server.env, `${PASSWORD}\n`);
-      expect(added.code, added.stderr).toBe(0);
-    }
+    await addUsers(
+      server.env,
+      ['sam', 'tess'].map((username) => ({ username, password: PASSWORD })),
+    );
     const query = new URLSearchParams({
       response_type: 'code',
       client_id: 'authcli',

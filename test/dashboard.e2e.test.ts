@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser as Chromium, BrowserContext, Page } from 'playwright-core';
 import { openStore } from '@authcli/server';
 import { launchChromium, screenshotPath } from '@authcli/test-support/chromium';
-import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
+import { addUsers } from '@authcli/test-support/seed';
+import { startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 const PASSWORD = 'dashboard pass 1';
 
@@ -36,7 +37,7 @@ describe('dashboard in a real Chromium: post-redirect-get, confirmations, 404, p
 
   beforeAll(async () => {
     server = await startServerProcess();
-    expect((await serverCommand(['users', 'add', 'dev', '--password-stdin'], server.env, `${PASSWORD}\n`)).code).toBe(0);
+    await addUsers(server.env, [{ username: 'dev', password: PASSWORD }]);
     chromium = await launchChromium();
     context = await chromium.newContext({ viewport: { width: 1100, height: 900 } });
     const page = await context.newPage();
@@ -154,9 +155,7 @@ describe('dashboard in a real Chromium: post-redirect-get, confirmations, 404, p
 
   it('a 360 px wide phone: the header fits on one line and nothing scrolls sideways', async () => {
     // A long username is the worst case for the header.
-    expect(
-      (await serverCommand(['users', 'add', 'a.rather.long.username@example.org', '--password-stdin'], server.env, `${PASSWORD}\n`)).code,
-    ).toBe(0);
+    await addUsers(server.env, [{ username: 'a.rather.long.username@example.org', password: PASSWORD }]);
     const phone = await chromium.newContext({
       viewport: { width: 360, height: 740 },
       deviceScaleFactor: 2,

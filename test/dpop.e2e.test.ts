@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as oauth from 'oauth4webapi';
 import { decodeJwt } from 'jose';
-import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
+import { addApp, addUsers } from '@authcli/test-support/seed';
+import { startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 import { approveInBrowser, Browser, hidden, signInFields } from '@authcli/test-support/http';
 
 const PASSWORD = 'e2e password 1';
@@ -22,26 +23,14 @@ describe('DPoP with oauth4webapi against a started authcli-server process', () =
 
   beforeAll(async () => {
     server = await startServerProcess();
-    const user = await serverCommand(['users', 'add', 'alice', '--password-stdin'], server.env, `${PASSWORD}\n`);
-    expect(user.code, user.stderr).toBe(0);
-    const added = await serverCommand(
-      [
-        'apps',
-        'add',
-        '--name',
-        'DPoP RP',
-        '--kind',
-        'public',
-        '--callback',
-        REDIRECT,
-        '--scope',
-        'openid profile offline_access',
-        '--json',
-      ],
-      server.env,
-    );
-    expect(added.code, added.stderr).toBe(0);
-    pub = { client_id: (JSON.parse(added.stdout) as { client_id: string }).client_id };
+    await addUsers(server.env, [{ username: 'alice', password: PASSWORD }]);
+    const added = await addApp(server.env, {
+      name: 'DPoP RP',
+      kind: 'public',
+      callbackUrls: [REDIRECT],
+      scopes: ['openid', 'profile', 'offline_access'],
+    });
+    pub = { client_id: added.client_id };
     const issuer = new URL(server.issuer);
     as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oidc', ...insecure }));
   });

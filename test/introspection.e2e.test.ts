@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as oauth from 'oauth4webapi';
+import { addApp, addUsers } from '@authcli/test-support/seed';
 import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 import { approveInBrowser, Browser } from '@authcli/test-support/http';
 
@@ -15,7 +16,18 @@ describe('token introspection with oauth4webapi against a started authcli-server
   let otherRp: { client_id: string; client_secret: string };
   let pub: { client_id: string };
 
-  async function addApp(name: string, kind: 'confidential' | 'public', ...extra: string[]) {
+  /** An application seeded in-process. */
+  async function seedApp(name: string, kind: 'confidential' | 'public') {
+    return (await addApp(server.env, {
+      name,
+      kind,
+      callbackUrls: [REDIRECT],
+      scopes: ['openid', 'profile', 'offline_access'],
+    })) as { client_id: string; client_secret: string };
+  }
+
+  /** An application added by `apps add --json` with `extra` flags, for a test about one of them. */
+  async function addAppByCommand(name: string, kind: 'confidential' | 'public', ...extra: string[]) {
     const res = await serverCommand(
       [
         'apps',
@@ -39,11 +51,10 @@ describe('token introspection with oauth4webapi against a started authcli-server
 
   beforeAll(async () => {
     server = await startServerProcess();
-    const user = await serverCommand(['users', 'add', 'alice', '--password-stdin'], server.env, `${PASSWORD}\n`);
-    expect(user.code, user.stderr).toBe(0);
-    rp = await addApp('Introspecting RP', 'confidential');
-    otherRp = await addApp('Other RP', 'confidential');
-    pub = await addApp('Public RP', 'public');
+    await addUsers(server.env, [{ username: 'alice', password: PASSWORD }]);
+    rp = await seedApp('Introspecting RP', 'confidential');
+    otherRp = await seedApp('Other RP', 'confidential');
+    pub = await seedApp('Public RP', 'public');
     const issuer = new URL(server.issuer);
     as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...insecure }));
   });
@@ -89,7 +100,7 @@ describe('token introspection with oauth4webapi against a started authcli-server
   }
 
   it("rfc7662 §2.1 a resource server an operator allowed every token (apps add --introspection all) sees another app's tokens", async () => {
-    const gateway = await addApp('API gateway', 'confidential', '--introspection', 'all');
+    const gateway = await addAppByCommand('API gateway', 'confidential', '--introspection', 'all');
     const tokens = await login(rp);
     for (const token of [tokens.access_token, tokens.refresh_token!]) {
       expect(await introspect(gateway, token)).toMatchObject({ active: true, client_id: rp.client_id, username: 'alice' });

@@ -8,6 +8,7 @@ import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import { challengeS256, generateNonce, generateState, generateVerifier } from '@authcli/pkce';
 import { dialects, freshDatabase, type TestDatabase } from '@authcli/test-support/databases';
 import { approveInBrowser, Browser, freePort } from '@authcli/test-support/http';
+import { addUsers } from '@authcli/test-support/seed';
 import { SERVER_BIN, serverCommand, startServerProcess, waitUntilReady, type CommandResult } from '@authcli/test-support/server-process';
 
 const PASSWORD = 'keys at rest password';
@@ -162,16 +163,11 @@ describe.each(dialects())('signing keys at rest, real server process (%s)', (dia
 
   const kek = () => randomBytes(32).toString('base64url');
 
-  /** A fresh store with the user alice in it (added under `env`); no signing keys yet (the first start or rotation makes them). */
-  async function storeWithUser(env: Record<string, string>): Promise<TestDatabase> {
+  /** A fresh store with the user alice in it (seeded in-process; adding a user touches no key); no signing keys yet (the first start or rotation makes them). */
+  async function storeWithUser(): Promise<TestDatabase> {
     const database = await freshDatabase(dialect);
     databases.push(database);
-    const added = await serverCommand(
-      ['users', 'add', 'alice', '--password-stdin'],
-      { DATABASE_URL: database.url, ...env },
-      `${PASSWORD}\n`,
-    );
-    expect(added.code, added.stderr).toBe(0);
+    await addUsers({ DATABASE_URL: database.url }, [{ username: 'alice', password: PASSWORD }]);
     return database;
   }
 
@@ -238,7 +234,7 @@ describe.each(dialects())('signing keys at rest, real server process (%s)', (dia
   it('private signing keys are encrypted at rest (AES-256-GCM): tokens verify against the JWKS, and a restart with the same key signs with the same keys', async () => {
     const key = kek();
     const env = { AUTHCLI_KEY_ENCRYPTION_KEY: key };
-    const database = await storeWithUser(env);
+    const database = await storeWithUser();
     // At info, so the start line (after the warnings) shows when the start is over.
     const server = await startServerProcess({ database: database.url, env: { ...env, LOG_LEVEL: 'info' } });
     let first: { idKid: string; atKid: string };
@@ -265,7 +261,7 @@ describe.each(dialects())('signing keys at rest, real server process (%s)', (dia
 
   it('encrypted keys and a missing or wrong key-encryption key: the server refuses to start with one clear line', async () => {
     const env = { AUTHCLI_KEY_ENCRYPTION_KEY: kek() };
-    const database = await storeWithUser(env);
+    const database = await storeWithUser();
     expect((await serverCommand(['keys', 'rotate'], { DATABASE_URL: database.url, ...env })).code).toBe(0);
     const before = await storedKeys(database);
     expect(before).toHaveLength(2);
@@ -280,7 +276,7 @@ describe.each(dialects())('signing keys at rest, real server process (%s)', (dia
   });
 
   it('an older plaintext store (run and rotated without a key-encryption key, which both say once) is encrypted in place, retired keys included, by the first start with AUTHCLI_KEY_ENCRYPTION_KEY_FILE', async () => {
-    const database = await storeWithUser({});
+    const database = await storeWithUser();
     const plain = await startServerProcess({ database: database.url });
     let first: { idKid: string; atKid: string };
     try {
@@ -315,7 +311,7 @@ describe.each(dialects())('signing keys at rest, real server process (%s)', (dia
 
   it('keys rotate with the key-encryption key stores encrypted keys, which a restarted server opens and publishes; without the key it refuses', async () => {
     const env = { AUTHCLI_KEY_ENCRYPTION_KEY: kek() };
-    const database = await storeWithUser(env);
+    const database = await storeWithUser();
     const server = await startServerProcess({ database: database.url, env });
     await server.stop();
     const refused = await serverCommand(['keys', 'rotate'], { DATABASE_URL: database.url });

@@ -6,6 +6,7 @@ import { getMetricsFromStream, type PromData, type PromHistogramData, type PromM
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { dialects, freshDatabase } from '@authcli/test-support/databases';
 import { approveInBrowser, Browser, freePort, hidden, signInFields } from '@authcli/test-support/http';
+import { addUsers } from '@authcli/test-support/seed';
 import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 const PASSWORD = 'metrics e2e password';
@@ -109,8 +110,7 @@ describe('GET /metrics on a listener of its own (AUTHCLI_METRICS_PORT)', () => {
     server = await startServerProcess({
       env: { AUTHCLI_METRICS_PORT: String(metricsPort), LOG_LEVEL: 'info', AUTHCLI_LIMITS: 'device-authz-ip=3/10m' },
     });
-    const added = await serverCommand(['users', 'add', 'mia', '--password-stdin'], server.env, `${PASSWORD}\n`);
-    expect(added.code, added.stderr).toBe(0);
+    await addUsers(server.env, [{ username: 'mia', password: PASSWORD }]);
   });
   afterAll(async () => server?.stop());
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as oauth from 'oauth4webapi';
-import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
+import { addApp, addUsers } from '@authcli/test-support/seed';
+import { startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 import { approveInBrowser, Browser } from '@authcli/test-support/http';
 
 const PASSWORD = 'e2e password par';
@@ -12,21 +13,17 @@ describe('pushed authorization requests with oauth4webapi against a started auth
   let server: ServerProcess;
   let as: oauth.AuthorizationServer;
 
-  async function addApp(name: string, kind: 'confidential' | 'public', ...extra: string[]) {
-    const res = await serverCommand(
-      ['apps', 'add', '--name', name, '--kind', kind, '--callback', REDIRECT, '--scope', 'openid profile', '--json', ...extra],
-      server.env,
-    );
-    expect(res.code, res.stderr).toBe(0);
-    return JSON.parse(res.stdout) as { client_id: string; client_secret?: string };
+  /** An application seeded in-process (what `apps add --json`, with `--require-par` when asked, gives). */
+  async function seedApp(name: string, kind: 'confidential' | 'public', requirePushedAuthorizationRequests = false) {
+    return addApp(server.env, { name, kind, callbackUrls: [REDIRECT], scopes: ['openid', 'profile'], requirePushedAuthorizationRequests });
   }
 
   beforeAll(async () => {
     server = await startServerProcess();
-    for (const user of ['alice', 'bob']) {
-      const added = await serverCommand(['users', 'add', user, '--password-stdin'], server.env, `${PASSWORD}\n`);
-      expect(added.code, added.stderr).toBe(0);
-    }
+    await addUsers(
+      server.env,
+      ['alice', 'bob'].map((username) => ({ username, password: PASSWORD })),
+    );
     const issuer = new URL(server.issuer);
     as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { ...insecure }));
   });
@@ -68,7 +65,7 @@ describe('pushed authorization requests with oauth4webapi against a started auth
   });
 
   it('rfc9126 §2 a confidential client (client_secret_basic) pushes, signs in by reference and gets tokens', async () => {
-    const app = await addApp('PAR web app', 'confidential', '--require-par');
+    const app = await seedApp('PAR web app', 'confidential', true);
     const client: oauth.Client = { client_id: app.client_id };
     const { tokens, url } = await signInWithPar(client, oauth.ClientSecretBasic(app.client_secret!), 'alice');
     expect(tokens.token_type).toBe('bearer');
@@ -80,13 +77,13 @@ describe('pushed authorization requests with oauth4webapi against a started auth
   });
 
   it('rfc9126 §2 a public client pushes with its client_id alone', async () => {
-    const app = await addApp('PAR native app', 'public');
+    const app = await seedApp('PAR native app', 'public');
     const { tokens } = await signInWithPar({ client_id: app.client_id }, oauth.None(), 'bob');
     expect(tokens.access_token).toBeTruthy();
   });
 
   it('rfc9126 §2.3 oauth4webapi reads a refused push as an OAuth error', async () => {
-    const app = await addApp('PAR refused', 'confidential');
+    const app = await seedApp('PAR refused', 'confidential');
     const client: oauth.Client = { client_id: app.client_id };
     const pushed = await oauth.pushedAuthorizationRequest(
       as,

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as oauth from 'oauth4webapi';
+import { addUsers } from '@authcli/test-support/seed';
 import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 import { approveInBrowser, Browser, hidden, signInFields } from '@authcli/test-support/http';
 
@@ -46,8 +47,7 @@ describe('dynamic client registration against a started authcli-server process (
 
   beforeAll(async () => {
     server = await startServerProcess({ env: { AUTHCLI_REGISTRATION: 'token', AUTHCLI_DEVICE_POLL_INTERVAL: '1' } });
-    const user = await serverCommand(['users', 'add', 'alice', '--password-stdin'], server.env, `${PASSWORD}\n`);
-    expect(user.code, user.stderr).toBe(0);
+    await addUsers(server.env, [{ username: 'alice', password: PASSWORD }]);
     const issuer = new URL(server.issuer);
     as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oidc', ...insecure }));
   });
