@@ -6,6 +6,7 @@ import type { Browser as Chromium, Page, Response } from 'playwright-core';
 import { createLocalJWKSet, decodeProtectedHeader, type JSONWebKeySet, type JWTPayload, jwtVerify } from 'jose';
 import { challengeS256, generateNonce, generateState, generateVerifier } from '@authcli/pkce';
 import { launchChromium, screenshotPath } from '@authcli/test-support/chromium';
+import { addApp, addUsers } from '@authcli/test-support/seed';
 import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 /**
@@ -237,35 +238,18 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
   let jwks: JSONWebKeySet;
   let keySet: ReturnType<typeof createLocalJWKSet>;
 
-  const addApp = async (name: string): Promise<Client> => {
-    const added = await serverCommand(
-      [
-        'apps',
-        'add',
-        '--name',
-        name,
-        '--kind',
-        'confidential',
-        '--callback',
-        redirectUri,
-        '--scope',
-        ALL_SCOPES,
-        '--grant',
-        'authorization_code',
-        '--grant',
-        'refresh_token',
-        '--json',
-      ],
-      server.env,
-    );
-    expect(added.code, added.stderr).toBe(0);
-    return JSON.parse(added.stdout) as Client;
-  };
+  /** A confidential application seeded in-process, with every scope and the code and refresh grants. */
+  const seedApp = async (name: string): Promise<Client> =>
+    (await addApp(server.env, {
+      name,
+      kind: 'confidential',
+      callbackUrls: [redirectUri],
+      scopes: ALL_SCOPES.split(' '),
+      grantTypes: ['authorization_code', 'refresh_token'],
+    })) as Client;
 
-  const addUser = async (username: string, claims?: object): Promise<void> => {
-    const added = await serverCommand(['users', 'add', username, '--password-stdin'], server.env, `${PASSWORD}\n`);
-    expect(added.code, added.stderr).toBe(0);
-    if (claims === undefined) return;
+  /** Gives a seeded user claims, as an operator does (`users update --claims-json`). */
+  const setClaims = async (username: string, claims: object): Promise<void> => {
     const updated = await serverCommand(['users', 'update', username, '--claims-json', '-'], server.env, JSON.stringify(claims));
     expect(updated.code, updated.stderr).toBe(0);
   };
@@ -280,7 +264,14 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
     redirectUri = `${callbackOrigin}/cb`;
     // Dynamic registration is on for the two modules the plan runs with a dynamically registered client only.
     [server, chromium] = await Promise.all([startServerProcess({ env: { AUTHCLI_REGISTRATION: 'open' } }), launchChromium()]);
-    [rp, rp2] = await Promise.all([addApp('Conformance RP'), addApp('Conformance RP 2'), addUser('buffy', CLAIMS), addUser('willow')]);
+    // One after another: each seed opens the store by itself.
+    rp = await seedApp('Conformance RP');
+    rp2 = await seedApp('Conformance RP 2');
+    await addUsers(server.env, [
+      { username: 'buffy', password: PASSWORD },
+      { username: 'willow', password: PASSWORD },
+    ]);
+    await setClaims('buffy', CLAIMS);
     meta = (await (await fetch(`${server.issuer}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
     jwks = (await (await fetch(meta.jwks_uri as string)).json()) as JSONWebKeySet;
     keySet = createLocalJWKSet(jwks);

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { calculateJwkThumbprint, decodeJwt, type JWK } from 'jose';
 import type { Browser as Chromium, BrowserContext, Page } from 'playwright-core';
 import { launchChromium, screenshotPath } from '@authcli/test-support/chromium';
+import { addUsers } from '@authcli/test-support/seed';
 import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 const PASSWORD = 'playground pass 1';
@@ -40,7 +41,7 @@ describe('Developer > OAuth playground in a real Chromium', () => {
 
   beforeAll(async () => {
     server = await startServerProcess();
-    expect((await serverCommand(['users', 'add', 'dev', '--password-stdin'], server.env, `${PASSWORD}\n`)).code).toBe(0);
+    await addUsers(server.env, [{ username: 'dev', password: PASSWORD }]);
     chromium = await launchChromium();
     context = await chromium.newContext({ viewport: { width: 1100, height: 900 } });
     const page = await context.newPage();
@@ -474,7 +475,7 @@ describe('Developer > OAuth playground in a real Chromium', () => {
   });
 
   it("another user's application is not reachable, in the dashboard or the playground", async () => {
-    expect((await serverCommand(['users', 'add', 'eve', '--password-stdin'], server.env, `${PASSWORD}\n`)).code).toBe(0);
+    await addUsers(server.env, [{ username: 'eve', password: PASSWORD }]);
     const eve = await chromium.newContext();
     const page = await eve.newPage();
     try {
