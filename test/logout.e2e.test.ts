@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as client from 'openid-client';
-import { addApp, addUsers } from '@authcli/test-support/seed';
+import { addUsers } from '@authcli/test-support/seed';
 import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 import { approveInBrowser, Browser } from '@authcli/test-support/http';
 
@@ -16,13 +16,27 @@ describe('RP-initiated logout with openid-client against a started authcli-serve
   beforeAll(async () => {
     server = await startServerProcess();
     await addUsers(server.env, [{ username: 'alice', password: PASSWORD }]);
-    const app = (await addApp(server.env, {
-      name: 'Logout RP',
-      kind: 'confidential',
-      callbackUrls: [REDIRECT],
-      postLogoutRedirectUris: [LOGGED_OUT],
-      scopes: ['openid', 'profile'],
-    })) as { client_id: string; client_secret: string };
+    // apps add itself (not a seed): the one test of its --post-logout-redirect-uri taking a URI.
+    const added = await serverCommand(
+      [
+        'apps',
+        'add',
+        '--name',
+        'Logout RP',
+        '--kind',
+        'confidential',
+        '--callback',
+        REDIRECT,
+        '--post-logout-redirect-uri',
+        LOGGED_OUT,
+        '--scope',
+        'openid profile',
+        '--json',
+      ],
+      server.env,
+    );
+    expect(added.code, added.stderr).toBe(0);
+    const app = JSON.parse(added.stdout) as { client_id: string; client_secret: string };
     config = await client.discovery(new URL(server.issuer), app.client_id, app.client_secret, client.ClientSecretBasic(app.client_secret), {
       execute: [client.allowInsecureRequests],
     });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as oauth from 'oauth4webapi';
 import { addApp, addUsers } from '@authcli/test-support/seed';
-import { startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
+import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 import { approveInBrowser, Browser } from '@authcli/test-support/http';
 
 const PASSWORD = 'e2e password par';
@@ -13,9 +13,9 @@ describe('pushed authorization requests with oauth4webapi against a started auth
   let server: ServerProcess;
   let as: oauth.AuthorizationServer;
 
-  /** An application seeded in-process (what `apps add --json`, with `--require-par` when asked, gives). */
-  async function seedApp(name: string, kind: 'confidential' | 'public', requirePushedAuthorizationRequests = false) {
-    return addApp(server.env, { name, kind, callbackUrls: [REDIRECT], scopes: ['openid', 'profile'], requirePushedAuthorizationRequests });
+  /** An application seeded in-process (what `apps add --json` gives). */
+  async function seedApp(name: string, kind: 'confidential' | 'public') {
+    return addApp(server.env, { name, kind, callbackUrls: [REDIRECT], scopes: ['openid', 'profile'] });
   }
 
   beforeAll(async () => {
@@ -65,7 +65,26 @@ describe('pushed authorization requests with oauth4webapi against a started auth
   });
 
   it('rfc9126 §2 a confidential client (client_secret_basic) pushes, signs in by reference and gets tokens', async () => {
-    const app = await seedApp('PAR web app', 'confidential', true);
+    // apps add itself (not a seed): the one test of its --require-par.
+    const added = await serverCommand(
+      [
+        'apps',
+        'add',
+        '--name',
+        'PAR web app',
+        '--kind',
+        'confidential',
+        '--callback',
+        REDIRECT,
+        '--scope',
+        'openid profile',
+        '--require-par',
+        '--json',
+      ],
+      server.env,
+    );
+    expect(added.code, added.stderr).toBe(0);
+    const app = JSON.parse(added.stdout) as { client_id: string; client_secret: string };
     const client: oauth.Client = { client_id: app.client_id };
     const { tokens, url } = await signInWithPar(client, oauth.ClientSecretBasic(app.client_secret!), 'alice');
     expect(tokens.token_type).toBe('bearer');

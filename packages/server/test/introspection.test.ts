@@ -4,7 +4,6 @@ import { approveInBrowser } from '@authcli/test-support/http';
 import {
   authorizeUrl,
   basic,
-  Browser,
   dialects,
   PASSWORD,
   postForm,
