@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 /**
@@ -12,11 +13,12 @@ export default defineConfig({
     // In CI, files and the tests in them run in a random order (the seed is printed: `--sequence.seed=<seed>` replays
     // it), so a test that depends on another's leftovers fails there. The root's sequence applies to every project.
     sequence: { shuffle: !!process.env.CI },
-    // One file at a time, as before: files side by side race on PostgreSQL, where every suite takes a schema of
-    // its own in one database, and Kysely's migrator reads the whole database's catalog while another file drops
-    // its schema ("schema t_... does not exist" in a migration). Files get a database each before this goes up.
+    // A file per core (vitest's default leaves one core idle), each in a process of its own (the forks pool), so
+    // servers, ports and temp folders never meet; on PostgreSQL each worker has a database of its own
+    // (test/support/databases.ts postgresTestUrl). Not more: the end-to-end files' servers, CLIs and browsers are
+    // processes too, and past the cores they only slow each other into timeouts.
     pool: 'forks',
-    maxWorkers: 1,
+    maxWorkers: availableParallelism(),
     minWorkers: 1,
     projects: [
       { test: { name: 'pkce', root: 'packages/pkce', include: ['test/**/*.test.ts'], env } },

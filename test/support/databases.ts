@@ -51,6 +51,69 @@ async function pgClient(url: string): Promise<PgClient> {
   return client;
 }
 
+/** A URL naming the same server and user as `url`, with another database. */
+function withDatabase(url: string, database: string): string {
+  const u = new URL(url);
+  u.pathname = `/${database}`;
+  return u.toString();
+}
+
+let workerDatabase: Promise<string> | undefined;
+
+/**
+ * This test worker's PostgreSQL database (AUTHCLI_TEST_POSTGRES_URL's, suffixed with vitest's pool id), made
+ * on first use. Each worker runs one file at a time, so test files side by side never share a database: a
+ * migration reads the whole database's catalog (Kysely's migrator lists every schema's tables), and failed
+ * with "schema t_... does not exist" when another file dropped its schema at that moment.
+ */
+export function postgresTestUrl(): Promise<string> {
+  workerDatabase ??= (async () => {
+    const base = process.env.AUTHCLI_TEST_POSTGRES_URL;
+    if (!base) throw new Error('AUTHCLI_TEST_POSTGRES_URL is not set');
+    const name = `${decodeURIComponent(new URL(base).pathname.slice(1)) || 'postgres'}_w${process.env.VITEST_POOL_ID ?? '0'}`;
+    if (!/^[A-Za-z0-9_]+$/.test(name)) throw new Error(`AUTHCLI_TEST_POSTGRES_URL: ${name} is not a plain database name`);
+    const admin = await pgClient(base);
+    try {
+      const exists = await admin.query(`select 1 from pg_database where datname = '${name}'`);
+      if (exists.rows.length === 0) {
+        // 42P04: another process of this worker made it first.
+        await admin.query(`create database ${name}`).catch((err: { code?: string }) => {
+          if (err.code !== '42P04' && err.code !== '23505') throw err;
+        });
+      }
+    } finally {
+      await admin.end();
+    }
+    return withDatabase(base, name);
+  })();
+  return workerDatabase;
+}
+
+/**
+ * A new, empty schema in this worker's database: the URL that makes it the search path, and its removal.
+ */
+export async function freshPostgresSchema(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const base = await postgresTestUrl();
+  const schema = `t_${Math.random().toString(36).slice(2, 12)}`;
+  const admin = await pgClient(base);
+  try {
+    await admin.query(`create schema ${schema}`);
+  } finally {
+    await admin.end();
+  }
+  return {
+    url: `${base}${base.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`,
+    drop: async () => {
+      const client = await pgClient(base);
+      try {
+        await client.query(`drop schema ${schema} cascade`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}
+
 /** An empty store the server will create and migrate at its first command. */
 export async function freshDatabase(dialect: DialectName): Promise<TestDatabase> {
   if (dialect === 'sqlite') {
@@ -70,12 +133,7 @@ export async function freshDatabase(dialect: DialectName): Promise<TestDatabase>
       cleanup: async () => rmSync(dir, { recursive: true, force: true }),
     };
   }
-  const base = process.env.AUTHCLI_TEST_POSTGRES_URL!;
-  const schema = `t_${Math.random().toString(36).slice(2, 12)}`;
-  const admin = await pgClient(base);
-  await admin.query(`create schema ${schema}`);
-  await admin.end();
-  const url = `${base}${base.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+  const { url, drop } = await freshPostgresSchema();
   return {
     url,
     query: async (sql) => {
@@ -86,11 +144,7 @@ export async function freshDatabase(dialect: DialectName): Promise<TestDatabase>
         await client.end();
       }
     },
-    cleanup: async () => {
-      const client = await pgClient(base);
-      await client.query(`drop schema ${schema} cascade`);
-      await client.end();
-    },
+    cleanup: drop,
   };
 }
 

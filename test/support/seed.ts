@@ -19,8 +19,8 @@ export type SeedApp = Partial<Omit<NewAppInput, 'clientId' | 'registrationTokenH
 type Env = { DATABASE_URL?: string | undefined };
 
 /**
- * Opens the store of `env.DATABASE_URL` (a server process's env), migrated and bootstrapped as any operator
- * command leaves it, runs `fn`, and closes it. The password-hash cost is the environment's, as for `users add`.
+ * Opens the store of `env.DATABASE_URL` (a server process's env), migrated and bootstrapped the way every
+ * operator command leaves it, runs `fn`, and closes it. The password-hash cost is the environment's, as for `users add`.
  */
 async function withStore<T>(env: Env, fn: (store: Awaited<ReturnType<typeof openStore>>, cost: number) => Promise<T>): Promise<T> {
   const url = env.DATABASE_URL;

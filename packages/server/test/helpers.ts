@@ -2,7 +2,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { challengeS256, generateNonce, generateState, generateVerifier } from '@authcli/pkce';
-import pg from 'pg';
 import type { FastifyInstance } from 'fastify';
 import { onTestFinished } from 'vitest';
 import { buildApp } from '../src/app.js';
@@ -14,6 +13,7 @@ import { loadConfig, type ServerConfig } from '../src/config/config.js';
 import { openStore } from '../src/store/open.js';
 import type { Store } from '../src/store/store.js';
 import { Sessions } from '../src/web/session.js';
+import { freshPostgresSchema } from '@authcli/test-support/databases';
 import { approveInBrowser, Browser, freePort, hidden, signInFields, type Res } from '@authcli/test-support/http';
 
 export { Browser, hidden, signInFields, type Res };
@@ -50,13 +50,7 @@ export async function freshStore(dialect: DialectName): Promise<{ store: Store; 
       },
     };
   }
-  const base = process.env.AUTHCLI_TEST_POSTGRES_URL!;
-  const schema = `t_${Math.random().toString(36).slice(2, 12)}`;
-  const admin = new pg.Client({ connectionString: base });
-  await admin.connect();
-  await admin.query(`create schema ${schema}`);
-  await admin.end();
-  const url = `${base}${base.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+  const { url, drop } = await freshPostgresSchema();
   const store = await openStore(url);
   await store.migrate();
   return {
@@ -64,10 +58,7 @@ export async function freshStore(dialect: DialectName): Promise<{ store: Store; 
     url,
     cleanup: async () => {
       await store.close();
-      const c = new pg.Client({ connectionString: base });
-      await c.connect();
-      await c.query(`drop schema ${schema} cascade`);
-      await c.end();
+      await drop();
     },
   };
 }

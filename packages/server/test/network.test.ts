@@ -12,6 +12,7 @@ import { StoreError, type Store } from '../src/store/store.js';
 import { isStoreUnavailable } from '../src/store/unavailable.js';
 import { Browser, freePort, hidden, type Res } from '@authcli/test-support/http';
 import { rawExchange } from '@authcli/test-support/raw-http';
+import { postgresTestUrl } from '@authcli/test-support/databases';
 import { addUser } from '../src/oauth/accounts.js';
 import { bootstrapStore } from '../src/oauth/registration.js';
 import { dialects, freshStore, startServer, type TestServer, TEST_SCRYPT } from './helpers.js';
@@ -525,8 +526,8 @@ describe.runIf(dialects().includes('postgres'))('a stalled PostgreSQL gives quic
   });
 
   it('a statement stuck behind a lock is cancelled at the statement timeout: 503, and the connection stays in use', async () => {
-    const base = process.env.AUTHCLI_TEST_POSTGRES_URL!;
-    const holder = new pg.Client({ connectionString: base });
+    // This worker's database, where the server's schema is.
+    const holder = new pg.Client({ connectionString: await postgresTestUrl() });
     await holder.connect();
     const schema = await server.direct.rowsForTests().currentSchema();
     try {

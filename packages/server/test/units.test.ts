@@ -256,7 +256,7 @@ describe('passwords', () => {
     const old = await hashPassword('hunter22!', { N: 1 << 15, r: 8, p: 1, keylen: 32 });
     expect(verifyPasswordSync('hunter22!', old)).toBe(true);
     expect(needsRehash(old)).toBe(true);
-    // A hash at the default cost (the dummy one is encoded as any: no need to compute one again here).
+    // A hash at the default cost: the dummy hash is encoded like any other, so none need be computed here.
     expect(needsRehash(DUMMY_PASSWORD_HASH)).toBe(false);
   });
 
