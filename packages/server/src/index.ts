@@ -13,6 +13,7 @@ export {
 export { bootstrapStore, registerApplication, BUILTIN_CLIENT_ID, type NewAppInput } from './oauth/registration.js';
 export { addUser } from './oauth/accounts.js';
 export { scryptParams } from './config/defaults.js';
+export { withStore } from './operator/shared.js';
 export { InputError } from './util/input-error.js';
 export { generateSigningKey, KeyRing, SIGNING_ALGS } from './oauth/keys.js';
 export { matchRedirectUri, callbackUrlProblem } from './oauth/redirect-uri.js';

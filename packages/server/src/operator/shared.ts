@@ -52,6 +52,10 @@ export function databaseHost(url: string): string {
   }
 }
 
+/**
+ * What every operator command runs in: the store of `database` (or DATABASE_URL), opened, migrated and
+ * bootstrapped, with the configuration of this environment; closed after `fn`.
+ */
 export async function withStore<T>(database: string | undefined, fn: (store: Store, config: ServerConfig) => Promise<T>): Promise<T> {
   const config = loadConfig({ database });
   const store = await openMigrated(config);
