@@ -8,7 +8,9 @@ import { buildApp } from '../src/app.js';
 import { randomUUID } from 'node:crypto';
 import { bootstrapStore, registerApplication } from '../src/oauth/registration.js';
 import { hashPassword } from '../src/util/password.js';
-import { scryptParams } from '../src/config/defaults.js';
+import { KEY_ACTIVATION_DELAY_MS, scryptParams } from '../src/config/defaults.js';
+import { generateSigningKey, SIGNING_ALGS } from '../src/oauth/keys.js';
+import type { SigningKeyRow } from '../src/store/schema.js';
 import { loadConfig, type ServerConfig } from '../src/config/config.js';
 import { openStore } from '../src/store/open.js';
 import type { Store } from '../src/store/store.js';
@@ -109,8 +111,28 @@ export function ownClock(server: TestServer): TestClock {
 export const TEST_HASH_COST = 10;
 export const TEST_SCRYPT = scryptParams(TEST_HASH_COST);
 
-/** The real server, listening on a loopback port, over a fresh store. */
-export async function startServer(dialect: DialectName, overrides: Partial<ServerConfig> = {}): Promise<TestServer> {
+/**
+ * An RS256 and an ES256 signing key, made once per test process: a new RSA 2048 key costs 0.2-0.5 s of CPU,
+ * and nearly every test server would make one at start. Servers in one process share them, which no test
+ * tells apart (each file's servers run one after another, and tokens are also bound to their issuer).
+ */
+let processSigningKeys: Promise<SigningKeyRow[]> | undefined;
+
+/** Writes the process's signing keys into a fresh store, already active at `now`, as `KeyRing.init` would have. */
+async function seedSigningKeys(store: Store, now: number): Promise<void> {
+  processSigningKeys ??= Promise.all(SIGNING_ALGS.map((alg) => generateSigningKey(alg, 0)));
+  for (const key of await processSigningKeys) await store.keys.insert({ ...key, created_at: now - KEY_ACTIVATION_DELAY_MS });
+}
+
+/**
+ * The real server, listening on a loopback port, over a fresh store. Its signing keys are seeded (see
+ * seedSigningKeys); with a key-encryption key, or `generateKeys`, it makes its own at start as a new server does.
+ */
+export async function startServer(
+  dialect: DialectName,
+  overrides: Partial<ServerConfig> = {},
+  options: { generateKeys?: boolean } = {},
+): Promise<TestServer> {
   const { store, url: storeUrl, cleanup } = await freshStore(dialect);
   const port = await freePort();
   const started = Date.now();
@@ -122,6 +144,7 @@ export async function startServer(dialect: DialectName, overrides: Partial<Serve
     { logLevel: 'silent', now: clock.now, passwordHashCost: TEST_HASH_COST, ...overrides },
   );
   await bootstrapStore(store, clock.now());
+  if (!config.keyEncryptionKey && !options.generateKeys) await seedSigningKeys(store, clock.now());
   const app = await buildApp(config, store);
   await app.listen({ port, host: '127.0.0.1' });
   return {

@@ -21,7 +21,8 @@ describe.each(dialects())('metadata, keys and probes (%s)', (dialect) => {
   const redirectUri = 'https://app.example/callback';
 
   beforeAll(async () => {
-    server = await startServer(dialect);
+    // The keys a new server makes itself at start, not the ones other test servers share.
+    server = await startServer(dialect, {}, { generateKeys: true });
     await seedUser(server);
     clientId = (await seedApp(server, { callbackUrls: [redirectUri] })).app.clientId;
   });
