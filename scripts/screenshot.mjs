@@ -63,7 +63,7 @@ try {
   const [, userCode] = await waitFor(login.stderr, /\b([BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4})\b/, 20_000, 'user code');
 
   browser = await chromium.launch({
-    executablePath: process.env.AUTHCLI_CHROMIUM ?? '/usr/bin/chromium',
+    executablePath: process.env.AUTHCLI_CHROMIUM ?? '/usr/bin/chromium-headless-shell',
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run', '--disable-sync'],
   });
   const page = await browser.newPage({ viewport: { width: 1000, height: 700 } });

@@ -336,6 +336,16 @@ describe('Developer > OAuth playground in a real Chromium', () => {
     const app = await registerPlaygroundApp('Requires PAR app');
     const updated = await serverCommand(['apps', 'update', app, '--require-par'], server.env);
     expect(updated.code, updated.stderr).toBe(0);
+    // The change was made by another process: the server sees it within its application cache time (1 s).
+    const view = `${server.issuer}/developer/playground/apps/${app}`;
+    await expect
+      .poll(
+        async () =>
+          ((await (await context.request.get(view, { headers: { accept: 'application/json' } })).json()) as { require_par: boolean })
+            .require_par,
+        { timeout: 5_000 },
+      )
+      .toBe(true);
     const page = await context.newPage();
     const par = () => page.getByRole('checkbox', { name: /^PAR:/ });
     await openPlayground(page);
