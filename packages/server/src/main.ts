@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
+import { sayError } from './operator/output.js';
 import { appsCommand } from './operator/apps.js';
 import { configCommand } from './operator/config.js';
 import { limitsCommand } from './operator/limits.js';
@@ -39,12 +40,12 @@ async function main(argv: string[]): Promise<void> {
       return;
     }
     if (isExpected(err)) {
-      process.stderr.write(`authcli-server: ${err.message}\n`);
+      sayError(`authcli-server: ${err.message}`);
       process.exitCode = 1;
       return;
     }
     if (isStoreUnavailable(err)) {
-      process.stderr.write(`authcli-server: the database failed or did not answer: ${(err as Error).message}\n`);
+      sayError(`authcli-server: the database failed or did not answer: ${(err as Error).message}`);
       process.exitCode = 1;
       return;
     }
@@ -57,11 +58,12 @@ async function main(argv: string[]): Promise<void> {
       code === '3D000' ||
       code === '28P01'
     ) {
-      process.stderr.write(`authcli-server: ${(err as Error).message}\n`);
+      sayError(`authcli-server: ${(err as Error).message}`);
       process.exitCode = 1;
       return;
     }
-    process.stderr.write(`authcli-server: unexpected error (a bug; please report it)\n${(err as Error).stack ?? String(err)}\n`);
+    sayError('authcli-server: unexpected error (a bug; please report it)');
+    for (const line of ((err as Error).stack ?? String(err)).split('\n')) sayError(line);
     process.exitCode = 2;
   }
 }

@@ -1,4 +1,5 @@
-import { collect, printTable, withStore } from './shared.js';
+import { printJson, printTable, say, sayError } from './output.js';
+import { collect, withStore } from './shared.js';
 import { DEVICE_CODE_GRANT_TYPE } from '@authcli/protocol';
 import { type Command, Option } from 'commander';
 import { DEFAULT_GRANT_TYPES, registerApplication, validateApplicationFields } from '../oauth/registration.js';
@@ -88,12 +89,13 @@ export function appsCommand(cli: Command): void {
             Date.now(),
           );
           if (opts.json) {
-            process.stdout.write(
-              `${JSON.stringify(clientSecret ? { client_id: app.clientId, client_secret: clientSecret } : { client_id: app.clientId })}\n`,
-            );
+            printJson(clientSecret ? { client_id: app.clientId, client_secret: clientSecret } : { client_id: app.clientId });
           } else {
-            process.stdout.write(`client_id:     ${app.clientId}\n`);
-            if (clientSecret) process.stdout.write(`client_secret: ${clientSecret}\n(shown once: store it now)\n`);
+            say(`client_id:     ${app.clientId}`);
+            if (clientSecret) {
+              say(`client_secret: ${clientSecret}`);
+              say('(shown once: store it now)');
+            }
           }
         });
       },
@@ -148,8 +150,8 @@ export function appsCommand(cli: Command): void {
             requirePushedAuthorizationRequests: opts.requirePar ?? app.requirePushedAuthorizationRequests,
           });
           const updated = await store.applications.update(clientId, fields, Date.now());
-          if (opts.json) process.stdout.write(`${JSON.stringify(appJson(updated), null, 2)}\n`);
-          else process.stderr.write(`Updated ${updated.name} (${updated.clientId})\n`);
+          if (opts.json) printJson(appJson(updated), 2);
+          else sayError(`Updated ${updated.name} (${updated.clientId})`);
         });
       },
     );
@@ -162,7 +164,7 @@ export function appsCommand(cli: Command): void {
       await withStore(opts.database, async (store) => {
         const list = await store.applications.list();
         if (opts.json) {
-          process.stdout.write(`${JSON.stringify(list.map(appJson), null, 2)}\n`);
+          printJson(list.map(appJson), 2);
           return;
         }
         printTable(

@@ -1,4 +1,4 @@
-import { printTable } from './shared.js';
+import { printJson, printTable } from './output.js';
 import type { Command } from 'commander';
 import { loadConfig, type ConfigInput } from '../config/config.js';
 import { describeConfig } from '../config/describe.js';
@@ -19,7 +19,7 @@ export function configCommand(cli: Command): void {
       const { json, ...flags } = opts;
       const entries = describeConfig(loadConfig(flags), flags, process.env);
       if (json) {
-        process.stdout.write(`${JSON.stringify(entries, null, 2)}\n`);
+        printJson(entries, 2);
         return;
       }
       printTable(

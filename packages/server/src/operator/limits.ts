@@ -1,4 +1,5 @@
-import { printTable, withStore } from './shared.js';
+import { printJson, printTable, say } from './output.js';
+import { withStore } from './shared.js';
 import type { Command } from 'commander';
 import { InputError } from '../util/input-error.js';
 import { ipSubject } from '../http/client-ip.js';
@@ -34,7 +35,7 @@ export function limitsCommand(cli: Command): void {
           ];
         });
         if (opts.json) {
-          process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+          printJson(rows, 2);
           return;
         }
         printTable(
@@ -56,7 +57,7 @@ export function limitsCommand(cli: Command): void {
             address,
           ),
         );
-        process.stdout.write(n ? `cleared ${n} counter${n === 1 ? '' : 's'} of ${address}\n` : `${address} had nothing counted\n`);
+        say(n ? `cleared ${n} counter${n === 1 ? '' : 's'} of ${address}` : `${address} had nothing counted`);
       });
     });
 }

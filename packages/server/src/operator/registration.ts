@@ -1,4 +1,5 @@
-import { printTable, warn, withStore } from './shared.js';
+import { printJson, printTable, say } from './output.js';
+import { warn, withStore } from './shared.js';
 import type { Command } from 'commander';
 import { INITIAL_ACCESS_TOKEN_TTL_SECONDS } from '../config/defaults.js';
 import { createInitialAccessToken, initialAccessTokenState } from '../oauth/initial-access-tokens.js';
@@ -30,10 +31,12 @@ export function registrationCommand(cli: Command): void {
       await withStore(opts.database, async (store, config) => {
         const created = await createInitialAccessToken(store, Number(raw), Date.now());
         if (opts.json) {
-          process.stdout.write(`${JSON.stringify({ id: created.id, token: created.token, expires_at: iso(created.expiresAt) })}\n`);
+          printJson({ id: created.id, token: created.token, expires_at: iso(created.expiresAt) });
         } else {
-          process.stdout.write(`id:      ${created.id}\ntoken:   ${created.token}\nexpires: ${iso(created.expiresAt)}\n`);
-          process.stdout.write('(shown once: hand it to whoever registers the client; it registers one client)\n');
+          say(`id:      ${created.id}`);
+          say(`token:   ${created.token}`);
+          say(`expires: ${iso(created.expiresAt)}`);
+          say('(shown once: hand it to whoever registers the client; it registers one client)');
         }
         if (config.registration !== 'token') {
           warn(`AUTHCLI_REGISTRATION is ${config.registration} here: the server asks for initial access tokens only when it is token`);
@@ -58,7 +61,7 @@ export function registrationCommand(cli: Command): void {
           client_id: t.clientId ?? '',
         }));
         if (opts.json) {
-          process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+          printJson(rows, 2);
           return;
         }
         printTable(
@@ -75,7 +78,7 @@ export function registrationCommand(cli: Command): void {
       await withStore(opts.database, async (store) => {
         const t = await store.initialAccessTokens.revoke(id, Date.now());
         const state = initialAccessTokenState(t, Date.now());
-        process.stdout.write(state === 'used' ? `${id} was already used (client ${t.clientId}); revoked\n` : `revoked ${id}\n`);
+        say(state === 'used' ? `${id} was already used (client ${t.clientId}); revoked` : `revoked ${id}`);
       });
     });
 }

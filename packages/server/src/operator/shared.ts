@@ -4,6 +4,7 @@ import { openStore, type OpenOptions } from '../store/open.js';
 import { StoreError, type Store } from '../store/store.js';
 import { isStoreUnavailable } from '../store/unavailable.js';
 import { InputError } from '../util/input-error.js';
+import { sayError } from './output.js';
 
 /** Expected failures print one line and exit 1; anything else is a bug and prints its stack. */
 export function isExpected(err: unknown): err is Error {
@@ -12,7 +13,7 @@ export function isExpected(err: unknown): err is Error {
 
 /** Said on standard error: not part of any command's output, and shown whatever LOG_LEVEL is. */
 export function warn(message: string): void {
-  process.stderr.write(`authcli-server: warning: ${message}\n`);
+  sayError(`authcli-server: warning: ${message}`);
 }
 
 /**
@@ -81,10 +82,3 @@ export async function promptHidden(prompt: string): Promise<string> {
 }
 
 export const collect = (v: string, prev: string[] = []) => [...prev, v];
-
-/** A text table: a header row, columns padded to their widest cell. */
-export function printTable(header: string[], rows: string[][]): void {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  for (const row of [header, ...rows])
-    process.stdout.write(`${row.map((c, i) => (i === row.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')}\n`);
-}

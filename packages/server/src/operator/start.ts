@@ -1,3 +1,4 @@
+import { say, sayError } from './output.js';
 import { databaseHost, openMigrated, warn } from './shared.js';
 import type { Command } from 'commander';
 import type { FastifyInstance } from 'fastify';
@@ -75,7 +76,7 @@ export function startCommand(cli: Command): void {
         if (closing) return;
         closing = true;
         clearInterval(purge);
-        if (human) process.stdout.write(`stopping (${signal}): finishing requests in flight, at most ${config.shutdownGraceMs / 1000} s\n`);
+        if (human) say(`stopping (${signal}): finishing requests in flight, at most ${config.shutdownGraceMs / 1000} s`);
         else app.log.info({ signal, graceMs: config.shutdownGraceMs }, 'shutting down: finishing requests in flight');
         const cut = setTimeout(() => {
           app.log.warn('shutdown grace period over: closing the connections still open');
@@ -89,7 +90,7 @@ export function startCommand(cli: Command): void {
           await store.close();
           process.exitCode = 0;
         } catch (err) {
-          process.stderr.write(`authcli-server: shutdown failed: ${(err as Error).stack ?? String(err)}\n`);
+          for (const line of `authcli-server: shutdown failed: ${(err as Error).stack ?? String(err)}`.split('\n')) sayError(line);
           process.exitCode = 1;
         }
         // Nothing should keep the process alive now; if a handle does, it still ends (unref: no wait when none does).
@@ -135,21 +136,19 @@ export function startCommand(cli: Command): void {
         app.log.info(started, 'authcli-server started');
         return;
       }
-      process.stdout.write(
-        [
-          `authcli-server ${started.version}`,
-          `  issuer:          ${started.issuer}`,
-          `  store:           ${started.store}`,
-          `  listening on:    ${started.listening}`,
-          `  dashboard:       ${started.dashboard}`,
-          ...(started.metrics ? [`  metrics:         ${started.metrics}`] : []),
-          `  signing threads: ${started.signingThreads}`,
-          users === 0
-            ? `no users yet: add one with \`authcli-server users add <username>\`, then sign in at ${config.issuer}/signin`
-            : `sign in at ${config.issuer}/signin`,
-          'Ctrl-C stops it.',
-          '',
-        ].join('\n'),
-      );
+      for (const line of [
+        `authcli-server ${started.version}`,
+        `  issuer:          ${started.issuer}`,
+        `  store:           ${started.store}`,
+        `  listening on:    ${started.listening}`,
+        `  dashboard:       ${started.dashboard}`,
+        ...(started.metrics ? [`  metrics:         ${started.metrics}`] : []),
+        `  signing threads: ${started.signingThreads}`,
+        users === 0
+          ? `no users yet: add one with \`authcli-server users add <username>\`, then sign in at ${config.issuer}/signin`
+          : `sign in at ${config.issuer}/signin`,
+        'Ctrl-C stops it.',
+      ])
+        say(line);
     });
 }

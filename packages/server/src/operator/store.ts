@@ -1,3 +1,4 @@
+import { say } from './output.js';
 import { warn, withStore } from './shared.js';
 import type { Command } from 'commander';
 import { loadConfig } from '../config/config.js';
@@ -14,7 +15,7 @@ export function storeCommands(cli: Command): void {
     .action(async (file: string, opts: { database?: string }) => {
       const config = loadConfig({ database: opts.database });
       const { path, pages, privateKeys } = await backupStore(config.databaseUrl, file);
-      process.stdout.write(`backed up ${config.databaseUrl} to ${path} (${pages} pages)\n`);
+      say(`backed up ${config.databaseUrl} to ${path} (${pages} pages)`);
       // What the copy holds decides, not this shell's environment: the server that wrote the keys may have a KEK.
       const plain = privateKeys.filter((k) => !isEncryptedPrivateJwk(k)).length;
       if (plain > 0) {
@@ -35,8 +36,7 @@ export function storeCommands(cli: Command): void {
     .action(async (opts: { database?: string }) => {
       await withStore(opts.database, async (store, config) => {
         const fresh = await rotateKeys(store, Date.now(), config.keyEncryptionKey);
-        for (const k of fresh)
-          process.stdout.write(`new ${k.alg} key ${k.kid} (signs in about a minute, once every instance has published it)\n`);
+        for (const k of fresh) say(`new ${k.alg} key ${k.kid} (signs in about a minute, once every instance has published it)`);
         if (!config.keyEncryptionKey) warn(UNENCRYPTED_KEYS_WARNING);
       });
     });

@@ -1,5 +1,6 @@
+import { printJson, printTable, say } from './output.js';
 import { readFile } from 'node:fs/promises';
-import { collect, printTable, promptHidden, readAll, withStore } from './shared.js';
+import { collect, promptHidden, readAll, withStore } from './shared.js';
 import type { Command } from 'commander';
 import { addUser, resetUserPassword, updateUserClaims } from '../oauth/accounts.js';
 import { claimAssignment, claimRemoval, mergePatches, parseClaimsJson, standardClaims, type ClaimsPatch } from '../oauth/claims.js';
@@ -31,7 +32,7 @@ export function usersCommand(cli: Command): void {
             Date.now(),
             scryptParams(config.passwordHashCost),
           );
-          process.stdout.write(`added user ${user.username}${opts.admin ? ' (admin)' : ''}\n`);
+          say(`added user ${user.username}${opts.admin ? ' (admin)' : ''}`);
         });
       },
     );
@@ -51,7 +52,7 @@ export function usersCommand(cli: Command): void {
           created: new Date(Number(u.created_at)).toISOString(),
         }));
         if (opts.json) {
-          process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+          printJson(rows, 2);
           return;
         }
         printTable(
@@ -81,7 +82,7 @@ export function usersCommand(cli: Command): void {
           const user = await updateUserClaims(store, username, mergePatches(patches), Date.now());
           const claims = standardClaims(user, ['profile', 'email', 'address', 'phone']);
           if (opts.json) {
-            process.stdout.write(`${JSON.stringify(claims, null, 2)}\n`);
+            printJson(claims, 2);
             return;
           }
           // One line per value: a string as it is, unless it has several lines (an address); booleans and numbers as JSON.
@@ -119,8 +120,8 @@ export function usersCommand(cli: Command): void {
             reset.username,
           ),
         );
-        process.stdout.write(
-          `reset the password of ${reset.username} (${reset.sessionsEnded} session${reset.sessionsEnded === 1 ? '' : 's'} ended, ${cleared} failed sign-in counter${cleared === 1 ? '' : 's'} cleared${opts.revokeTokens ? `, ${reset.grantsRevoked} application sign-in${reset.grantsRevoked === 1 ? '' : 's'} ended` : ''})\n`,
+        say(
+          `reset the password of ${reset.username} (${reset.sessionsEnded} session${reset.sessionsEnded === 1 ? '' : 's'} ended, ${cleared} failed sign-in counter${cleared === 1 ? '' : 's'} cleared${opts.revokeTokens ? `, ${reset.grantsRevoked} application sign-in${reset.grantsRevoked === 1 ? '' : 's'} ended` : ''})`,
         );
       });
     });
@@ -131,7 +132,7 @@ export function usersCommand(cli: Command): void {
     .action(async (username: string, opts: { database?: string }) => {
       await withStore(opts.database, async (store) => {
         await store.users.setDisabled(username, Date.now());
-        process.stdout.write(`disabled user ${username}\n`);
+        say(`disabled user ${username}`);
       });
     });
   users
@@ -141,7 +142,7 @@ export function usersCommand(cli: Command): void {
     .action(async (username: string, opts: { database?: string }) => {
       await withStore(opts.database, async (store) => {
         await store.users.setDisabled(username, null);
-        process.stdout.write(`enabled user ${username}\n`);
+        say(`enabled user ${username}`);
       });
     });
 
@@ -156,9 +157,7 @@ export function usersCommand(cli: Command): void {
           username,
         );
         const n = await store.rateLimits.delete(keys);
-        process.stdout.write(
-          n ? `unlocked ${username} (${n} counter${n === 1 ? '' : 's'} cleared)\n` : `${username} had no failed sign-ins counted\n`,
-        );
+        say(n ? `unlocked ${username} (${n} counter${n === 1 ? '' : 's'} cleared)` : `${username} had no failed sign-ins counted`);
       });
     });
 }
