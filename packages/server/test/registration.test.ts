@@ -220,6 +220,18 @@ describe.each(dialects())('dynamic client registration, open (%s)', (dialect) =>
       const res = await register(server, { ...WEB, redirect_uris });
       expectError(res, 400, 'invalid_redirect_uri');
     }
+    // Stored one way, followed another: each refused, with the form to register instead where there is one.
+    for (const uri of [
+      'https://app.example/c\r\nb',
+      'https://app.ex\tample/cb',
+      'https://app.example\\@evil.example/cb',
+      'https://*.example.com/cb',
+      'https://app%2eexample/cb',
+      `https://app.example/${'x'.repeat(8000)}`,
+    ]) {
+      const res = await register(server, { ...WEB, redirect_uris: [uri] });
+      expectError(res, 400, 'invalid_redirect_uri');
+    }
     // Leaving them out of a code-flow client is the same error.
     expectError(await register(server, { client_name: 'no redirect' }), 400, 'invalid_redirect_uri');
     // A bad post-logout redirect URI is metadata (RFC 7591 defines invalid_redirect_uri for redirect_uris only).
@@ -237,7 +249,7 @@ describe.each(dialects())('dynamic client registration, open (%s)', (dialect) =>
   });
 
   it('rfc7591 §5 the consent page says that a self-registered client chose its own name', async () => {
-    const reg = (await register(server, { ...WEB, client_name: 'authcli' })).json;
+    const reg = (await register(server, { ...WEB, client_name: 'Corporate Single Sign-On' })).json;
     const b = await signedInBrowser(server);
     const consent = await b.get((await authorizeUrl({ clientId: reg.client_id, redirectUri: 'https://app.example/cb' })).url);
     expect(consent.status).toBe(200);
@@ -246,6 +258,28 @@ describe.each(dialects())('dynamic client registration, open (%s)', (dialect) =>
     const other = await b.get((await authorizeUrl({ clientId: operatorApp, redirectUri: 'https://app.example/callback' })).url);
     expect(other.status).toBe(200);
     expect(other.text).not.toContain('registered itself');
+  });
+
+  it('rfc7591 §2 a client_name with control or invisible formatting characters, or one that reads as authcli, is invalid_client_metadata', async () => {
+    for (const client_name of [
+      '\u001b]0;owned\u0007\u001b[2J',
+      'line one\nauthcli2  public  operator',
+      'Good App\u202Eppa liveE',
+      'Pay\u200bPal',
+      'Bank\u2066Login\u2069',
+      'authcli',
+      'AuthCLI',
+      'auth cli',
+      'Auth-CLI',
+      '\uff41\uff55\uff54\uff48\uff43\uff4c\uff49',
+    ]) {
+      const res = await register(server, { ...WEB, client_name });
+      expectError(res, 400, 'invalid_client_metadata');
+    }
+    // Names in any script, and ones that only contain the word, are fine.
+    for (const client_name of ['Zoë’s Ångström Tool', '東京 ログイン', 'authcli-dev tools', 'My authcli helper']) {
+      expect((await register(server, { ...WEB, client_name })).status, client_name).toBe(201);
+    }
   });
 
   it('rfc7591 §3.2.1 a self-registered client has no owner: administrators see it in the dashboard, marked; a user does not', async () => {

@@ -80,6 +80,32 @@ describe('rfc6749 §3.1.2.3 redirect_uri matching', () => {
       expect(callbackUrlProblem(bad), bad).toBeDefined();
     }
   });
+  it('rfc9700 §4.1.3 a callback is registered only as the browser will be sent to it: its normal form, a host name, bounded', () => {
+    for (const good of [
+      'https://rp.example/',
+      'https://rp.example/cb?x=1&y=%20',
+      'http://[::1]:8080/cb',
+      'https://xn--bcher-kva.example/cb',
+      'https://10.0.0.1/cb',
+    ]) {
+      expect(callbackUrlProblem(good), good).toBeUndefined();
+    }
+    // What the security review registered: each stored one way and followed another.
+    const cases: [string, RegExp][] = [
+      ['https://rp.example/cb\r\nLocation: https://evil.example/', /not in its normal form/],
+      ['https://rp.exa\tmple/cb', /not in its normal form; register it as https:\/\/rp\.example\/cb$/],
+      ['https://rp.example\\@evil.example/cb', /not in its normal form; register it as https:\/\/rp\.example\/@evil\.example\/cb$/],
+      ['https://*.example.com/cb', /\*\.example\.com in .* is not a host name .*no wildcards/],
+      ['https://rp%2eexample/cb', /not in its normal form; register it as https:\/\/rp\.example\/cb$/],
+      ['https://RP.example/cb', /register it as https:\/\/rp\.example\/cb$/],
+      ['https://rp.example', /register it as https:\/\/rp\.example\/$/],
+      ['https://rp.example/a b', /register it as https:\/\/rp\.example\/a%20b$/],
+      ['https://bücher.example/cb', /register it as https:\/\/xn--bcher-kva\.example\/cb$/],
+      ['https://rp_app.example/cb', /not a host name/],
+      [`https://rp.example/${'a'.repeat(8000)}`, /at most 2048 characters \(this one is 8019\)/],
+    ];
+    for (const [bad, problem] of cases) expect(callbackUrlProblem(bad), bad).toMatch(problem);
+  });
 });
 
 describe('strict form parsing', () => {

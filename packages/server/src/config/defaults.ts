@@ -156,6 +156,13 @@ export const CLAIM_TEXT_MAX = 256;
 /** Longest URL claim (profile, picture, website): 2048, the length past which URLs stop working in common software. */
 export const CLAIM_URL_MAX = 2048;
 /**
+ * Longest redirect URI (callback or post-logout) an application may register: 2048, as for URL claims. It is
+ * copied into every authorization response's Location header, and a longer one breaks browsers and proxies.
+ */
+export const REDIRECT_URI_MAX = 2048;
+/** Longest application name: what the consent page, the dashboard and `apps list` show in one line. */
+export const APPLICATION_NAME_MAX = 100;
+/**
  * How many times a claims update is tried again when another update of the
  * same user changed the claims between its read and its conditional write
  * (store/repositories/users.ts). Each loser retries at once, so N concurrent

@@ -1,3 +1,5 @@
+import { REDIRECT_URI_MAX } from '../config/defaults.js';
+
 /**
  * redirect_uri matching (RFC 6749 §3.1.2.3, RFC 9700 §4.1.3): exact string
  * comparison, with one exception from RFC 8252 §7.3: for a registered
@@ -31,12 +33,23 @@ export function isLoopbackRedirect(uri: string): boolean {
   return withoutPort(uri) !== undefined;
 }
 
+/** A host name of DNS labels (letters, digits, hyphens), or an IP literal: no `*`, `_` or anything else. */
+const DNS_NAME = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
+const IPV6_LITERAL = /^\[[0-9a-f:.]+\]$/;
+
 /**
  * Validates a callback URL at registration (RFC 6749 §3.1.2, RFC 8252 §7):
- * absolute, no fragment, https, or http on loopback.
- * Returns an error message, or undefined when the URL is acceptable.
+ * absolute, no fragment, https, or http on loopback. And it must be what a
+ * browser is sent to: the URL parser's serialisation of it, unchanged. A
+ * tab or line break (which the parser drops), a backslash (which it reads
+ * as a slash, so `https://rp.example\@evil.example/` is not on evil.example),
+ * a percent-encoded or upper-case host, or a missing path would all be
+ * stored as one thing and followed as another. Hosts are DNS names or IP
+ * literals: no wildcards (RFC 9700 §4.1.3). Returns an error message, or
+ * undefined when the URL is acceptable.
  */
 export function callbackUrlProblem(value: string): string | undefined {
+  if (value.length > REDIRECT_URI_MAX) return `a redirect URI must be at most ${REDIRECT_URI_MAX} characters (this one is ${value.length})`;
   let url: URL;
   try {
     url = new URL(value);
@@ -45,11 +58,14 @@ export function callbackUrlProblem(value: string): string | undefined {
   }
   if (value.includes('#')) return `${value} must not contain a fragment`;
   if (url.username || url.password) return `${value} must not contain credentials`;
-  if (url.protocol === 'https:') return undefined;
-  if (url.protocol === 'http:') {
-    // localhost is accepted but matched exactly, without the any-port rule (RFC 8252 §8.3 prefers the IP literal).
-    if (withoutPort(value) || url.hostname === 'localhost') return undefined;
-    return `${value}: http is allowed only for loopback (127.0.0.1, [::1] or localhost)`;
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    return `${value}: use https, or http on loopback (127.0.0.1, [::1] or localhost)`;
+  if (!DNS_NAME.test(url.hostname) && !IPV6_LITERAL.test(url.hostname)) {
+    return `${url.hostname} in ${value} is not a host name (letters, digits, hyphens and dots; no wildcards)`;
   }
-  return `${value}: use https, or http on loopback (127.0.0.1, [::1] or localhost)`;
+  if (url.href !== value) return `${value} is not in its normal form; register it as ${url.href}`;
+  if (url.protocol === 'https:') return undefined;
+  // localhost is accepted but matched exactly, without the any-port rule (RFC 8252 §8.3 prefers the IP literal).
+  if (withoutPort(value) || url.hostname === 'localhost') return undefined;
+  return `${value}: http is allowed only for loopback (127.0.0.1, [::1] or localhost)`;
 }

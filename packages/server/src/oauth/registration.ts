@@ -13,6 +13,7 @@ import {
   type IntrospectionScope,
   type Store,
 } from '../store/store.js';
+import { APPLICATION_NAME_MAX } from '../config/defaults.js';
 import { randomToken, sha256Hex } from '../util/crypto.js';
 import { InputError } from '../util/input-error.js';
 import { callbackUrlProblem } from './redirect-uri.js';
@@ -88,10 +89,39 @@ export interface ApplicationFields {
   requirePushedAuthorizationRequests: boolean;
 }
 
-/** Checks what a person or operator typed for an application; the same rules for the CLI and the dashboard. */
-export function validateApplicationFields(input: Omit<NewAppInput, 'kind' | 'ownerId'>): ApplicationFields {
+/**
+ * Characters a name must not hold: controls (Cc), format characters (Cf: the bidi overrides and isolates that
+ * reverse what follows them on the consent page, zero-width characters that hide a difference) and the line
+ * and paragraph separators.
+ */
+const NAME_UNSAFE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+
+/**
+ * Whether `name` would read as the built-in application's (`authcli`): compared after NFKC (full-width and
+ * other compatibility forms fold to plain letters), without case, spaces or punctuation.
+ */
+function readsAsBuiltin(name: string): boolean {
+  return (
+    name
+      .normalize('NFKC')
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}]/gu, '') === BUILTIN_CLIENT_ID
+  );
+}
+
+/**
+ * Checks what a person or operator typed for an application; the same rules for the CLI, the dashboard and
+ * self-registering clients. `clientId` is the application's when it exists already (an update).
+ */
+export function validateApplicationFields(input: Omit<NewAppInput, 'kind' | 'ownerId'>, clientId?: string): ApplicationFields {
   const name = input.name.trim();
-  if (!name || name.length > 100) throw new InputError('name must be 1-100 characters');
+  if (!name || name.length > APPLICATION_NAME_MAX) throw new InputError(`name must be 1-${APPLICATION_NAME_MAX} characters`);
+  if (NAME_UNSAFE.test(name)) {
+    throw new InputError('name must not contain control characters or invisible formatting (bidi overrides, zero-width characters)');
+  }
+  if (clientId !== BUILTIN_CLIENT_ID && readsAsBuiltin(name)) {
+    throw new InputError(`the name ${name} reads as the server's own ${BUILTIN_CLIENT_ID} application: choose another`);
+  }
   const grantTypes = input.grantTypes ?? [...DEFAULT_GRANT_TYPES];
   if (grantTypes.length === 0) throw new InputError('allow at least one grant type');
   for (const g of grantTypes) {

@@ -138,17 +138,20 @@ export function appsCommand(cli: Command): void {
           const app = await store.applications.get(clientId);
           if (!app) throw new StoreError('not_found', `no application ${clientId} (see apps list)`);
           // The whole application is checked again with the changes, by the rules it was registered with.
-          const fields = validateApplicationFields({
-            name: opts.name ?? app.name,
-            callbackUrls: opts.callback ?? [...app.callbackUrls],
-            postLogoutRedirectUris: opts.postLogoutRedirectUri ?? [...app.postLogoutRedirectUris],
-            scopes: opts.scope !== undefined ? opts.scope.split(/\s+/).filter(Boolean) : [...app.scopes],
-            grantTypes: opts.grant ? grantTypesOf(opts.grant) : [...app.grantTypes],
-            idTokenAlg: opts.idTokenAlg ?? app.idTokenAlg,
-            introspection: opts.introspection ?? app.introspection,
-            requireDpop: opts.requireDpop ?? app.requireDpop,
-            requirePushedAuthorizationRequests: opts.requirePar ?? app.requirePushedAuthorizationRequests,
-          });
+          const fields = validateApplicationFields(
+            {
+              name: opts.name ?? app.name,
+              callbackUrls: opts.callback ?? [...app.callbackUrls],
+              postLogoutRedirectUris: opts.postLogoutRedirectUri ?? [...app.postLogoutRedirectUris],
+              scopes: opts.scope !== undefined ? opts.scope.split(/\s+/).filter(Boolean) : [...app.scopes],
+              grantTypes: opts.grant ? grantTypesOf(opts.grant) : [...app.grantTypes],
+              idTokenAlg: opts.idTokenAlg ?? app.idTokenAlg,
+              introspection: opts.introspection ?? app.introspection,
+              requireDpop: opts.requireDpop ?? app.requireDpop,
+              requirePushedAuthorizationRequests: opts.requirePar ?? app.requirePushedAuthorizationRequests,
+            },
+            clientId,
+          );
           const updated = await store.applications.update(clientId, fields, Date.now());
           if (opts.json) printJson(appJson(updated), 2);
           else sayError(`Updated ${updated.name} (${updated.clientId})`);

@@ -172,7 +172,7 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
     const values = formValues(req, a);
     try {
       checkIntrospection(c, values, a);
-      await store.applications.update(a.clientId, validateApplicationFields(fieldsOf(values)), config.now());
+      await store.applications.update(a.clientId, validateApplicationFields(fieldsOf(values), a.clientId), config.now());
       flash.put(c.session.id_hash, { kind: 'notice', text: 'Application saved' });
       return reply.redirect(appPath(a.clientId), 303);
     } catch (err) {
