@@ -472,9 +472,31 @@ describe.each(dialects())('authorization endpoint (%s)', (dialect) => {
     await server.store.users.setDisabled('mallory', server.clock.now());
     const res = await authorizeWith(b, {});
     expect(res.location).toMatch(/^\/signin/);
-    const again = await signIn(new Browser(server.url), 'mallory');
-    expect(again.status).toBe(403);
-    expect(again.text).toContain('disabled');
+    // The right password of a disabled account gets exactly the wrong password's answer: it confirms nothing.
+    const right = await signIn(new Browser(server.url), 'mallory');
+    const wrong = await signIn(new Browser(server.url), 'mallory', 'not the password');
+    expect(right.status).toBe(401);
+    expect(right.headers.get('set-cookie') ?? '').not.toMatch(/session/i);
+    const message = (page: string) => /<p class="alert"[^>]*>([^<]*)<\/p>/.exec(page)?.[1];
+    expect(message(right.text)).toBe('Invalid username or password.');
+    expect(message(right.text)).toBe(message(wrong.text));
+    expect(wrong.status).toBe(401);
+  });
+
+  it('a new sign-in ends the browser session it replaces: the earlier session id opens nothing, for the same user or another', async () => {
+    for (const same of [false, true]) {
+      const first = await newUser('form');
+      const before = new Map(first.b.cookies);
+      const next = same ? first.username : (await newUser()).username;
+      expect((await signIn(first.b, next)).status).toBe(303);
+      expect((await first.b.get('/account')).status).toBe(200);
+      // A browser that kept the cookies from before the second sign-in (a copy, a stolen cookie) is signed out.
+      const kept = new Browser(server.url);
+      kept.cookies = before;
+      const account = await kept.get('/account');
+      expect(account.status, same ? 'same user' : 'another user').toBe(303);
+      expect(account.location).toMatch(/^\/signin/);
+    }
   });
 
   it('a challenge from @authcli/pkce is accepted end to end', async () => {

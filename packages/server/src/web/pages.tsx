@@ -130,9 +130,10 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
       reply.header('retry-after', '2');
       return retry('The server is busy. Try again in a moment.', 503);
     }
-    if (!user || !ok) return retry('Invalid username or password.', 401);
+    // A disabled account answers as a wrong password does, and counts as one: a different answer to the right
+    // password would tell whoever tries it that the password is right.
+    if (!user || !ok || user.disabled_at !== null) return retry('Invalid username or password.', 401);
     await admission.giveBack();
-    if (user.disabled_at !== null) return retry('This account is disabled.', 403);
     if (passwords.needsRehash(user.password_hash)) {
       // Upgraded to the current cost while the password is at hand, only over the hash just checked (a reset in
       // between wins). The sign-in itself has succeeded: if the upgrade cannot be made now, it is made next time.
@@ -143,7 +144,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
       }
     }
     trustedDevices.issue(reply, user.username);
-    await sessions.start(reply, user);
+    await sessions.start(req, reply, user);
     return reply.redirect(await continuations.resume(req, form.continue), 303);
   });
 

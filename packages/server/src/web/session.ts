@@ -38,8 +38,13 @@ export class Sessions {
     return this.store.sessions.find(sha256Hex(raw), this.config.now());
   }
 
-  /** Starts a new session (a fresh id on every sign-in, against session fixation). */
-  async start(reply: FastifyReply, user: User): Promise<void> {
+  /**
+   * Starts a new session (a fresh id on every sign-in, against session fixation) and ends the one this browser
+   * had: signing in as someone else, or again, leaves no earlier session id that still opens the account.
+   */
+  async start(req: FastifyRequest, reply: FastifyReply, user: User): Promise<void> {
+    const previous = req.cookies[this.cookieName];
+    if (previous && previous.length <= 128) await this.store.sessions.delete(sha256Hex(previous));
     reply.setCookie(this.cookieName, await this.create(user), { ...this.cookieOptions(), maxAge: this.config.sessionTtlSeconds });
   }
 
