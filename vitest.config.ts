@@ -6,7 +6,11 @@ import { defineConfig } from 'vitest/config';
  * `users add` run as a command: the bottom of AUTHCLI_PASSWORD_HASH_COST's bounds, a hash in about a
  * millisecond instead of the production 0.3-1.8 s. The tests about the cost itself set their own.
  */
-const env = { AUTHCLI_PASSWORD_HASH_COST: '10' };
+const env = {
+  AUTHCLI_PASSWORD_HASH_COST: '10',
+  // Server processes stop at once on SIGTERM: the shutdown tests set the drain they are about.
+  AUTHCLI_SHUTDOWN_DRAIN: '0',
+};
 
 export default defineConfig({
   test: {

@@ -231,7 +231,7 @@ describe('systemd units (deploy/systemd)', () => {
     expect(read('deploy/systemd/authcli-server.service')).toMatch(/MemoryDenyWriteExecute= is deliberately NOT set: V8's JIT/);
   });
 
-  it('authcli.env is accepted by the server, and TimeoutStopSec outlasts its shutdown grace', async () => {
+  it('authcli.env is accepted by the server, and TimeoutStopSec outlasts its shutdown drain and grace', async () => {
     const settings = envLines(read('deploy/systemd/authcli.env').split('\n'));
     const config = await configValues(
       cleanEnv({ ...envLines(values(server, 'Environment')), ...settings, AUTHCLI_KEY_ENCRYPTION_KEY_FILE: '' }),
@@ -240,7 +240,8 @@ describe('systemd units (deploy/systemd)', () => {
     expect(config.trust_proxy).toBe('1 hop(s)');
     expect(config.host).toBe('127.0.0.1');
     expect(config.database).toBe('/var/lib/authcli/authcli.db');
-    expect(Number(one(server, 'TimeoutStopSec'))).toBeGreaterThan(seconds(config.shutdown_grace!));
+    expect(seconds(config.shutdown_drain!)).toBe(5);
+    expect(Number(one(server, 'TimeoutStopSec'))).toBeGreaterThan(seconds(config.shutdown_drain!) + seconds(config.shutdown_grace!));
     // docs/deployment.md reads the same file with sh (`set -a && . authcli.env`) for operator commands.
     const file = join(root, 'deploy/systemd/authcli.env');
     const bySh = run(
@@ -530,8 +531,10 @@ describe('Docker (deploy/docker, .dockerignore)', () => {
     expect(config.trust_proxy).toBe('1 hop(s)');
     expect(config.database).toMatch(/^postgres:\/\/authcli:.*@postgres:5432\/authcli$/);
     expect(config.key_encryption_key).not.toMatch(/not set/);
-    // docker stop waits longer than the server's shutdown grace before it kills.
-    expect(Number(/^(\d+)s$/.exec(authcli!.stop_grace_period)?.[1])).toBeGreaterThan(seconds(config.shutdown_grace!));
+    // docker stop waits longer than the server's shutdown drain and grace before it kills.
+    expect(Number(/^(\d+)s$/.exec(authcli!.stop_grace_period)?.[1])).toBeGreaterThan(
+      seconds(config.shutdown_drain!) + seconds(config.shutdown_grace!),
+    );
   });
 
   it.skipIf(!DOCKER_COMPOSE)('docker compose config --quiet accepts compose.yaml (needs the docker compose plugin)', () => {

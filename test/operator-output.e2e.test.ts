@@ -1,6 +1,11 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { withStore } from '@authcli/server';
 import { addApp, addUsers } from '@authcli/test-support/seed';
+import { freePort } from '@authcli/test-support/http';
 import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 /**
@@ -56,5 +61,71 @@ describe('operator commands print stored text neutralised', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).not.toMatch(TERMINAL_CONTROL);
     expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
+  });
+});
+
+describe("the server's own errors are one line that says what to do", () => {
+  /** The lines on standard error that are not warnings (a test setting prints some at start). */
+  const errorLines = (stderr: string) => stderr.split('\n').filter((l) => l && !l.startsWith('authcli-server: warning:'));
+
+  it('a port in use names the address and the setting to change', async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as { port: number }).port;
+    try {
+      const r = await serverCommand(['start'], { PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: ':memory:', LOG_LEVEL: 'warn' });
+      expect(r.code).toBe(1);
+      expect(errorLines(r.stderr)).toEqual([
+        `authcli-server: 127.0.0.1:${port} is already in use (another authcli-server, or another program): stop it, or choose another port with --port or PORT`,
+      ]);
+    } finally {
+      taken.close();
+    }
+  });
+
+  it('a usage error is one line and the help to read, not the whole help', async () => {
+    const cases: [string[], string][] = [
+      [['strat'], "authcli-server: unknown command 'strat'. Did you mean start? (see `authcli-server --help`)"],
+      [['users', 'add'], "authcli-server: missing required argument 'username' (see `authcli-server users add --help`)"],
+      [['start', '--prot', '9000'], "authcli-server: unknown option '--prot'. Did you mean --port? (see `authcli-server start --help`)"],
+      [
+        ['apps', 'list', '--database'],
+        "authcli-server: option '--database <url>' argument missing (see `authcli-server apps list --help`)",
+      ],
+    ];
+    for (const [args, line] of cases) {
+      const r = await serverCommand(args, { DATABASE_URL: ':memory:' });
+      expect(r.code, args.join(' ')).toBe(1);
+      expect(r.stdout, args.join(' ')).toBe('');
+      expect(r.stderr, args.join(' ')).toBe(`${line}\n`);
+    }
+    // --help itself is still the whole help, on standard output.
+    const help = await serverCommand(['users', 'add', '--help'], {});
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^Usage: authcli-server users add \[options\] <username>/);
+  });
+
+  it('a file that cannot be made says why in words: a missing folder, a file where a folder should be', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'authcli-errors-'));
+    const server = await startServerProcess({ database: join(dir, 'authcli.db') });
+    try {
+      const backup = await serverCommand(['backup', join(dir, 'no', 'such', 'copy.db')], server.env);
+      expect(backup.code).toBe(1);
+      expect(backup.stderr).toBe(
+        `authcli-server: cannot create ${join(dir, 'no', 'such', 'copy.db')}: the folder ${join(dir, 'no', 'such')} does not exist (create it first, or choose another path)\n`,
+      );
+    } finally {
+      await server.stop();
+    }
+    writeFileSync(join(dir, 'a-file'), '');
+    const start = await serverCommand(['start'], {
+      PORT: String(await freePort()),
+      HOST: '127.0.0.1',
+      DATABASE_URL: join(dir, 'a-file', 'data', 'authcli.db'),
+    });
+    expect(start.code).toBe(1);
+    expect(errorLines(start.stderr)).toEqual([
+      `authcli-server: cannot create ${join(dir, 'a-file', 'data')}: a part of the path is a file, not a folder`,
+    ]);
   });
 });

@@ -34,6 +34,24 @@ function slowRequest(port: number): { ready: Promise<void>; finish: () => void; 
   return { ready, finish: () => socket.end(BODY.slice(-1)), response: done };
 }
 
+/** A GET on a connection of its own, written as soon as it connects; `response` is all the server sent ('' if reset). */
+function rawGet(port: number, path: string): { sent: Promise<void>; response: Promise<string> } {
+  const socket: Socket = connect(port, '127.0.0.1');
+  let response = '';
+  socket.setEncoding('utf8');
+  socket.on('data', (d: string) => (response += d));
+  const done = new Promise<string>((resolve) => {
+    socket.on('error', () => resolve(response));
+    socket.on('close', () => resolve(response));
+  });
+  const sent = new Promise<void>((resolve) =>
+    socket.once('connect', () =>
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: close\r\n\r\n`, () => resolve()),
+    ),
+  );
+  return { sent, response: done };
+}
+
 const exited = (server: ServerProcess) =>
   new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
     if (server.child.exitCode !== null) resolve({ code: server.child.exitCode, signal: null });
@@ -45,7 +63,9 @@ describe('graceful shutdown of `authcli-server start`', () => {
   afterEach(async () => server?.stop());
 
   it('SIGTERM: no new connections, every request in flight completes with 200, the store is closed, exit 0', async () => {
-    server = await startServerProcess({ env: { AUTHCLI_DEVICE_CODE_TTL: '120', AUTHCLI_DEVICE_POLL_INTERVAL: '2' } });
+    server = await startServerProcess({
+      env: { AUTHCLI_DEVICE_CODE_TTL: '120', AUTHCLI_DEVICE_POLL_INTERVAL: '2', AUTHCLI_SHUTDOWN_DRAIN: '0' },
+    });
     const port = Number(new URL(server.issuer).port);
     const slow = Array.from({ length: 6 }, () => slowRequest(port));
     await Promise.all(slow.map((s) => s.ready));
@@ -70,6 +90,53 @@ describe('graceful shutdown of `authcli-server start`', () => {
     // Closing the embedded store checkpoints its write-ahead log into the file and removes it.
     expect(existsSync(`${server.env.DATABASE_URL}-wal`)).toBe(false);
     expect(server.output()).not.toMatch(/unexpected error|shutdown failed/);
+  });
+
+  it('SIGTERM under load, three runs: 200 requests each on its own connection, sent before the signal, all answered 200 while /readyz turns 503; exit 0, store intact', async () => {
+    for (let run = 1; run <= 3; run++) {
+      server = await startServerProcess({ env: { AUTHCLI_SHUTDOWN_DRAIN: '2' } });
+      const port = Number(new URL(server.issuer).port);
+      const requests = Array.from({ length: 200 }, (_, i) => rawGet(port, i % 2 ? '/.well-known/openid-configuration' : '/oauth/jwks'));
+      await Promise.all(requests.map((r) => r.sent));
+      const exit = exited(server);
+      const signalledAt = Date.now();
+      server.child.kill('SIGTERM');
+      // Draining: new connections are still served, and readiness says to stop sending (once the signal is in).
+      let ready = await fetch(`${server.issuer}/readyz`);
+      for (let i = 0; ready.status === 200 && i < 50; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        ready = await fetch(`${server.issuer}/readyz`);
+      }
+      expect(ready.status, `run ${run}`).toBe(503);
+      expect(await ready.json()).toEqual({ status: 'unavailable', reason: 'shutting_down' });
+      expect(ready.headers.get('connection')).toBe('close');
+      const answers = await Promise.all(requests.map((r) => r.response));
+      const statuses = answers.reduce<Record<string, number>>((t, a) => {
+        const key = /^HTTP\/1\.1 (\d{3}) /.exec(a)?.[1] ?? (a || 'reset or empty');
+        t[key] = (t[key] ?? 0) + 1;
+        return t;
+      }, {});
+      expect(statuses, `run ${run}`).toEqual({ 200: 200 });
+      expect(await exit, `run ${run}`).toEqual({ code: 0, signal: null });
+      expect(Date.now() - signalledAt).toBeGreaterThanOrEqual(1900);
+      expect(server.output()).not.toMatch(/unexpected error|shutdown failed/);
+      // The store is whole: a command opens it, and the built-in application is there.
+      const apps = await serverCommand(['apps', 'list', '--json'], server.env);
+      expect(apps.code, apps.stderr).toBe(0);
+      expect(JSON.parse(apps.stdout)).toContainEqual(expect.objectContaining({ client_id: 'authcli' }));
+      server = undefined;
+    }
+  });
+
+  it('a second signal ends the drain at once', async () => {
+    server = await startServerProcess({ env: { AUTHCLI_SHUTDOWN_DRAIN: '60' } });
+    const exit = exited(server);
+    const start = Date.now();
+    server.child.kill('SIGTERM');
+    await expect.poll(async () => (await fetch(`${server!.issuer}/readyz`)).status, { timeout: 5_000 }).toBe(503);
+    server.child.kill('SIGTERM');
+    expect(await exit).toEqual({ code: 0, signal: null });
+    expect(Date.now() - start).toBeLessThan(20_000);
   });
 
   it('SIGINT: a request that outlasts AUTHCLI_SHUTDOWN_GRACE is cut, and the server still exits 0', async () => {

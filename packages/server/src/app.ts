@@ -1,5 +1,5 @@
 import cookie from '@fastify/cookie';
-import cors from '@fastify/cors';
+import cors, { type FastifyCorsOptions } from '@fastify/cors';
 import csrf from '@fastify/csrf-protection';
 import helmet from '@fastify/helmet';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
@@ -27,7 +27,7 @@ import { parRoutes } from './api/par.js';
 import { revocationRoutes } from './api/revocation.js';
 import { userinfoRoutes } from './api/userinfo.js';
 import type { Store } from './store/store.js';
-import { pageErrorHandler } from './web/page-errors.js';
+import { frameworkErrorHandler, pageErrorHandler } from './web/page-errors.js';
 import { pageRoutes } from './web/pages.js';
 import { devicePageRoutes } from './web/device.js';
 import { dashboardRoutes } from './web/dashboard.js';
@@ -36,6 +36,14 @@ import { playgroundRoutes } from './web/playground.js';
 import { Continuations } from './web/continuation.js';
 import { Sessions } from './web/session.js';
 import { TrustedDevices } from './web/trusted-device.js';
+
+/** A Fastify route URL (`/oauth/register/:clientId`) as a regular expression for request paths. */
+function routePattern(url: string): RegExp {
+  const escaped = url
+    .split(/(:[A-Za-z_]\w*)/)
+    .map((part) => (part.startsWith(':') ? '[^/]+' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
+  return new RegExp(`^${escaped.join('')}$`);
+}
 
 async function oauthApi(app: FastifyInstance, ctx: OAuthContext): Promise<void> {
   app.setErrorHandler(apiErrorHandler());
@@ -46,18 +54,35 @@ async function oauthApi(app: FastifyInstance, ctx: OAuthContext): Promise<void> 
   // holds only its OPTIONS route, because its hook rebuilds its options on every request it sees (measured:
   // 4 % of a device poll's server time when it saw them all). A browser client using DPoP (RFC 9449) sends
   // the `DPoP` header and must read `DPoP-Nonce` (§8) and the `WWW-Authenticate` challenges (§7.1).
-  app.addHook('onRequest', (_req, reply, done) => {
-    reply.header('access-control-allow-origin', '*').header('access-control-expose-headers', 'dpop-nonce, www-authenticate');
+
+  // Preflights are answered for these routes only: a preflight for a page (/account, /dashboard, ...) gets 404
+  // like any unknown route, so no page claims to be readable from other origins. The set is the routes this
+  // context registers, collected as they are, so a new endpoint is covered without a list to keep.
+  const corsRoutes: RegExp[] = [];
+  app.addHook('onRoute', (route) => {
+    if (route.method !== 'OPTIONS' && !route.url.includes('*')) corsRoutes.push(routePattern(route.url));
+  });
+  const isCorsPath = (url: string | undefined) => {
+    const path = (url ?? '').split('?', 1)[0]!;
+    return corsRoutes.some((r) => r.test(path));
+  };
+  app.addHook('onRequest', (req, reply, done) => {
+    // The preflight route takes every path: only the protocol endpoints' preflights get the header.
+    if (req.method !== 'OPTIONS' || isCorsPath(req.url)) {
+      reply.header('access-control-allow-origin', '*').header('access-control-expose-headers', 'dpop-nonce, www-authenticate');
+    }
     done();
   });
   await app.register(async (preflight) => {
-    await preflight.register(cors, {
-      origin: '*',
-      // PUT and DELETE: the client configuration endpoint (RFC 7592 §2), when registration is on.
-      methods: ['GET', 'POST', 'PUT', 'DELETE'],
-      allowedHeaders: ['authorization', 'content-type', 'dpop'],
-      credentials: false,
-      maxAge: 600,
+    await preflight.register(cors, () => (req: FastifyRequest, callback: (error: Error | null, options: FastifyCorsOptions) => void) => {
+      callback(null, {
+        origin: isCorsPath(req.url) ? '*' : false,
+        // PUT and DELETE: the client configuration endpoint (RFC 7592 §2), when registration is on.
+        methods: ['GET', 'POST', 'PUT', 'DELETE'],
+        allowedHeaders: ['authorization', 'content-type', 'dpop'],
+        credentials: false,
+        maxAge: 600,
+      });
     });
   });
   await app.register(discoveryRoutes, ctx);
@@ -130,6 +155,11 @@ export interface AppOptions {
    * and the protocol logic reports to NO_METRICS: nothing on any request.
    */
   metrics?: Metrics;
+  /**
+   * True once a shutdown has begun (operator/start.ts): /readyz answers 503 `shutting_down` so load balancers
+   * stop sending, while everything else is still served, with `Connection: close` so kept-alive clients move.
+   */
+  draining?: () => boolean;
 }
 
 /**
@@ -137,7 +167,7 @@ export interface AppOptions {
  * pages, health probes. Creates the signing keys on first use of a store.
  */
 export async function buildApp(config: ServerConfig, store: Store, options: AppOptions = {}): Promise<FastifyInstance> {
-  const { metrics } = options;
+  const { metrics, draining = () => false } = options;
   const keys = new KeyRing(
     store,
     config.now,
@@ -180,6 +210,7 @@ export async function buildApp(config: ServerConfig, store: Store, options: AppO
     logController: new LogController({ disableRequestLogging: !requestLogging }),
     ...(requestLogging ? {} : { childLoggerFactory: (logger: FastifyBaseLogger) => logger }),
     return503OnClosing: true,
+    frameworkErrors: frameworkErrorHandler(),
     // On close, idle keep-alive connections are closed and requests in flight finish (graceful shutdown, main.ts
     // cuts the rest after AUTHCLI_SHUTDOWN_GRACE); `true` would cut them all at once.
     forceCloseConnections: 'idle',
@@ -214,11 +245,13 @@ export async function buildApp(config: ServerConfig, store: Store, options: AppO
   // so errors carry it too.
   app.addHook('onRequest', (_req, reply, done) => {
     reply.header('x-content-type-options', 'nosniff');
+    if (draining()) reply.header('connection', 'close');
     done();
   });
 
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_req, reply) => {
+    if (draining()) return reply.code(503).send({ status: 'unavailable', reason: 'shutting_down' });
     const outcome = await readiness(store);
     return outcome === 'ready' ? { status: 'ready' } : reply.code(503).send({ status: 'unavailable', reason: outcome });
   });

@@ -123,6 +123,53 @@ describe.each(dialects())('metadata, keys and probes (%s)', (dialect) => {
     expect(preflight.headers.get('access-control-allow-headers')).toMatch(/authorization/);
     const page = await fetch(`${server.url}/signin`, { headers: origin });
     expect(page.headers.get('access-control-allow-origin')).toBeNull();
+    // Preflights: the protocol endpoints say yes (registration.test.ts: its parameter route too); pages and unknown
+    // paths are not found.
+    const ask = (path: string, method = 'GET') =>
+      fetch(`${server.url}${path}`, { method: 'OPTIONS', headers: { ...origin, 'access-control-request-method': method } });
+    for (const path of ['/oauth/token', '/oauth/revoke', '/.well-known/openid-configuration?x=1']) {
+      const res = await ask(path, 'POST');
+      expect(res.status, path).toBe(204);
+      expect(res.headers.get('access-control-allow-origin'), path).toBe('*');
+    }
+    for (const path of [
+      '/account',
+      '/dashboard',
+      '/signin',
+      '/device',
+      '/oauth/authorize',
+      '/consent',
+      '/no/such/path',
+      '/oauth/token/x',
+    ]) {
+      const res = await ask(path, 'POST');
+      expect(res.status, path).toBe(404);
+      expect(res.headers.get('access-control-allow-origin'), path).toBeNull();
+      expect(res.headers.get('access-control-allow-methods'), path).toBeNull();
+    }
+  });
+
+  it("addresses refused before routing (bad UTF-8, a segment too long) get the app's answer with its security headers, never the address", async () => {
+    const long = 'a'.repeat(600);
+    const cases: [string, number, 'page' | 'json'][] = [
+      ['/dashboard/%ff%fe', 400, 'page'],
+      ['/account/%c0%af', 400, 'page'],
+      [`/dashboard/apps/${long}`, 414, 'page'],
+      ['/oauth/token/%ff', 400, 'json'],
+    ];
+    for (const [path, status, kind] of cases) {
+      const res = await fetch(`${server.url}${path}`);
+      const body = await res.text();
+      expect(res.status, path).toBe(status);
+      expect(res.headers.get('x-content-type-options'), path).toBe('nosniff');
+      expect(res.headers.get('content-security-policy'), path).toMatch(/default-src 'none'.*frame-ancestors 'none'/);
+      expect(res.headers.get('x-frame-options'), path).toBe('DENY');
+      expect(body, path).not.toContain(path.slice(path.lastIndexOf('/') + 1, path.lastIndexOf('/') + 20));
+      expect(body, path).not.toContain('FST_');
+      if (kind === 'json') expect(JSON.parse(body), path).toMatchObject({ error: 'invalid_request' });
+      else expect(res.headers.get('content-type'), path).toMatch(/^text\/html/);
+    }
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
   });
 
   it('CORS and nosniff on every protocol answer, errors included; nosniff on probes and unknown paths', async () => {

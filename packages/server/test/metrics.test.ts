@@ -73,6 +73,17 @@ describe('metrics: a registry per server', () => {
     expect(text).not.toMatch(/route="[^"]*(one|two|three|such|nothing)/);
   });
 
+  it('a request is labelled by a method from a fixed set: the other methods Node accepts are one series, other', async () => {
+    const metrics = new Metrics({ version: 'test', grantTypes: supportedGrantTypes() });
+    const app = await server(metrics);
+    const odd = ['PROPFIND', 'MKCOL', 'LOCK', 'SEARCH', 'MKCALENDAR', 'REPORT', 'PURGE'] as const;
+    for (const method of odd) expect((await app.inject({ method, url: '/healthz' })).statusCode).toBeGreaterThanOrEqual(400);
+    const text = (await metrics.exposition()).body;
+    const methods = new Set([...text.matchAll(/authcli_http_requests_total\{method="([^"]+)"/g)].map((m) => m[1]));
+    expect([...methods]).toEqual(['other']);
+    expect(text).not.toMatch(new RegExp(`method="(${odd.join('|')})"`));
+  });
+
   it('the metrics app serves /metrics in the Prometheus text format and /healthz, and nothing else', async () => {
     const metrics = new Metrics({ version: 'test', grantTypes: supportedGrantTypes() });
     const main = await server(metrics);

@@ -545,6 +545,49 @@ describe.each(dialects())('dynamic client registration, open (%s)', (dialect) =>
     expectError(await manage(server, 'DELETE', reg.client_id, reg.registration_access_token), 401, 'invalid_token');
   });
 
+  it('rfc7592 §2.1, §2.3 GET and DELETE with an empty body labelled application/json are answered, not refused', async () => {
+    const reg = (await register(server, WEB)).json;
+    const labelled = (method: 'GET' | 'DELETE') =>
+      fetch(`${server.url}/oauth/register/${reg.client_id}`, {
+        method,
+        headers: { ...bearer(reg.registration_access_token), 'content-type': 'application/json' },
+      });
+    const read = await labelled('GET');
+    expect(read.status).toBe(200);
+    const answer = (await read.json()) as Json;
+    expect(answer.client_id).toBe(reg.client_id);
+    // A read may hand out a new registration access token (RFC 7592 §3): the DELETE uses the current one.
+    reg.registration_access_token = answer.registration_access_token ?? reg.registration_access_token;
+    expect((await labelled('DELETE')).status).toBe(204);
+    expect(await server.store.applications.get(reg.client_id)).toBeUndefined();
+    // A body that is there is still read by the JSON rules: a broken one on PUT is refused.
+    const other = (await register(server, WEB)).json;
+    const broken = await fetch(`${server.url}/oauth/register/${other.client_id}`, {
+      method: 'PUT',
+      headers: { ...bearer(other.registration_access_token), 'content-type': 'application/json' },
+      body: '{"redirect_uris":',
+    });
+    expect(broken.status).toBe(400);
+    // The configuration endpoint is a parameter route: its preflight is answered, one level deeper is not found;
+    // an id past the router's length and bad UTF-8 get RFC 6749 errors, not the framework's.
+    const preflight = (path: string) =>
+      fetch(`${server.url}${path}`, {
+        method: 'OPTIONS',
+        headers: { origin: 'https://spa.example', 'access-control-request-method': 'DELETE' },
+      });
+    expect((await preflight(`/oauth/register/${other.client_id}`)).status).toBe(204);
+    expect((await preflight(`/oauth/register/${other.client_id}/x`)).status).toBe(404);
+    for (const [path, status] of [
+      [`/oauth/register/${'a'.repeat(600)}`, 414],
+      ['/oauth/register/%ff', 400],
+    ] as const) {
+      const res = await fetch(`${server.url}${path}`, { headers: bearer(other.registration_access_token) });
+      expect(res.status, path).toBe(status);
+      expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(await res.json()).toMatchObject({ error: 'invalid_request' });
+    }
+  });
+
   it('rfc6749 §2.3.1 a public client may name itself in HTTP Basic with an empty password (oidc-agent), a confidential one may not', async () => {
     const pub = (await register(server, NATIVE)).json;
     const asOidcAgent = { authorization: `Basic ${Buffer.from(`${pub.client_id}:`).toString('base64')}` };

@@ -22,7 +22,13 @@ export async function registrationRoutes(app: FastifyInstance, ctx: OAuthContext
   app.setErrorHandler(apiErrorHandler(toRegistrationError));
   // In this context only: JSON and nothing else (the form parser the other endpoints use is removed here).
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_req, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
+    // RFC 7592 §2.1 and §2.3: reading and deleting take no body. A client that labels its empty body JSON anyway
+    // (some HTTP libraries add the header to every request) is not refused for it.
+    if ((req.method === 'GET' || req.method === 'DELETE') && (body as Buffer).length === 0) {
+      done(null, undefined);
+      return;
+    }
     try {
       done(null, parseJson(body as Buffer));
     } catch (err) {

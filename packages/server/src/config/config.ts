@@ -51,6 +51,8 @@ export interface ServerConfig {
   devicePollIntervalSeconds: number;
   /** How long requests in flight may take to finish on shutdown (AUTHCLI_SHUTDOWN_GRACE). */
   shutdownGraceMs: number;
+  /** How long the server keeps serving with /readyz at 503 before it closes its listener (AUTHCLI_SHUTDOWN_DRAIN). */
+  shutdownDrainMs: number;
   /**
    * Where `GET /metrics` is served, on a listener of its own
    * (AUTHCLI_METRICS_PORT, AUTHCLI_METRICS_HOST); undefined: metrics off.
@@ -326,6 +328,8 @@ export function loadConfig(
       D.DEVICE_POLL_INTERVAL_BOUNDS.max,
     ),
     shutdownGraceMs: envSeconds(env, 'AUTHCLI_SHUTDOWN_GRACE', D.SHUTDOWN_GRACE_MS, 600),
+    shutdownDrainMs:
+      envInt(env, 'AUTHCLI_SHUTDOWN_DRAIN', D.SHUTDOWN_DRAIN_MS / 1000, D.SHUTDOWN_DRAIN_BOUNDS.min, D.SHUTDOWN_DRAIN_BOUNDS.max) * 1000,
     metrics: parseMetrics(flags, env, port),
     keyEncryptionKey: readKeyEncryptionKey(env),
     registration: registration as D.RegistrationMode,

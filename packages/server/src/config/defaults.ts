@@ -32,6 +32,15 @@ export const DEVICE_CODE_TTL_BOUNDS = { min: 60, max: 3600 } as const;
 export const DEVICE_POLL_INTERVAL_BOUNDS = { min: 1, max: 60 } as const;
 /** On SIGTERM/SIGINT, requests in flight get this long to finish before their connections are cut. */
 export const SHUTDOWN_GRACE_MS = 10_000;
+/**
+ * On SIGTERM/SIGINT the server first keeps serving this long with /readyz at 503: a load balancer or an
+ * orchestrator polling readiness every few seconds (commonly 2-5 s) stops sending new requests within it, and
+ * the ones already sent, or queued in the listener's backlog, are answered instead of reset. Then the listener
+ * closes and requests in flight get SHUTDOWN_GRACE_MS. A second signal ends the drain at once.
+ */
+export const SHUTDOWN_DRAIN_MS = 5_000;
+/** Bounds of AUTHCLI_SHUTDOWN_DRAIN in seconds: 0 (no drain, a single server with nothing in front) to 10 minutes. */
+export const SHUTDOWN_DRAIN_BOUNDS = { min: 0, max: 600 } as const;
 /** A sign-in continuation (the authorization request or page a sign-in resumes) outlives a slow typist. */
 export const CONTINUATION_TTL_MS = 15 * MINUTE;
 /**

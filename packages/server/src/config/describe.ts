@@ -126,6 +126,7 @@ export function describeConfig(config: ServerConfig, flags: ConfigInput, env: No
     { name: 'keepalive_timeout', value: seconds(config.keepAliveTimeoutMs), source: from(undefined, 'AUTHCLI_KEEPALIVE_TIMEOUT') },
     { name: 'max_connections', value: String(config.maxConnections), source: from(undefined, 'AUTHCLI_MAX_CONNECTIONS') },
     { name: 'db_timeout', value: seconds(config.dbTimeoutMs), source: from(undefined, 'AUTHCLI_DB_TIMEOUT') },
+    { name: 'shutdown_drain', value: seconds(config.shutdownDrainMs), source: from(undefined, 'AUTHCLI_SHUTDOWN_DRAIN') },
     { name: 'shutdown_grace', value: seconds(config.shutdownGraceMs), source: from(undefined, 'AUTHCLI_SHUTDOWN_GRACE') },
     { name: 'store_retry_after', value: `${D.STORE_RETRY_AFTER_SECONDS} s`, source: 'built-in' },
     { name: 'ready_timeout', value: seconds(D.READY_TIMEOUT_MS), source: 'built-in' },

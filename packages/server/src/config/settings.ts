@@ -181,7 +181,15 @@ export const SERVER_SETTINGS: readonly Setting[] = [
     default: seconds(D.SHUTDOWN_GRACE_MS),
     loaded: (c) => seconds(c.shutdownGraceMs),
     range: { min: 1, max: 600 },
-    meaning: 'Seconds that requests in flight get to finish on SIGTERM or SIGINT.',
+    meaning: 'Seconds that requests in flight get to finish on SIGTERM or SIGINT, after the drain.',
+  },
+  {
+    env: 'AUTHCLI_SHUTDOWN_DRAIN',
+    default: seconds(D.SHUTDOWN_DRAIN_MS),
+    loaded: (c) => seconds(c.shutdownDrainMs),
+    range: D.SHUTDOWN_DRAIN_BOUNDS,
+    meaning:
+      'Seconds the server keeps serving on SIGTERM or SIGINT with `/readyz` at 503, so a load balancer stops sending before the listener closes; 0 for none. A second signal ends it.',
   },
   {
     env: 'AUTHCLI_LIMITS',

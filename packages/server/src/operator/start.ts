@@ -43,10 +43,11 @@ export function startCommand(cli: Command): void {
       const metrics = config.metrics ? new Metrics({ version: __AUTHCLI_SERVER_VERSION__, grantTypes: supportedGrantTypes() }) : undefined;
       const store = await openMigrated(config, { backgroundCheckpoints: true, ...(metrics && { observer: metrics }) });
       let app: FastifyInstance;
+      let draining = false;
       try {
         await bootstrapStore(store, config.now());
         // Refuses (a ConfigError) when the signing keys cannot be opened with the key-encryption key given.
-        app = await buildApp(config, store, { metrics });
+        app = await buildApp(config, store, { metrics, draining: () => draining });
       } catch (err) {
         await store.close();
         throw err;
@@ -67,16 +68,35 @@ export function startCommand(cli: Command): void {
       }, PURGE_INTERVAL_MS);
       purge.unref();
       let closing = false;
+      let endDrain: (() => void) | undefined;
       /**
-       * SIGTERM/SIGINT: stop accepting connections and close idle ones (Fastify answers 503 to new requests on
-       * kept-alive ones), let requests in flight finish for up to AUTHCLI_SHUTDOWN_GRACE, cut what is left, then
-       * close the store (SQLite checkpoints its log into the file) and exit 0: a stop asked for is not a failure.
+       * SIGTERM/SIGINT: first drain for AUTHCLI_SHUTDOWN_DRAIN (everything is still served, /readyz is 503 so a
+       * load balancer stops sending, connections already made or waiting in the backlog get their answers); a
+       * second signal ends the drain at once. Then stop accepting connections and close idle ones, let requests
+       * in flight finish for up to AUTHCLI_SHUTDOWN_GRACE, cut what is left, close the store (SQLite checkpoints
+       * its log into the file) and exit 0: a stop asked for is not a failure.
        */
       const shutdown = async (signal: NodeJS.Signals) => {
-        if (closing) return;
+        if (closing) {
+          endDrain?.();
+          return;
+        }
         closing = true;
+        draining = true;
         clearInterval(purge);
-        if (human) say(`stopping (${signal}): finishing requests in flight, at most ${config.shutdownGraceMs / 1000} s`);
+        if (config.shutdownDrainMs > 0) {
+          if (human)
+            say(`stopping (${signal}): still serving for ${config.shutdownDrainMs / 1000} s while /readyz says 503 (again to skip)`);
+          else app.log.info({ signal, drainMs: config.shutdownDrainMs }, 'shutting down: draining (readyz 503)');
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, config.shutdownDrainMs);
+            endDrain = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+        }
+        if (human) say(`stopping: finishing requests in flight, at most ${config.shutdownGraceMs / 1000} s`);
         else app.log.info({ signal, graceMs: config.shutdownGraceMs }, 'shutting down: finishing requests in flight');
         const cut = setTimeout(() => {
           app.log.warn('shutdown grace period over: closing the connections still open');
@@ -103,10 +123,14 @@ export function startCommand(cli: Command): void {
       // Fastify logs "Server listening at" as a JSON line; a terminal gets the banner below instead.
       const level = app.log.level;
       if (human) app.log.level = 'warn';
+      // Which setting a listener that cannot open comes from, for the one-line error (main.ts listenProblem).
+      let settings = '--port or PORT';
       try {
         await app.listen({ port: config.port, host: config.host });
+        settings = 'AUTHCLI_METRICS_PORT';
         if (metricsApp && config.metrics) await metricsApp.listen({ port: config.metrics.port, host: config.metrics.host });
       } catch (err) {
+        if (err && typeof err === 'object') Object.assign(err, { settings });
         // One listener could not open (a port in use): the other must not keep the process alive.
         clearInterval(purge);
         await Promise.all([app.close(), metricsApp?.close()]);

@@ -1,3 +1,4 @@
+import { fileProblem } from '../util/file-errors.js';
 import { closeSync, chmodSync, existsSync, openSync, rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { InputError } from '../util/input-error.js';
@@ -31,7 +32,7 @@ export async function backupStore(databaseUrl: string, target: string): Promise<
   } catch (err) {
     const code = (err as { code?: string }).code;
     if (code === 'EEXIST') throw new InputError(`${path} exists: backup never overwrites; choose a new file name`);
-    throw new InputError(`cannot create ${path}: ${(err as Error).message}`);
+    throw new InputError(fileProblem(err, path, 'create'));
   }
   closeSync(fd);
   chmodSync(path, 0o600);

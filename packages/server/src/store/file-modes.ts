@@ -1,3 +1,4 @@
+import { fileProblem } from '../util/file-errors.js';
 import { chmodSync, closeSync, constants, fchmodSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { StoreError } from './store.js';
@@ -42,7 +43,12 @@ function restrict(path: string, mode: number, describe: string): void {
  */
 export function secureDatabaseFiles(path: string): void {
   const folder = dirname(path);
-  const firstCreated = mkdirSync(folder, { recursive: true, mode: DATA_DIR_MODE });
+  let firstCreated: string | undefined;
+  try {
+    firstCreated = mkdirSync(folder, { recursive: true, mode: DATA_DIR_MODE });
+  } catch (err) {
+    throw new StoreError('unavailable', fileProblem(err, folder, 'create'), { cause: err });
+  }
   if (firstCreated !== undefined) {
     // mkdir's mode is filtered through the umask: set it outright on every folder this call created.
     for (let d = folder; ; d = dirname(d)) {
@@ -55,7 +61,7 @@ export function secureDatabaseFiles(path: string): void {
     fd = openSync(path, constants.O_CREAT | constants.O_EXCL | constants.O_WRONLY, DATA_FILE_MODE);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
-      throw new StoreError('unavailable', `cannot create the database file ${path}: ${(err as Error).message}`, { cause: err });
+      throw new StoreError('unavailable', fileProblem(err, path, 'create'), { cause: err });
     }
   }
   if (fd !== undefined) {

@@ -11,7 +11,8 @@ import { type CounterKind, HTTP_DURATION_BUCKETS_S, LIMITS, STORE_DURATION_BUCKE
  *
  * Every label takes its values from a set the server fixes, never from what
  * a request names: a route is Fastify's route pattern (`not_found` for no
- * route), a method one Node's HTTP parser accepts, a grant type one the
+ * route), a method one of {@link METHOD_LABELS} (`other` for the rest of the
+ * thirty-odd Node's parser accepts), a grant type one the
  * token endpoint served, an error code one of oauth/errors.ts, a limit kind
  * one of config/defaults.ts LIMITS, an operation a name the store gives its
  * statements. So a flood of odd requests cannot grow the number of series.
@@ -36,6 +37,10 @@ export const NO_METRICS: ProtocolMetrics = {
 
 /** The route label of a request no route matched (any path: one series, whatever is asked). */
 export const NOT_FOUND_ROUTE = 'not_found';
+
+/** The request methods counted by name; any other (PROPFIND, MKCOL, SEARCH, ...) is counted as `other`. */
+export const METHOD_LABELS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'OPTIONS', 'PATCH']);
+const OTHER_METHOD = 'other';
 
 /** The grant type's label: its last `:`-separated part (`urn:ietf:params:oauth:grant-type:device_code` is `device_code`). */
 export const grantLabel = (grantType: string) => grantType.slice(grantType.lastIndexOf(':') + 1);
@@ -182,8 +187,9 @@ export class Metrics implements ProtocolMetrics {
   }
 
   /** One answered request; `route` is Fastify's route pattern, undefined when no route matched. */
-  request(method: string, route: string | undefined, statusCode: number, seconds: number): void {
+  request(requestMethod: string, route: string | undefined, statusCode: number, seconds: number): void {
     const pattern = route ?? NOT_FOUND_ROUTE;
+    const method = METHOD_LABELS.has(requestMethod) ? requestMethod : OTHER_METHOD;
     let methods = this.routes.get(pattern);
     if (!methods) {
       methods = new Map();
