@@ -170,7 +170,10 @@ describe('dashboard in a real Chromium: post-redirect-get, confirmations, 404, p
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.goto(`${server.issuer}/dashboard/apps/new`);
       await page.getByLabel('Name').fill('Phone app with a long name');
-      await page.getByLabel('Callback URLs').fill('https://phone.example/cb');
+      // Usable in the playground, with a long second callback URL the playground lists beside the scopes.
+      await page
+        .getByLabel('Callback URLs')
+        .fill(`${server.issuer}/developer/playground\nhttps://a-rather-long-callback-host.phone.example/oauth2/callback/with/a/long/path`);
       await page.getByRole('button', { name: 'Register' }).click();
       await page.getByText('Application registered').waitFor();
       for (const path of ['/dashboard', '/dashboard/apps/new', '/', '/no/such/page']) {
@@ -185,6 +188,27 @@ describe('dashboard in a real Chromium: post-redirect-get, confirmations, 404, p
         }
         const signOut = await page.locator('header.top').getByRole('button', { name: 'Sign out' }).boundingBox();
         expect(signOut!.x + signOut!.width, path).toBeLessThanOrEqual(360);
+      }
+      // Nothing is wider than the phone, inside a scrolling box either: the application list and the
+      // playground (its callback URL, the list of applications it cannot use yet) wrap instead.
+      for (const path of ['/dashboard', '/developer/playground']) {
+        await page.goto(`${server.issuer}${path}`);
+        if (path === '/developer/playground') await page.getByText('Registered callback URLs').waitFor();
+        const wide = await page.evaluate(() =>
+          [...document.querySelectorAll('body *')]
+            // What is there for screen readers only (clipped to nothing) is not on the page.
+            .filter((el) => {
+              for (let a: Element | null = el; a; a = a.parentElement) if (getComputedStyle(a).clipPath !== 'none') return false;
+              return true;
+            })
+            .filter((el) => el.getBoundingClientRect().right > 360.5 || el.scrollWidth > el.clientWidth + 1)
+            .filter((el) => getComputedStyle(el).display !== 'inline' || el.getBoundingClientRect().right > 360.5)
+            .map(
+              (el) =>
+                `${el.tagName.toLowerCase()}${el.className ? `.${el.className}` : ''}: ${Math.round(el.getBoundingClientRect().right)}`,
+            ),
+        );
+        expect(wide, path).toEqual([]);
       }
       await page.goto(`${server.issuer}/dashboard`);
       await page.screenshot({ path: screenshotPath('dashboard-360px'), fullPage: true });

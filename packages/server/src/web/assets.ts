@@ -25,6 +25,13 @@ header.top .who { min-width: 0; overflow: hidden; text-overflow: ellipsis; white
   header.top .brand-name { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); white-space: nowrap; }
   main { margin: 1.25rem auto; padding: 0 .6rem; }
   .card { padding: 1.1rem; }
+  /* A table of records (the dashboard's applications) becomes one block per record, each cell on a line of its
+     own under its column's name: four columns of client ids and grant lists are wider than any phone. */
+  table.records thead { position: absolute; width: 1px; height: 1px; overflow: hidden; clip-path: inset(50%); }
+  table.records, table.records tbody, table.records tr, table.records td { display: block; width: 100%; }
+  table.records tr { border-bottom: 1px solid var(--line); padding: .45rem 0; }
+  table.records td { border: 0; padding: .1rem 0; overflow-wrap: anywhere; }
+  table.records td[data-label]::before { content: attr(data-label) ": "; color: var(--muted); font-size: .85rem; }
 }
 .table-wrap { overflow-x: auto; }
 .copyable { display: flex; gap: .5rem; align-items: center; }
@@ -66,7 +73,9 @@ pre { background: var(--code); padding: .75rem 1rem; border-radius: 8px; overflo
 .usercode { font-size: 2rem; letter-spacing: .2em; font-weight: 700; text-align: center; margin: 1rem 0; font-family: ui-monospace, monospace; }
 table { width: 100%; border-collapse: collapse; }
 th, td { text-align: left; padding: .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
-fieldset { border: 1px solid var(--line); border-radius: 8px; margin: 1rem 0 0; padding: .25rem 1rem .75rem; }
+/* min-width 0: a fieldset is otherwise as wide as its widest word (the playground's list of callback URLs). */
+fieldset { border: 1px solid var(--line); border-radius: 8px; margin: 1rem 0 0; padding: .25rem 1rem .75rem; min-width: 0; }
+fieldset p { overflow-wrap: anywhere; }
 legend { font-weight: 600; padding: 0 .35rem; }
 fieldset label { font-weight: 400; margin: .45rem 0; display: flex; gap: .6rem; align-items: center; }
 a { color: var(--accent); }

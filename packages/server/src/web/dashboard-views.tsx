@@ -20,7 +20,7 @@ export function DashboardPage(props: { viewer: Viewer; apps: Application[]; all:
           <p>No applications yet.</p>
         ) : (
           <div class="table-wrap">
-            <table>
+            <table class="records">
               <thead>
                 <tr>
                   <th scope="col">Name</th>
@@ -35,14 +35,16 @@ export function DashboardPage(props: { viewer: Viewer; apps: Application[]; all:
                     <td>
                       <a href={`/dashboard/apps/${encodeURIComponent(a.clientId)}`}>{a.name}</a>
                     </td>
-                    <td>
+                    <td data-label="Client ID">
                       <code>{a.clientId}</code>
                     </td>
-                    <td>
+                    <td data-label="Kind">
                       {a.kind}
                       {a.registrationTokenHash !== null && <span class="muted"> (registered by the client, RFC 7591)</span>}
                     </td>
-                    <td class="muted">{a.grantTypes.map((g) => (g.startsWith('urn:') ? 'device_code' : g)).join(', ')}</td>
+                    <td class="muted" data-label="Grants">
+                      {a.grantTypes.map((g) => (g.startsWith('urn:') ? 'device_code' : g)).join(', ')}
+                    </td>
                   </tr>
                 ))}
               </tbody>
