@@ -193,6 +193,30 @@ describe.each(dialects())('RP-initiated logout (%s)', (dialect) => {
     expect(page.text).toContain('Signed out');
   });
 
+  it('rfc9700 §4.11.2 a browser that is not signed in is not redirected to a self-registered client: a page with a link instead', async () => {
+    const selfRegistered = await registerApplication(
+      server.store,
+      {
+        name: 'Self-registered RP',
+        kind: 'public',
+        callbackUrls: [redirectUri],
+        scopes: ['openid'],
+        postLogoutRedirectUris: ['https://self.example/bye'],
+        registrationTokenHash: 'a'.repeat(64),
+      },
+      server.clock.now(),
+    );
+    const res = await new Browser(server.url).get(
+      logoutUrl({ client_id: selfRegistered.app.clientId, post_logout_redirect_uri: 'https://self.example/bye', state: 's1' }),
+    );
+    expect(res.status).toBe(200);
+    expect(res.location).toBeNull();
+    expect(res.text).toContain('registered itself with this server and asks to send you to <code>self.example</code>');
+    expect(res.text).toContain('href="https://self.example/bye?state=s1"');
+    // An operator's application still gets its redirect (the test above), and so does a signed-in browser's logout
+    // after its confirmation.
+  });
+
   it('post-logout redirect URIs follow the callback URL rules when an application is registered', async () => {
     await expect(
       registerApplication(

@@ -31,6 +31,32 @@ function LogoutConfirmPage(props: { csrf: string; username: string; request: Log
   );
 }
 
+/**
+ * Where a browser with no session goes after logout when the application registered itself (RFC 7591): a page
+ * with a link, not a redirect, so the logout endpoint cannot be used by anyone who registers a client as a
+ * redirector to a site of their choosing (RFC 9700 §4.11.2 on open redirectors).
+ */
+function LeavingPage(props: { appName: string; target: string }) {
+  const host = new URL(props.target).host;
+  return (
+    <Layout title="Signed out">
+      <div class="card">
+        <h1>Signed out</h1>
+        <p>You are not signed in to this server in this browser.</p>
+        <p>
+          <strong>{props.appName}</strong> registered itself with this server and asks to send you to <code>{host}</code>. Continue only if
+          you expected to go there.
+        </p>
+        <div class="actions">
+          <a class="button" href={props.target}>
+            Continue to {host}
+          </a>
+        </div>
+      </div>
+    </Layout>
+  );
+}
+
 /** OpenID Connect RP-Initiated Logout 1.0: `GET/POST /oauth/logout` and the confirmation it may need. */
 export async function logoutRoutes(app: FastifyInstance, ctx: WebContext): Promise<void> {
   const { sessions } = ctx;
@@ -43,7 +69,14 @@ export async function logoutRoutes(app: FastifyInstance, ctx: WebContext): Promi
   async function endSession(req: FastifyRequest, reply: FastifyReply, params: Readonly<Record<string, string>>) {
     const lr = await validateLogout(ctx, params);
     const current = await sessions.current(req);
-    if (!current) return done(reply, lr);
+    if (!current) {
+      // Nothing to end. A self-registered application's URI is offered as a link; an operator's or a developer's
+      // application, registered by someone this server answers for, gets its redirect as before.
+      if (lr.redirectUri && lr.app && lr.app.registrationTokenHash !== null) {
+        return sendPage(reply, <LeavingPage appName={lr.app.name} target={callbackUrl(lr.redirectUri, { state: lr.state })} />);
+      }
+      return done(reply, lr);
+    }
     // §2: without a hint naming the signed-in user, the user is asked, so a link alone cannot sign anyone out.
     if (lr.hintSub === undefined || lr.hintSub !== current.user.id) {
       return sendPage(reply, <LogoutConfirmPage csrf={reply.generateCsrf()} username={current.user.username} request={lr} />);
