@@ -1,26 +1,31 @@
 import { readFileSync } from 'node:fs';
-import { defineConfig } from 'tsup';
+import { defineConfig, type Options } from 'tsup';
 
 const { version } = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')) as { version: string };
 
+/** What every Node build here shares. `pnpm build` empties dist first; the builds run side by side and must not
+ * clean each other. `authcli-server --version` is package.json's, fixed at build time. */
+const node: Options = {
+  format: ['esm'],
+  target: 'node20',
+  platform: 'node',
+  clean: false,
+  sourcemap: true,
+  define: { __AUTHCLI_SERVER_VERSION__: JSON.stringify(version) },
+};
+
 export default defineConfig([
   {
+    ...node,
     // The library (index: what tests and other packages import) and the checkpoint worker, an entry of its own
     // because its thread loads it by file name (store/checkpointer.ts).
     entry: {
       index: 'src/index.ts',
       'checkpoint-worker': 'src/store/checkpoint-worker.ts',
     },
-    format: ['esm'],
-    target: 'node20',
-    platform: 'node',
-    // `pnpm build` empties dist first; the builds here run side by side and must not clean each other.
-    clean: false,
-    sourcemap: true,
-    // `authcli-server --version` is package.json's, fixed at build time.
-    define: { __AUTHCLI_SERVER_VERSION__: JSON.stringify(version) },
   },
   {
+    ...node,
     // The `authcli-server` command, with its dependencies inside: Node then reads a handful of files instead of
     // about 700 modules (kysely alone is 279), so an operator command starts in 0.2 s of CPU instead of 0.8 s
     // and `start` listens 0.4 s sooner. Not inside: better-sqlite3 (a native addon), pg-native (pg's optional
@@ -29,12 +34,6 @@ export default defineConfig([
     // __dirname to find files of their own (pino's transports) are never reached: the server logs to stdout.
     // The package's library entry (index) keeps its dependencies outside, as a library should.
     entry: { main: 'src/main.ts' },
-    format: ['esm'],
-    target: 'node20',
-    platform: 'node',
-    clean: false,
-    sourcemap: true,
-    define: { __AUTHCLI_SERVER_VERSION__: JSON.stringify(version) },
     noExternal: [/^(?!(better-sqlite3|pg-native|piscina)$)/],
     banner: {
       js: [

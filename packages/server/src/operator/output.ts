@@ -43,7 +43,7 @@ export function sayError(line: string): void {
 
 /**
  * JSON text for a terminal: JSON.stringify's (which escapes the C0 controls itself), with the rest of the
- * characters above escaped as \\uXXXX, each UTF-16 code unit, so it stays JSON that parses to the same value.
+ * characters above written as `\\u` escapes of their UTF-16 code units, so it stays JSON that parses to the same value.
  */
 export function terminalJson(value: unknown, indent?: number): string {
   return JSON.stringify(value, null, indent).replace(TERMINAL_UNSAFE, (c) =>
