@@ -15,6 +15,7 @@ import { cliStartup } from './cli-startup.js';
 import { distinctPosts, repeated, type LoadFigures } from './load.js';
 import { dpopNonce, dpopSigner } from './dpop.js';
 import { signInFlood, type FloodFigures } from './signin-flood.js';
+import { clientAuthScenario } from './client-auth.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const SERVER = join(here, '../packages/server/bin/authcli-server.cjs');
@@ -23,7 +24,7 @@ const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
 const WARMUP_CODES = 100_000;
 const PASSWORD = 'bench password 1';
-const SCENARIOS = new Set((process.env.BENCH_SCENARIOS ?? 'code,dpop,mixed,device,cli').split(','));
+const SCENARIOS = new Set((process.env.BENCH_SCENARIOS ?? 'code,dpop,mixed,client,device,cli').split(','));
 /** Single-use tokens per kind of the DPoP scenario (four kinds), in how many rounds, and its longest run in seconds. */
 const DPOP_TOKENS = Number(process.env.BENCH_DPOP_TOKENS ?? 8000);
 const DPOP_ROUNDS = Number(process.env.BENCH_DPOP_ROUNDS ?? 4);
@@ -402,6 +403,25 @@ async function main() {
   };
   const issuer = `http://127.0.0.1:${port}`;
   await run([SERVER, 'users', 'add', 'bench', '--password-stdin'], env, `${PASSWORD}\n`);
+  const confidential = JSON.parse(
+    await run(
+      [
+        SERVER,
+        'apps',
+        'add',
+        '--name',
+        'Bench backend',
+        '--kind',
+        'confidential',
+        '--callback',
+        'https://bench.example/cb',
+        '--scope',
+        'openid',
+        '--json',
+      ],
+      env,
+    ),
+  ) as { client_id: string; client_secret: string };
   const server = spawn(process.execPath, [...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []), SERVER, 'start'], {
     env: { ...process.env, ...env },
     stdio: 'ignore',
@@ -437,6 +457,16 @@ async function main() {
       rows.push(...mixed.rows);
       notes.push(...mixed.notes);
       Object.assign(raw, mixed.raw);
+    }
+    if (SCENARIOS.has('client')) {
+      const rate = Number(process.env.BENCH_FLOOD_RATE ?? 100);
+      const c = await clientAuthScenario(issuer, { id: confidential.client_id, secret: confidential.client_secret }, load, rate);
+      rows.push(['POST /oauth/introspect, confidential client, client_secret_basic (16 conn)', c.right]);
+      rows.push([`the same while wrong secrets arrive at ${rate}/s from 5 addresses`, c.underFlood]);
+      notes.push(
+        `wrong secrets: ${c.flood.sent} sent, answered ${JSON.stringify(c.flood.byStatus)}; introspection answers not {"active":false}: ${c.right.mismatches + c.underFlood.mismatches}`,
+      );
+      Object.assign(raw, { clientAuth: c });
     }
     if (SCENARIOS.has('device')) {
       const bare32 = await load({ url: `http://127.0.0.1:${barePort}/bare`, connections: 32 });

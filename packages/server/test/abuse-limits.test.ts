@@ -13,6 +13,7 @@ import {
   seedUser,
   signedInBrowser,
   startServer,
+  tally,
   type Res,
   ownClock,
   type TestServer,
@@ -46,12 +47,6 @@ function postSignIn(f: { browser: Browser; csrf: string }, username: string, pas
  * one nice-19 thread took 20 s on a loaded machine).
  */
 const CAP_TEST_COST = 15;
-
-const tally = (answers: readonly { status: number }[]) =>
-  answers.reduce<Record<number, number>>((t, r) => {
-    t[r.status] = (t[r.status] ?? 0) + 1;
-    return t;
-  }, {});
 
 describe.each(dialects())('abuse limits (%s)', (dialect) => {
   let server: TestServer | undefined;
@@ -376,6 +371,7 @@ describe('client IP subjects and counter keys', () => {
       'user-code-ip|192.0.2.10',
       'device-authz-ip|authcli|192.0.2.1',
       'registration-ip|192.0.2.1',
+      'client-auth-ip|192.0.2.1',
       'something-else|alice',
     ];
     expect(accountCounterKeys(keys, 'Alice')).toEqual([
@@ -389,6 +385,7 @@ describe('client IP subjects and counter keys', () => {
       'signin-account-ip|alice2|192.0.2.1',
       'user-code-ip|192.0.2.1',
       'registration-ip|192.0.2.1',
+      'client-auth-ip|192.0.2.1',
     ]);
     expect(describeCounter('registration-ip|192.0.2.1')).toMatchObject({ kind: 'registration-ip', ip: '192.0.2.1' });
     expect(describeCounter('something-else|alice')).toBeUndefined();
@@ -401,6 +398,17 @@ describe.each(dialects())('the store counter (%s)', (dialect) => {
     server = await startServer(dialect);
   });
   afterAll(async () => server.close());
+
+  it('peek reads the open window and counts nothing: no row for a key never counted, 0 once the window ended', async () => {
+    const now = server.clock.now();
+    expect(await server.store.rateLimits.peek('test|peek', 60_000, now)).toEqual({ count: 0, windowStart: now });
+    expect((await server.store.rateLimits.list()).some((r) => r.key === 'test|peek')).toBe(false);
+    for (let i = 0; i < 3; i++) await server.store.rateLimits.consume('test|peek', 60_000, now);
+    const peeks = await Promise.all(Array.from({ length: 50 }, () => server.store.rateLimits.peek('test|peek', 60_000, now + 59_999)));
+    expect(peeks.every((p) => p.count === 3 && p.windowStart === now)).toBe(true);
+    expect(await server.store.rateLimits.peek('test|peek', 60_000, now + 60_000)).toEqual({ count: 0, windowStart: now + 60_000 });
+    expect((await server.store.rateLimits.consume('test|peek', 60_000, now + 1)).count).toBe(4);
+  });
 
   it('200 parallel consumes of one key get 200 distinct counts, across two connections of the pool', async () => {
     const now = server.clock.now();

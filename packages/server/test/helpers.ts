@@ -164,6 +164,13 @@ export async function startServer(
   };
 }
 
+/** Answers counted by HTTP status, e.g. `{ 401: 10, 429: 50 }`. */
+export const tally = (answers: readonly { status: number }[]) =>
+  answers.reduce<Record<number, number>>((t, r) => {
+    t[r.status] = (t[r.status] ?? 0) + 1;
+    return t;
+  }, {});
+
 export const PASSWORD = 'correct horse battery';
 
 /** PASSWORD hashed once per test process and cost (users differ by id, not salt). */

@@ -425,6 +425,13 @@ describe.runIf(dialects().includes('postgres'))('a stalled PostgreSQL gives quic
       'POST /oauth/token': () => browser.request('POST', '/oauth/token', POLL, formHeaders),
       'POST /oauth/device/authorization': () =>
         browser.request('POST', '/oauth/device/authorization', form({ client_id: `c-${Math.random()}` }), formHeaders),
+      'POST /oauth/introspect (a client secret)': () =>
+        browser.request(
+          'POST',
+          '/oauth/introspect',
+          form({ token: 'x', client_id: `c-${Math.random()}`, client_secret: 's' }),
+          formHeaders,
+        ),
       'POST /oauth/revoke': () =>
         browser.request('POST', '/oauth/revoke', form({ token: 'x', client_id: `c-${Math.random()}` }), formHeaders),
       'POST /oauth/par': () =>

@@ -1,5 +1,6 @@
 import { headerValues } from '../http/header-values.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { clientAddress } from '../http/client-ip.js';
 import { sendErrorAnswer } from '../http/errors.js';
 import { FormError, formParams } from '../http/form.js';
 import type { OAuthContext } from '../oauth/context.js';
@@ -19,7 +20,7 @@ export async function tokenRoutes(app: FastifyInstance, ctx: OAuthContext): Prom
   app.post('/oauth/token', async (req: FastifyRequest, reply: FastifyReply) => {
     try {
       const params = formParams(req);
-      const outcome = await tokenRequest(ctx, params, req.headers.authorization, headerValues(req, 'dpop'));
+      const outcome = await tokenRequest(ctx, params, req.headers.authorization, clientAddress(req), headerValues(req, 'dpop'));
       if (outcome instanceof OAuthError) {
         metrics.tokenError(outcome.error);
         return sendErrorAnswer(reply, outcome);

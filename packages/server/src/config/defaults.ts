@@ -242,6 +242,18 @@ export const LIMITS = {
   'par-ip': { limit: 30, windowMs: 10 * MINUTE },
   /** Pushed authorization requests per application from everywhere (a confidential web app pushes for all its users). */
   'par-client': { limit: 1200, windowMs: MINUTE },
+  /**
+   * Failed client authentications per client IP: requests to the token, introspection, revocation, PAR and
+   * device authorization endpoints that present a client secret (RFC 6749 §2.3.1) and do not authenticate (a
+   * wrong secret, or one for an unknown or public client). Secrets are 256 random bits the server made, so the
+   * limit is not what keeps them unguessed; it stops one source that keeps presenting wrong ones (a scan, a
+   * flood, a deployment still sending a rotated-out secret) and shows it in `limits list` and the metrics. A
+   * client with a stale secret fails a few times per instance before someone looks; a hundred is a loop or a
+   * guesser. Only failures count: a request that authenticates reads the counter and adds nothing, so a busy
+   * backend's bursts never meet it. Past it every secret from that address is refused, the right one too
+   * (else the limit would still answer guesses), until the window ends or `limits clear-ip`.
+   */
+  'client-auth-ip': { limit: 100, windowMs: 15 * MINUTE },
 } as const satisfies Record<string, Limit>;
 
 export type CounterKind = keyof typeof LIMITS;

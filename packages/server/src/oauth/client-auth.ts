@@ -1,6 +1,7 @@
-import type { Store, Application } from '../store/store.js';
+import type { Application } from '../store/store.js';
 import { hashesEqual, sha256Hex } from '../util/crypto.js';
-import { InvalidClient, InvalidRequest } from './errors.js';
+import type { OAuthContext } from './context.js';
+import { InvalidClient, InvalidRequest, TemporarilyUnavailable } from './errors.js';
 
 /** The one answer to a client that did not authenticate (built once; its response is constant). */
 const CLIENT_AUTHENTICATION_FAILED = new InvalidClient('client authentication failed');
@@ -46,32 +47,47 @@ export function presentedClient(authorization: string | undefined, params: Reado
 }
 
 /**
- * Authenticates the client of a token, device or revocation request:
- * confidential clients with `client_secret_basic` or `client_secret_post`
- * (secret compared as SHA-256 in constant time), public clients with
- * `client_id` alone (token_endpoint_auth_method `none`). A public client may
- * also send its id as HTTP Basic with an empty password, as oidc-agent
- * always does (`Basic base64(client_id:)`): that identifies it exactly like
- * `client_id` in the body and authenticates nothing. A confidential client
- * with an empty password is refused like any wrong secret.
- * @throws InvalidClient (401 with WWW-Authenticate) or InvalidRequest
+ * Authenticates the client of a token, introspection, revocation, PAR or
+ * device authorization request: confidential clients with
+ * `client_secret_basic` or `client_secret_post` (secret compared as SHA-256
+ * in constant time), public clients with `client_id` alone
+ * (token_endpoint_auth_method `none`). A public client may also send its id
+ * as HTTP Basic with an empty password, as oidc-agent always does
+ * (`Basic base64(client_id:)`): that identifies it exactly like `client_id`
+ * in the body and authenticates nothing. A confidential client with an empty
+ * password is refused like any wrong secret.
+ *
+ * A secret that does not authenticate counts against `client-auth-ip` of the
+ * caller's address (oauth/limits.ts); past it every secret from there is
+ * answered 429 before it is compared, the right one too.
+ * @throws InvalidClient (401 with WWW-Authenticate), InvalidRequest, or TemporarilyUnavailable (429)
  */
 export async function authenticateClient(
-  store: Store,
+  ctx: Pick<OAuthContext, 'store' | 'limits'>,
   authorization: string | undefined,
   params: Readonly<Record<string, string>>,
+  clientIp: string,
 ): Promise<Application> {
   const presented = presentedClient(authorization, params);
-  const app = await store.applications.get(presented.clientId);
+  const { secret } = presented;
   // One answer for every failure: which client ids exist, and of which kind, is not for an unauthenticated caller
   // to learn (RFC 6749 §5.2 invalid_client covers them all).
-  if (!app) throw CLIENT_AUTHENTICATION_FAILED;
-  if (app.kind === 'public') {
-    const identifiedOnly = presented.secret === undefined || (presented.method === 'client_secret_basic' && presented.secret === '');
-    if (!identifiedOnly) throw CLIENT_AUTHENTICATION_FAILED;
-    return app;
+  if (secret === undefined || (presented.method === 'client_secret_basic' && secret === '')) {
+    // A client that only names itself: nothing to guess, nothing counted.
+    const app = await ctx.store.applications.get(presented.clientId);
+    if (app?.kind === 'public') return app;
+    throw CLIENT_AUTHENTICATION_FAILED;
   }
-  if (presented.secret === undefined) throw CLIENT_AUTHENTICATION_FAILED;
-  if (!app.secretHash || !hashesEqual(sha256Hex(presented.secret), app.secretHash)) throw CLIENT_AUTHENTICATION_FAILED;
-  return app;
+  const gate = await ctx.limits.clientSecret(clientIp);
+  if (!gate.admitted) throw tooManyFailures(gate.retryAfterSeconds);
+  const app = await ctx.store.applications.get(presented.clientId);
+  if (app?.kind === 'confidential' && app.secretHash && hashesEqual(sha256Hex(secret), app.secretHash)) return app;
+  const counted = await gate.failed();
+  if (!counted.admitted) throw tooManyFailures(counted.retryAfterSeconds);
+  throw CLIENT_AUTHENTICATION_FAILED;
 }
+
+const tooManyFailures = (retryAfterSeconds: number) =>
+  new TemporarilyUnavailable('too many failed client authentications from this address; retry later', retryAfterSeconds, {
+    status: 429,
+  });

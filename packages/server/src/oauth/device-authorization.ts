@@ -52,7 +52,7 @@ export async function authorizeDevice(
   authorization: string | undefined,
   clientIp: string,
 ): Promise<DeviceAuthorizationResponse> {
-  const client = await authenticateClient(ctx.store, authorization, params);
+  const client = await authenticateClient(ctx, authorization, params, clientIp);
   if (!client.grantTypes.includes(DEVICE_CODE_GRANT_TYPE))
     throw new UnauthorizedClient('this application may not use the device authorization grant');
   const scopes = parseScope(params.scope, client.scopes);

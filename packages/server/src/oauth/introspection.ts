@@ -100,8 +100,9 @@ export async function introspect(
   ctx: OAuthContext,
   params: Readonly<Record<string, string>>,
   authorization: string | undefined,
+  clientIp: string,
 ): Promise<Introspection> {
-  const client = await authenticateClient(ctx.store, authorization, params);
+  const client = await authenticateClient(ctx, authorization, params, clientIp);
   if (client.kind !== 'confidential') throw new InvalidClient('client authentication failed');
   const token = params.token;
   if (token === undefined || token === '') throw new InvalidRequest('token is missing');

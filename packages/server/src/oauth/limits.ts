@@ -22,6 +22,11 @@ export type Admission =
 
 export type { CounterKind, Limits };
 
+/** A limit on failures, read before the attempt: refused, or admitted with a way to count it if it fails. */
+export type FailureGate =
+  | { readonly admitted: true; failed(): Promise<Admission> }
+  | { readonly admitted: false; readonly retryAfterSeconds: number; readonly by: CounterKind };
+
 /** What a counter's key names: its kind, limit and subjects (IP, username, user id or client id). */
 export interface CounterInfo {
   kind: CounterKind;
@@ -47,6 +52,7 @@ export function describeCounter(counterKey: string, limits: Limits = DEFAULT_LIM
     case 'user-code-ip':
     case 'continuation-ip':
     case 'registration-ip':
+    case 'client-auth-ip':
       return { kind, limit, ip: a };
     case 'signin-account':
     case 'signin-account-slowed':
@@ -86,10 +92,7 @@ export class AbuseLimits {
     for (const [kind, k] of counters) {
       const limit = this.limits[kind];
       const { count, windowStart } = await this.store.rateLimits.consume(k, limit.windowMs, now);
-      if (count > limit.limit) {
-        this.metrics.rateLimited(kind);
-        return { admitted: false, by: kind, retryAfterSeconds: Math.max(1, Math.ceil((windowStart + limit.windowMs - now) / 1000)) };
-      }
+      if (count > limit.limit) return this.refuse(kind, windowStart, now);
       taken.push({ key: k, windowStart });
     }
     return {
@@ -101,6 +104,28 @@ export class AbuseLimits {
         for (const t of taken) await this.store.rateLimits.release(t.key, t.windowStart).catch(() => undefined);
       },
     };
+  }
+
+  private refuse(kind: CounterKind, windowStart: number, now: number) {
+    this.metrics.rateLimited(kind);
+    const retryAfterSeconds = Math.max(1, Math.ceil((windowStart + this.limits[kind].windowMs - now) / 1000));
+    return { admitted: false, by: kind, retryAfterSeconds } as const;
+  }
+
+  /**
+   * A client secret presented (RFC 6749 §2.3.1), before it is compared: refused when this client IP is past
+   * its failed client authentications, counting nothing (a secret that authenticates is never counted, so a
+   * busy confidential client's bursts cannot meet the limit); `failed()` counts a secret that did not
+   * authenticate, and is refused when that failure is past the limit. Parallel failures each get a count of
+   * their own, so at most the limit of them are ever answered as plain failures.
+   */
+  async clientSecret(ip: string): Promise<FailureGate> {
+    const counter = key('client-auth-ip', ipOf(ip));
+    const { limit, windowMs } = this.limits['client-auth-ip'];
+    const now = this.now();
+    const { count, windowStart } = await this.store.rateLimits.peek(counter, windowMs, now);
+    if (count >= limit) return this.refuse('client-auth-ip', windowStart, now);
+    return { admitted: true, failed: () => this.consume([['client-auth-ip', counter]]) };
   }
 
   /**
@@ -186,7 +211,10 @@ export function accountCounterKeys(keys: readonly string[], username: string): s
   return keys.filter((k) => describeCounter(k)?.username === name);
 }
 
-/** The counters that hold back this client IP (`limits clear-ip`): sign-in and user-code entry, and client registration. */
+/**
+ * The counters that hold back this client IP (`limits clear-ip`): sign-in and user-code entry, client
+ * registration and client authentication.
+ */
 export function ipCounterKeys(keys: readonly string[], ip: string): string[] {
   const subject = ipOf(ip);
   return keys.filter((k) => {

@@ -48,7 +48,7 @@ export async function pushAuthorizationRequest(
   clientIp: string,
   dpopHeader?: readonly string[] | undefined,
 ): Promise<PushedAuthorizationResponse> {
-  const app = await authenticateClient(ctx.store, authorization, params);
+  const app = await authenticateClient(ctx, authorization, params, clientIp);
   if (params.request_uri !== undefined) throw new InvalidRequest('request_uri cannot be pushed (RFC 9126 §2.1)');
   const request = Object.fromEntries(Object.entries(params).filter(([name]) => !CLIENT_AUTH_PARAMS.has(name)));
   const proof = await validateDpopProof(ctx, {

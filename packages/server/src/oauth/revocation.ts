@@ -16,8 +16,9 @@ export async function revoke(
   ctx: OAuthContext,
   params: Readonly<Record<string, string>>,
   authorization: string | undefined,
+  clientIp: string,
 ): Promise<void> {
-  const client = await authenticateClient(ctx.store, authorization, params);
+  const client = await authenticateClient(ctx, authorization, params, clientIp);
   const token = params.token;
   if (!token) throw new InvalidRequest('token is missing');
   const now = ctx.config.now();

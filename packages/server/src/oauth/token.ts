@@ -22,13 +22,14 @@ export async function tokenRequest(
   ctx: OAuthContext,
   params: Readonly<Record<string, string>>,
   authorization: string | undefined,
+  clientIp: string,
   dpopHeader?: readonly string[] | undefined,
 ): Promise<TokenResponse | OAuthError> {
   const grantType = params.grant_type;
   if (!grantType) throw new InvalidRequest('grant_type is missing');
   const handler = grantHandler(grantType);
   if (!handler) throw new UnsupportedGrantType(`the grant_type is not supported (supported: ${supportedGrantTypes().join(', ')})`);
-  const client = await authenticateClient(ctx.store, authorization, params);
+  const client = await authenticateClient(ctx, authorization, params, clientIp);
   if (!client.grantTypes.includes(grantType as GrantType)) {
     throw new UnauthorizedClient(`this application may not use the ${grantType} grant`);
   }

@@ -46,7 +46,9 @@ export function limitsCommand(cli: Command): void {
     });
   limits
     .command('clear-ip <address>')
-    .description("clear a client IP's sign-in, user-code and client-registration counters (e.g. an office locked out of /device)")
+    .description(
+      "clear a client IP's sign-in, user-code, client-registration and client-authentication counters (e.g. an office locked out of /device)",
+    )
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(async (address: string, opts: { database?: string }) => {
       if (ipSubject(address) === undefined) throw new InputError(`${address} is not an IP address`);

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Engine } from '../engine.js';
+import { Prepared } from '../prepared.js';
 import type { RateLimitsTable } from '../schema.js';
 
 /** One fixed-window counter as stored. */
@@ -22,6 +23,11 @@ export interface RateLimits {
    * and another begun.
    */
   release(key: string, windowStart: number): Promise<void>;
+  /**
+   * The count under `key` in the window that is open at `now` (0 when there is none), counting nothing: for a
+   * limit on failures, read before a request that may succeed and consumed only when it fails.
+   */
+  peek(key: string, windowMs: number, now: number): Promise<{ count: number; windowStart: number }>;
   /** Every counter (operator commands: what is limited now, and clearing it). */
   list(): Promise<RateLimitRow[]>;
   /** Deletes the counters with these keys; returns how many there were. */
@@ -29,7 +35,14 @@ export interface RateLimits {
 }
 
 /** {@link RateLimits} on Kysely. */
+/** {@link RateLimits} on Kysely; the peek is prepared (every request with a client secret makes it). */
 export class KyselyRateLimits implements RateLimits {
+  private readonly openWindow = new Prepared<'key' | 'after', Pick<RateLimitRow, 'count' | 'window_start'>>(
+    'rate_limit_peek',
+    ['key', 'after'],
+    (db, p) => db.selectFrom('rate_limits').select(['count', 'window_start']).where('key', '=', p.key).where('window_start', '>', p.after),
+  );
+
   constructor(private readonly engine: Engine) {}
 
   async consume(key: string, windowMs: number, now: number): Promise<{ count: number; windowStart: number }> {
@@ -56,6 +69,11 @@ export class KyselyRateLimits implements RateLimits {
       .where('window_start', '=', windowStart)
       .where('count', '>', 0)
       .execute();
+  }
+
+  async peek(key: string, windowMs: number, now: number): Promise<{ count: number; windowStart: number }> {
+    const [row] = (await this.engine.run(this.openWindow, { key, after: now - windowMs })).rows;
+    return row ? { count: row.count, windowStart: row.window_start } : { count: 0, windowStart: now };
   }
 
   async list(): Promise<RateLimitRow[]> {
