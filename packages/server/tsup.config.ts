@@ -60,13 +60,16 @@ export default defineConfig([
   },
   {
     // The browser modules: the playground (main.ts and the modules it imports, one file with @authcli/pkce and jose inside, served at
-    // /assets/playground.js) and the dashboard's copy buttons (/assets/copy.js).
-    entry: { playground: 'src/web/playground/main.ts', copy: 'src/web/copy/main.ts' },
+    // /assets/playground.js), the dashboard's copy buttons (/assets/copy.js), and the passkey ceremonies of the
+    // sign-in and account pages (/assets/passkey.js, with @simplewebauthn/browser inside).
+    entry: { playground: 'src/web/playground/main.ts', copy: 'src/web/copy/main.ts', passkey: 'src/web/passkey/main.ts' },
     outDir: 'dist/public',
     format: ['esm'],
     target: 'es2022',
     platform: 'browser',
     noExternal: [/.*/],
+    // One file per page script: the pages' routes serve each by name, not the chunks they would share.
+    splitting: false,
     minify: true,
     sourcemap: false,
     clean: false,

@@ -55,19 +55,21 @@ export interface ServerProcess {
 export async function startServerProcess(opts: { database?: string; env?: Record<string, string> } = {}): Promise<ServerProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'authcli-e2e-'));
   const port = await freePort();
-  const env = {
+  const env: Record<string, string> = {
     DATABASE_URL: opts.database ?? join(dir, 'authcli.db'),
     LOG_LEVEL: 'warn',
     PORT: String(port),
     HOST: '127.0.0.1',
-    ...opts.env,
+    ...Object.fromEntries(Object.entries(opts.env ?? {}).map(([k, v]) => [k, v.replaceAll('{port}', String(port))])),
   };
   const child = spawn(process.execPath, [SERVER_BIN, 'start'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const issuer = `http://127.0.0.1:${port}`;
-  await waitUntilReady(issuer, child, () => out);
+  // The server's own issuer when the test names one (passkeys need a host name: AUTHCLI_ISSUER=http://localhost:<port>,
+  // with {port} standing for the port chosen here); readiness is asked at the address it listens on.
+  const issuer = env.AUTHCLI_ISSUER ?? `http://127.0.0.1:${port}`;
+  await waitUntilReady(`http://127.0.0.1:${port}`, child, () => out);
   return {
     issuer,
     env,

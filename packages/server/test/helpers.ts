@@ -270,13 +270,14 @@ export async function signIn(browser: Browser, username = 'alice', password = PA
  * password sign-in stores it (authenticated now), and the browser holds its cookie under the server's own name, so
  * the real pages, consent and authorization endpoint read it like any session. It has no trusted-device cookie,
  * which only the password checks read (sign-in, password change): tests about those sign in through the form (signIn).
+ * `amr`: how the session was signed in (RFC 8176; a password unless given, e.g. a passkey's `['hwk', 'mfa']`).
  */
-export async function signedInBrowser(server: TestServer, username = 'alice'): Promise<Browser> {
+export async function signedInBrowser(server: TestServer, username = 'alice', amr?: readonly string[]): Promise<Browser> {
   const user = await server.store.users.findByUsername(username);
   if (!user) throw new Error(`no user ${username} to sign in`);
   const sessions = new Sessions(server.config, server.store);
   const browser = new Browser(server.url);
-  browser.cookies.set(sessions.cookieName, await sessions.create(user));
+  browser.cookies.set(sessions.cookieName, await sessions.create(user, amr));
   return browser;
 }
 

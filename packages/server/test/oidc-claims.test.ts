@@ -81,9 +81,20 @@ describe.each(dialects())('where claims go: ID token, userinfo, the claims param
     const t = await login(web, 'openid', { acr_values: 'urn:example:mfa 1 2' }, new Browser(server.url));
     expect(decodeJwt(t.id_token)).toMatchObject({ acr: PASSWORD_ACR, amr: ['pwd'] });
     const meta = (await (await fetch(`${server.url}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
-    expect(meta.acr_values_supported).toEqual([PASSWORD_ACR]);
+    expect(meta.acr_values_supported).toEqual(['phr', PASSWORD_ACR]);
     expect(meta.claims_parameter_supported).toBe(true);
     expect(meta.claims_supported).toEqual(expect.arrayContaining(['acr', 'amr']));
+  });
+
+  it('a passkey session (rfc8176 hwk or swk, mfa) gives acr phr, kept by the refreshes of its grant', async () => {
+    const hardware = await login(web, 'openid offline_access', {}, await signedInBrowser(server, 'alice', ['hwk', 'mfa']));
+    expect(decodeJwt(hardware.id_token)).toMatchObject({ acr: 'phr', amr: ['hwk', 'mfa'] });
+    const refreshed = await tokenRequest(server, { grant_type: 'refresh_token', refresh_token: hardware.refresh_token!, client_id: web });
+    expect(decodeJwt((refreshed.json as { id_token: string }).id_token)).toMatchObject({ acr: 'phr', amr: ['hwk', 'mfa'] });
+    const synced = await login(web, 'openid', {}, await signedInBrowser(server, 'alice', ['swk', 'mfa']));
+    expect(decodeJwt(synced.id_token)).toMatchObject({ acr: 'phr', amr: ['swk', 'mfa'] });
+    const password = await login(web, 'openid', {}, await signedInBrowser(server, 'alice'));
+    expect(decodeJwt(password.id_token)).toMatchObject({ acr: PASSWORD_ACR, amr: ['pwd'] });
   });
 
   it('oidc core §5.5 a claim named for userinfo is released there (scope openid only), and not put in the ID token', async () => {

@@ -130,6 +130,7 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     expires_at: expiresAt,
     revoked_at: null,
     dpop_jkt: null,
+    amr: null,
   });
   const refreshRow = (hash: string, grantId: string, expiresAt = now + 1000) => ({
     token_hash: hash,

@@ -125,6 +125,21 @@ export const REGISTRATION_MODES = ['off', 'open', 'token'] as const;
 export type RegistrationMode = (typeof REGISTRATION_MODES)[number];
 export const REGISTRATION_MODE: RegistrationMode = 'off';
 
+// ---- passkeys (WebAuthn Level 3; web/passkeys.tsx) ----------------------------------
+
+/**
+ * How long a passkey ceremony's challenge may be answered: WebAuthn's recommended range for a ceremony that
+ * requires user verification is 5-10 minutes (§15.1, "Recommended Range for Ceremony Timeouts"); the lower
+ * end, since a challenge waiting in the store is one someone could still answer.
+ */
+export const WEBAUTHN_CHALLENGE_TTL_MS = 5 * MINUTE;
+/** Passkeys one account may hold: a person has a handful of devices and keys; each is a row and a list entry. */
+export const PASSKEYS_PER_USER_MAX = 20;
+/** A passkey's name, characters ("Work laptop"). */
+export const PASSKEY_NAME_MAX = 64;
+/** A WebAuthn response as posted (JSON of base64url fields; an attestation with a certificate chain is a few KB). */
+export const WEBAUTHN_RESPONSE_MAX = 12 * 1024;
+
 // ---- input sizes: what is refused (or never looked up) before any work -------------------
 
 /** Longest `state` an authorization request may carry (RFC 6749 §4.1.1): it comes back in a URL. */
@@ -254,6 +269,11 @@ export const LIMITS = {
    * (else the limit would still answer guesses), until the window ends or `limits clear-ip`.
    */
   'client-auth-ip': { limit: 100, windowMs: 15 * MINUTE },
+  /**
+   * Passkey ceremonies one client IP may start (each stores a challenge row for 5 minutes, and each sign-in
+   * attempt with a passkey needs one of its own). A person starts a few; autofill starts one per page view.
+   */
+  'webauthn-ip': { limit: 300, windowMs: 10 * MINUTE },
 } as const satisfies Record<string, Limit>;
 
 export type CounterKind = keyof typeof LIMITS;

@@ -3,7 +3,7 @@
  * redirect_uri with a new code, or with an error, `state` and `iss` (RFC 9207)
  * beside it. Issuing the code is also what uses up a pushed request.
  */
-import type { User } from '../store/store.js';
+import type { Authentication } from './authorization-step.js';
 import { randomToken, sha256Hex } from '../util/crypto.js';
 import { AuthorizationPageError, type AuthorizationRequest, AuthorizationRedirectError } from './authorization-request.js';
 import { serializeClaimsRequest } from './claims-request.js';
@@ -39,7 +39,8 @@ export function denied(req: AuthorizationRequest): AuthorizationRedirectError {
  * `dpop_jkt` key if one was named, RFC 9449 §10) and
  * returns the callback URL carrying `code`, `state` and `iss` (RFC 9207).
  */
-export async function issueCode(ctx: OAuthContext, req: AuthorizationRequest, user: User, authTime: number): Promise<string> {
+export async function issueCode(ctx: OAuthContext, req: AuthorizationRequest, signedIn: Authentication): Promise<string> {
+  const { user, authTime } = signedIn;
   const now = ctx.config.now();
   if (!(await usePushedRequest(ctx, req))) {
     throw new AuthorizationPageError('invalid_request_uri', 'This sign-in request was already answered. Start again from the application.');
@@ -57,6 +58,7 @@ export async function issueCode(ctx: OAuthContext, req: AuthorizationRequest, us
     claims: serializeClaimsRequest(req.claims),
     dpop_jkt: req.dpopJkt ?? null,
     auth_time: authTime,
+    amr: signedIn.amr ?? null,
     created_at: now,
     expires_at: now + ctx.config.codeTtlSeconds * 1000,
   });

@@ -16,6 +16,8 @@ export interface Authentication {
   user: User;
   /** Epoch ms of the sign-in (OIDC Core §2 `auth_time`). */
   authTime: number;
+  /** How (RFC 8176 `amr` as stored, space-separated; null: a password). */
+  amr?: string | null | undefined;
 }
 
 /** What the authorization endpoint does next with a validated request. */
@@ -63,7 +65,7 @@ export async function nextAuthorizationStep(
     return { next: 'select-account', continueAs: `/oauth/authorize?${requestQuery(withoutPrompt(req, 'select_account'))}` };
   }
   if (!req.prompt.has('consent') && (await ctx.store.consents.covers(signedIn.user.id, req.app.clientId, consentScopes(req)))) {
-    return { next: 'redirect', location: await issueCode(ctx, req, signedIn.user, signedIn.authTime) };
+    return { next: 'redirect', location: await issueCode(ctx, req, signedIn) };
   }
   if (req.prompt.has('none')) {
     throw new AuthorizationRedirectError(new ConsentRequired('the user has not approved this application'), req.redirectUri, req.state);
@@ -78,7 +80,7 @@ export async function nextAuthorizationStep(
  */
 export async function approveAuthorization(ctx: OAuthContext, req: AuthorizationRequest, signedIn: Authentication): Promise<string> {
   await ctx.store.consents.add(signedIn.user.id, req.app.clientId, consentScopes(req), ctx.config.now());
-  return issueCode(ctx, req, signedIn.user, signedIn.authTime);
+  return issueCode(ctx, req, signedIn);
 }
 
 /**

@@ -53,6 +53,7 @@ export function describeCounter(counterKey: string, limits: Limits = DEFAULT_LIM
     case 'continuation-ip':
     case 'registration-ip':
     case 'client-auth-ip':
+    case 'webauthn-ip':
       return { kind, limit, ip: a };
     case 'signin-account':
     case 'signin-account-slowed':
@@ -169,6 +170,11 @@ export class AbuseLimits {
   /** A sign-in continuation stored for a signed-out visitor (each is a row kept 15 minutes). */
   async continuation(ip: string): Promise<Admission> {
     return this.consume([['continuation-ip', key('continuation-ip', ipOf(ip))]]);
+  }
+
+  /** A passkey ceremony (its challenge is a row kept 5 minutes), per client IP. */
+  async webauthnCeremony(ip: string): Promise<Admission> {
+    return this.consume([['webauthn-ip', key('webauthn-ip', ipOf(ip))]]);
   }
 
   /** A client registration (RFC 7591 §3) with AUTHCLI_REGISTRATION=open, per client IP. */

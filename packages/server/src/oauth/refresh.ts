@@ -35,7 +35,15 @@ export function refreshBinding(app: Application, dpop: { jkt: string } | undefin
 /** A new grant row: the family every token of one sign-in belongs to. */
 export function newGrant(
   config: ServerConfig,
-  input: { clientId: string; userId: string; scope: string; claims?: string | null; authTime: number; dpopJkt?: string | undefined },
+  input: {
+    clientId: string;
+    userId: string;
+    scope: string;
+    claims?: string | null;
+    authTime: number;
+    amr?: string | null | undefined;
+    dpopJkt?: string | undefined;
+  },
   now: number,
 ): Grant {
   return {
@@ -49,5 +57,6 @@ export function newGrant(
     expires_at: now + config.grantTtlSeconds * 1000,
     revoked_at: null,
     dpop_jkt: input.dpopJkt ?? null,
+    amr: input.amr ?? null,
   };
 }

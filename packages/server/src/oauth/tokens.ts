@@ -4,7 +4,7 @@ import type { ServerConfig } from '../config/config.js';
 import type { Application, User } from '../store/store.js';
 import { standardClaims } from './claims.js';
 import { randomToken } from '../util/crypto.js';
-import { PASSWORD_ACR, PASSWORD_AMR } from './acr.js';
+import { acrOf, amrOf } from './acr.js';
 import { CLAIM_SCOPE_NAMES, type ClaimsRequest, pickClaims } from './claims-request.js';
 import type { KeyRing, SigningAlg } from './keys.js';
 
@@ -15,6 +15,8 @@ export interface TokenContext {
   app: Application;
   scopes: string[];
   authTime: number;
+  /** How the person signed in (RFC 8176 `amr` as stored, space-separated; null: a password). */
+  amr?: string | null | undefined;
   nonce?: string | null | undefined;
   /** The `claims` request of the sign-in (OIDC Core §5.5), if it named any. */
   claims?: ClaimsRequest | undefined;
@@ -64,6 +66,7 @@ export class TokenIssuer {
    * claims the `claims` request names for it (§5.5).
    */
   async idToken(ctx: TokenContext, accessToken: string, iat: number): Promise<string> {
+    const amr = amrOf(ctx.amr);
     return this.keys.signJwt(ctx.app.idTokenAlg, 'JWT', {
       iss: this.config.issuer,
       sub: ctx.user.id,
@@ -74,8 +77,8 @@ export class TokenIssuer {
       auth_time: Math.floor(ctx.authTime / 1000),
       ...(ctx.nonce ? { nonce: ctx.nonce } : {}),
       at_hash: atHash(accessToken),
-      acr: PASSWORD_ACR,
-      amr: PASSWORD_AMR,
+      acr: acrOf(amr),
+      amr,
       ...pickClaims(standardClaims(ctx.user, CLAIM_SCOPE_NAMES), ctx.claims?.id_token),
     });
   }

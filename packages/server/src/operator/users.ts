@@ -8,8 +8,9 @@ import { InputError } from '../util/input-error.js';
 import { accountCounterKeys } from '../oauth/limits.js';
 import { claimsOf } from '../store/store.js';
 import { scryptParams } from '../config/defaults.js';
+import { passkeyCommands } from './passkeys.js';
 
-/** `authcli-server users ...`: end users (add, list, reset-password, disable, enable, unlock). */
+/** `authcli-server users ...`: end users (add, list, reset-password, disable, enable, passkeys, reset-passkeys, unlock). */
 export function usersCommand(cli: Command): void {
   const users = cli.command('users').description('manage end users');
   users
@@ -146,6 +147,7 @@ export function usersCommand(cli: Command): void {
       });
     });
 
+  passkeyCommands(users);
   users
     .command('unlock <username>')
     .description('clear the failed sign-in counters of a user (every client IP), so sign-in is not limited or slowed')

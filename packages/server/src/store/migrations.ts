@@ -5,6 +5,7 @@ import { sql, type Migration, type MigrationProvider } from 'kysely';
  * SQLite and PostgreSQL: text, bigint (epoch ms), integer (flags). From 0013
  * on, each is a file of its own in migrations/, named as its key.
  */
+import { passkeys } from './migrations/0014_passkeys.js';
 import type { Past } from './migrations/past.js';
 
 const migrations: Record<string, Migration> = {
@@ -324,6 +325,7 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('grants_user_client').on('grants').columns(['user_id', 'client_id']).execute();
     },
   },
+  '0014_passkeys': passkeys,
 };
 
 /** Provides the migrations above, then those in migrations/, to Kysely's Migrator. */

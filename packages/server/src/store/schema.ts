@@ -77,6 +77,8 @@ export interface SessionsTable {
   auth_time: number;
   created_at: number;
   expires_at: number;
+  /** How the person signed in (RFC 8176 `amr`, space-separated); null: a password, before passkeys. */
+  amr: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface ConsentsTable {
@@ -122,6 +124,8 @@ export interface AuthorizationCodesTable {
   grant_id: string | null;
   /** RFC 9449 §10: the JWK SHA-256 thumbprint of the `dpop_jkt` parameter; the token request's proof must be by that key. */
   dpop_jkt: string | null;
+  /** How the person signed in (RFC 8176 `amr`, space-separated); null: a password, before passkeys. */
+  amr: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface GrantsTable {
@@ -137,6 +141,8 @@ export interface GrantsTable {
   revoked_at: number | null;
   /** RFC 9449 §5: the JWK thumbprint a public client's refresh tokens are bound to; null when not bound. */
   dpop_jkt: string | null;
+  /** How the person signed in (RFC 8176 `amr`, space-separated); null: a password, before passkeys. */
+  amr: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface SigningKeysTable {
@@ -219,7 +225,41 @@ export interface ContinuationsTable {
   expires_at: number;
 }
 
+/** A passkey (WebAuthn public key credential) a user registered. */
+export interface PasskeysTable {
+  /** The credential id (base64url). */
+  id: string;
+  user_id: string;
+  /** The credential's COSE public key (base64url). */
+  public_key: string;
+  /** The signature counter last seen (0 for authenticators that keep none, as synced passkeys do). */
+  counter: number;
+  /** JSON array of the transports the authenticator named (usb, nfc, ble, internal, hybrid). */
+  transports: string;
+  /** 'singleDevice' or 'multiDevice' (a synced passkey), from the backup eligibility flag. */
+  device_type: string;
+  /** 1 when the credential is backed up (the BS flag), as last seen. */
+  backed_up: number;
+  /** The authenticator model's AAGUID (all zeros when it does not say). */
+  aaguid: string;
+  /** The person's label for it ("Laptop", "Phone"). */
+  name: string;
+  created_at: number;
+  last_used_at: number | null;
+}
+
+/** A WebAuthn ceremony's challenge, used once. */
+export interface WebauthnChallengesTable {
+  challenge_hash: string;
+  purpose: 'register' | 'authenticate';
+  user_id: string | null;
+  browser_hash: string;
+  expires_at: number;
+}
+
 export interface Database {
+  passkeys: PasskeysTable;
+  webauthn_challenges: WebauthnChallengesTable;
   continuations: ContinuationsTable;
   initial_access_tokens: InitialAccessTokensTable;
   pushed_requests: PushedRequestsTable;
@@ -243,6 +283,8 @@ export type NewUser = Insertable<UsersTable>;
 export type ApplicationRow = Selectable<ApplicationsTable>;
 export type ApplicationUpdate = Updateable<ApplicationsTable>;
 export type Session = Selectable<SessionsTable>;
+export type NewSession = Insertable<SessionsTable>;
+export type Passkey = Selectable<PasskeysTable>;
 export type AuthorizationCode = Selectable<AuthorizationCodesTable>;
 export type Grant = Selectable<GrantsTable>;
 export type SigningKeyRow = Selectable<SigningKeysTable>;

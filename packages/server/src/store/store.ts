@@ -12,6 +12,7 @@ import { type DpopProofs, KyselyDpopProofs } from './repositories/dpop-proofs.js
 import { grantStatements, type Grants, KyselyGrants } from './repositories/grants.js';
 import { type InitialAccessTokens, KyselyInitialAccessTokens } from './repositories/initial-access-tokens.js';
 import { KyselySigningKeys, type SigningKeys } from './repositories/keys.js';
+import { KyselyPasskeys, type Passkeys } from './repositories/passkeys.js';
 import { KyselyRateLimits, type RateLimits } from './repositories/rate-limits.js';
 import { KyselySessions, type Sessions } from './repositories/sessions.js';
 import { KyselySettings, type Settings } from './repositories/settings.js';
@@ -35,6 +36,7 @@ export type { DeviceAuthorization, DevicePoll, DevicePollSummary } from './repos
 export type { Grant, RefreshToken } from './repositories/grants.js';
 export type { InitialAccessToken } from './repositories/initial-access-tokens.js';
 export type { SigningKeyRow } from './repositories/keys.js';
+export type { Passkey, WebauthnChallenge } from './repositories/passkeys.js';
 export type { RateLimitRow } from './repositories/rate-limits.js';
 export type { Session } from './repositories/sessions.js';
 export { claimsOf, serializeClaims, type AddressClaim, type NewUser, type User, type UserClaims } from './repositories/users.js';
@@ -61,6 +63,7 @@ export class Store {
   readonly initialAccessTokens: InitialAccessTokens;
   readonly pushedRequests: PushedRequests;
   readonly dpopProofs: DpopProofs;
+  readonly passkeys: Passkeys;
   /** Which database this store is on (messages and operator advice). */
   readonly dialect: Dialect;
 
@@ -84,6 +87,7 @@ export class Store {
     this.initialAccessTokens = new KyselyInitialAccessTokens(engine);
     this.pushedRequests = new KyselyPushedRequests(engine);
     this.dpopProofs = new KyselyDpopProofs(engine);
+    this.passkeys = new KyselyPasskeys(engine);
   }
 
   /** Brings the schema up to date; safe to run concurrently from several instances on PostgreSQL. */

@@ -3,12 +3,14 @@ import { MIN_PASSWORD_LENGTH, SIGNIN_PASSWORD_MAX } from '../config/defaults.js'
 import { clientAddress } from '../http/client-ip.js';
 import { pageForm } from '../http/form.js';
 import { applyClaimsPatch, checkClaim, PROFILE_CLAIMS, type ClaimsPatch } from '../oauth/claims.js';
-import { claimsOf, type UserClaims } from '../store/store.js';
+import { claimsOf, type Passkey, type UserClaims } from '../store/store.js';
 import { InputError } from '../util/input-error.js';
 import { PasswordHasherBusy } from '../util/password-pool.js';
 import type { WebContext } from './context.js';
 import type { Continuation } from './continuation.js';
 import { Flash } from './flash.js';
+import { PASSKEY_SCRIPT, PasskeysCard } from './passkey-views.js';
+import { passkeyAvailability, passkeyRoutes } from './passkeys.js';
 import { sendPage, viewerOf } from './render.js';
 import { retryAfterText } from './retry-after.js';
 import { requireSignIn, type CurrentSession } from './session.js';
@@ -105,86 +107,96 @@ function AccountPage(props: {
   errors?: Partial<Record<ProfileClaim, string>>;
   notice?: string | undefined;
   passwordError?: string | undefined;
+  passkeys: readonly Passkey[];
+  /** Why this server cannot have passkeys, when it cannot. */
+  passkeysUnavailable?: string | undefined;
 }) {
   const errors = props.errors ?? {};
   const failed = Object.keys(errors).length;
   return (
-    <Layout title="Account" viewer={props.viewer}>
-      <div class="card">
-        <h1>Account</h1>
-        <Notice text={props.notice} />
-        <h2>Profile</h2>
-        <p class="muted">What applications you allow to read your profile see. Leave a field empty to remove it.</p>
-        <Alert message={failed ? `Check the ${failed === 1 ? 'field' : `${failed} fields`} marked below.` : undefined} />
-        <form method="post" action="/account" novalidate>
-          <input type="hidden" name="_csrf" value={props.viewer.csrf} />
-          {PROFILE_CLAIMS.map((claim) => {
-            const f = FIELDS[claim];
-            const error = errors[claim];
-            const described = [f.hint && `${claim}-hint`, error && `${claim}-error`].filter(Boolean).join(' ');
-            return (
-              <>
-                <label for={claim}>{f.label}</label>
-                <input
-                  id={claim}
-                  name={claim}
-                  type={f.type}
-                  value={props.values[claim]}
-                  autocomplete={f.autocomplete}
-                  spellcheck={f.type === 'url' ? false : undefined}
-                  aria-invalid={error ? 'true' : undefined}
-                  aria-describedby={described || undefined}
-                />
-                {f.hint && (
-                  <p id={`${claim}-hint`} class="muted">
-                    {f.hint}
-                  </p>
-                )}
-                {error && (
-                  <p id={`${claim}-error`} class="field-error">
-                    {error}
-                  </p>
-                )}
-              </>
-            );
-          })}
-          <div class="actions">
-            <button type="submit">Save profile</button>
+    <Layout title="Account" viewer={props.viewer} wide scripts={props.passkeysUnavailable ? undefined : [PASSKEY_SCRIPT]}>
+      <h1>Account</h1>
+      <Notice text={props.notice} />
+      <div class="columns">
+        <div>
+          <div class="card">
+            <h2>Profile</h2>
+            <p class="muted">The applications you allow to read your profile see these details. Leave a field empty to remove it.</p>
+            <Alert message={failed ? `Check the ${failed === 1 ? 'field' : `${failed} fields`} marked below.` : undefined} />
+            <form method="post" action="/account" novalidate>
+              <input type="hidden" name="_csrf" value={props.viewer.csrf} />
+              {PROFILE_CLAIMS.map((claim) => {
+                const f = FIELDS[claim];
+                const error = errors[claim];
+                const described = [f.hint && `${claim}-hint`, error && `${claim}-error`].filter(Boolean).join(' ');
+                return (
+                  <>
+                    <label for={claim}>{f.label}</label>
+                    <input
+                      id={claim}
+                      name={claim}
+                      type={f.type}
+                      value={props.values[claim]}
+                      autocomplete={f.autocomplete}
+                      spellcheck={f.type === 'url' ? false : undefined}
+                      aria-invalid={error ? 'true' : undefined}
+                      aria-describedby={described || undefined}
+                    />
+                    {f.hint && (
+                      <p id={`${claim}-hint`} class="muted">
+                        {f.hint}
+                      </p>
+                    )}
+                    {error && (
+                      <p id={`${claim}-error`} class="field-error">
+                        {error}
+                      </p>
+                    )}
+                  </>
+                );
+              })}
+              <div class="actions">
+                <button type="submit">Save profile</button>
+              </div>
+            </form>
           </div>
-        </form>
-      </div>
-      <div class="card">
-        <h2 id="password-heading">Change password</h2>
-        <p class="muted">Your other browsers are signed out; this one stays signed in.</p>
-        <Alert message={props.passwordError} />
-        <form method="post" action="/account/password" aria-labelledby="password-heading">
-          <input type="hidden" name="_csrf" value={props.viewer.csrf} />
-          <input type="text" name="username" autocomplete="username" value={props.viewer.username} hidden />
-          <label for="current_password">Current password</label>
-          <input id="current_password" name="current_password" type="password" autocomplete="current-password" required />
-          <label for="new_password">New password</label>
-          <input
-            id="new_password"
-            name="new_password"
-            type="password"
-            autocomplete="new-password"
-            minLength={MIN_PASSWORD_LENGTH}
-            required
-            aria-describedby="new-password-hint"
-          />
-          <p id="new-password-hint" class="muted">{`At least ${MIN_PASSWORD_LENGTH} characters.`}</p>
-          <label for="new_password_again">New password, again</label>
-          <input id="new_password_again" name="new_password_again" type="password" autocomplete="new-password" required />
-          <label>
-            <input type="checkbox" name="sign_out_apps" value="on" checked={props.signOutApps ?? true} /> Also end every application's
-            access: their tokens stop working, and each must be signed in to again
-          </label>
-          <div class="actions">
-            <button type="submit">Change password</button>
+        </div>
+        <div>
+          <PasskeysCard viewer={props.viewer} passkeys={props.passkeys} unavailable={props.passkeysUnavailable} />
+          <div class="card">
+            <h2 id="password-heading">Change password</h2>
+            <p class="muted">Your other browsers are signed out; this one stays signed in.</p>
+            <Alert message={props.passwordError} />
+            <form method="post" action="/account/password" aria-labelledby="password-heading">
+              <input type="hidden" name="_csrf" value={props.viewer.csrf} />
+              <input type="text" name="username" autocomplete="username" value={props.viewer.username} hidden />
+              <label for="current_password">Current password</label>
+              <input id="current_password" name="current_password" type="password" autocomplete="current-password" required />
+              <label for="new_password">New password</label>
+              <input
+                id="new_password"
+                name="new_password"
+                type="password"
+                autocomplete="new-password"
+                minLength={MIN_PASSWORD_LENGTH}
+                required
+                aria-describedby="new-password-hint"
+              />
+              <p id="new-password-hint" class="muted">{`At least ${MIN_PASSWORD_LENGTH} characters.`}</p>
+              <label for="new_password_again">New password, again</label>
+              <input id="new_password_again" name="new_password_again" type="password" autocomplete="new-password" required />
+              <label>
+                <input type="checkbox" name="sign_out_apps" value="on" checked={props.signOutApps ?? true} /> Also end every application's
+                access: their tokens stop working, and each must be signed in to again
+              </label>
+              <div class="actions">
+                <button type="submit">Change password</button>
+              </div>
+            </form>
           </div>
-        </form>
+          <Applications viewer={props.viewer} applications={props.applications} accessTtlMinutes={props.accessTtlMinutes} />
+        </div>
       </div>
-      <Applications viewer={props.viewer} applications={props.applications} accessTtlMinutes={props.accessTtlMinutes} />
     </Layout>
   );
 }
@@ -202,6 +214,8 @@ function AccountPage(props: {
 export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Promise<void> {
   const { store, config, limits, passwords, trustedDevices } = ctx;
   const flash = new Flash(() => config.now());
+  const passkeys = passkeyAvailability(config.issuer);
+  await passkeyRoutes(app, { ...ctx, flash });
   const signedIn = (req: FastifyRequest, reply: FastifyReply) => requireSignIn(ctx, req, reply, ACCOUNT);
   /** The applications with access to the user's account, by name: consented to, or holding working tokens. */
   const applicationsOf = async (userId: string): Promise<ConnectedApplication[]> => {
@@ -229,6 +243,8 @@ export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Prom
         values={valuesOf(claimsOf(c.user))}
         applications={await applicationsOf(c.user.id)}
         accessTtlMinutes={Math.ceil(config.accessTokenTtlSeconds / 60)}
+        passkeys={await store.passkeys.listByUser(c.user.id)}
+        passkeysUnavailable={passkeys.available ? undefined : passkeys.reason}
         {...props}
       />,
       status,

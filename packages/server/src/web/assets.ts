@@ -42,6 +42,9 @@ header.top nav a { color: var(--muted); text-decoration: none; }
 header.top nav a:hover, header.top nav a[aria-current="page"] { color: var(--fg); }
 main { flex: 1; width: 100%; max-width: 28rem; margin: 2.5rem auto; padding: 0 1rem; }
 main.wide { max-width: 64rem; }
+/* Two columns of cards on a wide screen (the account page), one under the other on a narrow one. */
+.columns { display: grid; gap: 1.5rem; }
+@media (min-width: 60rem) { .columns { grid-template-columns: 1fr 1fr; align-items: start; } }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: 12px; padding: 1.75rem; }
 .card + .card { margin-top: 1.5rem; }
 h1 { font-size: 1.4rem; margin: 0 0 1rem; }

@@ -10,16 +10,21 @@ import { requestQuery, resumeQuery } from '../oauth/authorization-query.js';
 import { denied } from '../oauth/authorization-response.js';
 import { approveAuthorization, consentScopes, nextAuthorizationStep } from '../oauth/authorization-step.js';
 import { pushedRequestHash, usePushedRequest } from '../oauth/pushed-request-uri.js';
+import { PASSWORD_AMR } from '../oauth/acr.js';
 import { PasswordHasherBusy } from '../util/password-pool.js';
 import { retryAfterText } from './retry-after.js';
+import { sendBundle } from './bundles.js';
 import { FAVICON_PATH, FAVICON_SVG, FAVICON_VERSION, STYLESHEET, STYLESHEET_ETAG } from './assets.js';
 import type { Continuation } from './continuation.js';
 import { sendPage, viewerOf } from './render.js';
+import { passkeyAvailability } from './passkeys.js';
+import { authenticationOf } from './session.js';
 import { ConsentPage, HomePage, MessagePage, NotFoundPage, SignInPage, SignOutPage } from './views.js';
 
 /** End-user pages: sign-in, sign-out, consent and the authorization endpoint that drives them. */
 export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise<void> {
   const { sessions, continuations, store, config, limits, passwords, trustedDevices } = ctx;
+  const passkeysOffered = passkeyAvailability(config.issuer).available;
 
   app.get('/assets/style.css', async (req, reply) => {
     reply.header('etag', STYLESHEET_ETAG).header('cache-control', 'public, max-age=3600');
@@ -33,6 +38,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
     if ((req.params as { version: string }).version !== FAVICON_VERSION) return reply.redirect(FAVICON_PATH, 301);
     return reply.header('cache-control', 'public, max-age=31536000, immutable').type('image/svg+xml').send(FAVICON_SVG);
   });
+  app.get('/assets/passkey.js', async (_req, reply) => sendBundle(reply, 'passkey'));
   app.get('/favicon.ico', async (_req, reply) => reply.header('cache-control', 'public, max-age=86400').redirect(FAVICON_PATH, 301));
 
   // Unknown addresses: an HTML page in the house style. The protocol endpoints (/oauth/*, /.well-known/*) are
@@ -82,6 +88,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
     return sendPage(
       reply,
       <SignInPage
+        passkeys={passkeysOffered}
         csrf={reply.generateCsrf()}
         continueId={waiting && id}
         appName={await appNameOf(waiting)}
@@ -100,6 +107,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
       return sendPage(
         reply,
         <SignInPage
+          passkeys={passkeysOffered}
           csrf={reply.generateCsrf()}
           continueId={waiting && form.continue}
           username={username.slice(0, SIGNIN_USERNAME_MAX)}
@@ -144,7 +152,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
       }
     }
     trustedDevices.issue(reply, user.username);
-    await sessions.start(req, reply, user);
+    await sessions.start(req, reply, user, PASSWORD_AMR);
     return reply.redirect(await continuations.resume(req, form.continue), 303);
   });
 
@@ -169,7 +177,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
   app.get('/oauth/authorize', async (req, reply) => {
     const ar = await validateAuthorizationRequest(ctx, rawQuery(req));
     const current = await sessions.current(req);
-    const step = await nextAuthorizationStep(ctx, ar, current && { user: current.user, authTime: current.session.auth_time });
+    const step = await nextAuthorizationStep(ctx, ar, current && authenticationOf(current));
     if (step.next === 'redirect') return reply.redirect(step.location, 303);
     if (step.next === 'sign-in') {
       return reply.redirect(await continuations.signInUrl(req, reply, { kind: 'authorize', query: resumeQuery(ar) }), 303);
@@ -182,6 +190,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
       return sendPage(
         reply,
         <SignInPage
+          passkeys={passkeysOffered}
           csrf={reply.generateCsrf()}
           continueId={continueId}
           appName={ar.app.name}
@@ -232,7 +241,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
       throw denied(ar);
     }
     if (form.decision !== 'approve') throw new FormError('decision must be approve or deny');
-    const location = await approveAuthorization(ctx, ar, { user: current.user, authTime: current.session.auth_time });
+    const location = await approveAuthorization(ctx, ar, authenticationOf(current));
     return reply.redirect(location, 303);
   });
 }

@@ -4,10 +4,17 @@ import type { WebContext } from './context.js';
 import type { Session, Store, User } from '../store/store.js';
 import { randomToken, sha256Hex } from '../util/crypto.js';
 import type { Continuation } from './continuation.js';
+import type { Authentication } from '../oauth/authorization-step.js';
+import { PASSWORD_AMR } from '../oauth/acr.js';
 
 export interface CurrentSession {
   session: Session;
   user: User;
+}
+
+/** The sign-in a session rests on, as the authorization endpoint weighs it: who, when and how. */
+export function authenticationOf(current: CurrentSession): Authentication {
+  return { user: current.user, authTime: current.session.auth_time, amr: current.session.amr };
 }
 
 /**
@@ -42,20 +49,24 @@ export class Sessions {
    * Starts a new session (a fresh id on every sign-in, against session fixation) and ends the one this browser
    * had: signing in as someone else, or again, leaves no earlier session id that still opens the account.
    */
-  async start(req: FastifyRequest, reply: FastifyReply, user: User): Promise<void> {
+  async start(req: FastifyRequest, reply: FastifyReply, user: User, amr: readonly string[] = PASSWORD_AMR): Promise<void> {
     const previous = req.cookies[this.cookieName];
     if (previous && previous.length <= 128) await this.store.sessions.delete(sha256Hex(previous));
-    reply.setCookie(this.cookieName, await this.create(user), { ...this.cookieOptions(), maxAge: this.config.sessionTtlSeconds });
+    reply.setCookie(this.cookieName, await this.create(user, amr), { ...this.cookieOptions(), maxAge: this.config.sessionTtlSeconds });
   }
 
-  /** Stores a new session of `user`, authenticated now; returns the cookie value that names it (start sets it). */
-  async create(user: User): Promise<string> {
+  /**
+   * Stores a new session of `user`, authenticated now by `amr` (RFC 8176); returns the cookie value that names it
+   * (start sets it).
+   */
+  async create(user: User, amr: readonly string[] = PASSWORD_AMR): Promise<string> {
     const now = this.config.now();
     const raw = randomToken(32);
     await this.store.sessions.create({
       id_hash: sha256Hex(raw),
       user_id: user.id,
       auth_time: now,
+      amr: amr.join(' '),
       created_at: now,
       expires_at: now + this.config.sessionTtlSeconds * 1000,
     });

@@ -1,5 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import { FAVICON_PATH } from './assets.js';
+import { PASSKEY_SCRIPT } from './passkey-views.js';
 import { SCOPE_DESCRIPTIONS } from './scope-text.js';
 
 export interface Viewer {
@@ -96,9 +97,11 @@ export function SignInPage(props: {
   appName?: string | undefined;
   /** prompt=select_account with a live session: who is signed in, and the link that continues as them. */
   signedInAs?: { username: string; continueHref: string };
+  /** Whether this server can offer passkeys (web/webauthn.ts relyingParty): a passkey button and autofill. */
+  passkeys?: boolean | undefined;
 }) {
   return (
-    <Layout title="Sign in">
+    <Layout title="Sign in" scripts={props.passkeys ? [PASSKEY_SCRIPT] : undefined}>
       <div class="card">
         <h1>Sign in</h1>
         {props.appName && (
@@ -113,6 +116,15 @@ export function SignInPage(props: {
           </p>
         )}
         <Alert message={props.error} />
+        {props.passkeys && (
+          <div id="passkey-signin" data-csrf={props.csrf} data-continue={props.continueId ?? ''} hidden>
+            <button type="button" id="passkey-signin-button">
+              Sign in with a passkey
+            </button>
+            <p class="alert" id="passkey-signin-error" role="alert" hidden />
+            <p class="muted or">or with your password</p>
+          </div>
+        )}
         <form method="post" action="/signin">
           <input type="hidden" name="_csrf" value={props.csrf} />
           {props.continueId && <input type="hidden" name="continue" value={props.continueId} />}
@@ -121,7 +133,7 @@ export function SignInPage(props: {
             id="username"
             name="username"
             type="text"
-            autocomplete="username"
+            autocomplete={props.passkeys ? 'username webauthn' : 'username'}
             autocapitalize="none"
             spellcheck={false}
             required

@@ -69,7 +69,16 @@ export async function refreshTokenGrant(
     throw new InvalidGrant('the refresh token was already used; every token of this sign-in is revoked');
   }
   return ctx.tokens.issue(
-    { grantId: grant.id, user, app, scopes, authTime: grant.auth_time, claims: storedClaimsRequest(grant.claims), jkt: dpop?.jkt },
+    {
+      grantId: grant.id,
+      user,
+      app,
+      scopes,
+      authTime: grant.auth_time,
+      amr: grant.amr,
+      claims: storedClaimsRequest(grant.claims),
+      jkt: dpop?.jkt,
+    },
     { refreshToken: successor.token },
   );
 }

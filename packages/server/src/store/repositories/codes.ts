@@ -7,7 +7,7 @@ export type { AuthorizationCode } from '../schema.js';
 
 /** Authorization codes (RFC 6749 §4.1.2), stored by their SHA-256 only. */
 export interface Codes {
-  insert(code: Omit<AuthorizationCode, 'consumed_at' | 'grant_id'>): Promise<void>;
+  insert(code: NewAuthorizationCode): Promise<void>;
   find(codeHash: string): Promise<AuthorizationCode | undefined>;
   /**
    * Consumes an unexpired, unconsumed code and binds it to `grantId` in one
@@ -22,6 +22,9 @@ export interface Codes {
    */
   redeem(codeHash: string, grant: Grant, now: number, refresh?: RefreshToken): Promise<boolean>;
 }
+
+/** A code as issued: not yet redeemed; `amr` null or absent for a password sign-in. */
+export type NewAuthorizationCode = Omit<AuthorizationCode, 'consumed_at' | 'grant_id' | 'amr'> & { amr?: string | null };
 
 /** {@link Codes} on Kysely; lookup and redemption are prepared (the code exchange is a hot path). */
 export class KyselyCodes implements Codes {
@@ -42,7 +45,7 @@ export class KyselyCodes implements Codes {
     private readonly grants: GrantStatements,
   ) {}
 
-  async insert(code: Omit<AuthorizationCode, 'consumed_at' | 'grant_id'>): Promise<void> {
+  async insert(code: NewAuthorizationCode): Promise<void> {
     await this.engine.db
       .insertInto('authorization_codes')
       .values({ ...code, consumed_at: null, grant_id: null })

@@ -61,6 +61,7 @@ export function grantStatements() {
       'expires_at',
       'revoked_at',
       'dpop_jkt',
+      'amr',
     ] as const),
     insertRefreshToken: insertRow('refresh_tokens', ['token_hash', 'grant_id', 'created_at', 'expires_at', 'used_at'] as const),
   };

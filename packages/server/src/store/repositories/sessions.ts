@@ -1,11 +1,11 @@
 import type { Engine } from '../engine.js';
-import type { Session, User } from '../schema.js';
+import type { NewSession, Session, User } from '../schema.js';
 
 export type { Session } from '../schema.js';
 
 /** Browser sessions, stored by the cookie value's SHA-256 only. */
 export interface Sessions {
-  create(session: Session): Promise<void>;
+  create(session: NewSession): Promise<void>;
   /** The live session with this id hash, with its (enabled) user. */
   find(idHash: string, now: number): Promise<{ session: Session; user: User } | undefined>;
   delete(idHash: string): Promise<void>;
@@ -15,7 +15,7 @@ export interface Sessions {
 export class KyselySessions implements Sessions {
   constructor(private readonly engine: Engine) {}
 
-  async create(session: Session): Promise<void> {
+  async create(session: NewSession): Promise<void> {
     await this.engine.db.insertInto('sessions').values(session).execute();
   }
 
@@ -46,6 +46,7 @@ export class KyselySessions implements Sessions {
         auth_time: row.auth_time,
         created_at: row.created_at,
         expires_at: row.expires_at,
+        amr: row.amr,
       },
       user: {
         id: row.u_id,

@@ -1,0 +1,51 @@
+import type { Command } from 'commander';
+import { InputError } from '../util/input-error.js';
+import { printJson, printTable, say } from './output.js';
+import { withStore } from './shared.js';
+
+/** `authcli-server users passkeys <username>` and `users reset-passkeys <username>`. */
+export function passkeyCommands(users: Command): void {
+  users
+    .command('passkeys <username>')
+    .description("list a user's passkeys, oldest first")
+    .option('--json', 'print JSON')
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(async (username: string, opts: { json?: boolean; database?: string }) => {
+      await withStore(opts.database, async (store) => {
+        const user = await store.users.findByUsername(username);
+        if (!user) throw new InputError(`no user ${username}`);
+        const rows = (await store.passkeys.listByUser(user.id)).map((p) => ({
+          name: p.name,
+          id: p.id,
+          synced: p.backed_up === 1,
+          added: new Date(Number(p.created_at)).toISOString(),
+          last_used: p.last_used_at === null ? null : new Date(Number(p.last_used_at)).toISOString(),
+        }));
+        if (opts.json) {
+          printJson(rows, 2);
+          return;
+        }
+        if (rows.length === 0) {
+          say(`${user.username} has no passkey`);
+          return;
+        }
+        printTable(
+          ['NAME', 'SYNCED', 'ADDED', 'LAST USED', 'CREDENTIAL ID'],
+          rows.map((r) => [r.name, r.synced ? 'yes' : 'no', r.added, r.last_used ?? 'never', r.id]),
+        );
+      });
+    });
+  users
+    .command('reset-passkeys <username>')
+    .description('remove every passkey of a user (a lost device) and end the browser sessions signed in with one; the password still works')
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(async (username: string, opts: { database?: string }) => {
+      await withStore(opts.database, async (store) => {
+        const user = await store.users.findByUsername(username);
+        if (!user) throw new InputError(`no user ${username}`);
+        const { passkeys, sessions } = await store.passkeys.deleteAll(user.id);
+        const ended = sessions === 0 ? '' : `; ended ${sessions} browser session${sessions === 1 ? '' : 's'} signed in with one`;
+        say(`removed ${passkeys} passkey${passkeys === 1 ? '' : 's'} of ${user.username}${ended}`);
+      });
+    });
+}

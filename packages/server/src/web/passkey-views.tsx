@@ -1,0 +1,67 @@
+import { PASSKEY_NAME_MAX } from '../config/defaults.js';
+import type { Passkey } from '../store/store.js';
+import type { Viewer } from './views.js';
+
+/** A moment in UTC, to the minute, saying so: the server does not know the reader's time zone. */
+const minute = (ms: number) => `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} (UTC)`;
+
+/** The script that runs the passkey ceremonies of the sign-in and account pages. */
+export const PASSKEY_SCRIPT = '/assets/passkey.js';
+
+/**
+ * The account page's passkeys: each with when it was added and last used, and a Remove button; then a name
+ * and "Add a passkey" (shown by the script: without it, and without WebAuthn in the browser, it says so).
+ * On a server whose address cannot have passkeys, why.
+ */
+export function PasskeysCard(props: { viewer: Viewer; passkeys: readonly Passkey[]; unavailable?: string | undefined }) {
+  return (
+    <div class="card">
+      <h2 id="passkeys">Passkeys</h2>
+      <p class="muted">
+        A passkey signs you in with your device's screen lock (a fingerprint, your face or a PIN) instead of a password. It works only on
+        this site, so a page that imitates it cannot use it.
+      </p>
+      {props.passkeys.length === 0 ? (
+        <p class="muted">You have no passkey yet.</p>
+      ) : (
+        <ul class="applications">
+          {props.passkeys.map((p) => (
+            <li>
+              <strong>{p.name}</strong>
+              {p.backed_up === 1 && <span class="muted"> · synced</span>}
+              <p class="muted">
+                {`Added ${minute(p.created_at)}; ${p.last_used_at === null ? 'never used to sign in' : `last used ${minute(p.last_used_at)}`}.`}
+              </p>
+              <form method="post" action="/account/passkeys/remove">
+                <input type="hidden" name="_csrf" value={props.viewer.csrf} />
+                <input type="hidden" name="id" value={p.id} />
+                <button type="submit" class="danger" aria-label={`Remove the passkey ${p.name}`}>
+                  Remove
+                </button>
+              </form>
+            </li>
+          ))}
+        </ul>
+      )}
+      {props.unavailable ? (
+        <p class="alert" role="note">
+          {props.unavailable}
+        </p>
+      ) : (
+        <form id="passkey-add" data-csrf={props.viewer.csrf}>
+          <label for="passkey-name">Name for a new passkey</label>
+          <input id="passkey-name" name="name" type="text" maxLength={PASSKEY_NAME_MAX} placeholder="e.g. Work laptop" autocomplete="off" />
+          <p class="alert" id="passkey-add-error" role="alert" hidden />
+          <p class="muted" id="passkey-add-unsupported">
+            Adding a passkey needs JavaScript and a browser that supports passkeys.
+          </p>
+          <div class="actions">
+            <button type="submit" id="passkey-add-button" hidden>
+              Add a passkey
+            </button>
+          </div>
+        </form>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,237 @@
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import type { Browser as Chromium, BrowserContext, CDPSession, Page } from 'playwright-core';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { decodeJwt } from 'jose';
+import { openStore } from '@authcli/server';
+import { challengeS256, generateVerifier } from '@authcli/pkce';
+import { launchChromium, screenshotPath } from '@authcli/test-support/chromium';
+import { addApp, addUsers } from '@authcli/test-support/seed';
+import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
+
+const PASSWORD = 'passkey person 1';
+
+/**
+ * Passkeys in a real Chromium with a virtual authenticator (CDP WebAuthn domain: a platform authenticator
+ * with user verification, as a laptop's fingerprint reader is): added on /account, listed, used to sign in
+ * without a password, refused without user verification, removed, and reset by the operator. The server runs
+ * as a process at http://localhost:<port>: a browser takes no IP address as a passkey's RP ID.
+ */
+describe('passkeys in a real Chromium with a virtual authenticator', () => {
+  let server: ServerProcess;
+  let chromium: Chromium;
+  let clientId: string;
+  /** The application's callback: a loopback listener of the test (a route cannot catch the redirect after consent). */
+  let callbackServer: Server;
+  let CALLBACK: string;
+  const USERS = ['pat', 'quinn', 'robin', 'sam', 'toni'];
+
+  const passkeysOf = async (username: string) => {
+    const store = await openStore(server.env.DATABASE_URL!);
+    try {
+      const user = await store.users.findByUsername(username);
+      return user ? await store.passkeys.listByUser(user.id) : [];
+    } finally {
+      await store.close();
+    }
+  };
+
+  /**
+   * A browser tab of its own with a virtual authenticator of its own (a platform authenticator with user
+   * verification, as a laptop's fingerprint reader is), so each test holds only its own person's passkeys.
+   * The virtual authenticator answers a conditional (autofill) request at once, as if the person had picked
+   * the passkey in the username field's suggestions: the tab offers autofill only when asked to.
+   */
+  async function tab(opts: { autofill?: boolean } = {}) {
+    const context: BrowserContext = await chromium.newContext({ viewport: { width: 1280, height: 900 } });
+    const page: Page = await context.newPage();
+    if (!opts.autofill) {
+      await page.addInitScript(() => {
+        PublicKeyCredential.isConditionalMediationAvailable = async () => false;
+      });
+    }
+    const cdp: CDPSession = await context.newCDPSession(page);
+    await cdp.send('WebAuthn.enable');
+    const { authenticatorId } = (await cdp.send('WebAuthn.addVirtualAuthenticator', {
+      options: {
+        protocol: 'ctap2',
+        transport: 'internal',
+        hasResidentKey: true,
+        hasUserVerification: true,
+        isUserVerified: true,
+        automaticPresenceSimulation: true,
+      },
+    })) as { authenticatorId: string };
+    const t = {
+      page,
+      credentials: async () =>
+        ((await cdp.send('WebAuthn.getCredentials', { authenticatorId })) as { credentials: unknown[] }).credentials.length,
+      userVerified: (isUserVerified: boolean) => cdp.send('WebAuthn.setUserVerified', { authenticatorId, isUserVerified }),
+      async signInWithPassword(username: string) {
+        await page.goto(`${server.issuer}/signin`);
+        await page.getByLabel('Username').fill(username);
+        await page.getByLabel('Password').fill(PASSWORD);
+        await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+        await page.waitForURL(`${server.issuer}/`);
+      },
+      async addPasskey(name: string) {
+        await page.goto(`${server.issuer}/account`);
+        await page.getByLabel('Name for a new passkey').fill(name);
+        await page.getByRole('button', { name: 'Add a passkey' }).click();
+        await page.getByText(`Added the passkey "${name}"`).waitFor();
+      },
+      async signOut() {
+        await page.goto(`${server.issuer}/account`);
+        await page.getByRole('button', { name: 'Sign out' }).click();
+        await page.getByRole('heading', { name: 'Signed out' }).waitFor();
+      },
+      /** The passkey sign-in's error, once the page shows one. */
+      async signInError(): Promise<string> {
+        const error = page.locator('#passkey-signin-error');
+        await error.waitFor({ state: 'visible', timeout: 15_000 });
+        return (await error.textContent()) ?? '';
+      },
+      async signedIn(): Promise<boolean> {
+        await page.goto(`${server.issuer}/account`);
+        return new URL(page.url()).pathname === '/account';
+      },
+    };
+    onTestFinished(() => context.close());
+    return t;
+  }
+
+  beforeAll(async () => {
+    callbackServer = createServer((_req, res) => res.end('ok'));
+    await new Promise<void>((r) => callbackServer.listen(0, '127.0.0.1', r));
+    CALLBACK = `http://127.0.0.1:${(callbackServer.address() as AddressInfo).port}/cb`;
+    server = await startServerProcess({ env: { AUTHCLI_ISSUER: 'http://localhost:{port}' } });
+    await addUsers(
+      server.env,
+      USERS.map((username) => ({ username, password: PASSWORD })),
+    );
+    clientId = (await addApp(server.env, { name: 'Relying App', kind: 'public', callbackUrls: [CALLBACK], scopes: ['openid'] })).client_id;
+    chromium = await launchChromium();
+  });
+  afterAll(async () => {
+    callbackServer?.close();
+    await chromium?.close();
+    await server?.stop();
+  });
+
+  it('a passkey is added on /account and listed there and by the operator', async () => {
+    const t = await tab();
+    await t.signInWithPassword('pat');
+    await t.addPasskey('Test laptop');
+    await expect(t.page.locator('#passkeys ~ ul li strong').allTextContents()).resolves.toEqual(['Test laptop']);
+    await t.page.screenshot({ path: screenshotPath('account-passkeys'), fullPage: true });
+    const [stored] = await passkeysOf('pat');
+    expect(stored).toMatchObject({ name: 'Test laptop', backed_up: 0, last_used_at: null });
+    expect(await t.credentials()).toBe(1);
+    const listed = await serverCommand(['users', 'passkeys', 'pat', '--json'], server.env);
+    expect(listed.code).toBe(0);
+    expect(JSON.parse(listed.stdout)).toMatchObject([{ name: 'Test laptop', id: stored!.id, synced: false, last_used: null }]);
+  });
+
+  it('sign in with the passkey and no password: the application gets an ID token with acr phr and amr mfa', async () => {
+    const t = await tab();
+    await t.signInWithPassword('quinn');
+    await t.addPasskey('Laptop');
+    await t.signOut();
+    const verifier = generateVerifier();
+    const authorize = `${server.issuer}/oauth/authorize?${new URLSearchParams({
+      response_type: 'code',
+      client_id: clientId,
+      redirect_uri: CALLBACK,
+      scope: 'openid',
+      state: 'st',
+      nonce: 'n'.repeat(22),
+      code_challenge: await challengeS256(verifier),
+      code_challenge_method: 'S256',
+    })}`;
+    await t.page.goto(authorize);
+    await t.page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+    await t.page.getByRole('button', { name: 'Approve' }).click();
+    await t.page.waitForURL((url) => url.href.startsWith(CALLBACK));
+    const code = new URL(t.page.url()).searchParams.get('code')!;
+    const res = await fetch(`http://127.0.0.1:${new URL(server.issuer).port}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: CALLBACK,
+        client_id: clientId,
+        code_verifier: verifier,
+      }),
+    });
+    expect(res.status).toBe(200);
+    const idToken = decodeJwt(((await res.json()) as { id_token: string }).id_token);
+    expect(idToken.acr).toBe('phr');
+    expect(idToken.amr).toEqual(['hwk', 'mfa']);
+    const [used] = await passkeysOf('quinn');
+    expect(used!.last_used_at).not.toBeNull();
+  });
+
+  it('the username field offers the passkey (autofill): picking it signs in, with no button pressed', async () => {
+    const t = await tab({ autofill: true });
+    // Adding it: the sign-in with the password happens before any passkey exists, so autofill has none to offer.
+    await t.signInWithPassword('robin');
+    await t.addPasskey('Laptop');
+    await t.signOut();
+    await expect(t.page.evaluate(() => PublicKeyCredential.isConditionalMediationAvailable())).resolves.toBe(true);
+    await t.page.goto(`${server.issuer}/signin`);
+    expect(await t.page.getByLabel('Username').getAttribute('autocomplete')).toBe('username webauthn');
+    await t.page.waitForURL(`${server.issuer}/`);
+    expect(await t.signedIn()).toBe(true);
+  });
+
+  it('without user verification the passkey sign-in is refused and no session is made', async () => {
+    const t = await tab();
+    await t.signInWithPassword('sam');
+    await t.addPasskey('Laptop');
+    await t.signOut();
+    await t.userVerified(false);
+    await t.page.goto(`${server.issuer}/signin`);
+    await t.page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+    expect(await t.signInError()).toMatch(/verif|cancelled/i);
+    expect(await t.signedIn()).toBe(false);
+    const [unused] = await passkeysOf('sam');
+    expect(unused!.last_used_at).toBeNull();
+  });
+
+  it("a removed passkey no longer signs in, and the page says so; the operator resets a lost device's, ending its sessions", async () => {
+    const t = await tab();
+    await t.signInWithPassword('toni');
+    await t.addPasskey('Old laptop');
+    await t.page.getByRole('button', { name: 'Remove the passkey Old laptop' }).click();
+    await t.page.getByText('Removed the passkey').waitFor();
+    expect(await passkeysOf('toni')).toEqual([]);
+    await t.signOut();
+    // The authenticator still holds it; the server no longer knows it.
+    expect(await t.credentials()).toBe(1);
+    await t.page.goto(`${server.issuer}/signin`);
+    await t.page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+    expect(await t.signInError()).toContain('not registered here');
+    expect(await t.signedIn()).toBe(false);
+
+    // A new one, used to sign in; then the device is lost and the operator resets the account's passkeys.
+    const phone = await tab();
+    await phone.signInWithPassword('toni');
+    await phone.addPasskey('Phone');
+    await phone.signOut();
+    await phone.page.goto(`${server.issuer}/signin`);
+    await phone.page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+    await phone.page.waitForURL(`${server.issuer}/`);
+    const reset = await serverCommand(['users', 'reset-passkeys', 'toni'], server.env);
+    expect(reset).toMatchObject({ code: 0 });
+    expect(reset.stdout).toContain('removed 1 passkey of toni; ended 1 browser session signed in with one');
+    expect(await passkeysOf('toni')).toEqual([]);
+    expect(await phone.signedIn()).toBe(false);
+    await phone.signInWithPassword('toni');
+    const none = await serverCommand(['users', 'passkeys', 'toni'], server.env);
+    expect(none.stdout.trim()).toBe('toni has no passkey');
+    const unknown = await serverCommand(['users', 'reset-passkeys', 'nobody'], server.env);
+    expect(unknown.code).not.toBe(0);
+    expect(unknown.stderr.trim()).toBe('authcli-server: no user nobody');
+  });
+});
