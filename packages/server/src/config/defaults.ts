@@ -30,6 +30,18 @@ export const DEVICE_POLL_INTERVAL_SECONDS = 5;
 export const DEVICE_CODE_TTL_BOUNDS = { min: 60, max: 3600 } as const;
 /** Bounds of AUTHCLI_DEVICE_POLL_INTERVAL (RFC 8628 §3.2 `interval`). */
 export const DEVICE_POLL_INTERVAL_BOUNDS = { min: 1, max: 60 } as const;
+/**
+ * How long after a device asked for a code its sign-in can still be approved (env
+ * AUTHCLI_DEVICE_APPROVAL_WINDOW, seconds): a person who starts a sign-in on a device in front of them types the
+ * code within a minute or two, signing in first included; a code a phisher started and sent (RFC 8628 §5.4,
+ * draft-ietf-oauth-cross-device-security "short-lived codes") travels by mail or chat and is read later. Past
+ * it the confirmation page offers only Deny and asks the person to start again on the device, which shows a
+ * new code. The device code keeps its lifetime (AUTHCLI_DEVICE_CODE_TTL), so a slow person is told to restart
+ * rather than left waiting; a window longer than that lifetime changes nothing.
+ */
+export const DEVICE_APPROVAL_WINDOW_SECONDS = 300;
+/** Bounds of AUTHCLI_DEVICE_APPROVAL_WINDOW: a minute to type a code at the least; past an hour no code lives anyway. */
+export const DEVICE_APPROVAL_WINDOW_BOUNDS = { min: 60, max: 3600 } as const;
 /** On SIGTERM/SIGINT, requests in flight get this long to finish before their connections are cut. */
 export const SHUTDOWN_GRACE_MS = 10_000;
 /**
@@ -57,6 +69,17 @@ export const FLASH_TTL_MS = 5 * MINUTE;
 export const FLASHES_PER_SESSION = 8;
 /** Consumed codes and device authorizations are kept this long past expiry, so a late replay still revokes. */
 export const REPLAY_EVIDENCE_MS = DAY;
+/**
+ * A user's sign-in records (password sign-ins, device approvals and denials; the account page's "Recent
+ * sign-ins") are kept this long: as long as a sign-in they record can last (GRANT_TTL_SECONDS), so a device
+ * still signed in can be traced to the approval that let it in. Then they are purged.
+ */
+export const SIGNIN_EVENTS_KEPT_MS = 30 * DAY;
+/**
+ * At most this many sign-in records per user, the newest (each new one drops the oldest past it): a month of
+ * daily sign-ins, what the account page shows, and a bound a script signing in over and over cannot pass.
+ */
+export const SIGNIN_EVENTS_PER_USER = 30;
 /** Rate-limit counters are purged this long after their window started (every window is far shorter). */
 export const RATE_LIMIT_ROWS_KEPT_MS = DAY;
 /** How often expired rows are purged. */
