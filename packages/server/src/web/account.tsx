@@ -9,6 +9,7 @@ import { PasswordHasherBusy } from '../util/password-pool.js';
 import type { WebContext } from './context.js';
 import type { Continuation } from './continuation.js';
 import { Flash } from './flash.js';
+import { type RecentSignIn, RecentSignIns, recentSignInsOf } from './recent-signins.js';
 import { sendPage, viewerOf } from './render.js';
 import { retryAfterText } from './retry-after.js';
 import { requireSignIn, type CurrentSession } from './session.js';
@@ -100,6 +101,8 @@ function AccountPage(props: {
   values: ProfileValues;
   applications: ConnectedApplication[];
   accessTtlMinutes: number;
+  recentSignIns: RecentSignIn[];
+  now: number;
   /** The password form's "end every application's access" box, as last submitted (checked unless cleared). */
   signOutApps?: boolean;
   errors?: Partial<Record<ProfileClaim, string>>;
@@ -184,6 +187,7 @@ function AccountPage(props: {
           </div>
         </form>
       </div>
+      <RecentSignIns signIns={props.recentSignIns} now={props.now} />
       <Applications viewer={props.viewer} applications={props.applications} accessTtlMinutes={props.accessTtlMinutes} />
     </Layout>
   );
@@ -229,6 +233,8 @@ export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Prom
         values={valuesOf(claimsOf(c.user))}
         applications={await applicationsOf(c.user.id)}
         accessTtlMinutes={Math.ceil(config.accessTokenTtlSeconds / 60)}
+        recentSignIns={await recentSignInsOf(store, c.user.id)}
+        now={config.now()}
         {...props}
       />,
       status,

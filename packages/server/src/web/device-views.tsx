@@ -111,7 +111,7 @@ export function DeviceConfirmPage(props: { viewer: Viewer; request: DeviceReques
             <input type="hidden" name="user_code" value={r.userCode} />
             <p>Look at your device now. It must show this code:</p>
             <p class="usercode">{r.userCode}</p>
-            <label>
+            <label class="confirm">
               <input type="checkbox" name="code_confirmed" value={r.userCode} required /> My device shows {r.userCode}, and I started this
               sign-in
             </label>
