@@ -1,7 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
 import type { Engine } from '../engine.js';
 import { isUniqueViolation, StoreError } from '../errors.js';
+import { timeOrderedId } from '../../util/crypto.js';
 import { Prepared } from '../prepared.js';
 import type { Database, DeviceAuthorization, Grant, RefreshToken } from '../schema.js';
 import type { GrantStatements } from './grants.js';
@@ -223,7 +223,7 @@ export class KyselyDeviceGrants implements DeviceGrants {
     const kind: SignInKind = decision.status === 'approved' ? 'device-approved' : 'device-denied';
     return this.engine.atomically('device_decision', [
       { ...decided, mustChange: true },
-      { q: this.signIns.insertForDevice, values: { id: randomUUID(), userId, at: now, kind, clientIp, userCode } },
+      { q: this.signIns.insertForDevice, values: { id: timeOrderedId(now), userId, at: now, kind, clientIp, userCode } },
       { q: this.signIns.trim, values: { userId } },
     ]);
   }

@@ -1,7 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { SIGNIN_EVENTS_PER_USER } from '../../config/defaults.js';
 import type { Engine } from '../engine.js';
+import { timeOrderedId } from '../../util/crypto.js';
 import { Prepared } from '../prepared.js';
 import type { SignInEvent, SignInKind } from '../schema.js';
 import { insertRow } from './statements.js';
@@ -90,7 +90,7 @@ export class KyselySignInEvents implements SignInEvents {
 
   async record(event: NewSignInEvent): Promise<void> {
     await this.engine.atomically('signin_event', [
-      { q: this.q.insert, values: { ...event, id: randomUUID() } },
+      { q: this.q.insert, values: { ...event, id: timeOrderedId(event.at) } },
       { q: this.q.trim, values: { userId: event.user_id } },
     ]);
   }
