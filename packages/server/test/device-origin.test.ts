@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEVICE_APPROVAL_WINDOW_SECONDS, LIMITS } from '../src/config/defaults.js';
 import {
+  authorizeUrl,
   Browser,
   deviceAuthorization,
   dialects,
@@ -93,6 +94,12 @@ describe.each(dialects())('device sign-ins against phishing, RFC 8628 §5.4 (%s)
     const tv = await confirmPage(await signedInBrowser(server), (await start(other.app.clientId)).user_code);
     expect(words(tv.text)).toContain('Sign in to Living-room TV on your device?');
     expect(words(tv.text)).toContain(`Living-room TV (${other.app.clientId}) asks for access to your account`);
+    // The consent page names applications the same way.
+    const { url } = await authorizeUrl({ clientId: 'authcli', redirectUri: 'http://127.0.0.1/callback' });
+    const consent = await (await signedInBrowser(server)).get(url);
+    expect(consent.status).toBe(200);
+    expect(words(consent.text)).toContain('authcli asks for access to your account');
+    expect(words(consent.text)).not.toMatch(/authcli\s*\(\s*authcli\s*\)/);
   });
 
   it('a prefilled code (verification_uri_complete) is not approved without the box that says the device shows it', async () => {
