@@ -76,6 +76,7 @@ try {
   await page.getByRole('button', { name: 'Approve' }).waitFor();
   mkdirSync(join(root, 'docs/images'), { recursive: true });
   await page.screenshot({ path: OUT, fullPage: true });
+  await page.getByLabel(`My device shows ${userCode}`).check();
   await page.getByRole('button', { name: 'Approve' }).click();
   await page.getByText('Your device is signed in').waitFor();
 

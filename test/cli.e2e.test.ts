@@ -44,6 +44,7 @@ describe('authcli against a started authcli-server', () => {
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.getByLabel('Code').fill(code);
       await page.getByRole('button', { name: 'Continue' }).click();
+      if (decision === 'Approve') await page.getByLabel(`My device shows ${code}`).check();
       await page.getByRole('button', { name: decision }).click();
       await page.getByRole('heading').first().waitFor();
       if (shot) await page.screenshot({ path: screenshotPath(shot) });

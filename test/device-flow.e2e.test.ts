@@ -36,6 +36,8 @@ describe('device flow: a device polls while a person approves in a real Chromium
     const page = await browser.newPage();
     try {
       await page.goto(codes.verification_uri_complete!);
+      // The sign-in page says why: "Sign in" / "to approve a device sign-in".
+      await page.getByText('to approve a device sign-in').waitFor();
       await page.getByLabel('Username').fill('dana');
       await page.getByLabel('Password').fill(PASSWORD);
       await page.getByRole('button', { name: 'Sign in' }).click();
@@ -43,10 +45,21 @@ describe('device flow: a device polls while a person approves in a real Chromium
       await expect.poll(() => page.getByLabel('Code').inputValue()).toBe(codes.user_code);
       await page.getByRole('button', { name: 'Continue' }).click();
       await page.getByRole('button', { name: 'Approve' }).waitFor();
+      await page.getByRole('heading', { name: 'Sign in to authcli on your device?' }).waitFor();
       const confirm = await page.content();
       expect(confirm).toContain(codes.user_code);
       expect(confirm).toContain('offline_access');
+      expect(confirm).not.toContain('authcli (authcli)');
+      const text = await page.locator('main').innerText();
+      expect(text).toMatch(/The device asked for this code just now, from the address 127\.0\.0\.1, the same address as this browser\./);
+      expect(text).toContain('Approve only a sign-in you started yourself, a moment ago, on a device in front of you.');
       await page.screenshot({ path: screenshotPath('device-confirm'), fullPage: true });
+      // Prefilled, the code is still not approved until the person says their device shows it: the browser
+      // keeps the form (a required box) and nothing reaches the device.
+      await page.getByRole('button', { name: 'Approve' }).click();
+      expect(await page.getByRole('checkbox').evaluate((box: HTMLInputElement) => box.validity.valueMissing)).toBe(true);
+      expect(new URL(page.url()).pathname).toBe('/device');
+      await page.getByLabel(`My device shows ${codes.user_code}, and I started this sign-in`).check();
       await page.getByRole('button', { name: 'Approve' }).click();
       await page.getByText('Your device is signed in').waitFor();
     } finally {
@@ -80,6 +93,7 @@ describe('device flow: a device polls while a person approves in a real Chromium
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.getByLabel('Code').fill(codes.user_code.toLowerCase().replace('-', ''));
       await page.getByRole('button', { name: 'Continue' }).click();
+      // Deny needs no box ticked.
       await page.getByRole('button', { name: 'Deny' }).click();
       await page.getByText('You denied the request').waitFor();
     } finally {

@@ -138,6 +138,8 @@ describe('DPoP with oauth4webapi against a started authcli-server process', () =
     await browser.postForm('/device/decision', {
       _csrf: hidden(confirm.text, '_csrf'),
       user_code: hidden(confirm.text, 'user_code'),
+      // The box a person ticks: their device shows this code.
+      code_confirmed: hidden(confirm.text, 'code_confirmed'),
       decision: 'approve',
     });
 

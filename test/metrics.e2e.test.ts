@@ -149,6 +149,8 @@ describe('GET /metrics on a listener of its own (AUTHCLI_METRICS_PORT)', () => {
     const decided = await browser.postForm('/device/decision', {
       _csrf: hidden(confirm.text, '_csrf'),
       user_code: hidden(confirm.text, 'user_code'),
+      // The box a person ticks: their device shows this code.
+      code_confirmed: hidden(confirm.text, 'code_confirmed'),
       decision: 'approve',
     });
     expect(decided.status).toBeLessThan(400);

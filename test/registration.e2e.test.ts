@@ -204,6 +204,8 @@ describe('dynamic client registration against a started authcli-server process (
     const decided = await browser.postForm('/device/decision', {
       _csrf: hidden(confirm.text, '_csrf'),
       user_code: hidden(confirm.text, 'user_code'),
+      // The box a person ticks: their device shows this code.
+      code_confirmed: hidden(confirm.text, 'code_confirmed'),
       decision: 'approve',
     });
     expect(decided.status).toBe(200);

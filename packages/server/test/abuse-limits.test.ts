@@ -244,13 +244,16 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
     const b = await signedInBrowser(s);
     const page = await b.get('/device');
     const csrf = hidden(page.text, '_csrf');
-    const guess = (i: number) =>
-      b.request(
+    // Each approval confirms its code (the box a person ticks), so it is looked up as a guess.
+    const guess = (i: number) => {
+      const code = `BCDF-${'GHJKLMNP'.slice(i % 4, (i % 4) + 4)}`;
+      return b.request(
         'POST',
         '/device/decision',
-        new URLSearchParams({ _csrf: csrf, user_code: `BCDF-${'GHJKLMNP'.slice(i % 4, (i % 4) + 4)}`, decision: 'approve' }).toString(),
+        new URLSearchParams({ _csrf: csrf, user_code: code, code_confirmed: code, decision: 'approve' }).toString(),
         form,
       );
+    };
     const answers = await Promise.all(Array.from({ length: 40 }, (_, i) => guess(i)));
     const t = tally(answers);
     expect(t[400]).toBeLessThanOrEqual(LIMITS['user-code-ip'].limit);
@@ -266,7 +269,12 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
     const decision = await b.request(
       'POST',
       '/device/decision',
-      new URLSearchParams({ _csrf: csrf, user_code: victim.json.user_code, decision: 'approve' }).toString(),
+      new URLSearchParams({
+        _csrf: csrf,
+        user_code: victim.json.user_code,
+        code_confirmed: victim.json.user_code,
+        decision: 'approve',
+      }).toString(),
       form,
     );
     expect(decision.status).toBe(429);

@@ -340,7 +340,11 @@ export function poll(server: TestServer, clientId: string, deviceCode: string) {
   return tokenRequest(server, { grant_type: DEVICE_GRANT, device_code: deviceCode, client_id: clientId });
 }
 
-/** On the second screen: sign in (if needed), enter the code, then Approve or Deny. Returns the final page. */
+/**
+ * On the second screen: sign in (if needed), enter the code, then Approve or Deny. Approving ticks the box that
+ * says the device shows the code, as a person must (it throws when the page offers no such box). Returns the
+ * final page.
+ */
 export async function decideOnDevicePage(
   browser: Browser,
   userCode: string,
@@ -354,6 +358,7 @@ export async function decideOnDevicePage(
   return browser.postForm('/device/decision', {
     _csrf: hidden(confirm.text, '_csrf'),
     user_code: hidden(confirm.text, 'user_code'),
+    ...(decision === 'approve' && { code_confirmed: hidden(confirm.text, 'code_confirmed') }),
     decision,
   });
 }

@@ -446,7 +446,8 @@ describe.runIf(dialects().includes('postgres'))('a stalled PostgreSQL gives quic
       'POST /signin': () => browser.postForm('/signin', { _csrf: csrf, username: 'alice', password: 'wrong password' }),
       'GET /device': () => browser.get('/device'),
       'POST /device': () => browser.postForm('/device', { _csrf: pageCsrf, user_code: 'BCDF-GHJK' }),
-      'POST /device/decision': () => browser.postForm('/device/decision', { _csrf: pageCsrf, user_code: 'BCDF-GHJK', decision: 'approve' }),
+      'POST /device/decision': () =>
+        browser.postForm('/device/decision', { _csrf: pageCsrf, user_code: 'BCDF-GHJK', code_confirmed: 'BCDF-GHJK', decision: 'approve' }),
       'GET /dashboard': () => browser.get('/dashboard'),
       'GET /account': () => browser.get('/account'),
       'POST /account': () => browser.postForm('/account', { _csrf: pageCsrf, given_name: 'Alice' }),

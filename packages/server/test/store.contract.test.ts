@@ -14,6 +14,8 @@ import {
   INITIAL_ACCESS_TOKENS_KEPT_MS,
   RATE_LIMIT_ROWS_KEPT_MS,
   REPLAY_EVIDENCE_MS,
+  SIGNIN_EVENTS_KEPT_MS,
+  SIGNIN_EVENTS_PER_USER,
   WAL_LIMIT_PAGES,
 } from '../src/config/defaults.js';
 import { claimsOf, Store, StoreError, type DeviceAuthorization } from '../src/store/store.js';
@@ -37,6 +39,7 @@ function pendingDevice(hash: string, userCode: string, clientId: string, now: nu
     last_poll_at: null,
     last_poll_slowed: 0,
     grant_id: null,
+    client_ip: '203.0.113.7',
   };
 }
 
@@ -538,6 +541,78 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     expect(await store.deviceGrants.findByCodeHash(dB)).toMatchObject({ interval_s: 5, last_poll_at: now + 1000, last_poll_slowed: 0 });
   });
 
+  it("rfc8628 §3.3 a device decision is one conditional statement: of parallel approvals exactly one wins, and it is recorded with the device's address", async () => {
+    const f = await userAndApp();
+    const code = userCode();
+    await store.deviceGrants.insert({ ...pendingDevice(unique('decide'), code, f.app.clientId, now), client_ip: '192.0.2.10' });
+    expect(await store.deviceGrants.findByUserCode(code)).toMatchObject({ client_ip: '192.0.2.10' });
+    const approve = { status: 'approved' as const, userId: f.user.id, authTime: now, startedAfter: now - 300_000 };
+    const results = await Promise.all(
+      Array.from({ length: 12 }, () => store.deviceGrants.decide(code, approve, now + 1000, '198.51.100.4')),
+    );
+    expect(results.filter(Boolean)).toHaveLength(1);
+    expect(await store.deviceGrants.findByUserCode(code)).toMatchObject({ status: 'approved', user_id: f.user.id, auth_time: now });
+    // A decided code takes no other decision, and the losers recorded nothing.
+    expect(await store.deviceGrants.decide(code, { status: 'denied', userId: f.user.id }, now + 2000, '198.51.100.4')).toBe(false);
+    expect(await store.signInEvents.recent(f.user.id)).toEqual([
+      {
+        id: expect.any(String),
+        user_id: f.user.id,
+        at: now + 1000,
+        kind: 'device-approved',
+        client_ip: '198.51.100.4',
+        device_ip: '192.0.2.10',
+        client_id: f.app.clientId,
+      },
+    ]);
+  });
+
+  it('rfc8628 §5.4 an authorization started at or before the approval window cannot be approved, even in parallel; it can still be denied', async () => {
+    const f = await userAndApp();
+    const code = userCode();
+    await store.deviceGrants.insert(pendingDevice(unique('stale'), code, f.app.clientId, now));
+    const approve = { status: 'approved' as const, userId: f.user.id, authTime: now, startedAfter: now };
+    const results = await Promise.all(
+      Array.from({ length: 8 }, () => store.deviceGrants.decide(code, approve, now + 1000, '198.51.100.5')),
+    );
+    expect(results.filter(Boolean)).toHaveLength(0);
+    expect(await store.deviceGrants.findByUserCode(code)).toMatchObject({ status: 'pending', user_id: null });
+    expect(await store.signInEvents.recent(f.user.id)).toEqual([]);
+    expect(await store.deviceGrants.decide(code, { status: 'denied', userId: f.user.id }, now + 1000, '198.51.100.5')).toBe(true);
+    expect(await store.deviceGrants.findByUserCode(code)).toMatchObject({ status: 'denied', user_id: f.user.id, auth_time: null });
+    expect(await store.signInEvents.recent(f.user.id)).toMatchObject([
+      { kind: 'device-denied', client_ip: '198.51.100.5', device_ip: '203.0.113.7' },
+    ]);
+    // One millisecond inside the window's edge: approvable.
+    const edge = userCode();
+    await store.deviceGrants.insert(pendingDevice(unique('edge'), edge, f.app.clientId, now));
+    expect(await store.deviceGrants.decide(edge, { ...approve, startedAfter: now - 1 }, now + 2000, '198.51.100.5')).toBe(true);
+    // An expired one takes no decision at all.
+    const expired = userCode();
+    await store.deviceGrants.insert(pendingDevice(unique('expired'), expired, f.app.clientId, now, now + 500));
+    expect(await store.deviceGrants.decide(expired, { status: 'denied', userId: f.user.id }, now + 500, '198.51.100.5')).toBe(false);
+  });
+
+  it('sign-in records: newest first, each user at most SIGNIN_EVENTS_PER_USER (the oldest dropped), no other user touched', async () => {
+    const a = await userAndApp();
+    const b = await userAndApp();
+    const record = (userId: string, at: number) =>
+      store.signInEvents.record({ user_id: userId, at, kind: 'password', client_ip: '192.0.2.1', device_ip: null, client_id: null });
+    await record(b.user.id, now);
+    for (let i = 0; i < SIGNIN_EVENTS_PER_USER + 5; i++) await record(a.user.id, now + i);
+    const kept = await store.signInEvents.recent(a.user.id);
+    expect(kept).toHaveLength(SIGNIN_EVENTS_PER_USER);
+    expect(kept.map((e) => e.at)).toEqual(Array.from({ length: SIGNIN_EVENTS_PER_USER }, (_, i) => now + SIGNIN_EVENTS_PER_USER + 4 - i));
+    expect(await store.rowsForTests().count('signin_events', { user_id: a.user.id })).toBe(SIGNIN_EVENTS_PER_USER);
+    expect(await store.signInEvents.recent(b.user.id)).toMatchObject([{ at: now, kind: 'password', device_ip: null, client_id: null }]);
+    // Many at once: each trims what it sees (on PostgreSQL, not the others' uncommitted rows), and the next trims the rest.
+    await Promise.all(Array.from({ length: 20 }, (_, i) => record(a.user.id, now + 100 + i)));
+    expect(await store.rowsForTests().count('signin_events', { user_id: a.user.id })).toBeLessThanOrEqual(SIGNIN_EVENTS_PER_USER + 20);
+    await record(a.user.id, now + 200);
+    expect(await store.rowsForTests().count('signin_events', { user_id: a.user.id })).toBe(SIGNIN_EVENTS_PER_USER);
+    expect((await store.signInEvents.recent(a.user.id))[0]!.at).toBe(now + 200);
+  });
+
   it('device authorizations in bulk: all stored, a taken user code refused as a duplicate', async () => {
     const { app } = await userAndApp();
     const rows = Array.from({ length: 1200 }, () => pendingDevice(unique('bulk'), userCode(), app.clientId, now));
@@ -637,6 +712,12 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
       await pushed('par-expired', at);
       await pushed('par-live', at + 1);
 
+      // Sign-in records: kept SIGNIN_EVENTS_KEPT_MS after they were made.
+      const signIn = (at: number) =>
+        s.signInEvents.record({ user_id: f.user.id, at, kind: 'password', client_ip: '192.0.2.1', device_ip: null, client_id: null });
+      await signIn(at - SIGNIN_EVENTS_KEPT_MS);
+      await signIn(at - SIGNIN_EVENTS_KEPT_MS + 1);
+
       await s.purgeExpired(at);
 
       const rows = s.rowsForTests();
@@ -656,6 +737,7 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
       expect((await s.initialAccessTokens.list()).map((t) => t.id)).toEqual(['iat-kept']);
       expect(await s.pushedRequests.find('par-expired')).toBeUndefined();
       expect(await s.pushedRequests.find('par-live')).toBeDefined();
+      expect((await s.signInEvents.recent(f.user.id)).map((e) => e.at)).toEqual([at - SIGNIN_EVENTS_KEPT_MS + 1]);
       // What the purge keeps it keeps: users, applications, settings are never purged.
       expect(await s.users.findById(f.user.id)).toBeDefined();
       expect(await s.applications.get(f.app.clientId)).toBeDefined();

@@ -28,6 +28,7 @@ import {
   verifyPasswordSync,
 } from '../src/util/password.js';
 import { LIMITS, SCRYPT, scryptParams } from '../src/config/defaults.js';
+import { timeAgo, utcMinute } from '../src/web/time-ago.js';
 
 describe('rfc6749 §3.1.2.3 redirect_uri matching', () => {
   const reg = ['https://app.example/cb', 'http://127.0.0.1/callback', 'http://[::1]:8080/callback', 'http://localhost/cb'];
@@ -363,5 +364,35 @@ describe('headerValues: every field line of a header, for "exactly one" checks (
     const rawHeaders = ['Host', 'x', 'DPoP', 'one', 'content-type', 'text/plain', 'dpop', 'two, three'];
     expect(headerValues(req({ rawHeaders }), 'dpop')).toEqual(['one', 'two, three']);
     expect(headerValues(req({ rawHeaders: ['Host', 'x'] }), 'dpop')).toBeUndefined();
+  });
+});
+
+describe('how long ago, on the device page and the account page', () => {
+  it('reads at a glance: just now, a minute ago, minutes, an hour, hours, days', () => {
+    const cases: [number, string][] = [
+      [-5_000, 'just now'],
+      [0, 'just now'],
+      [44_999, 'just now'],
+      [45_000, 'a minute ago'],
+      [60_000, 'a minute ago'],
+      [89_999, 'a minute ago'],
+      [90_000, '2 minutes ago'],
+      [4 * 60_000, '4 minutes ago'],
+      [44 * 60_000, '44 minutes ago'],
+      [45 * 60_000, 'an hour ago'],
+      [3 * 3_600_000, '3 hours ago'],
+      [30 * 3_600_000, 'a day ago'],
+      [5 * 86_400_000, '5 days ago'],
+    ];
+    for (const [ms, text] of cases) expect(timeAgo(ms), String(ms)).toBe(text);
+    expect(utcMinute(Date.UTC(2025, 0, 2, 3, 4, 59))).toBe('2025-01-02 03:04 UTC');
+  });
+
+  it('AUTHCLI_DEVICE_APPROVAL_WINDOW: 5 minutes by default, a minute to an hour', () => {
+    expect(loadConfig({}, {}).deviceApprovalWindowSeconds).toBe(300);
+    expect(loadConfig({}, { AUTHCLI_DEVICE_APPROVAL_WINDOW: '120' }).deviceApprovalWindowSeconds).toBe(120);
+    for (const bad of ['59', '3601', 'soon', '-1']) {
+      expect(() => loadConfig({}, { AUTHCLI_DEVICE_APPROVAL_WINDOW: bad }), bad).toThrow(ConfigError);
+    }
   });
 });

@@ -49,6 +49,8 @@ export interface ServerConfig {
   deviceCodeTtlSeconds: number;
   /** RFC 8628 §3.2 `interval`: the first polling interval (AUTHCLI_DEVICE_POLL_INTERVAL). */
   devicePollIntervalSeconds: number;
+  /** How long after its device authorization request a device sign-in may be approved (AUTHCLI_DEVICE_APPROVAL_WINDOW). */
+  deviceApprovalWindowSeconds: number;
   /** How long requests in flight may take to finish on shutdown (AUTHCLI_SHUTDOWN_GRACE). */
   shutdownGraceMs: number;
   /** How long the server keeps serving with /readyz at 503 before it closes its listener (AUTHCLI_SHUTDOWN_DRAIN). */
@@ -326,6 +328,13 @@ export function loadConfig(
       D.DEVICE_POLL_INTERVAL_SECONDS,
       D.DEVICE_POLL_INTERVAL_BOUNDS.min,
       D.DEVICE_POLL_INTERVAL_BOUNDS.max,
+    ),
+    deviceApprovalWindowSeconds: envInt(
+      env,
+      'AUTHCLI_DEVICE_APPROVAL_WINDOW',
+      D.DEVICE_APPROVAL_WINDOW_SECONDS,
+      D.DEVICE_APPROVAL_WINDOW_BOUNDS.min,
+      D.DEVICE_APPROVAL_WINDOW_BOUNDS.max,
     ),
     shutdownGraceMs: envSeconds(env, 'AUTHCLI_SHUTDOWN_GRACE', D.SHUTDOWN_GRACE_MS, 600),
     shutdownDrainMs:

@@ -4,10 +4,10 @@
  * environment (see config.ts); the rest are protocol or security choices.
  */
 
-const SECOND = 1000;
-const MINUTE = 60 * SECOND;
-const HOUR = 60 * MINUTE;
-const DAY = 24 * HOUR;
+import { DAY, MINUTE, SECOND } from './units.js';
+
+// The abuse limits (LIMITS, counted in the store) are a section of their own: abuse-limits.ts.
+export * from './abuse-limits.js';
 
 // ---- lifetimes ----------------------------------------------------------------
 
@@ -30,6 +30,18 @@ export const DEVICE_POLL_INTERVAL_SECONDS = 5;
 export const DEVICE_CODE_TTL_BOUNDS = { min: 60, max: 3600 } as const;
 /** Bounds of AUTHCLI_DEVICE_POLL_INTERVAL (RFC 8628 §3.2 `interval`). */
 export const DEVICE_POLL_INTERVAL_BOUNDS = { min: 1, max: 60 } as const;
+/**
+ * How long after a device asked for a code its sign-in can still be approved (env
+ * AUTHCLI_DEVICE_APPROVAL_WINDOW, seconds): a person who starts a sign-in on a device in front of them types the
+ * code within a minute or two, signing in first included; a code a phisher started and sent (RFC 8628 §5.4,
+ * draft-ietf-oauth-cross-device-security "short-lived codes") travels by mail or chat and is read later. Past
+ * it the confirmation page offers only Deny and asks the person to start again on the device, which shows a
+ * new code. The device code keeps its lifetime (AUTHCLI_DEVICE_CODE_TTL), so a slow person is told to restart
+ * rather than left waiting; a window longer than that lifetime changes nothing.
+ */
+export const DEVICE_APPROVAL_WINDOW_SECONDS = 300;
+/** Bounds of AUTHCLI_DEVICE_APPROVAL_WINDOW: a minute to type a code at the least; past an hour no code lives anyway. */
+export const DEVICE_APPROVAL_WINDOW_BOUNDS = { min: 60, max: 3600 } as const;
 /** On SIGTERM/SIGINT, requests in flight get this long to finish before their connections are cut. */
 export const SHUTDOWN_GRACE_MS = 10_000;
 /**
@@ -57,6 +69,17 @@ export const FLASH_TTL_MS = 5 * MINUTE;
 export const FLASHES_PER_SESSION = 8;
 /** Consumed codes and device authorizations are kept this long past expiry, so a late replay still revokes. */
 export const REPLAY_EVIDENCE_MS = DAY;
+/**
+ * A user's sign-in records (password sign-ins, device approvals and denials; the account page's "Recent
+ * sign-ins") are kept this long: as long as a sign-in they record can last (GRANT_TTL_SECONDS), so a device
+ * still signed in can be traced to the approval that let it in. Then they are purged.
+ */
+export const SIGNIN_EVENTS_KEPT_MS = 30 * DAY;
+/**
+ * At most this many sign-in records per user, the newest (each new one drops the oldest past it): a month of
+ * daily sign-ins, what the account page shows, and a bound a script signing in over and over cannot pass.
+ */
+export const SIGNIN_EVENTS_PER_USER = 30;
 /** Rate-limit counters are purged this long after their window started (every window is far shorter). */
 export const RATE_LIMIT_ROWS_KEPT_MS = DAY;
 /** How often expired rows are purged. */
@@ -197,87 +220,6 @@ export const CLAIMS_UPDATE_ATTEMPTS = 32;
 
 /** What a username may be (letters, digits, `. _ @ -`, 1-64); per-account limits count only names of this form. */
 export const USERNAME_PATTERN = /^[A-Za-z0-9._@-]{1,64}$/;
-
-// ---- abuse limits (counted in the store, so they hold across instances) ---------
-
-/** `limit` events per fixed window of `windowMs`. */
-export interface Limit {
-  readonly limit: number;
-  readonly windowMs: number;
-}
-
-/**
- * Every abuse limit, by the counter it applies to. A counter is consumed
- * before the work it protects; the first one over its limit refuses.
- */
-export const LIMITS = {
-  /** Failed sign-ins per client IP across usernames: one place spraying many accounts. */
-  'signin-ip': { limit: 100, windowMs: 15 * MINUTE },
-  /** Failed sign-ins per client IP and username: an online guess of one password from one place. */
-  'signin-account-ip': { limit: 10, windowMs: 15 * MINUTE },
-  /**
-   * Failed sign-ins per username across every IP (distributed guessing),
-   * from browsers where that user has not signed in before. Past it the
-   * account is slowed to `signin-account-slowed` for such browsers until the
-   * window ends; its owner, on a browser they signed in with before, is
-   * counted by `signin-device` instead and is not slowed at all.
-   */
-  'signin-account': { limit: 50, windowMs: 15 * MINUTE },
-  /** Attempts on an account past `signin-account` from unknown browsers: one a minute, from anywhere. */
-  'signin-account-slowed': { limit: 1, windowMs: MINUTE },
-  /** Failed sign-ins per device cookie (a browser where this user signed in before; web/trusted-device.ts). */
-  'signin-device': { limit: 10, windowMs: 15 * MINUTE },
-  /**
-   * User-code guesses per client IP (RFC 8628 §5.1): the same budget for the
-   * code typed at /device and the code posted to /device/decision, since both
-   * guess the same secret. 20^8 codes and 10 guesses per 10 minutes: finding
-   * one live code from one IP takes on the order of a million years.
-   */
-  'user-code-ip': { limit: 10, windowMs: 10 * MINUTE },
-  /** User-code guesses per signed-in account across IPs. */
-  'user-code-account': { limit: 30, windowMs: 10 * MINUTE },
-  /**
-   * Sign-in continuations one client IP may make (each signed-out visit to a page that needs sign-in stores
-   * one, up to ~4 KB, for 15 minutes). Past it the sign-in still works; it just lands on the home page.
-   */
-  'continuation-ip': { limit: 300, windowMs: 10 * MINUTE },
-  /** Device authorizations one client IP may start for one application (a person needs a handful). */
-  'device-authz-ip': { limit: 30, windowMs: 10 * MINUTE },
-  /** Device authorizations per application from everywhere: each row is kept a day. */
-  'device-authz-client': { limit: 600, windowMs: MINUTE },
-  /**
-   * Client registrations per client IP with AUTHCLI_REGISTRATION=open (RFC 7591 §3): a developer's tooling
-   * registers a handful; each registered client is a row kept until it is deleted.
-   */
-  'registration-ip': { limit: 20, windowMs: HOUR },
-  /**
-   * Pushed authorization requests (RFC 9126) a public client may make from one IP: each is a row kept up to
-   * 15 minutes, and a public client authenticates nothing. A person starts a handful.
-   */
-  'par-ip': { limit: 30, windowMs: 10 * MINUTE },
-  /** Pushed authorization requests per application from everywhere (a confidential web app pushes for all its users). */
-  'par-client': { limit: 1200, windowMs: MINUTE },
-  /**
-   * Failed client authentications per client IP: requests to the token, introspection, revocation, PAR and
-   * device authorization endpoints that present a client secret (RFC 6749 §2.3.1) and do not authenticate (a
-   * wrong secret, or one for an unknown or public client). Secrets are 256 random bits the server made, so the
-   * limit is not what keeps them unguessed; it stops one source that keeps presenting wrong ones (a scan, a
-   * flood, a deployment still sending a rotated-out secret) and shows it in `limits list` and the metrics. A
-   * client with a stale secret fails a few times per instance before someone looks; a hundred is a loop or a
-   * guesser. Only failures count: a request that authenticates reads the counter and adds nothing, so a busy
-   * backend's bursts never meet it. Past it every secret from that address is refused, the right one too
-   * (else the limit would still answer guesses), until the window ends or `limits clear-ip`.
-   */
-  'client-auth-ip': { limit: 100, windowMs: 15 * MINUTE },
-  /**
-   * Passkey ceremonies one client IP may start (each stores a challenge row for 5 minutes, and each sign-in
-   * attempt with a passkey needs one of its own). A person starts a few; autofill starts one per page view.
-   */
-  'webauthn-ip': { limit: 300, windowMs: 10 * MINUTE },
-} as const satisfies Record<string, Limit>;
-
-export type CounterKind = keyof typeof LIMITS;
-export type Limits = Readonly<Record<CounterKind, Limit>>;
 
 // ---- password hashing ----------------------------------------------------------
 

@@ -107,6 +107,11 @@ export function describeConfig(config: ServerConfig, flags: ConfigInput, env: No
       value: `${config.devicePollIntervalSeconds} s`,
       source: from(undefined, 'AUTHCLI_DEVICE_POLL_INTERVAL'),
     },
+    {
+      name: 'device_approval_window',
+      value: `${config.deviceApprovalWindowSeconds} s`,
+      source: from(undefined, 'AUTHCLI_DEVICE_APPROVAL_WINDOW'),
+    },
     { name: 'trusted_device_ttl', value: `${D.TRUSTED_DEVICE_TTL_SECONDS} s`, source: 'built-in' },
     { name: 'continuation_ttl', value: seconds(D.CONTINUATION_TTL_MS), source: 'built-in' },
     { name: 'pushed_request_ttl', value: `${D.PAR_REQUEST_TTL_SECONDS} s`, source: 'built-in' },
@@ -119,6 +124,8 @@ export function describeConfig(config: ServerConfig, flags: ConfigInput, env: No
     { name: 'initial_access_token_ttl', value: `${D.INITIAL_ACCESS_TOKEN_TTL_SECONDS} s (--expires-in)`, source: 'built-in' },
     { name: 'initial_access_token_ttl_max', value: `${D.INITIAL_ACCESS_TOKEN_TTL_MAX_SECONDS} s`, source: 'built-in' },
     { name: 'initial_access_tokens_kept', value: seconds(D.INITIAL_ACCESS_TOKENS_KEPT_MS), source: 'built-in' },
+    { name: 'signin_events_kept', value: seconds(D.SIGNIN_EVENTS_KEPT_MS), source: 'built-in' },
+    { name: 'signin_events_per_user', value: String(D.SIGNIN_EVENTS_PER_USER), source: 'built-in' },
     // network
     { name: 'body_limit', value: `${config.bodyLimit} bytes`, source: from(undefined, 'AUTHCLI_BODY_LIMIT') },
     { name: 'headers_timeout', value: seconds(config.headersTimeoutMs), source: from(undefined, 'AUTHCLI_HEADERS_TIMEOUT') },

@@ -133,6 +133,14 @@ export const SERVER_SETTINGS: readonly Setting[] = [
     range: D.DEVICE_POLL_INTERVAL_BOUNDS,
     meaning: 'First device polling interval, seconds (RFC 8628 `interval`); each too-early poll adds 5.',
   },
+  {
+    env: 'AUTHCLI_DEVICE_APPROVAL_WINDOW',
+    default: code(D.DEVICE_APPROVAL_WINDOW_SECONDS),
+    loaded: (c) => code(c.deviceApprovalWindowSeconds),
+    range: D.DEVICE_APPROVAL_WINDOW_BOUNDS,
+    meaning:
+      'Seconds after a device asked for its code during which its sign-in can be approved; later, the confirmation page offers only Deny and asks to start again on the device (a phished code is read late). See [security](security.md#device-sign-ins).',
+  },
   // ---- the network
   {
     env: 'AUTHCLI_HEADERS_TIMEOUT',

@@ -19,6 +19,8 @@ export function pendingDeviceAuthorization(input: {
   clientId: string;
   scope: string;
   now: number;
+  /** The address the request came from (http/client-ip.ts `clientAddress`), shown on the confirmation page. */
+  clientIp: string | null;
   /** Defaults: config/defaults.ts; the server passes its configured ones. */
   ttlSeconds?: number;
   intervalSeconds?: number;
@@ -37,6 +39,7 @@ export function pendingDeviceAuthorization(input: {
     last_poll_at: null,
     last_poll_slowed: 0,
     grant_id: null,
+    client_ip: input.clientIp,
   };
 }
 
@@ -74,6 +77,7 @@ export async function authorizeDevice(
           clientId: client.clientId,
           scope: scopes.join(' '),
           now,
+          clientIp,
           ttlSeconds: ctx.config.deviceCodeTtlSeconds,
           intervalSeconds: ctx.config.devicePollIntervalSeconds,
         }),

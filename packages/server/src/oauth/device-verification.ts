@@ -11,15 +11,38 @@ export type UserCodeLookup =
   /** Too many guesses from this address or account (RFC 8628 §5.1): try again after this. */
   | { kind: 'limited'; retryAfterSeconds: number }
   | { kind: 'problem'; problem: UserCodeProblem }
-  /** A pending authorization: what the confirmation page shows (§3.3: the application and its scopes). */
-  | { kind: 'pending'; userCode: string; clientId: string; appName: string; selfRegistered: boolean; scopes: string[] };
+  /**
+   * A pending authorization: what the confirmation page shows (§3.3: the application and its scopes; §5.4 and
+   * draft-ietf-oauth-cross-device-security: where and when the device asked, so a person can tell a sign-in
+   * they did not start).
+   */
+  | {
+      kind: 'pending';
+      userCode: string;
+      clientId: string;
+      appName: string;
+      selfRegistered: boolean;
+      scopes: string[];
+      /** The device authorization request's client address; null for a row made before it was kept. */
+      deviceAddress: string | null;
+      /** When the device asked for its code (epoch ms). */
+      startedAt: number;
+      /** Still within the approval window (AUTHCLI_DEVICE_APPROVAL_WINDOW): it can be approved, not only denied. */
+      approvable: boolean;
+    };
 
 /** What became of the user's Approve or Deny. */
 export type UserCodeDecision =
   | { kind: 'limited'; retryAfterSeconds: number }
-  /** Nothing was decided: the code is unknown, expired or used (`gone`: it stopped being pending meanwhile). */
-  | { kind: 'problem'; problem: UserCodeProblem | 'gone' }
+  /**
+   * Nothing was decided: the code is unknown, expired or used (`gone`: it stopped being pending meanwhile), or,
+   * for an approval, `stale`: started longer ago than the approval window.
+   */
+  | { kind: 'problem'; problem: UserCodeProblem | 'gone' | 'stale' }
   | { kind: 'decided'; decision: 'approve' | 'deny' };
+
+/** Authorizations started at or before this instant can no longer be approved (config deviceApprovalWindowSeconds). */
+const approvableAfter = (ctx: OAuthContext, now: number) => now - ctx.config.deviceApprovalWindowSeconds * 1000;
 
 function problemOf(row: DeviceAuthorization | undefined, now: number): UserCodeProblem | undefined {
   if (!row) return 'unknown';
@@ -39,7 +62,8 @@ export async function lookUpUserCode(ctx: OAuthContext, typed: string, clientIp:
   if (!admission.admitted) return { kind: 'limited', retryAfterSeconds: admission.retryAfterSeconds };
   const code = normalizeUserCode(typed);
   const row = code ? await ctx.store.deviceGrants.findByUserCode(code) : undefined;
-  const problem = problemOf(row, ctx.config.now());
+  const now = ctx.config.now();
+  const problem = problemOf(row, now);
   if (problem || !row) return { kind: 'problem', problem: problem ?? 'unknown' };
   await admission.giveBack();
   const application = await ctx.store.applications.get(row.client_id);
@@ -51,15 +75,21 @@ export async function lookUpUserCode(ctx: OAuthContext, typed: string, clientIp:
     // RFC 7591: a client that registered itself chose its own name; the page says nobody checked it.
     selfRegistered: (application?.registrationTokenHash ?? null) !== null,
     scopes: row.scope.split(' '),
+    deviceAddress: row.client_ip,
+    startedAt: row.created_at,
+    approvable: row.created_at > approvableAfter(ctx, now),
   };
 }
 
 /**
  * Records the user's explicit Approve or Deny of a pending authorization
- * (RFC 8628 §3.3, §3.5: the device then gets tokens or `access_denied`).
+ * (RFC 8628 §3.3, §3.5: the device then gets tokens or `access_denied`),
+ * and with it a sign-in record with both addresses (the device's and
+ * `clientIp`, the browser's). An approval must come within the approval
+ * window after the device asked (a denial may come any time before expiry).
  * The posted code is a guess like a typed one, from the same budget:
  * without that, a signed-in account could guess codes here directly and
- * approve a stranger's device. One conditional UPDATE decides, so of two
+ * approve a stranger's device. One conditional UPDATE decides, so of many
  * decisions at once only one counts.
  */
 export async function decideUserCode(
@@ -73,18 +103,26 @@ export async function decideUserCode(
   if (!admission.admitted) return { kind: 'limited', retryAfterSeconds: admission.retryAfterSeconds };
   const code = normalizeUserCode(typed);
   const now = ctx.config.now();
+  const startedAfter = approvableAfter(ctx, now);
+  const userId = signedIn.user.id;
   const decided = code
     ? await ctx.store.deviceGrants.decide(
         code,
-        decision === 'approve'
-          ? { status: 'approved', userId: signedIn.user.id, authTime: signedIn.authTime }
-          : { status: 'denied', userId: signedIn.user.id },
+        decision === 'approve' ? { status: 'approved', userId, authTime: signedIn.authTime, startedAfter } : { status: 'denied', userId },
         now,
+        clientIp,
       )
     : false;
   if (!decided) {
-    const problem = problemOf(code ? await ctx.store.deviceGrants.findByUserCode(code) : undefined, now);
-    return { kind: 'problem', problem: problem ?? 'gone' };
+    const row = code ? await ctx.store.deviceGrants.findByUserCode(code) : undefined;
+    const problem = problemOf(row, now);
+    if (problem) return { kind: 'problem', problem };
+    // Still pending, yet not approved: started too long ago, a right code like a pending one at lookup.
+    if (decision === 'approve' && row && row.created_at <= startedAfter) {
+      await admission.giveBack();
+      return { kind: 'problem', problem: 'stale' };
+    }
+    return { kind: 'problem', problem: 'gone' };
   }
   await admission.giveBack();
   return { kind: 'decided', decision };

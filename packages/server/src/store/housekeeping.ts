@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { INITIAL_ACCESS_TOKENS_KEPT_MS, RATE_LIMIT_ROWS_KEPT_MS, REPLAY_EVIDENCE_MS } from '../config/defaults.js';
+import { INITIAL_ACCESS_TOKENS_KEPT_MS, RATE_LIMIT_ROWS_KEPT_MS, REPLAY_EVIDENCE_MS, SIGNIN_EVENTS_KEPT_MS } from '../config/defaults.js';
 import type { Database } from './schema.js';
 
 /**
@@ -11,7 +11,9 @@ import type { Database } from './schema.js';
  * tokens {@link INITIAL_ACCESS_TOKENS_KEPT_MS} after expiry (the operator
  * still sees what became of them); pushed authorization requests at expiry;
  * DPoP proof `jti`s once their `iat` is out of the window (RFC 9449 §11.1:
- * such a proof is refused anyway).
+ * such a proof is refused anyway); sign-in records {@link SIGNIN_EVENTS_KEPT_MS}
+ * after they were made (each user's are also bounded in number as they are
+ * recorded, repositories/signin-events.ts).
  */
 export async function purgeExpired(db: Kysely<Database>, now: number): Promise<void> {
   await db.deleteFrom('sessions').where('expires_at', '<=', now).execute();
@@ -42,4 +44,8 @@ export async function purgeExpired(db: Kysely<Database>, now: number): Promise<v
     .where('expires_at', '<=', now - INITIAL_ACCESS_TOKENS_KEPT_MS)
     .execute();
   await db.deleteFrom('dpop_proofs').where('expires_at', '<=', now).execute();
+  await db
+    .deleteFrom('signin_events')
+    .where('at', '<=', now - SIGNIN_EVENTS_KEPT_MS)
+    .execute();
 }

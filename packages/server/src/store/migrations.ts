@@ -5,6 +5,7 @@ import { sql, type Migration, type MigrationProvider } from 'kysely';
  * SQLite and PostgreSQL: text, bigint (epoch ms), integer (flags). From 0013
  * on, each is a file of its own in migrations/, named as its key.
  */
+import { deviceOrigin } from './migrations/0013_device_origin.js';
 import { passkeys } from './migrations/0014_passkeys.js';
 import type { Past } from './migrations/past.js';
 
@@ -325,6 +326,7 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('grants_user_client').on('grants').columns(['user_id', 'client_id']).execute();
     },
   },
+  '0013_device_origin': deviceOrigin,
   '0014_passkeys': passkeys,
 };
 

@@ -179,6 +179,32 @@ export interface DeviceAuthorizationsTable {
   /** Whether the latest poll was answered slow_down (set by the same statement that records the poll). */
   last_poll_slowed: number;
   grant_id: string | null;
+  /**
+   * The client address of the device authorization request (http/client-ip.ts `clientAddress`: an IPv4
+   * address or an IPv6 /56), shown on the confirmation page; null for rows made before it was kept.
+   */
+  client_ip: string | null;
+}
+
+/** What a sign-in record records: a password sign-in, or a device sign-in the user approved or denied. */
+export type SignInKind = 'password' | 'passkey' | 'device-approved' | 'device-denied';
+
+/**
+ * A user's sign-ins and device decisions (the account page's "Recent sign-ins"), only what the user needs to
+ * recognise them: when, how, from which address, and for a device, the device's address and the application.
+ * Bounded per user and in time (config/defaults.ts SIGNIN_EVENTS_PER_USER, SIGNIN_EVENTS_KEPT_MS).
+ */
+export interface SignInEventsTable {
+  id: string;
+  user_id: string;
+  at: number;
+  kind: SignInKind;
+  /** The browser's address (the person who signed in, approved or denied), as `clientAddress` gives it. */
+  client_ip: string;
+  /** For a device decision: the address the device asked for its code from (null when not known). */
+  device_ip: string | null;
+  /** For a device decision: the application the device signs in to. */
+  client_id: string | null;
 }
 
 export interface RefreshTokensTable {
@@ -264,6 +290,7 @@ export interface Database {
   initial_access_tokens: InitialAccessTokensTable;
   pushed_requests: PushedRequestsTable;
   device_authorizations: DeviceAuthorizationsTable;
+  signin_events: SignInEventsTable;
   refresh_tokens: RefreshTokensTable;
   revoked_access_tokens: RevokedAccessTokensTable;
   rate_limits: RateLimitsTable;
@@ -289,4 +316,5 @@ export type AuthorizationCode = Selectable<AuthorizationCodesTable>;
 export type Grant = Selectable<GrantsTable>;
 export type SigningKeyRow = Selectable<SigningKeysTable>;
 export type DeviceAuthorization = Selectable<DeviceAuthorizationsTable>;
+export type SignInEvent = Selectable<SignInEventsTable>;
 export type RefreshToken = Selectable<RefreshTokensTable>;

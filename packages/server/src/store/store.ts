@@ -16,6 +16,7 @@ import { KyselyPasskeys, type Passkeys } from './repositories/passkeys.js';
 import { KyselyRateLimits, type RateLimits } from './repositories/rate-limits.js';
 import { KyselySessions, type Sessions } from './repositories/sessions.js';
 import { KyselySettings, type Settings } from './repositories/settings.js';
+import { KyselySignInEvents, type SignInEvents, signInEventStatements } from './repositories/signin-events.js';
 import { KyselyUsers, type Users } from './repositories/users.js';
 import { TestRows } from './test-rows.js';
 
@@ -32,13 +33,14 @@ export {
 } from './repositories/applications.js';
 export type { AuthorizationCode } from './repositories/codes.js';
 export type { PushedRequest } from './repositories/pushed-requests.js';
-export type { DeviceAuthorization, DevicePoll, DevicePollSummary } from './repositories/device-grants.js';
+export type { DeviceAuthorization, DeviceDecision, DevicePoll, DevicePollSummary } from './repositories/device-grants.js';
 export type { Grant, RefreshToken } from './repositories/grants.js';
 export type { InitialAccessToken } from './repositories/initial-access-tokens.js';
 export type { SigningKeyRow } from './repositories/keys.js';
 export type { Passkey, WebauthnChallenge } from './repositories/passkeys.js';
 export type { RateLimitRow } from './repositories/rate-limits.js';
 export type { Session } from './repositories/sessions.js';
+export type { NewSignInEvent, SignInEvent, SignInKind } from './repositories/signin-events.js';
 export { claimsOf, serializeClaims, type AddressClaim, type NewUser, type User, type UserClaims } from './repositories/users.js';
 
 /**
@@ -64,6 +66,8 @@ export class Store {
   readonly pushedRequests: PushedRequests;
   readonly dpopProofs: DpopProofs;
   readonly passkeys: Passkeys;
+  /** A user's sign-ins and device decisions (the account page's "Recent sign-ins"). */
+  readonly signInEvents: SignInEvents;
   /** Which database this store is on (messages and operator advice). */
   readonly dialect: Dialect;
 
@@ -73,12 +77,13 @@ export class Store {
   constructor(private readonly engine: Engine) {
     this.dialect = engine.dialect;
     const statements = grantStatements();
+    const signIns = signInEventStatements();
     this.applications = new KyselyApplications(engine);
     this.users = new KyselyUsers(engine);
     this.consents = new KyselyConsents(engine);
     this.sessions = new KyselySessions(engine);
     this.codes = new KyselyCodes(engine, statements);
-    this.deviceGrants = new KyselyDeviceGrants(engine, statements);
+    this.deviceGrants = new KyselyDeviceGrants(engine, statements, signIns);
     this.grants = new KyselyGrants(engine, statements);
     this.keys = new KyselySigningKeys(engine);
     this.rateLimits = new KyselyRateLimits(engine);
@@ -88,6 +93,7 @@ export class Store {
     this.pushedRequests = new KyselyPushedRequests(engine);
     this.dpopProofs = new KyselyDpopProofs(engine);
     this.passkeys = new KyselyPasskeys(engine);
+    this.signInEvents = new KyselySignInEvents(engine, signIns);
   }
 
   /** Brings the schema up to date; safe to run concurrently from several instances on PostgreSQL. */

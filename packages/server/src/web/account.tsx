@@ -11,6 +11,7 @@ import type { Continuation } from './continuation.js';
 import { Flash } from './flash.js';
 import { PASSKEY_SCRIPT, PasskeysCard } from './passkey-views.js';
 import { passkeyAvailability, passkeyRoutes } from './passkeys.js';
+import { type RecentSignIn, RecentSignIns, recentSignInsOf } from './recent-signins.js';
 import { sendPage, viewerOf } from './render.js';
 import { retryAfterText } from './retry-after.js';
 import { requireSignIn, type CurrentSession } from './session.js';
@@ -102,6 +103,8 @@ function AccountPage(props: {
   values: ProfileValues;
   applications: ConnectedApplication[];
   accessTtlMinutes: number;
+  recentSignIns: RecentSignIn[];
+  now: number;
   /** The password form's "end every application's access" box, as last submitted (checked unless cleared). */
   signOutApps?: boolean;
   errors?: Partial<Record<ProfileClaim, string>>;
@@ -195,6 +198,7 @@ function AccountPage(props: {
             </form>
           </div>
           <Applications viewer={props.viewer} applications={props.applications} accessTtlMinutes={props.accessTtlMinutes} />
+          <RecentSignIns signIns={props.recentSignIns} now={props.now} />
         </div>
       </div>
     </Layout>
@@ -245,6 +249,8 @@ export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Prom
         accessTtlMinutes={Math.ceil(config.accessTokenTtlSeconds / 60)}
         passkeys={await store.passkeys.listByUser(c.user.id)}
         passkeysUnavailable={passkeys.available ? undefined : passkeys.reason}
+        recentSignIns={await recentSignInsOf(store, c.user.id)}
+        now={config.now()}
         {...props}
       />,
       status,

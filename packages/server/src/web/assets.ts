@@ -90,6 +90,11 @@ li.check.ok { color: var(--ok); }
 li.check.fail { color: var(--danger); }
 .field-error { color: var(--danger); font-size: .9rem; margin: .3rem 0 0; }
 input[aria-invalid=true] { border-color: var(--danger); }
+/* The device page's "my device shows this code" box, and the account page's recent sign-ins. */
+label.confirm { font-weight: 400; display: flex; gap: .6rem; align-items: flex-start; }
+ul.signins { list-style: none; padding: 0; }
+ul.signins li { padding: .5rem 0; border-bottom: 1px solid var(--line); overflow-wrap: anywhere; }
+ul.signins p { margin: .2rem 0 0; }
 footer { text-align: center; padding: 1rem; color: var(--muted); font-size: .85rem; }
 `;
 

@@ -8,21 +8,27 @@ import { deviceContinuation, type Continuation } from './continuation.js';
 import { pageForm, pageQuery } from '../http/form.js';
 import { sendPage, viewerOf } from './render.js';
 import { retryAfterText } from './retry-after.js';
-import { DeviceConfirmPage, DeviceEntryPage, MessagePage } from './views.js';
+import { DeviceConfirmPage, DeviceEntryPage } from './device-views.js';
+import { MessagePage } from './views.js';
 
 /** Why a code cannot be confirmed now, in words for the person at the browser. */
-const PROBLEM_TEXT: Record<UserCodeProblem | 'gone', string> = {
+const PROBLEM_TEXT: Record<UserCodeProblem | 'gone' | 'stale', string> = {
   unknown: 'That code is not valid. Check the code on your device and try again.',
   expired: 'That code has expired. Start the sign-in on your device again to get a new code.',
   used: 'That code has already been used. Start the sign-in on your device again if you need to.',
   gone: 'That code can no longer be used.',
+  stale: 'This sign-in was started too long ago to approve. If you started it, start it again on your device to get a new code.',
 };
 
 /**
  * The second screen (RFC 8628 §3.3): the user signs in here (the device
  * never sees a password), enters or confirms the user code, sees which
- * application asks for which scopes, and explicitly approves or denies,
- * also when the code came prefilled from verification_uri_complete.
+ * application asks for which scopes, from which address and how long ago
+ * (RFC 8628 §5.4), and explicitly approves or denies. Approving needs the
+ * person to confirm that their device shows the code, also when the code
+ * came prefilled from verification_uri_complete, and only within the
+ * approval window (AUTHCLI_DEVICE_APPROVAL_WINDOW); both are checked here
+ * at the decision, not only on the page.
  */
 export async function devicePageRoutes(app: FastifyInstance, ctx: WebContext): Promise<void> {
   const tooMany = (reply: FastifyReply, retryAfterSeconds: number) => {
@@ -39,7 +45,7 @@ export async function devicePageRoutes(app: FastifyInstance, ctx: WebContext): P
     const prefill = normalized ? formatUserCode(normalized) : '';
     const current = await requireSession(req, reply, deviceContinuation(typed));
     if (!current) return reply;
-    return sendPage(reply, <DeviceEntryPage viewer={viewerOf(reply, current)} code={prefill} />);
+    return sendPage(reply, <DeviceEntryPage viewer={viewerOf(reply, current)} code={prefill} prefilled={prefill !== ''} />);
   });
 
   app.post('/device', { preHandler: app.csrfProtection }, async (req, reply) => {
@@ -47,24 +53,15 @@ export async function devicePageRoutes(app: FastifyInstance, ctx: WebContext): P
     if (!current) return reply;
     const typed = (pageForm(req).user_code ?? '').slice(0, 64);
     const viewer = viewerOf(reply, current);
-    const found = await lookUpUserCode(ctx, typed, clientAddress(req), current.user.id);
+    const browserAddress = clientAddress(req);
+    const found = await lookUpUserCode(ctx, typed, browserAddress, current.user.id);
     if (found.kind === 'limited') {
       return sendPage(reply, <DeviceEntryPage viewer={viewer} code={typed} error={tooMany(reply, found.retryAfterSeconds)} />, 429);
     }
     if (found.kind === 'problem') {
       return sendPage(reply, <DeviceEntryPage viewer={viewer} code={typed} error={PROBLEM_TEXT[found.problem]} />, 400);
     }
-    return sendPage(
-      reply,
-      <DeviceConfirmPage
-        viewer={viewer}
-        appName={found.appName}
-        selfRegistered={found.selfRegistered}
-        clientId={found.clientId}
-        scopes={found.scopes}
-        userCode={found.userCode}
-      />,
-    );
+    return sendPage(reply, <DeviceConfirmPage viewer={viewer} request={{ ...found, browserAddress, now: ctx.config.now() }} />);
   });
 
   app.post('/device/decision', { preHandler: app.csrfProtection }, async (req, reply) => {
@@ -76,6 +73,22 @@ export async function devicePageRoutes(app: FastifyInstance, ctx: WebContext): P
       return sendPage(
         reply,
         <MessagePage viewer={viewer} endUser title="Bad request" kind="error" message="Choose Approve or Deny." />,
+        400,
+      );
+    }
+    // The box that says the device shows the code: the page requires it, and a form posted without it (or with
+    // another code) approves nothing. Checked before the code is looked up, so it counts as no guess.
+    const userCode = normalizeUserCode(form.user_code ?? '');
+    if (form.decision === 'approve' && (!userCode || normalizeUserCode(form.code_confirmed ?? '') !== userCode)) {
+      return sendPage(
+        reply,
+        <MessagePage
+          viewer={viewer}
+          endUser
+          title="Confirm the code"
+          kind="error"
+          message="Nothing was approved. Go back, look at your device, and tick the box only if it shows the same code."
+        />,
         400,
       );
     }

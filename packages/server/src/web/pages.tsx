@@ -92,6 +92,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
         csrf={reply.generateCsrf()}
         continueId={waiting && id}
         appName={await appNameOf(waiting)}
+        forDevice={waiting?.kind === 'device'}
         username={await loginHintOf(waiting)}
       />,
     );
@@ -113,6 +114,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
           username={username.slice(0, SIGNIN_USERNAME_MAX)}
           error={error}
           appName={await appNameOf(waiting)}
+          forDevice={waiting?.kind === 'device'}
         />,
         status,
       );
@@ -153,6 +155,15 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
     }
     trustedDevices.issue(reply, user.username);
     await sessions.start(req, reply, user, PASSWORD_AMR);
+    // The account page's "Recent sign-ins": when, from where, how.
+    await store.signInEvents.record({
+      user_id: user.id,
+      at: config.now(),
+      kind: 'password',
+      client_ip: client,
+      device_ip: null,
+      client_id: null,
+    });
     return reply.redirect(await continuations.resume(req, form.continue), 303);
   });
 

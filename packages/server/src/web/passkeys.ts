@@ -136,6 +136,15 @@ export async function passkeyRoutes(app: FastifyInstance, ctx: WebContext & { fl
       const signIn = await finishAuthentication(store, party, form.response, existingBrowser(req), config.now());
       trustedDevices.issue(reply, signIn.user.username);
       await sessions.start(req, reply, signIn.user, signIn.amr);
+      // The account page's "Recent sign-ins".
+      await store.signInEvents.record({
+        user_id: signIn.user.id,
+        at: config.now(),
+        kind: 'passkey',
+        client_ip: clientAddress(req),
+        device_ip: null,
+        client_id: null,
+      });
       return json(reply, { location: await continuations.resume(req, form.continue) });
     } catch (err) {
       return refuse(reply, err);

@@ -95,6 +95,8 @@ export function SignInPage(props: {
   username?: string | undefined;
   error?: string;
   appName?: string | undefined;
+  /** The sign-in was asked for by the device page: the lead says so (a person should know why they sign in). */
+  forDevice?: boolean | undefined;
   /** prompt=select_account with a live session: who is signed in, and the link that continues as them. */
   signedInAs?: { username: string; continueHref: string };
   /** Whether this server can offer passkeys (web/webauthn.ts relyingParty): a passkey button and autofill. */
@@ -109,6 +111,7 @@ export function SignInPage(props: {
             to continue to <strong>{props.appName}</strong>
           </p>
         )}
+        {props.forDevice && <p class="muted">to approve a device sign-in</p>}
         {props.signedInAs && (
           <p>
             You are signed in as <strong>{props.signedInAs.username}</strong>.{' '}
@@ -188,9 +191,27 @@ export function ScopeList(props: { scopes: readonly string[] }) {
  * the client's own claim, which no administrator looked at (RFC 7591 §5:
  * a self-asserted client_name may impersonate another application).
  */
-function SelfRegisteredNote(props: { selfRegistered: boolean }) {
+export function SelfRegisteredNote(props: { selfRegistered: boolean }) {
   if (!props.selfRegistered) return null;
   return <p class="muted">This application registered itself: its name has not been checked by anyone here.</p>;
+}
+
+/**
+ * An application as the consent and device pages name it: its name, then its client id when that says
+ * something more (the built-in `authcli` is named `authcli`: shown once, never "authcli (authcli)").
+ */
+export function AppIdentity(props: { name: string; clientId: string }) {
+  return (
+    <>
+      <strong>{props.name}</strong>
+      {props.clientId !== props.name && (
+        <>
+          {' '}
+          <span class="muted">({props.clientId})</span>
+        </>
+      )}
+    </>
+  );
 }
 
 export function ConsentPage(props: {
@@ -209,7 +230,7 @@ export function ConsentPage(props: {
           Authorize <span>{props.appName}</span>?
         </h1>
         <p>
-          <strong>{props.appName}</strong> <span class="muted">({props.clientId})</span> asks for access to your account:
+          <AppIdentity name={props.appName} clientId={props.clientId} /> asks for access to your account:
         </p>
         <SelfRegisteredNote selfRegistered={props.selfRegistered} />
         <ScopeList scopes={props.scopes} />
@@ -312,67 +333,6 @@ export function SignOutPage(props: { viewer: Viewer }) {
             <button type="submit">Sign out</button>
           </div>
         </form>
-      </div>
-    </Layout>
-  );
-}
-
-export function DeviceEntryPage(props: { viewer: Viewer; code: string; error?: string | undefined }) {
-  return (
-    <Layout title="Connect a device" viewer={props.viewer} endUser>
-      <div class="card">
-        <h1>Connect a device</h1>
-        <p>Enter the code shown on your device.</p>
-        <Alert message={props.error} />
-        <form method="post" action="/device">
-          <input type="hidden" name="_csrf" value={props.viewer.csrf} />
-          <label for="user_code">Code</label>
-          <input
-            id="user_code"
-            name="user_code"
-            type="text"
-            class="mono"
-            autocomplete="one-time-code"
-            autocapitalize="characters"
-            spellcheck={false}
-            placeholder="XXXX-XXXX"
-            maxLength={32}
-            required
-            autofocus
-            value={props.code}
-          />
-          <div class="actions">
-            <button type="submit">Continue</button>
-          </div>
-        </form>
-      </div>
-    </Layout>
-  );
-}
-
-export function DeviceConfirmPage(props: {
-  viewer: Viewer;
-  appName: string;
-  selfRegistered: boolean;
-  clientId: string;
-  scopes: readonly string[];
-  userCode: string;
-}) {
-  return (
-    <Layout title="Confirm device" viewer={props.viewer} endUser>
-      <div class="card">
-        <h1>
-          Sign in <span>{props.appName}</span> on your device?
-        </h1>
-        <p>Check that your device shows this code:</p>
-        <p class="usercode">{props.userCode}</p>
-        <p>
-          <strong>{props.appName}</strong> <span class="muted">({props.clientId})</span> asks for access to your account:
-        </p>
-        <SelfRegisteredNote selfRegistered={props.selfRegistered} />
-        <ScopeList scopes={props.scopes} />
-        <p class="muted">Only approve if you started this sign-in yourself.</p>
-        <DecisionForm action="/device/decision" csrf={props.viewer.csrf} fields={{ user_code: props.userCode }} />
       </div>
     </Layout>
   );

@@ -1,9 +1,11 @@
 import { type Kysely, sql } from 'kysely';
 import type { Engine } from '../engine.js';
 import { isUniqueViolation, StoreError } from '../errors.js';
+import { timeOrderedId } from '../../util/crypto.js';
 import { Prepared } from '../prepared.js';
 import type { Database, DeviceAuthorization, Grant, RefreshToken } from '../schema.js';
 import type { GrantStatements } from './grants.js';
+import type { SignInEventStatements, SignInKind } from './signin-events.js';
 import { insertRow } from './statements.js';
 
 export type { DeviceAuthorization, DeviceStatus } from '../schema.js';
@@ -50,12 +52,13 @@ export interface DeviceGrants {
    * statements, and its answer is given only after the commit.
    */
   recordPoll(hash: string, clientId: string, now: number): Promise<DevicePoll | undefined>;
-  /** Approves or denies a pending, unexpired device authorization (RFC 8628 §3.3); false when it was not pending. */
-  decide(
-    userCode: string,
-    decision: { status: 'approved'; userId: string; authTime: number } | { status: 'denied'; userId: string },
-    now: number,
-  ): Promise<boolean>;
+  /**
+   * Approves or denies a pending, unexpired device authorization (RFC 8628 §3.3) and records the decision in
+   * the user's sign-ins (signin-events.ts) with the approver's address `clientIp`, in one transaction; false
+   * when it was not pending, or for an approval, when it was started at or before `startedAfter` (the
+   * approval window): one conditional UPDATE decides, so of concurrent decisions exactly one counts.
+   */
+  decide(userCode: string, decision: DeviceDecision, now: number, clientIp: string): Promise<boolean>;
   /**
    * Redeems an approved device code into a new grant (and its first refresh
    * token) in one transaction; among concurrent pollers exactly one wins.
@@ -68,6 +71,11 @@ export interface DeviceGrants {
    */
   pollSummary(firstIntervalSeconds: number): Promise<DevicePollSummary>;
 }
+
+/** What the user decided about a device authorization (RFC 8628 §3.3). */
+export type DeviceDecision =
+  /** `startedAfter`: an authorization created at or before this instant is too old to approve. */
+  { status: 'approved'; userId: string; authTime: number; startedAfter: number } | { status: 'denied'; userId: string };
 
 const ON_TIME: DevicePoll = Object.freeze({ slowed: false });
 const slowedDown = (row: { interval_s: number } | undefined): DevicePoll | undefined => row && { slowed: true, interval_s: row.interval_s };
@@ -117,6 +125,26 @@ export class KyselyDeviceGrants implements DeviceGrants {
         .where('status', '=', 'approved')
         .where('expires_at', '>', p.now),
     ),
+    approve: new Prepared<'userCode' | 'userId' | 'authTime' | 'now' | 'startedAfter', never>(
+      'device_approve',
+      ['userCode', 'userId', 'authTime', 'now', 'startedAfter'],
+      (db, p) =>
+        db
+          .updateTable('device_authorizations')
+          .set({ status: 'approved', user_id: p.userId, auth_time: p.authTime })
+          .where('user_code', '=', p.userCode)
+          .where('status', '=', 'pending')
+          .where('expires_at', '>', p.now)
+          .where('created_at', '>', p.startedAfter),
+    ),
+    deny: new Prepared<'userCode' | 'userId' | 'now', never>('device_deny', ['userCode', 'userId', 'now'], (db, p) =>
+      db
+        .updateTable('device_authorizations')
+        .set({ status: 'denied', user_id: p.userId, auth_time: null })
+        .where('user_code', '=', p.userCode)
+        .where('status', '=', 'pending')
+        .where('expires_at', '>', p.now),
+    ),
     insert: insertRow('device_authorizations', [
       'device_code_hash',
       'user_code',
@@ -131,12 +159,14 @@ export class KyselyDeviceGrants implements DeviceGrants {
       'last_poll_at',
       'last_poll_slowed',
       'grant_id',
+      'client_ip',
     ] as const),
   };
 
   constructor(
     private readonly engine: Engine,
     private readonly grants: GrantStatements,
+    private readonly signIns: SignInEventStatements,
   ) {}
 
   async insert(row: DeviceAuthorization): Promise<void> {
@@ -184,23 +214,18 @@ export class KyselyDeviceGrants implements DeviceGrants {
     return slowedDown((await this.engine.run(this.q.pollEarly, values)).rows[0]);
   }
 
-  async decide(
-    userCode: string,
-    decision: { status: 'approved'; userId: string; authTime: number } | { status: 'denied'; userId: string },
-    now: number,
-  ): Promise<boolean> {
-    const r = await this.engine.db
-      .updateTable('device_authorizations')
-      .set({
-        status: decision.status,
-        user_id: decision.userId,
-        auth_time: decision.status === 'approved' ? decision.authTime : null,
-      })
-      .where('user_code', '=', userCode)
-      .where('status', '=', 'pending')
-      .where('expires_at', '>', now)
-      .executeTakeFirst();
-    return Number(r.numUpdatedRows) === 1;
+  async decide(userCode: string, decision: DeviceDecision, now: number, clientIp: string): Promise<boolean> {
+    const { userId } = decision;
+    const decided =
+      decision.status === 'approved'
+        ? { q: this.q.approve, values: { userCode, userId, authTime: decision.authTime, now, startedAfter: decision.startedAfter } }
+        : { q: this.q.deny, values: { userCode, userId, now } };
+    const kind: SignInKind = decision.status === 'approved' ? 'device-approved' : 'device-denied';
+    return this.engine.atomically('device_decision', [
+      { ...decided, mustChange: true },
+      { q: this.signIns.insertForDevice, values: { id: timeOrderedId(now), userId, at: now, kind, clientIp, userCode } },
+      { q: this.signIns.trim, values: { userId } },
+    ]);
   }
 
   async redeem(hash: string, grant: Grant, now: number, refresh?: RefreshToken): Promise<boolean> {
