@@ -227,6 +227,42 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
     expect(charged).toBe(t[401]);
   });
 
+  it('50 people signing in at the same moment, each from their own address with the right password, are all signed in: the hashes wait their turn', async () => {
+    // One thread, so 49 of the hashes wait; a deadline of a minute, so that a loaded test machine (where a
+    // nice-19 hash can take many times its 0.1 s) still serves them all: the deadline has tests of its own.
+    const s = await start({ trustProxy: 1, passwordHashThreads: 1, passwordHashCost: CAP_TEST_COST, passwordHashQueueDeadlineMs: 60_000 });
+    for (let i = 0; i < 50; i++) await seedUser(s, `person${i}`);
+    const forms = await Promise.all(Array.from({ length: 50 }, () => signInForm(s)));
+    const answers = await Promise.all(forms.map((f, i) => postSignIn(f, `person${i}`, PASSWORD, `198.51.100.${i + 1}`)));
+    expect(tally(answers)).toEqual({ 303: 50 });
+    expect(forms.every((f) => f.browser.cookies.has('authcli_device'))).toBe(true);
+    // Nothing was charged: each successful sign-in gave its attempt back.
+    expect((await s.store.rateLimits.list()).reduce((n, r) => n + r.count, 0)).toBe(0);
+  });
+
+  it('a browser where the person signed in before is served ahead of a queue of strangers', async () => {
+    const s = await start({ trustProxy: 1, passwordHashThreads: 1, passwordHashCost: CAP_TEST_COST, passwordHashQueueDeadlineMs: 60_000 });
+    const owner = await signInForm(s);
+    expect((await postSignIn(owner, 'alice', PASSWORD, '192.0.2.77')).status).toBe(303);
+    const again = { browser: owner.browser, csrf: hidden((await owner.browser.get('/signin')).text, '_csrf') };
+    const forms = await Promise.all(Array.from({ length: 24 }, () => signInForm(s)));
+    let answered = 0;
+    const strangers = forms.map((f, i) =>
+      postSignIn(f, `stranger${i}`, 'wrong password', `198.51.100.${i + 1}`).then((r) => {
+        answered++;
+        return r;
+      }),
+    );
+    // Once the first stranger is answered the others wait in the queue; the owner comes after them all.
+    await Promise.race(strangers);
+    const ownersTurn = await postSignIn(again, 'alice', PASSWORD, '192.0.2.77');
+    const strangersBefore = answered;
+    expect(ownersTurn.status).toBe(303);
+    // In arrival order the owner would be answered last; first in line, at most the hash running and the
+    // strangers already past the queue are answered before.
+    expect(strangersBefore).toBeLessThan(12);
+    expect(tally(await Promise.all(strangers))).toEqual({ 401: 24 });
+  });
   it('a password hashed at an older cost is upgraded to the configured cost at the next successful sign-in, and still works', async () => {
     const s = await start({ passwordHashCost: 12 });
     const old = await hashPassword(PASSWORD, { N: 1 << 11, r: 8, p: 1, keylen: 32 });
@@ -359,6 +395,25 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
     expect(t[401]! + t[503]!).toBe(20);
     expect(Number(mine.find((a) => a.status === 503)!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect(other.status).toBe(401);
+  });
+
+  it('without a trusted proxy a forged X-Forwarded-For gets no share of the hashing places of its own', async () => {
+    const share = PASSWORD_HASHES_PER_CLIENT;
+    const s = await start({
+      passwordHashThreads: 1,
+      passwordHashesPerClient: share,
+      passwordHashCost: CAP_TEST_COST,
+      passwordHashQueueDeadlineMs: 60_000,
+    });
+    const forms = await Promise.all(Array.from({ length: 20 }, () => signInForm(s)));
+    // Each names another address; every one of them is the socket's, 127.0.0.1.
+    const answers = await Promise.all(forms.map((f, i) => postSignIn(f, `user${i}`, 'wrong password', `198.51.100.${i + 1}`)));
+    const t = tally(answers);
+    expect(t[401]).toBeGreaterThanOrEqual(share);
+    expect(t[503]).toBeGreaterThanOrEqual(20 - share - 4);
+    expect(t[401]! + t[503]!).toBe(20);
+    const keys = (await s.store.rateLimits.list()).map((r) => r.key);
+    expect(keys.filter((k) => k.startsWith('signin-ip|'))).toEqual(['signin-ip|127.0.0.1']);
   });
 });
 
