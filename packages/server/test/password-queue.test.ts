@@ -188,6 +188,44 @@ describe('the password-hash queue', () => {
     await settle();
   });
 
+  it('a known browser that takes the place of a stranger from its own address keeps the count of that address right', async () => {
+    // 1 s a hash, 1 s: 1 running and 1 waiting; 2 places per client.
+    const t = threads({ t: 0 }, 1000);
+    const queue = queueOf(1, t, { deadlineMs: 1000, initialHashMs: 1000, perClient: 2 });
+    const stranger = ask(queue, 'stranger', '203.0.113.1');
+    const sameOffice = ask(queue, 'same office', '198.51.100.1');
+    const owner = ask(queue, 'owner', '198.51.100.1', 'device');
+    await settle();
+    expect([stranger, sameOffice, owner].map((a) => a.outcome.state)).toEqual(['waiting', 'busy', 'waiting']);
+    t.started[0]!.finish();
+    await settle();
+    t.started[1]!.finish();
+    await settle();
+    expect(t.labels()).toEqual(['stranger', 'owner']);
+    // Both ended: the address has its two places again, not one.
+    const again = [ask(queue, 'one', '198.51.100.1'), ask(queue, 'two', '198.51.100.1')];
+    await settle();
+    expect(again.map((a) => a.outcome.state)).toEqual(['waiting', 'waiting']);
+    queue.close();
+    await settle();
+  });
+
+  it('a thread pool that throws instead of rejecting fails that hash alone: the next one still runs', async () => {
+    let calls = 0;
+    const queue = new PasswordQueue(
+      1,
+      (task) => {
+        calls++;
+        if (calls === 1) throw new Error('pool is broken');
+        return Promise.resolve(task.op === 'verify' && task.password === 'second');
+      },
+      { deadlineMs: 1000, perClient: 2, initialHashMs: 1 },
+    );
+    await expect(queue.run({ op: 'verify', password: 'first', stored: '' }, { client: 'a' })).rejects.toThrow('pool is broken');
+    await expect(queue.run({ op: 'verify', password: 'second', stored: '' }, { client: 'a' })).resolves.toBe(true);
+    expect(queue.pending).toBe(0);
+  });
+
   it('the queue follows the time hashes take: slower hashes than estimated shorten it within a few hashes', async () => {
     // Estimated at 0.1 s, measured at 2 s each on the test's clock (a loaded machine).
     const t = threads({ t: 0 }, 2000);

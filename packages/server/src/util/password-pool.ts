@@ -129,7 +129,8 @@ export class PasswordQueue {
       if (!last) return Promise.reject(this.busy('every place is taken'));
       this.drop(last, 'a returning browser took the place');
     }
-    this.byClient.set(who.client, mine + 1);
+    // Read again: the stranger who gave up a place may have been this client.
+    this.byClient.set(who.client, (this.byClient.get(who.client) ?? 0) + 1);
     return new Promise((resolve, reject) => {
       const entry: Waiting = { task, client: who.client, known, resolve, reject };
       if (this.running < this.threads) return this.start(entry);
@@ -167,7 +168,14 @@ export class PasswordQueue {
       this.release(entry.client);
       this.next();
     };
-    this.runTask(entry.task).then(
+    let work: Promise<unknown>;
+    try {
+      work = this.runTask(entry.task);
+    } catch (err) {
+      // A pool that throws instead of rejecting (closed, or broken) still frees the thread's place.
+      work = Promise.reject(err);
+    }
+    work.then(
       (value) => {
         // An exponentially weighted moving average, as TCP estimates a round trip (RFC 6298): hashes got slower
         // under load show within a few hashes, and one slow hash does not halve the queue.
