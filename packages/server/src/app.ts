@@ -182,7 +182,10 @@ export async function buildApp(config: ServerConfig, store: Store, options: AppO
     keys,
     tokens: new TokenIssuer(config, keys, config.accessTokenAlg),
     sessions: new Sessions(config, store),
-    passwords: new PasswordHasher(config.passwordHashThreads, scryptParams(config.passwordHashCost), config.passwordHashesPerClient),
+    passwords: new PasswordHasher(config.passwordHashThreads, scryptParams(config.passwordHashCost), {
+      deadlineMs: config.passwordHashQueueDeadlineMs,
+      perClient: config.passwordHashesPerClient,
+    }),
     limits,
     continuations: new Continuations(config, store.continuations, limits),
     trustedDevices: await TrustedDevices.open(config, store),

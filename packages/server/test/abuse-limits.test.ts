@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LIMITS, scryptParams, type Limits } from '../src/config/defaults.js';
+import { LIMITS, PASSWORD_HASHES_PER_CLIENT, scryptParams, type Limits } from '../src/config/defaults.js';
 import { hashPassword, needsRehash } from '../src/util/password.js';
 import { ipSubject } from '../src/http/client-ip.js';
 import { accountCounterKeys, describeCounter, ipCounterKeys } from '../src/oauth/limits.js';
@@ -50,8 +50,8 @@ const CAP_TEST_COST = 15;
 
 describe.each(dialects())('abuse limits (%s)', (dialect) => {
   let server: TestServer | undefined;
-  // Three hashing threads hold 12 hashes in flight, all of which one client may take: more than any one limit
-  // admits, so the limit, not the hashers' caps, decides these tests (the caps have tests of their own).
+  // Three hashing threads (thousands of places at the tests' cost), 12 of which one client may take: more than
+  // any one limit admits, so the limit, not the hashing queue, decides these tests (the queue has tests of its own).
   const start = async (overrides: Partial<ServerConfig> = {}) => {
     server = await startServer(dialect, { passwordHashThreads: 3, passwordHashesPerClient: 12, ...overrides });
     await seedUser(server, 'alice');
@@ -208,22 +208,61 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
     expect(keys).toEqual(expect.arrayContaining(['signin-ip|203.0.113.7', 'signin-ip|127.0.0.1']));
   });
 
-  it('the password hashers are bounded: past the cap sign-ins answer 503 with Retry-After at once, and the attempt is given back', async () => {
-    const s = await start({ trustProxy: 1, passwordHashThreads: 1, passwordHashCost: CAP_TEST_COST });
-    const forms = await Promise.all(Array.from({ length: 24 }, () => signInForm(s)));
-    // 24 accounts-worth of guesses from 24 addresses: no limit refuses them, only the hashers' cap.
+  it('the password-hash queue is bounded by its deadline: past what the threads can start within it sign-ins answer 503 with Retry-After at once, and the attempt is given back', async () => {
+    // One thread and a 1 s deadline: about 1 + 1000/75 places at this cost (fewer once hashes are measured slower).
+    const s = await start({ trustProxy: 1, passwordHashThreads: 1, passwordHashCost: CAP_TEST_COST, passwordHashQueueDeadlineMs: 1000 });
+    const forms = await Promise.all(Array.from({ length: 40 }, () => signInForm(s)));
+    // 40 accounts-worth of guesses from 40 addresses: no limit refuses them, only the queue's bound.
     const answers = await Promise.all(forms.map((f, i) => postSignIn(f, `user${i}`, 'wrong password', `198.51.100.${i + 1}`)));
     const t = tally(answers);
+    expect(t[401]).toBeGreaterThan(1);
     expect(t[503]).toBeGreaterThan(0);
-    expect((t[401] ?? 0) + t[503]!).toBe(24);
+    expect(t[401]! + t[503]!).toBe(40);
     const busy = answers.find((a) => a.status === 503)!;
-    expect(busy.headers.get('retry-after')).toBe('2');
-    expect(busy.text).toContain('busy');
+    // Never longer than the deadline: by then the queue ahead of a newcomer has been served.
+    expect(busy.headers.get('retry-after')).toBe('1');
+    expect(busy.text).toContain('The server is busy. Try again in 1 second.');
     // Given back: the busy addresses were not charged for an attempt that was never checked.
     const charged = (await s.store.rateLimits.list()).filter((r) => r.key.startsWith('signin-ip|')).reduce((n, r) => n + r.count, 0);
-    expect(charged).toBe(t[401] ?? 0);
+    expect(charged).toBe(t[401]);
   });
 
+  it('50 people signing in at the same moment, each from their own address with the right password, are all signed in: the hashes wait their turn', async () => {
+    // One thread, so 49 of the hashes wait; a deadline of a minute, so that a loaded test machine (where a
+    // nice-19 hash can take many times its 0.1 s) still serves them all: the deadline has tests of its own.
+    const s = await start({ trustProxy: 1, passwordHashThreads: 1, passwordHashCost: CAP_TEST_COST, passwordHashQueueDeadlineMs: 60_000 });
+    for (let i = 0; i < 50; i++) await seedUser(s, `person${i}`);
+    const forms = await Promise.all(Array.from({ length: 50 }, () => signInForm(s)));
+    const answers = await Promise.all(forms.map((f, i) => postSignIn(f, `person${i}`, PASSWORD, `198.51.100.${i + 1}`)));
+    expect(tally(answers)).toEqual({ 303: 50 });
+    expect(forms.every((f) => f.browser.cookies.has('authcli_device'))).toBe(true);
+    // Nothing was charged: each successful sign-in gave its attempt back.
+    expect((await s.store.rateLimits.list()).reduce((n, r) => n + r.count, 0)).toBe(0);
+  });
+
+  it('a browser where the person signed in before is served ahead of a queue of strangers', async () => {
+    const s = await start({ trustProxy: 1, passwordHashThreads: 1, passwordHashCost: CAP_TEST_COST, passwordHashQueueDeadlineMs: 60_000 });
+    const owner = await signInForm(s);
+    expect((await postSignIn(owner, 'alice', PASSWORD, '192.0.2.77')).status).toBe(303);
+    const again = { browser: owner.browser, csrf: hidden((await owner.browser.get('/signin')).text, '_csrf') };
+    const forms = await Promise.all(Array.from({ length: 24 }, () => signInForm(s)));
+    let answered = 0;
+    const strangers = forms.map((f, i) =>
+      postSignIn(f, `stranger${i}`, 'wrong password', `198.51.100.${i + 1}`).then((r) => {
+        answered++;
+        return r;
+      }),
+    );
+    // Once the first stranger is answered the others wait in the queue; the owner comes after them all.
+    await Promise.race(strangers);
+    const ownersTurn = await postSignIn(again, 'alice', PASSWORD, '192.0.2.77');
+    const strangersBefore = answered;
+    expect(ownersTurn.status).toBe(303);
+    // In arrival order the owner would be answered last; first in line, at most the hash running and the
+    // strangers already past the queue are answered before.
+    expect(strangersBefore).toBeLessThan(12);
+    expect(tally(await Promise.all(strangers))).toEqual({ 401: 24 });
+  });
   it('a password hashed at an older cost is upgraded to the configured cost at the next successful sign-in, and still works', async () => {
     const s = await start({ passwordHashCost: 12 });
     const old = await hashPassword(PASSWORD, { N: 1 << 11, r: 8, p: 1, keylen: 32 });
@@ -342,16 +381,47 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
     expect((await s.store.rateLimits.list()).map((r) => r.key)).toContain('signin-ip|2001:db8:1:200::/56');
   });
 
-  it('one client cannot take every password-hashing place: past its own share it gets 503, others still get theirs', async () => {
-    // One thread, 4 places, 2 per client.
-    const s = await start({ trustProxy: 1, passwordHashThreads: 1, passwordHashesPerClient: 2, passwordHashCost: CAP_TEST_COST });
-    const forms = await Promise.all(Array.from({ length: 5 }, () => signInForm(s)));
+  it('one client cannot take every password-hashing place: past its own share it gets 503 at once, others still get theirs', async () => {
+    // One thread and a minute's deadline: hundreds of places, of which one address may hold 8.
+    const share = PASSWORD_HASHES_PER_CLIENT;
+    const s = await start({
+      trustProxy: 1,
+      passwordHashThreads: 1,
+      passwordHashesPerClient: share,
+      passwordHashCost: CAP_TEST_COST,
+      passwordHashQueueDeadlineMs: 60_000,
+    });
+    const forms = await Promise.all(Array.from({ length: 21 }, () => signInForm(s)));
     const [mine, other] = await Promise.all([
-      Promise.all(forms.slice(0, 4).map((f, i) => postSignIn(f, `user${i}`, 'wrong password', '198.51.100.1'))),
-      postSignIn(forms[4]!, 'someone', 'wrong password', '198.51.100.2'),
+      Promise.all(forms.slice(0, 20).map((f, i) => postSignIn(f, `user${i}`, 'wrong password', '198.51.100.1'))),
+      postSignIn(forms[20]!, 'someone', 'wrong password', '198.51.100.2'),
     ]);
-    expect(tally(mine)).toEqual({ 401: 2, 503: 2 });
+    const t = tally(mine);
+    // Its share, and the few that found a place its first hashes had given back while the others arrived.
+    expect(t[401]).toBeGreaterThanOrEqual(share);
+    expect(t[503]).toBeGreaterThanOrEqual(20 - share - 4);
+    expect(t[401]! + t[503]!).toBe(20);
+    expect(Number(mine.find((a) => a.status === 503)!.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect(other.status).toBe(401);
+  });
+
+  it('without a trusted proxy a forged X-Forwarded-For gets no share of the hashing places of its own', async () => {
+    const share = PASSWORD_HASHES_PER_CLIENT;
+    const s = await start({
+      passwordHashThreads: 1,
+      passwordHashesPerClient: share,
+      passwordHashCost: CAP_TEST_COST,
+      passwordHashQueueDeadlineMs: 60_000,
+    });
+    const forms = await Promise.all(Array.from({ length: 20 }, () => signInForm(s)));
+    // Each names another address; every one of them is the socket's, 127.0.0.1.
+    const answers = await Promise.all(forms.map((f, i) => postSignIn(f, `user${i}`, 'wrong password', `198.51.100.${i + 1}`)));
+    const t = tally(answers);
+    expect(t[401]).toBeGreaterThanOrEqual(share);
+    expect(t[503]).toBeGreaterThanOrEqual(20 - share - 4);
+    expect(t[401]! + t[503]!).toBe(20);
+    const keys = (await s.store.rateLimits.list()).map((r) => r.key);
+    expect(keys.filter((k) => k.startsWith('signin-ip|'))).toEqual(['signin-ip|127.0.0.1']);
   });
 });
 

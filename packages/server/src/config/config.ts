@@ -36,6 +36,8 @@ export interface ServerConfig {
   /** Threads that hash passwords, and the hashes one client IP may have in flight (see config/defaults.ts). */
   passwordHashThreads: number;
   passwordHashesPerClient: number;
+  /** The longest a password hash waits for a thread before its sign-in is answered 503 (`AUTHCLI_PASSWORD_HASH_QUEUE_DEADLINE`). */
+  passwordHashQueueDeadlineMs: number;
   /** scrypt cost of new password hashes as log2 N (`AUTHCLI_PASSWORD_HASH_COST`; config/defaults.ts PASSWORD_HASH_COST). */
   passwordHashCost: number;
   /** Network timeouts and caps (see config/defaults.ts). */
@@ -310,6 +312,14 @@ export function loadConfig(
       D.PASSWORD_HASH_COST_BOUNDS.max,
     ),
     passwordHashThreads: envInt(env, 'AUTHCLI_PASSWORD_HASH_THREADS', D.passwordHashThreads(availableParallelism()), 1, 64),
+    passwordHashQueueDeadlineMs:
+      envInt(
+        env,
+        'AUTHCLI_PASSWORD_HASH_QUEUE_DEADLINE',
+        D.PASSWORD_HASH_QUEUE_DEADLINE_MS / 1000,
+        D.PASSWORD_HASH_QUEUE_DEADLINE_BOUNDS.min,
+        D.PASSWORD_HASH_QUEUE_DEADLINE_BOUNDS.max,
+      ) * 1000,
     headersTimeoutMs: envSeconds(env, 'AUTHCLI_HEADERS_TIMEOUT', D.HEADERS_TIMEOUT_MS, 600),
     requestTimeoutMs: envSeconds(env, 'AUTHCLI_REQUEST_TIMEOUT', D.REQUEST_TIMEOUT_MS, 3600),
     keepAliveTimeoutMs: envSeconds(env, 'AUTHCLI_KEEPALIVE_TIMEOUT', D.KEEPALIVE_TIMEOUT_MS, 600),

@@ -240,10 +240,37 @@ export const SCRYPT = scryptParams(PASSWORD_HASH_COST);
  * so hashing never takes the cores that sign tokens and run the event loop.
  */
 export const passwordHashThreads = (cores: number) => Math.max(1, Math.floor(cores / 2));
-/** Password hashes in flight (running or queued) per hashing thread; past it sign-in answers 503 at once. */
-export const PASSWORD_HASHES_QUEUED_PER_THREAD = 4;
-/** Password hashes in flight per client IP: one address cannot take every place and shut sign-in for all. */
-export const PASSWORD_HASHES_PER_CLIENT = 2;
+/**
+ * The longest a password hash waits for a thread (env AUTHCLI_PASSWORD_HASH_QUEUE_DEADLINE, seconds): a burst
+ * of sign-ins (everyone at the start of a meeting, all the browsers of an office after a restart) is served in
+ * turn within it, and the queue admits only as many hashes as the threads can start by then (util/password-pool.ts),
+ * so past it the answer is 503 with `Retry-After` at once, and a hash that still has not started when its deadline
+ * comes (hashes got slower meanwhile) is answered then, never later. 10 s is about as long as a person waits on a
+ * page before doing something else (Nielsen's 10-second limit); it is well inside the request timeout and the
+ * 60 s a proxy commonly waits for a backend, so the person gets our answer, not the proxy's 504.
+ */
+export const PASSWORD_HASH_QUEUE_DEADLINE_MS = 10 * SECOND;
+/** Bounds of AUTHCLI_PASSWORD_HASH_QUEUE_DEADLINE in seconds: at least one hash's wait; at most the 60 s a proxy commonly waits. */
+export const PASSWORD_HASH_QUEUE_DEADLINE_BOUNDS = { min: 1, max: 60 } as const;
+/**
+ * The time a hash is taken to last before any has been measured: about 0.3 s at cost 17 on a server core
+ * (above), and scrypt's time grows with N. The queue then follows the hashes it measures, so a slower machine
+ * (or one where the nice-19 threads get little CPU) shortens its queue within a few hashes.
+ */
+export const passwordHashMsEstimate = (cost: number) => 300 * 2 ** (cost - PASSWORD_HASH_COST);
+/**
+ * Weight of each measured hash in the moving average of the time a hash takes (RFC 6298's 1/8 for a TCP round
+ * trip): hashes that got slower under load show within a few hashes, and one slow hash does not halve the queue.
+ */
+export const PASSWORD_HASH_ESTIMATE_WEIGHT = 1 / 8;
+/**
+ * Password hashes in flight (running or waiting) per client IP: one address cannot take every place and shut
+ * sign-in for all. Now that places wait in turn, a handful of people behind one office address who press
+ * "Sign in" in the same seconds are all served; 8 is a quarter of the places on the smallest server (one thread
+ * at the default cost starts about 34 hashes within the deadline), so filling them takes at least 5 addresses,
+ * each of which the sign-in limits charge (`signin-ip`).
+ */
+export const PASSWORD_HASHES_PER_CLIENT = 8;
 
 // ---- network (env overrides in config.ts) ----------------------------------------
 

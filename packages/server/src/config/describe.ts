@@ -151,7 +151,11 @@ export function describeConfig(config: ServerConfig, flags: ConfigInput, env: No
       source: from(undefined, 'AUTHCLI_PASSWORD_HASH_THREADS', 'default (half the cores)'),
     },
     { name: 'password_hashes_per_client', value: String(config.passwordHashesPerClient), source: 'built-in' },
-    { name: 'password_hashes_queued_per_thread', value: String(D.PASSWORD_HASHES_QUEUED_PER_THREAD), source: 'built-in' },
+    {
+      name: 'password_hash_queue_deadline',
+      value: seconds(config.passwordHashQueueDeadlineMs),
+      source: from(undefined, 'AUTHCLI_PASSWORD_HASH_QUEUE_DEADLINE'),
+    },
     {
       name: 'scrypt',
       value: `N=2^${config.passwordHashCost} r=${D.SCRYPT.r} p=${D.SCRYPT.p}`,

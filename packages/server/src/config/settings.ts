@@ -212,7 +212,14 @@ export const SERVER_SETTINGS: readonly Setting[] = [
     loaded: (c) =>
       c.passwordHashThreads === D.passwordHashThreads(availableParallelism()) ? 'half the cores, at least 1' : code(c.passwordHashThreads),
     range: { min: 1, max: 64 },
-    meaning: `Threads that hash passwords, at the lowest CPU priority; each has at most ${D.PASSWORD_HASHES_QUEUED_PER_THREAD} hashes in flight, past that sign-in answers 503 with \`Retry-After\`.`,
+    meaning: 'Threads that hash passwords, at the lowest CPU priority, so token signing never waits behind them.',
+  },
+  {
+    env: 'AUTHCLI_PASSWORD_HASH_QUEUE_DEADLINE',
+    default: seconds(D.PASSWORD_HASH_QUEUE_DEADLINE_MS),
+    loaded: (c) => seconds(c.passwordHashQueueDeadlineMs),
+    range: D.PASSWORD_HASH_QUEUE_DEADLINE_BOUNDS,
+    meaning: `Seconds a sign-in's password hash may wait for a thread: a burst of sign-ins is served in turn within it (browsers where the person signed in before first), at most ${D.PASSWORD_HASHES_PER_CLIENT} hashes per client IP; past what the threads can start by then, sign-in answers 503 with \`Retry-After\` at once.`,
   },
   {
     env: 'AUTHCLI_PASSWORD_HASH_COST',

@@ -307,21 +307,22 @@ export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Prom
     // the sign-in limits of this account, before it is hashed, and given back when it is right.
     const client = clientAddress(req);
     const { username } = c.user;
-    const admission = await limits.signIn(client, username, trustedDevices.deviceFor(req, username));
+    const device = trustedDevices.deviceFor(req, username);
+    const admission = await limits.signIn(client, username, device);
     if (!admission.admitted) {
       reply.header('retry-after', String(admission.retryAfterSeconds));
       return refuse(`Too many wrong passwords. Try again in ${retryAfterText(admission.retryAfterSeconds)}.`, 429);
     }
     let hash: string | undefined;
     try {
-      if (current.length <= SIGNIN_PASSWORD_MAX && (await passwords.verify(current, c.user.password_hash, client))) {
-        hash = await passwords.hash(next, client);
+      if (current.length <= SIGNIN_PASSWORD_MAX && (await passwords.verify(current, c.user.password_hash, { client, device }))) {
+        hash = await passwords.hash(next, { client, device });
       }
     } catch (err) {
       if (!(err instanceof PasswordHasherBusy)) throw err;
       await admission.giveBack();
-      reply.header('retry-after', '2');
-      return refuse('The server is busy. Try again in a moment.', 503);
+      reply.header('retry-after', String(err.retryAfterSeconds));
+      return refuse(`The server is busy. Try again in ${retryAfterText(err.retryAfterSeconds)}.`, 503);
     }
     if (hash === undefined) return refuse('The current password is wrong.', 403);
     await admission.giveBack();

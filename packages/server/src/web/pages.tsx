@@ -123,7 +123,8 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
     // Counted before the password is hashed: parallel guesses cannot all pass a check not yet counted. A browser
     // where this user signed in before is counted on its own, never slowed by an attack on the account.
     const client = clientAddress(req);
-    const admission = await limits.signIn(client, username.slice(0, SIGNIN_USERNAME_MAX), trustedDevices.deviceFor(req, username));
+    const device = trustedDevices.deviceFor(req, username);
+    const admission = await limits.signIn(client, username.slice(0, SIGNIN_USERNAME_MAX), device);
     if (!admission.admitted) {
       reply.header('retry-after', String(admission.retryAfterSeconds));
       return retry(`Too many failed sign-ins. Try again in ${retryAfterText(admission.retryAfterSeconds)}.`, 429);
@@ -132,13 +133,14 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
     const user = await store.users.findByUsername(username);
     let ok: boolean;
     try {
-      // Hash even for unknown users so response time does not reveal which usernames exist.
-      ok = await passwords.verify(password, user?.password_hash ?? passwords.dummyHash, client);
+      // Hash even for unknown users so response time does not reveal which usernames exist. A browser where this
+      // user signed in before is served ahead of unknown ones: a flood of guesses slows strangers, not the owner.
+      ok = await passwords.verify(password, user?.password_hash ?? passwords.dummyHash, { client, device });
     } catch (err) {
       if (!(err instanceof PasswordHasherBusy)) throw err;
       await admission.giveBack();
-      reply.header('retry-after', '2');
-      return retry('The server is busy. Try again in a moment.', 503);
+      reply.header('retry-after', String(err.retryAfterSeconds));
+      return retry(`The server is busy. Try again in ${retryAfterText(err.retryAfterSeconds)}.`, 503);
     }
     // A disabled account answers as a wrong password does, and counts as one: a different answer to the right
     // password would tell whoever tries it that the password is right.
@@ -148,7 +150,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
       // Upgraded to the current cost while the password is at hand, only over the hash just checked (a reset in
       // between wins). The sign-in itself has succeeded: if the upgrade cannot be made now, it is made next time.
       try {
-        await store.users.setPasswordHash(user.id, await passwords.hash(password, client), user.password_hash);
+        await store.users.setPasswordHash(user.id, await passwords.hash(password, { client, device }), user.password_hash);
       } catch (err) {
         req.log.warn({ err, reqId: req.id }, 'password hash upgrade postponed');
       }
