@@ -19,6 +19,8 @@ const PASSWORD = 'passkey person 1';
  */
 describe('passkeys in a real Chromium with a virtual authenticator', () => {
   let server: ServerProcess;
+  /** The server's issuer, http://localhost:<port>: a browser takes no IP address as a passkey's RP ID. */
+  let issuer: string;
   let chromium: Chromium;
   let clientId: string;
   /** The application's callback: a loopback listener of the test (a route cannot catch the redirect after consent). */
@@ -68,20 +70,20 @@ describe('passkeys in a real Chromium with a virtual authenticator', () => {
         ((await cdp.send('WebAuthn.getCredentials', { authenticatorId })) as { credentials: unknown[] }).credentials.length,
       userVerified: (isUserVerified: boolean) => cdp.send('WebAuthn.setUserVerified', { authenticatorId, isUserVerified }),
       async signInWithPassword(username: string) {
-        await page.goto(`${server.issuer}/signin`);
+        await page.goto(`${issuer}/signin`);
         await page.getByLabel('Username').fill(username);
         await page.getByLabel('Password').fill(PASSWORD);
         await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-        await page.waitForURL(`${server.issuer}/`);
+        await page.waitForURL(`${issuer}/`);
       },
       async addPasskey(name: string) {
-        await page.goto(`${server.issuer}/account`);
+        await page.goto(`${issuer}/account`);
         await page.getByLabel('Name for a new passkey').fill(name);
         await page.getByRole('button', { name: 'Add a passkey' }).click();
         await page.getByText(`Added the passkey "${name}"`).waitFor();
       },
       async signOut() {
-        await page.goto(`${server.issuer}/account`);
+        await page.goto(`${issuer}/account`);
         await page.getByRole('button', { name: 'Sign out' }).click();
         await page.getByRole('heading', { name: 'Signed out' }).waitFor();
       },
@@ -92,7 +94,7 @@ describe('passkeys in a real Chromium with a virtual authenticator', () => {
         return (await error.textContent()) ?? '';
       },
       async signedIn(): Promise<boolean> {
-        await page.goto(`${server.issuer}/account`);
+        await page.goto(`${issuer}/account`);
         return new URL(page.url()).pathname === '/account';
       },
     };
@@ -105,6 +107,7 @@ describe('passkeys in a real Chromium with a virtual authenticator', () => {
     await new Promise<void>((r) => callbackServer.listen(0, '127.0.0.1', r));
     CALLBACK = `http://127.0.0.1:${(callbackServer.address() as AddressInfo).port}/cb`;
     server = await startServerProcess({ env: { AUTHCLI_ISSUER: 'http://localhost:{port}' } });
+    issuer = server.issuer.replace('127.0.0.1', 'localhost');
     await addUsers(
       server.env,
       USERS.map((username) => ({ username, password: PASSWORD })),
@@ -138,7 +141,7 @@ describe('passkeys in a real Chromium with a virtual authenticator', () => {
     await t.addPasskey('Laptop');
     await t.signOut();
     const verifier = generateVerifier();
-    const authorize = `${server.issuer}/oauth/authorize?${new URLSearchParams({
+    const authorize = `${issuer}/oauth/authorize?${new URLSearchParams({
       response_type: 'code',
       client_id: clientId,
       redirect_uri: CALLBACK,
@@ -153,7 +156,7 @@ describe('passkeys in a real Chromium with a virtual authenticator', () => {
     await t.page.getByRole('button', { name: 'Approve' }).click();
     await t.page.waitForURL((url) => url.href.startsWith(CALLBACK));
     const code = new URL(t.page.url()).searchParams.get('code')!;
-    const res = await fetch(`http://127.0.0.1:${new URL(server.issuer).port}/oauth/token`, {
+    const res = await fetch(`http://127.0.0.1:${new URL(issuer).port}/oauth/token`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({
@@ -179,9 +182,15 @@ describe('passkeys in a real Chromium with a virtual authenticator', () => {
     await t.addPasskey('Laptop');
     await t.signOut();
     await expect(t.page.evaluate(() => PublicKeyCredential.isConditionalMediationAvailable())).resolves.toBe(true);
-    await t.page.goto(`${server.issuer}/signin`);
-    expect(await t.page.getByLabel('Username').getAttribute('autocomplete')).toBe('username webauthn');
-    await t.page.waitForURL(`${server.issuer}/`);
+    const optionsAsked = t.page.waitForResponse((r) => r.url().endsWith('/signin/passkey/options'));
+    const page = await t.page.goto(`${issuer}/signin`);
+    expect(await page!.text()).toContain('autocomplete="username webauthn"');
+    const username = t.page.getByLabel('Username');
+    // The virtual authenticator picks the passkey as soon as the browser offers it; a person would put the
+    // cursor in the field first, which is done here too when the page is still there.
+    expect((await optionsAsked).status()).toBe(200);
+    if (new URL(t.page.url()).pathname === '/signin') await username.focus({ timeout: 1000 }).catch(() => undefined);
+    await t.page.waitForURL(`${issuer}/`);
     expect(await t.signedIn()).toBe(true);
   });
 
@@ -191,7 +200,7 @@ describe('passkeys in a real Chromium with a virtual authenticator', () => {
     await t.addPasskey('Laptop');
     await t.signOut();
     await t.userVerified(false);
-    await t.page.goto(`${server.issuer}/signin`);
+    await t.page.goto(`${issuer}/signin`);
     await t.page.getByRole('button', { name: 'Sign in with a passkey' }).click();
     expect(await t.signInError()).toMatch(/verif|cancelled/i);
     expect(await t.signedIn()).toBe(false);
@@ -209,7 +218,7 @@ describe('passkeys in a real Chromium with a virtual authenticator', () => {
     await t.signOut();
     // The authenticator still holds it; the server no longer knows it.
     expect(await t.credentials()).toBe(1);
-    await t.page.goto(`${server.issuer}/signin`);
+    await t.page.goto(`${issuer}/signin`);
     await t.page.getByRole('button', { name: 'Sign in with a passkey' }).click();
     expect(await t.signInError()).toContain('not registered here');
     expect(await t.signedIn()).toBe(false);
@@ -219,9 +228,9 @@ describe('passkeys in a real Chromium with a virtual authenticator', () => {
     await phone.signInWithPassword('toni');
     await phone.addPasskey('Phone');
     await phone.signOut();
-    await phone.page.goto(`${server.issuer}/signin`);
+    await phone.page.goto(`${issuer}/signin`);
     await phone.page.getByRole('button', { name: 'Sign in with a passkey' }).click();
-    await phone.page.waitForURL(`${server.issuer}/`);
+    await phone.page.waitForURL(`${issuer}/`);
     const reset = await serverCommand(['users', 'reset-passkeys', 'toni'], server.env);
     expect(reset).toMatchObject({ code: 0 });
     expect(reset.stdout).toContain('removed 1 passkey of toni; ended 1 browser session signed in with one');

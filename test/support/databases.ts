@@ -173,8 +173,17 @@ export const MIGRATIONS_AFTER_0008 = [
   '0010_pushed_authorization_requests',
   '0011_dpop',
   '0012_grants_by_user',
+  '0013_device_origin',
+  '0014_passkeys',
 ];
 export async function undoMigrationsAfter0008(db: TestDatabase, dialect: DialectName): Promise<void> {
+  // 0014: passkeys, their challenges, and how each sign-in was made.
+  await execute(db, dialect, 'drop table webauthn_challenges');
+  await execute(db, dialect, 'drop table passkeys');
+  for (const table of ['sessions', 'authorization_codes', 'grants']) await execute(db, dialect, `alter table ${table} drop column amr`);
+  // 0013: where a device's request came from, and the sign-in records.
+  await execute(db, dialect, 'drop table signin_events');
+  await execute(db, dialect, 'alter table device_authorizations drop column client_ip');
   await execute(db, dialect, 'drop index grants_user_client');
   await execute(db, dialect, 'drop table pushed_requests');
   await execute(db, dialect, 'drop table dpop_proofs');

@@ -66,10 +66,10 @@ export async function startServerProcess(opts: { database?: string; env?: Record
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  // The server's own issuer when the test names one (passkeys need a host name: AUTHCLI_ISSUER=http://localhost:<port>,
-  // with {port} standing for the port chosen here); readiness is asked at the address it listens on.
-  const issuer = env.AUTHCLI_ISSUER ?? `http://127.0.0.1:${port}`;
-  await waitUntilReady(`http://127.0.0.1:${port}`, child, () => out);
+  // The address it listens on (an issuer of its own, e.g. AUTHCLI_ISSUER=http://localhost:{port} for passkeys,
+  // with {port} standing for the port chosen here, is the test's to name).
+  const issuer = `http://127.0.0.1:${port}`;
+  await waitUntilReady(issuer, child, () => out);
   return {
     issuer,
     env,

@@ -127,11 +127,13 @@ async function seedSigningKeys(store: Store, now: number): Promise<void> {
 /**
  * The real server, listening on a loopback port, over a fresh store. Its signing keys are seeded (see
  * seedSigningKeys); with a key-encryption key, or `generateKeys`, it makes its own at start as a new server does.
+ * `issuerHost`: the issuer's host instead of 127.0.0.1 (`localhost`: passkeys need a host name); the server
+ * still listens on 127.0.0.1.
  */
 export async function startServer(
   dialect: DialectName,
   overrides: Partial<ServerConfig> = {},
-  options: { generateKeys?: boolean } = {},
+  options: { generateKeys?: boolean; issuerHost?: string } = {},
 ): Promise<TestServer> {
   const { store, url: storeUrl, cleanup } = await freshStore(dialect);
   const port = await freePort();
@@ -139,7 +141,7 @@ export async function startServer(
   let current: TestClock | undefined;
   const clock = { now: () => current?.now() ?? started };
   const config = loadConfig(
-    { port, host: '127.0.0.1' },
+    { port, host: '127.0.0.1', ...(options.issuerHost && { issuer: `http://${options.issuerHost}:${port}` }) },
     {},
     { logLevel: 'silent', now: clock.now, passwordHashCost: TEST_HASH_COST, ...overrides },
   );

@@ -1,0 +1,299 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { LIMITS, PASSKEYS_PER_USER_MAX, WEBAUTHN_CHALLENGE_TTL_MS } from '../src/config/defaults.js';
+import type { ServerConfig } from '../src/config/config.js';
+import { acrOf, amrOf, PASSWORD_ACR } from '../src/oauth/acr.js';
+import { Sessions } from '../src/web/session.js';
+import { relyingParty } from '../src/web/webauthn.js';
+import { Browser, dialects, hidden, ownClock, seedUser, startServer, tally, type TestServer } from './helpers.js';
+import { type Ceremony, SoftAuthenticator } from './soft-authenticator.js';
+
+/**
+ * Passkeys at the server, answered by a software authenticator as an attacker would: replayed, in parallel,
+ * from a phishing origin, for another RP ID, without user verification, after the challenge expired, from
+ * another browser. The browser side (Chromium's virtual authenticator) is test/passkeys.e2e.test.ts.
+ */
+
+describe('the relying party of an issuer', () => {
+  it('a host name on https, or localhost on http; never an IP address, which browsers refuse as an RP ID', () => {
+    expect(relyingParty('https://id.example.com')).toEqual({ id: 'id.example.com', origin: 'https://id.example.com' });
+    expect(relyingParty('https://id.example.com:8443/tenant')).toEqual({ id: 'id.example.com', origin: 'https://id.example.com:8443' });
+    expect(relyingParty('http://localhost:8080')).toEqual({ id: 'localhost', origin: 'http://localhost:8080' });
+    expect(relyingParty('http://auth.localhost:8080')).toEqual({ id: 'auth.localhost', origin: 'http://auth.localhost:8080' });
+    expect(relyingParty('http://127.0.0.1:8080')).toEqual({
+      unavailable:
+        'Passkeys need this server to be reached by a domain name, and its address is 127.0.0.1:8080. Start it with --issuer http://localhost:8080 to use them here.',
+    });
+    expect(relyingParty('http://[::1]:9000')).toMatchObject({ unavailable: expect.stringContaining('--issuer http://localhost:9000') });
+    expect(relyingParty('https://192.0.2.7')).toEqual({
+      unavailable: 'Passkeys need this server to be reached by a domain name, and its address is 192.0.2.7.',
+    });
+    expect(relyingParty('http://id.example.com')).toMatchObject({ unavailable: expect.stringContaining('need this server on https') });
+  });
+
+  it('rfc8176 the methods of a sign-in give its class: a passkey phr, a password (or a session from before passkeys) the password class', () => {
+    expect(acrOf(amrOf('hwk mfa'))).toBe('phr');
+    expect(acrOf(amrOf('swk mfa'))).toBe('phr');
+    expect(amrOf(null)).toEqual(['pwd']);
+    expect(acrOf(amrOf(null))).toBe(PASSWORD_ACR);
+    expect(acrOf(amrOf('pwd'))).toBe(PASSWORD_ACR);
+  });
+});
+
+describe('an issuer that cannot have passkeys (an IP address)', () => {
+  let server: TestServer | undefined;
+  afterEach(async () => {
+    await server?.close();
+    server = undefined;
+  });
+
+  it('offers no passkey on the sign-in page, says why on /account, and its passkey endpoints answer 409', async () => {
+    server = await startServer('sqlite');
+    await seedUser(server, 'alice');
+    const b = new Browser(server.url);
+    const signin = await b.get('/signin');
+    expect(signin.text).not.toContain('passkey');
+    expect(signin.text).toContain('autocomplete="username"');
+    const options = await b.postForm('/signin/passkey/options', { _csrf: hidden(signin.text, '_csrf') });
+    expect(options.status).toBe(409);
+    expect(JSON.parse(options.text).error).toContain('--issuer http://localhost:');
+    const sessions = new Sessions(server.config, server.store);
+    b.cookies.set(sessions.cookieName, await sessions.create((await server.store.users.findByUsername('alice'))!));
+    const account = await b.get('/account');
+    expect(account.text).toContain('Passkeys need this server to be reached by a domain name');
+    expect(account.text).not.toContain('/assets/passkey.js');
+  });
+});
+
+describe.each(dialects())('passkey ceremonies answered by a software authenticator (%s)', (dialect) => {
+  let server: TestServer | undefined;
+  afterEach(async () => {
+    await server?.close();
+    server = undefined;
+  });
+
+  const start = async (overrides: Partial<ServerConfig> = {}) => {
+    server = await startServer(dialect, overrides, { issuerHost: 'localhost' });
+    const s = server;
+    const origin = s.config.issuer;
+    // Requests go to the listening address; the pages are the issuer's (http://localhost:<port>).
+    const base = `http://127.0.0.1:${new URL(origin).port}`;
+    const user = await seedUser(s, 'alice');
+    const sessions = new Sessions(s.config, s.store);
+    /** A browser with its CSRF token; signed in as alice when asked (a seeded session). */
+    const browser = async (signedIn = false) => {
+      const b = new Browser(base);
+      if (signedIn) b.cookies.set(sessions.cookieName, await sessions.create(user));
+      const csrf = hidden((await b.get('/signin')).text, '_csrf');
+      const post = async (path: string, fields: Record<string, string> = {}, headers: Record<string, string> = {}) => {
+        const res = await b.request('POST', path, new URLSearchParams({ _csrf: csrf, ...fields }).toString(), {
+          'content-type': 'application/x-www-form-urlencoded',
+          ...headers,
+        });
+        let json: Record<string, unknown> = {};
+        try {
+          json = JSON.parse(res.text) as Record<string, unknown>;
+        } catch {
+          /* a page, not JSON */
+        }
+        return { ...res, json };
+      };
+      return { b, post };
+    };
+    /** Registers a passkey of `authenticator` for alice through the endpoints; the answer. */
+    const register = async (authenticator: SoftAuthenticator, c: Ceremony = {}, name = 'Laptop') => {
+      const { post } = await browser(true);
+      const options = await post('/account/passkeys/options');
+      expect(options.status, options.text).toBe(200);
+      return post('/account/passkeys', { name, response: JSON.stringify(authenticator.register(options.json as never, c)) });
+    };
+    /** Options, then the authenticator's answer, in one browser: the sign-in's answer. */
+    const signIn = async (authenticator: SoftAuthenticator, c: Ceremony = {}) => {
+      const tab = await browser();
+      const options = await tab.post('/signin/passkey/options');
+      expect(options.status, options.text).toBe(200);
+      return {
+        tab,
+        answer: await tab.post('/signin/passkey', { response: JSON.stringify(authenticator.authenticate(options.json as never, c)) }),
+      };
+    };
+    const signedIn = async (b: Browser) => (await b.get('/account')).status === 200;
+    return { s, origin, user, browser, register, signIn, signedIn };
+  };
+
+  it('registration: user verification required, a resident key, the passkeys already held excluded; the passkey stored with its counter and backup state', async () => {
+    const { s, origin, user, browser, register } = await start();
+    const first = new SoftAuthenticator('localhost', origin);
+    expect((await register(first)).json).toEqual({ added: 'Laptop' });
+    const { post } = await browser(true);
+    const options = (await post('/account/passkeys/options')).json as {
+      rp: { id: string };
+      user: { id: string; name: string };
+      authenticatorSelection: Record<string, string>;
+      excludeCredentials: { id: string }[];
+      attestation: string;
+    };
+    expect(options.rp.id).toBe('localhost');
+    expect(Buffer.from(options.user.id, 'base64url').toString()).toBe(user.id);
+    expect(options.authenticatorSelection).toMatchObject({ residentKey: 'required', userVerification: 'required' });
+    expect(options.excludeCredentials.map((c) => c.id)).toEqual([first.credentialId.toString('base64url')]);
+    expect(options.attestation).toBe('none');
+    expect(await register(new SoftAuthenticator('localhost', origin, true), {}, 'Phone')).toMatchObject({ status: 200 });
+    const stored = await s.store.passkeys.listByUser(user.id);
+    expect(stored.map((p) => [p.name, p.backed_up, p.device_type, Number(p.counter)]).sort()).toEqual([
+      ['Laptop', 0, 'singleDevice', 0],
+      ['Phone', 1, 'multiDevice', 0],
+    ]);
+    // The same credential again is refused, as is one with a name no page should show.
+    expect((await register(first)).json.error).toMatch(/registered already/);
+    expect((await register(new SoftAuthenticator('localhost', origin), {}, 'bad\u202ename')).status).toBe(400);
+  });
+
+  it('a registration answer without user verification, from a phishing origin, for another RP ID, or from another browser is refused and stores nothing', async () => {
+    const { s, origin, user, browser, register } = await start();
+    const refusals = await Promise.all([
+      register(new SoftAuthenticator('localhost', origin), { uv: false }),
+      register(new SoftAuthenticator('localhost', origin), { origin: 'http://localhost.evil.example' }),
+      register(new SoftAuthenticator('localhost', origin), { rpId: 'evil.example' }),
+    ]);
+    expect(refusals.map((r) => r.status)).toEqual([400, 400, 400]);
+    expect(refusals[0]!.json.error).toMatch(/verif/i);
+    // Options asked by one browser, answered from another: the challenge is bound to the first.
+    const asker = await browser(true);
+    const options = await asker.post('/account/passkeys/options');
+    const other = await browser(true);
+    const answer = new SoftAuthenticator('localhost', origin).register(options.json as never);
+    expect((await other.post('/account/passkeys', { response: JSON.stringify(answer) })).status).toBe(400);
+    expect(await s.store.passkeys.listByUser(user.id)).toEqual([]);
+    // Garbage: not JSON, not a credential, too large, missing.
+    for (const response of ['{', '[]', '{"id":1}', 'x'.repeat(13_000), '']) {
+      const r = await asker.post('/account/passkeys', { response });
+      expect(r.status, response.slice(0, 10)).toBe(400);
+      expect(typeof r.json.error).toBe('string');
+    }
+    // Past the body limit: refused before it is read.
+    expect((await asker.post('/account/passkeys', { response: 'x'.repeat(20_000) })).status).toBe(413);
+    // Without the CSRF token, or signed out.
+    const noCsrf = await asker.b.request('POST', '/account/passkeys/options', '', { 'content-type': 'application/x-www-form-urlencoded' });
+    expect(noCsrf.status).toBe(403);
+    expect((await (await browser()).post('/account/passkeys/options')).status).toBe(401);
+  });
+
+  it('sign-in: the ID of the session is the passkey, the account needs no password, and 20 parallel replays of one answer sign in once', async () => {
+    const { s, origin, register, browser, signedIn } = await start();
+    const authenticator = new SoftAuthenticator('localhost', origin);
+    await register(authenticator);
+    const tab = await browser();
+    const options = await tab.post('/signin/passkey/options');
+    const answer = JSON.stringify(authenticator.authenticate(options.json as never));
+    const replays = await Promise.all(Array.from({ length: 20 }, () => tab.post('/signin/passkey', { response: answer })));
+    expect(tally(replays)).toEqual({ 200: 1, 400: 19 });
+    expect(replays.find((r) => r.status === 200)!.json).toEqual({ location: '/' });
+    expect(await signedIn(tab.b)).toBe(true);
+    const session = await s.store.sessions.find(
+      (await import('../src/util/crypto.js')).sha256Hex(tab.b.cookies.get(new Sessions(s.config, s.store).cookieName)!),
+      s.clock.now(),
+    );
+    expect(session?.session.amr).toBe('hwk mfa');
+    const [stored] = await s.store.passkeys.listByUser(session!.user.id);
+    expect(stored!.counter).toBe(1);
+    expect(stored!.last_used_at).toBe(s.clock.now());
+    // A signature counter that did not move forward is a cloned authenticator (WebAuthn §6.1.1): refused.
+    authenticator.counter = 0;
+    const clone = await browser();
+    const cloneOptions = await clone.post('/signin/passkey/options');
+    const cloned = await clone.post('/signin/passkey', {
+      response: JSON.stringify(authenticator.authenticate(cloneOptions.json as never)),
+    });
+    expect(cloned.status).toBe(400);
+    expect(String(cloned.json.error)).toMatch(/counter/i);
+    expect(await signedIn(clone.b)).toBe(false);
+  });
+
+  it('a sign-in answer without user verification, from a phishing origin, for another RP ID, past its challenge, or of a disabled account makes no session', async () => {
+    const { s, origin, register, signIn, signedIn, browser } = await start();
+    const authenticator = new SoftAuthenticator('localhost', origin);
+    await register(authenticator);
+    for (const [c, error] of [
+      [{ uv: false }, /verif/i],
+      [{ origin: 'https://login.evil.example' }, /origin/i],
+      [{ rpId: 'evil.example' }, /RP ID/i],
+    ] as const) {
+      const { tab, answer } = await signIn(authenticator, c);
+      expect(answer.status).toBe(400);
+      expect(String(answer.json.error)).toMatch(error);
+      expect(await signedIn(tab.b)).toBe(false);
+    }
+    // Past the challenge's lifetime.
+    const clock = ownClock(s);
+    const tab = await browser();
+    const options = await tab.post('/signin/passkey/options');
+    clock.advance(WEBAUTHN_CHALLENGE_TTL_MS);
+    const late = await tab.post('/signin/passkey', { response: JSON.stringify(authenticator.authenticate(options.json as never)) });
+    expect(late.status).toBe(400);
+    clock.advance(-WEBAUTHN_CHALLENGE_TTL_MS);
+    // A disabled account reads as an unknown passkey.
+    await s.store.users.setDisabled('alice', s.clock.now());
+    const disabled = await signIn(authenticator);
+    expect(disabled.answer.json.error).toMatch(/not registered here/);
+    await s.store.users.setDisabled('alice', null);
+    const ok = await signIn(authenticator);
+    expect(ok.answer.status).toBe(200);
+  });
+
+  it("a synced passkey signs in as swk; a removed one, or another account's removal of it, is told apart from nothing", async () => {
+    const { s, origin, user, register, signIn, browser } = await start();
+    const synced = new SoftAuthenticator('localhost', origin, true);
+    await register(synced, {}, 'Phone');
+    const { tab } = await signIn(synced);
+    const hash = (await import('../src/util/crypto.js')).sha256Hex(tab.b.cookies.get(new Sessions(s.config, s.store).cookieName)!);
+    expect((await s.store.sessions.find(hash, s.clock.now()))?.session.amr).toBe('swk mfa');
+    // Someone else (bob) removing alice's passkey by its id removes nothing.
+    const bob = await seedUser(s, 'bob');
+    const [phone] = await s.store.passkeys.listByUser(user.id);
+    expect(await s.store.passkeys.delete(bob.id, phone!.id)).toBe(false);
+    const { post } = await browser(true);
+    const removed = await post('/account/passkeys/remove', { id: phone!.id });
+    expect(removed.status).toBe(303);
+    expect(await s.store.passkeys.listByUser(user.id)).toEqual([]);
+    expect((await signIn(synced)).answer.json.error).toMatch(/not registered here/);
+  });
+
+  it(`an account holds at most ${PASSKEYS_PER_USER_MAX} passkeys`, async () => {
+    const { s, origin, user, browser, register } = await start();
+    for (let i = 0; i < PASSKEYS_PER_USER_MAX; i++) {
+      await s.store.passkeys.insert({
+        id: `seeded-${i}`,
+        user_id: user.id,
+        public_key: 'x',
+        counter: 0,
+        transports: '[]',
+        device_type: 'singleDevice',
+        backed_up: 0,
+        aaguid: '00000000-0000-0000-0000-000000000000',
+        name: `Key ${i}`,
+        created_at: s.clock.now(),
+        last_used_at: null,
+      });
+    }
+    const { post } = await browser(true);
+    const options = await post('/account/passkeys/options');
+    expect(options.status).toBe(400);
+    expect(options.json.error).toMatch(/remove one to add another/);
+    await s.store.passkeys.delete(user.id, 'seeded-0');
+    expect((await register(new SoftAuthenticator('localhost', origin))).status).toBe(200);
+    expect(await s.store.passkeys.listByUser(user.id)).toHaveLength(PASSKEYS_PER_USER_MAX);
+  });
+
+  it('ceremonies are limited per client IP: parallel options past the limit get 429, and a forged X-Forwarded-For does not escape it', async () => {
+    const limit = 10;
+    const { s, browser } = await start({ limits: { ...LIMITS, 'webauthn-ip': { limit, windowMs: 10 * 60_000 } } });
+    const tab = await browser();
+    const answers = await Promise.all(
+      Array.from({ length: 30 }, (_, i) => tab.post('/signin/passkey/options', {}, { 'x-forwarded-for': `198.51.100.${i}` })),
+    );
+    expect(tally(answers)).toEqual({ 200: limit, 429: 30 - limit });
+    expect(Number(answers.find((a) => a.status === 429)!.headers.get('retry-after'))).toBeGreaterThan(0);
+    const challenges = await s.store.rateLimits.list();
+    expect(challenges.map((r) => r.key)).toEqual(['webauthn-ip|127.0.0.1']);
+  });
+});
