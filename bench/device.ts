@@ -33,6 +33,7 @@ function pendingRow(i: number, deviceCode: string, now: number): DeviceAuthoriza
     status: 'pending',
     user_id: null,
     auth_time: null,
+    amr: null,
     created_at: now,
     expires_at: now + DEVICE_CODE_TTL_SECONDS * 1000,
     interval_s: DEVICE_POLL_INTERVAL_SECONDS,

@@ -26,7 +26,8 @@ describe('passkeys in a real Chromium with a virtual authenticator', () => {
   /** The application's callback: a loopback listener of the test (a route cannot catch the redirect after consent). */
   let callbackServer: Server;
   let CALLBACK: string;
-  const USERS = ['pat', 'quinn', 'robin', 'sam', 'toni'];
+  const USERS = ['pat', 'quinn', 'robin', 'sam', 'toni', 'uma'];
+  let strictId: string;
 
   const passkeysOf = async (username: string) => {
     const store = await openStore(server.env.DATABASE_URL!);
@@ -113,6 +114,7 @@ describe('passkeys in a real Chromium with a virtual authenticator', () => {
       USERS.map((username) => ({ username, password: PASSWORD })),
     );
     clientId = (await addApp(server.env, { name: 'Relying App', kind: 'public', callbackUrls: [CALLBACK], scopes: ['openid'] })).client_id;
+    strictId = (await addApp(server.env, { name: 'Strict App', kind: 'public', callbackUrls: [CALLBACK], scopes: ['openid'] })).client_id;
     chromium = await launchChromium();
   });
   afterAll(async () => {
@@ -242,5 +244,49 @@ describe('passkeys in a real Chromium with a virtual authenticator', () => {
     const unknown = await serverCommand(['users', 'reset-passkeys', 'nobody'], server.env);
     expect(unknown.code).not.toBe(0);
     expect(unknown.stderr.trim()).toBe('authcli-server: no user nobody');
+  });
+
+  it('an application the operator makes require phr: a password session is stepped up to the passkey, then the code says acr phr', async () => {
+    const update = await serverCommand(['apps', 'update', strictId, '--require-acr', 'phr', '--json'], server.env);
+    expect(update.code).toBe(0);
+    expect(JSON.parse(update.stdout)).toMatchObject({ client_id: strictId, require_acr: 'phr' });
+    const bogus = await serverCommand(['apps', 'update', strictId, '--require-acr', 'loa4'], server.env);
+    expect(bogus.code).not.toBe(0);
+    expect(bogus.stderr.trim()).toBe('authcli-server: require-acr must be one of phr, urn:authcli:acr:password (or none)');
+
+    const t = await tab();
+    await t.signInWithPassword('uma');
+    await t.addPasskey('Laptop');
+    const verifier = generateVerifier();
+    await t.page.goto(
+      `${issuer}/oauth/authorize?${new URLSearchParams({
+        response_type: 'code',
+        client_id: strictId,
+        redirect_uri: CALLBACK,
+        scope: 'openid',
+        state: 'st',
+        code_challenge: await challengeS256(verifier),
+        code_challenge_method: 'S256',
+      })}`,
+    );
+    await t.page.getByRole('heading', { name: 'Sign in with a passkey' }).waitFor();
+    await t.page.screenshot({ path: screenshotPath('step-up'), fullPage: true });
+    await t.page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+    await t.page.getByRole('button', { name: 'Approve' }).click();
+    await t.page.waitForURL((url) => url.href.startsWith(CALLBACK));
+    const code = new URL(t.page.url()).searchParams.get('code')!;
+    const res = await fetch(`${server.issuer}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: CALLBACK,
+        client_id: strictId,
+        code_verifier: verifier,
+      }),
+    });
+    expect(res.status).toBe(200);
+    expect(decodeJwt(((await res.json()) as { id_token: string }).id_token)).toMatchObject({ acr: 'phr', amr: ['hwk', 'mfa'] });
   });
 });

@@ -175,8 +175,12 @@ export const MIGRATIONS_AFTER_0008 = [
   '0012_grants_by_user',
   '0013_device_origin',
   '0014_passkeys',
+  '0015_required_acr',
 ];
 export async function undoMigrationsAfter0008(db: TestDatabase, dialect: DialectName): Promise<void> {
+  // 0015: the class an application requires, and how a device's approver signed in.
+  await execute(db, dialect, 'alter table applications drop column require_acr');
+  await execute(db, dialect, 'alter table device_authorizations drop column amr');
   // 0014: passkeys, their challenges, and how each sign-in was made.
   await execute(db, dialect, 'drop table webauthn_challenges');
   await execute(db, dialect, 'drop table passkeys');

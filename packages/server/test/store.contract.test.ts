@@ -33,6 +33,7 @@ function pendingDevice(hash: string, userCode: string, clientId: string, now: nu
     status: 'pending',
     user_id: null,
     auth_time: null,
+    amr: null,
     created_at: now,
     expires_at: expiresAt,
     interval_s: 5,
@@ -546,7 +547,7 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     const code = userCode();
     await store.deviceGrants.insert({ ...pendingDevice(unique('decide'), code, f.app.clientId, now), client_ip: '192.0.2.10' });
     expect(await store.deviceGrants.findByUserCode(code)).toMatchObject({ client_ip: '192.0.2.10' });
-    const approve = { status: 'approved' as const, userId: f.user.id, authTime: now, startedAfter: now - 300_000 };
+    const approve = { status: 'approved' as const, userId: f.user.id, authTime: now, amr: 'hwk mfa', startedAfter: now - 300_000 };
     const results = await Promise.all(
       Array.from({ length: 12 }, () => store.deviceGrants.decide(code, approve, now + 1000, '198.51.100.4')),
     );
@@ -571,7 +572,7 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     const f = await userAndApp();
     const code = userCode();
     await store.deviceGrants.insert(pendingDevice(unique('stale'), code, f.app.clientId, now));
-    const approve = { status: 'approved' as const, userId: f.user.id, authTime: now, startedAfter: now };
+    const approve = { status: 'approved' as const, userId: f.user.id, authTime: now, amr: 'hwk mfa', startedAfter: now };
     const results = await Promise.all(
       Array.from({ length: 8 }, () => store.deviceGrants.decide(code, approve, now + 1000, '198.51.100.5')),
     );

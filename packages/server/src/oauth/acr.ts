@@ -44,3 +44,51 @@ export function acrOf(amr: readonly string[]): string {
 
 /** The authentication context classes this server can satisfy (discovery's `acr_values_supported`), strongest first. */
 export const ACR_VALUES_SUPPORTED: readonly string[] = [PHISHING_RESISTANT_ACR, PASSWORD_ACR];
+
+/** How strong each class this server satisfies is: a sign-in meets a class when its own is at least as strong. */
+const LEVEL: Readonly<Record<string, number>> = { [PASSWORD_ACR]: 1, [PHISHING_RESISTANT_ACR]: 2 };
+
+export const isSupportedAcr = (acr: string): boolean => Object.hasOwn(LEVEL, acr);
+
+/** Whether a sign-in made by `amr` meets the class `acr` (an unknown class is met by nothing). */
+export function meetsAcr(amr: readonly string[], acr: string): boolean {
+  return isSupportedAcr(acr) && LEVEL[acrOf(amr)]! >= LEVEL[acr]!;
+}
+
+/** The weakest supported class among `values`: any one of them will do (OIDC Core §3.1.2.1, §5.5.1.1). */
+function weakest(values: readonly string[] | undefined): string | undefined {
+  return values?.filter(isSupportedAcr).sort((a, b) => LEVEL[a]! - LEVEL[b]!)[0];
+}
+
+function strongest(...values: (string | undefined)[]): string | undefined {
+  return values.filter((v): v is string => v !== undefined).sort((a, b) => LEVEL[b]! - LEVEL[a]!)[0];
+}
+
+/**
+ * What an authorization (or a device approval) asks of the sign-in: `essential`, the class it must meet (the
+ * application's `--require-acr`, or an essential `acr` claim, §5.5.1.1), and `preferred`, the class `acr_values`
+ * asks for (§3.1.2.1: voluntary), when it is stronger. A sign-in below `essential` is stepped up, always; below
+ * `preferred`, only when the person has a passkey to step up with.
+ */
+export function acrRequirement(input: {
+  appRequires?: string | null | undefined;
+  essentialValues?: readonly string[] | undefined;
+  acrValues?: readonly string[] | undefined;
+}): { essential?: string; preferred?: string } {
+  const essential = strongest(input.appRequires ?? undefined, weakest(input.essentialValues));
+  const preferred = weakest(input.acrValues);
+  return {
+    ...(essential !== undefined && { essential }),
+    ...(preferred !== undefined && (essential === undefined || LEVEL[preferred]! > LEVEL[essential]!) && { preferred }),
+  };
+}
+
+/**
+ * The `acr` of an ID token: the sign-in's own class, or, when an essential `acr` claim listed classes without
+ * it, the strongest listed class the sign-in meets (§5.5.1.1: the value must be one of those requested).
+ */
+export function acrFor(amr: readonly string[], essentialValues: readonly string[] | undefined): string {
+  const own = acrOf(amr);
+  if (!essentialValues || essentialValues.includes(own)) return own;
+  return strongest(...essentialValues.filter((v) => meetsAcr(amr, v))) ?? own;
+}

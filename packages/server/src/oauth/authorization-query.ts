@@ -35,6 +35,7 @@ export function requestQuery(req: AuthorizationRequest): string {
   if (req.claims !== undefined) query.set('claims', serializeClaimsRequest(req.claims)!);
   if (req.idTokenHint !== undefined) query.set('id_token_hint', req.idTokenHint);
   if (req.loginHint !== undefined) query.set('login_hint', req.loginHint);
+  if (req.acrValues?.length) query.set('acr_values', req.acrValues.join(' '));
   if (req.dpopJkt !== undefined) query.set('dpop_jkt', req.dpopJkt);
   return query.toString();
 }

@@ -39,6 +39,8 @@ export interface AuthorizationRequest {
    * the claims request (§3.1.2.2). A session of anyone else counts as no session.
    */
   subject: string | undefined;
+  /** OIDC Core §3.1.2.1 `acr_values`: the classes the client prefers, in its order (voluntary). */
+  acrValues: string[] | undefined;
   /** RFC 9449 §10 `dpop_jkt`: the thumbprint of the DPoP key the code's token request must prove. */
   dpopJkt: string | undefined;
   /**

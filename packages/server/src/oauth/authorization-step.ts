@@ -4,10 +4,11 @@
  * consent, or answer with a code; and the user's approval on the consent page.
  */
 import type { User } from '../store/store.js';
-import { type AuthorizationRequest, AuthorizationRedirectError } from './authorization-request.js';
+import { AuthorizationPageError, type AuthorizationRequest, AuthorizationRedirectError } from './authorization-request.js';
 import { requestQuery, withoutPrompt } from './authorization-query.js';
 import { issueCode } from './authorization-response.js';
-import { claimsScopes } from './claims-request.js';
+import { acrRequirement, amrOf, meetsAcr, PASSWORD_ACR } from './acr.js';
+import { claimsScopes, essentialAcrValues } from './claims-request.js';
 import type { OAuthContext } from './context.js';
 import { ConsentRequired, LoginRequired } from './errors.js';
 
@@ -22,8 +23,13 @@ export interface Authentication {
 
 /** What the authorization endpoint does next with a validated request. */
 export type AuthorizationStep =
-  /** Send the browser to sign in, then resume the request. */
-  | { next: 'sign-in' }
+  /** Send the browser to sign in, then resume the request; `acr`: the class the sign-in must meet (a passkey). */
+  | { next: 'sign-in'; acr?: string }
+  /**
+   * Signed in, but below the class the request requires (or prefers, for a person with a passkey): sign in
+   * again with a passkey, then resume the request (the step-up of OIDC Core §3.1.2.1 `acr_values`, §5.5.1.1).
+   */
+  | { next: 'step-up'; acr: string }
   /**
    * `prompt=select_account` (OIDC Core §3.1.2.1) with a live session: offer to continue as the signed-in user
    * (`continueAs`, the request again without select_account) or to sign in as someone else.
@@ -56,10 +62,22 @@ export async function nextAuthorizationStep(
   const stale =
     signedIn !== undefined && !signedInForThis && req.maxAge !== undefined && ctx.config.now() - signedIn.authTime > req.maxAge * 1000;
   const someoneElse = signedIn !== undefined && req.subject !== undefined && signedIn.user.id !== req.subject;
+  const need = acrNeed(req);
   if (!signedIn || (req.prompt.has('login') && !signedInForThis) || stale || someoneElse) {
     if (req.prompt.has('none'))
       throw new AuthorizationRedirectError(new LoginRequired('the user is not signed in'), req.redirectUri, req.state);
-    return { next: 'sign-in' };
+    return { next: 'sign-in', ...(need.essential && need.essential !== PASSWORD_ACR && { acr: need.essential }) };
+  }
+  const stepUp = await stepUpTo(ctx, need, signedIn);
+  if (stepUp !== undefined) {
+    if (req.prompt.has('none')) {
+      throw new AuthorizationRedirectError(
+        new LoginRequired('the sign-in does not meet the requested authentication context class (a passkey is needed)'),
+        req.redirectUri,
+        req.state,
+      );
+    }
+    return { next: 'step-up', acr: stepUp };
   }
   if (req.prompt.has('select_account') && !signedInForThis) {
     return { next: 'select-account', continueAs: `/oauth/authorize?${requestQuery(withoutPrompt(req, 'select_account'))}` };
@@ -73,12 +91,36 @@ export async function nextAuthorizationStep(
   return { next: 'consent' };
 }
 
+/** What a request asks of the sign-in (acr.ts acrRequirement): its application's setting, essential `acr`, `acr_values`. */
+export function acrNeed(req: AuthorizationRequest): { essential?: string; preferred?: string } {
+  return acrRequirement({ appRequires: req.app.requireAcr, essentialValues: essentialAcrValues(req.claims), acrValues: req.acrValues });
+}
+
+/**
+ * The class a signed-in user must step up to, if any: the essential one when the sign-in is below it; the
+ * preferred one (`acr_values`) when the sign-in is below it and the person has a passkey to step up with.
+ */
+export async function stepUpTo(
+  ctx: OAuthContext,
+  need: { essential?: string; preferred?: string },
+  signedIn: Authentication,
+): Promise<string | undefined> {
+  const amr = amrOf(signedIn.amr);
+  if (need.essential !== undefined && !meetsAcr(amr, need.essential)) return need.essential;
+  if (need.preferred === undefined || meetsAcr(amr, need.preferred)) return undefined;
+  return (await ctx.store.passkeys.listByUser(signedIn.user.id)).length > 0 ? need.preferred : undefined;
+}
+
 /**
  * The user approved the request on the consent page: the approval is
  * remembered for this application and scope set, and a code issued; returns
  * the callback URL.
  */
 export async function approveAuthorization(ctx: OAuthContext, req: AuthorizationRequest, signedIn: Authentication): Promise<string> {
+  // The consent form can be posted without the page: the step-up is checked again here.
+  if ((await stepUpTo(ctx, acrNeed(req), signedIn)) !== undefined) {
+    throw new AuthorizationPageError('unmet_authentication_requirements', 'This application asks for a sign-in with a passkey first.');
+  }
   await ctx.store.consents.add(signedIn.user.id, req.app.clientId, consentScopes(req), ctx.config.now());
   return issueCode(ctx, req, signedIn);
 }

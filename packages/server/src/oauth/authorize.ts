@@ -146,6 +146,7 @@ async function validateParams(
       claims,
       idTokenHint: params.id_token_hint,
       loginHint: loginHint(params.login_hint),
+      acrValues: params.acr_values?.split(' ').filter(Boolean),
       subject,
       dpopJkt,
       rawQuery,

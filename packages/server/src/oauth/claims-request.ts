@@ -6,7 +6,7 @@
  * authorization code and its grant, so refreshes and userinfo keep it.
  */
 import { CLAIMS_PARAMETER_MAX } from '../config/defaults.js';
-import { PASSWORD_ACR } from './acr.js';
+import { isSupportedAcr } from './acr.js';
 import { SCOPE_CLAIMS } from './claims.js';
 import { InvalidRequest } from './errors.js';
 
@@ -137,17 +137,23 @@ export function pickClaims(
   return out;
 }
 
+/** OIDC Core §5.5.1.1: the classes an essential `acr` claim lists (`value` or `values`), if it is essential and lists any. */
+export function essentialAcrValues(request: ClaimsRequest | undefined): string[] | undefined {
+  const acr = request?.id_token.acr;
+  if (!acr?.essential) return undefined;
+  const wanted = acr.values ?? (acr.value !== undefined ? [acr.value] : undefined);
+  return wanted?.filter((v): v is string => typeof v === 'string');
+}
+
 /**
- * OIDC Core §5.5.1.1: `acr` requested as an Essential Claim with a value or
- * values this server cannot satisfy. That outcome is a failed
- * authentication; a voluntary request (and `acr_values`, §3.1.2.1) is
- * answered with the class the sign-in had.
+ * OIDC Core §5.5.1.1: `acr` requested as an Essential Claim with values this server cannot satisfy at all.
+ * That outcome is a failed authentication; one it can satisfy is met by a step-up if the sign-in is below it
+ * (authorization-step.ts), and a voluntary request (and `acr_values`, §3.1.2.1) is answered with the class the
+ * sign-in had.
  */
 export function essentialAcrUnmet(request: ClaimsRequest | undefined): boolean {
-  const acr = request?.id_token.acr;
-  if (!acr?.essential) return false;
-  const wanted = acr.values ?? (acr.value !== undefined ? [acr.value] : undefined);
-  return wanted !== undefined && !wanted.includes(PASSWORD_ACR);
+  const wanted = essentialAcrValues(request);
+  return wanted !== undefined && !wanted.some(isSupportedAcr);
 }
 
 /** The subject a request insists on (§3.1.2.2, §5.5.1: `sub` with a `value` in the ID token member), if any. */

@@ -7,6 +7,7 @@
  * has (its token endpoint auth method, application type, informational URIs
  * and contacts) is kept beside the application as JSON.
  */
+import { ACR_VALUES_SUPPORTED, isSupportedAcr, PHISHING_RESISTANT_ACR } from './acr.js';
 import { GRANT_TYPES } from '../store/store.js';
 import { InputError } from '../util/input-error.js';
 import { InvalidClientMetadata, InvalidRedirectUri } from './errors.js';
@@ -79,6 +80,20 @@ function optionalBoolean(body: Json, name: string): boolean | undefined {
   if (value === undefined) return undefined;
   if (typeof value !== 'boolean') throw new InvalidClientMetadata(`${name} must be true or false`);
   return value;
+}
+
+/**
+ * OpenID Connect Dynamic Client Registration §2 `default_acr_values`: the client is held to the weakest listed
+ * class this server satisfies (any of them will do), as `apps update --require-acr` would hold it; the password
+ * class holds it to nothing. A list of classes none of which this server knows is refused.
+ */
+function requiredAcrOf(values: string[] | undefined): string | null {
+  if (values === undefined || values.length === 0) return null;
+  const known = values.filter(isSupportedAcr);
+  if (known.length === 0) {
+    throw new InvalidClientMetadata(`default_acr_values: none of them is supported here (${ACR_VALUES_SUPPORTED.join(', ')})`);
+  }
+  return known.every((v) => v === PHISHING_RESISTANT_ACR) ? PHISHING_RESISTANT_ACR : null;
 }
 
 function optionalStrings(body: Json, name: string, invalid: (message: string) => Error): string[] | undefined {
@@ -156,6 +171,7 @@ export function parseMetadata(body: unknown, clientId: string): ParsedMetadata {
       // RFC 9449 §5.2 and RFC 9126 §6: what the client asks to be held to.
       requireDpop: optionalBoolean(body, 'dpop_bound_access_tokens') ?? false,
       requirePushedAuthorizationRequests: optionalBoolean(body, 'require_pushed_authorization_requests') ?? false,
+      requireAcr: requiredAcrOf(optionalStrings(body, 'default_acr_values', metadataError)),
     });
   } catch (err) {
     if (!(err instanceof InputError)) throw err;

@@ -1,4 +1,5 @@
 import type { DeviceAuthorization } from '../store/store.js';
+import { amrOf, meetsAcr } from './acr.js';
 import type { Authentication } from './authorization-step.js';
 import type { OAuthContext } from './context.js';
 import { formatUserCode, normalizeUserCode } from './user-code.js';
@@ -29,6 +30,8 @@ export type UserCodeLookup =
       startedAt: number;
       /** Still within the approval window (AUTHCLI_DEVICE_APPROVAL_WINDOW): it can be approved, not only denied. */
       approvable: boolean;
+      /** The class the approver's sign-in must meet (the application's `--require-acr`), if any. */
+      requireAcr: string | null;
     };
 
 /** What became of the user's Approve or Deny. */
@@ -39,7 +42,9 @@ export type UserCodeDecision =
    * for an approval, `stale`: started longer ago than the approval window.
    */
   | { kind: 'problem'; problem: UserCodeProblem | 'gone' | 'stale' }
-  | { kind: 'decided'; decision: 'approve' | 'deny' };
+  | { kind: 'decided'; decision: 'approve' | 'deny' }
+  /** Not approved: the application requires a stronger sign-in (`acr`) than the approver's; step up, then approve. */
+  | { kind: 'step-up'; acr: string };
 
 /** Authorizations started at or before this instant can no longer be approved (config deviceApprovalWindowSeconds). */
 const approvableAfter = (ctx: OAuthContext, now: number) => now - ctx.config.deviceApprovalWindowSeconds * 1000;
@@ -78,6 +83,7 @@ export async function lookUpUserCode(ctx: OAuthContext, typed: string, clientIp:
     deviceAddress: row.client_ip,
     startedAt: row.created_at,
     approvable: row.created_at > approvableAfter(ctx, now),
+    requireAcr: application?.requireAcr ?? null,
   };
 }
 
@@ -103,12 +109,23 @@ export async function decideUserCode(
   if (!admission.admitted) return { kind: 'limited', retryAfterSeconds: admission.retryAfterSeconds };
   const code = normalizeUserCode(typed);
   const now = ctx.config.now();
+  if (decision === 'approve' && code) {
+    // An application that requires a passkey sign-in is approved only from one (a denial needs nothing).
+    const pending = await ctx.store.deviceGrants.findByUserCode(code);
+    const required = pending && (await ctx.store.applications.get(pending.client_id))?.requireAcr;
+    if (required && !meetsAcr(amrOf(signedIn.amr), required)) {
+      await admission.giveBack();
+      return { kind: 'step-up', acr: required };
+    }
+  }
   const startedAfter = approvableAfter(ctx, now);
   const userId = signedIn.user.id;
   const decided = code
     ? await ctx.store.deviceGrants.decide(
         code,
-        decision === 'approve' ? { status: 'approved', userId, authTime: signedIn.authTime, startedAfter } : { status: 'denied', userId },
+        decision === 'approve'
+          ? { status: 'approved', userId, authTime: signedIn.authTime, amr: signedIn.amr ?? null, startedAfter }
+          : { status: 'denied', userId },
         now,
         clientIp,
       )

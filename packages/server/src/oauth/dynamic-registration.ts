@@ -46,6 +46,7 @@ function clientInformation(ctx: OAuthContext, app: Application, registrationAcce
     ...(app.postLogoutRedirectUris.length > 0 && { post_logout_redirect_uris: [...app.postLogoutRedirectUris] }),
     ...(app.requireDpop && { dpop_bound_access_tokens: true }),
     ...(app.requirePushedAuthorizationRequests && { require_pushed_authorization_requests: true }),
+    ...(app.requireAcr !== null && { default_acr_values: [app.requireAcr] }),
     ...informational,
   };
 }

@@ -4,6 +4,7 @@
  * store.
  */
 
+import { ACR_VALUES_SUPPORTED, isSupportedAcr } from './acr.js';
 import {
   GRANT_TYPES,
   INTROSPECTION_SCOPES,
@@ -68,6 +69,8 @@ export interface NewAppInput {
   /** RFC 9449 §5.2 and RFC 9126 §6; false when not given. */
   requireDpop?: boolean;
   requirePushedAuthorizationRequests?: boolean;
+  /** The class every sign-in for it must meet (`phr`: a passkey); none when not given. */
+  requireAcr?: string | null;
   /** A client that registers itself (RFC 7591, oauth/dynamic-registration.ts): its id chosen beforehand, its registration access token's SHA-256 and metadata. */
   clientId?: string;
   registrationTokenHash?: string;
@@ -87,6 +90,7 @@ export interface ApplicationFields {
   introspection: IntrospectionScope;
   requireDpop: boolean;
   requirePushedAuthorizationRequests: boolean;
+  requireAcr: string | null;
 }
 
 /**
@@ -170,7 +174,15 @@ export function validateApplicationFields(input: Omit<NewAppInput, 'kind' | 'own
     introspection: introspection as IntrospectionScope,
     requireDpop: input.requireDpop ?? false,
     requirePushedAuthorizationRequests: input.requirePushedAuthorizationRequests ?? false,
+    requireAcr: checkRequiredAcr(input.requireAcr),
   };
+}
+
+/** The class an application may require: one this server can satisfy, or none. */
+function checkRequiredAcr(acr: string | null | undefined): string | null {
+  if (acr === undefined || acr === null || acr === '' || acr === 'none') return null;
+  if (!isSupportedAcr(acr)) throw new InputError(`require-acr must be one of ${ACR_VALUES_SUPPORTED.join(', ')} (or none)`);
+  return acr;
 }
 
 /** A fresh client secret (256 bits) and the SHA-256 that is all the store keeps of it. */

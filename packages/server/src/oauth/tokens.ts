@@ -4,8 +4,8 @@ import type { ServerConfig } from '../config/config.js';
 import type { Application, User } from '../store/store.js';
 import { standardClaims } from './claims.js';
 import { randomToken } from '../util/crypto.js';
-import { acrOf, amrOf } from './acr.js';
-import { CLAIM_SCOPE_NAMES, type ClaimsRequest, pickClaims } from './claims-request.js';
+import { acrFor, amrOf } from './acr.js';
+import { CLAIM_SCOPE_NAMES, type ClaimsRequest, essentialAcrValues, pickClaims } from './claims-request.js';
 import type { KeyRing, SigningAlg } from './keys.js';
 
 /** What a token is issued for: one grant (a code exchange, a device approval, a refresh family). */
@@ -77,7 +77,7 @@ export class TokenIssuer {
       auth_time: Math.floor(ctx.authTime / 1000),
       ...(ctx.nonce ? { nonce: ctx.nonce } : {}),
       at_hash: atHash(accessToken),
-      acr: acrOf(amr),
+      acr: acrFor(amr, essentialAcrValues(ctx.claims)),
       amr,
       ...pickClaims(standardClaims(ctx.user, CLAIM_SCOPE_NAMES), ctx.claims?.id_token),
     });

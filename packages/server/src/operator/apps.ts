@@ -31,8 +31,12 @@ function appJson(a: Application) {
     introspection: a.introspection,
     dpop_bound_access_tokens: a.requireDpop,
     require_pushed_authorization_requests: a.requirePushedAuthorizationRequests,
+    require_acr: a.requireAcr,
   };
 }
+
+const REQUIRE_ACR_HELP =
+  'the class every sign-in for it must meet: phr (a passkey); the code flow, PAR and device approvals step a password sign-in up';
 
 /** `authcli-server apps ...`: client applications (add, update, list). */
 export function appsCommand(cli: Command): void {
@@ -54,6 +58,7 @@ export function appsCommand(cli: Command): void {
     .addOption(new Option('--introspection <who>', INTROSPECTION_HELP).choices(INTROSPECTION_SCOPES).default('own'))
     .option('--require-dpop', 'every token request must carry a DPoP proof (RFC 9449)')
     .option('--require-par', 'authorization requests must be pushed first (RFC 9126)')
+    .option('--require-acr <class>', REQUIRE_ACR_HELP)
     .option('--json', 'print {"client_id", "client_secret"} as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(
@@ -68,6 +73,7 @@ export function appsCommand(cli: Command): void {
         introspection: string;
         requireDpop?: boolean;
         requirePar?: boolean;
+        requireAcr?: string;
         json?: boolean;
         database?: string;
       }) => {
@@ -85,6 +91,7 @@ export function appsCommand(cli: Command): void {
               introspection: opts.introspection,
               requireDpop: opts.requireDpop === true,
               requirePushedAuthorizationRequests: opts.requirePar === true,
+              requireAcr: opts.requireAcr ?? null,
             },
             Date.now(),
           );
@@ -115,6 +122,7 @@ export function appsCommand(cli: Command): void {
     .option('--no-require-dpop', 'DPoP proofs are optional')
     .option('--require-par', 'authorization requests must be pushed first (RFC 9126)')
     .option('--no-require-par', 'authorization requests may be sent directly')
+    .option('--require-acr <class>', `${REQUIRE_ACR_HELP}; none for any sign-in`)
     .option('--json', 'print the application as `apps list --json` does')
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(
@@ -130,6 +138,7 @@ export function appsCommand(cli: Command): void {
           introspection?: string;
           requireDpop?: boolean;
           requirePar?: boolean;
+          requireAcr?: string;
           json?: boolean;
           database?: string;
         },
@@ -149,6 +158,7 @@ export function appsCommand(cli: Command): void {
               introspection: opts.introspection ?? app.introspection,
               requireDpop: opts.requireDpop ?? app.requireDpop,
               requirePushedAuthorizationRequests: opts.requirePar ?? app.requirePushedAuthorizationRequests,
+              requireAcr: opts.requireAcr ?? app.requireAcr,
             },
             clientId,
           );

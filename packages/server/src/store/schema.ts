@@ -53,6 +53,8 @@ export interface ApplicationsTable {
   require_dpop: ColumnType<number, number | undefined, number>;
   /** 1 when authorization requests must be pushed first (RFC 9126 §6 `require_pushed_authorization_requests`). */
   require_par: ColumnType<number, number | undefined, number>;
+  /** The class (`acr`) every sign-in for it must meet, e.g. `phr`; null for any. */
+  require_acr: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** Initial access tokens (RFC 7591 §3) the operator created for `AUTHCLI_REGISTRATION=token`; each registers one client. */
@@ -171,6 +173,8 @@ export interface DeviceAuthorizationsTable {
   status: DeviceStatus;
   user_id: string | null;
   auth_time: number | null;
+  /** How the approver signed in (RFC 8176 `amr`, space-separated); null: a password, or not approved. */
+  amr: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: number;
   expires_at: number;
   /** Current polling interval in seconds (RFC 8628 §3.5: grows by 5 on slow_down). */

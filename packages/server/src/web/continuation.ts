@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { isSupportedAcr } from '../oauth/acr.js';
 import type { ServerConfig } from '../config/config.js';
 import { CONTINUATION_TTL_MS } from '../config/defaults.js';
 import { clientAddress } from '../http/client-ip.js';
@@ -25,9 +26,14 @@ export type PageName = keyof typeof PAGES;
  */
 export type Continuation =
   /** An authorization request: the query `resumeQuery` (oauth/authorization-query.ts) serialized from the validated request. */
-  | { kind: 'authorize'; query: string }
+  | {
+      kind: 'authorize';
+      query: string;
+      /** The class the sign-in must meet (`phr`: the sign-in page asks for a passkey). */
+      acr?: string;
+    }
   /** The device page, with the user code it was opened with (normalized), if any. */
-  | { kind: 'device'; userCode: string | null }
+  | { kind: 'device'; userCode: string | null; acr?: string }
   /** One application's page in the dashboard. */
   | { kind: 'application'; clientId: string }
   | { kind: 'page'; page: PageName };
@@ -67,6 +73,9 @@ export function continuationPath(c: Continuation): string {
   }
 }
 
+/** The class a stored continuation's sign-in must meet, when it names a supported one. */
+const acrOf = (o: Record<string, unknown>) => (typeof o.acr === 'string' && isSupportedAcr(o.acr) ? { acr: o.acr } : {});
+
 /** A stored target read back, checked field by field; undefined for anything that is not a continuation. */
 export function parseContinuation(json: string): Continuation | undefined {
   let value: unknown;
@@ -79,9 +88,9 @@ export function parseContinuation(json: string): Continuation | undefined {
   const o = value as Record<string, unknown>;
   switch (o.kind) {
     case 'authorize':
-      return typeof o.query === 'string' ? { kind: 'authorize', query: o.query } : undefined;
+      return typeof o.query === 'string' ? { kind: 'authorize', query: o.query, ...acrOf(o) } : undefined;
     case 'device':
-      return o.userCode === null || typeof o.userCode === 'string' ? { kind: 'device', userCode: o.userCode } : undefined;
+      return o.userCode === null || typeof o.userCode === 'string' ? { kind: 'device', userCode: o.userCode, ...acrOf(o) } : undefined;
     case 'application':
       return typeof o.clientId === 'string' ? { kind: 'application', clientId: o.clientId } : undefined;
     case 'page':

@@ -72,6 +72,8 @@ export interface AppFormValues {
   introspection: string;
   requireDpop: boolean;
   requirePushedAuthorizationRequests: boolean;
+  /** Every sign-in for it must be with a passkey (`acr` phr). */
+  requirePasskey: boolean;
 }
 
 const INTROSPECTION_LABELS: Record<string, string> = {
@@ -181,6 +183,10 @@ export function AppFormPage(props: {
             <label>
               <input type="checkbox" name="require_par" value="1" checked={v.requirePushedAuthorizationRequests} /> Require pushed
               authorization requests (RFC 9126)
+            </label>
+            <label>
+              <input type="checkbox" name="require_acr" value="phr" checked={v.requirePasskey} /> Require a sign-in with a passkey (acr
+              phr): a password sign-in is asked for its passkey first, on the code flow and for device approvals
             </label>
           </fieldset>
           <p id="security-help" class="muted">

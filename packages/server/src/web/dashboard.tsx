@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { PHISHING_RESISTANT_ACR } from '../oauth/acr.js';
 import { newClientSecret, registerApplication, validateApplicationFields } from '../oauth/registration.js';
 import { InputError } from '../util/input-error.js';
 import type { WebContext } from './context.js';
@@ -50,6 +51,7 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
       introspection: one('introspection') || base?.introspection || 'own',
       requireDpop: one('require_dpop') === '1',
       requirePushedAuthorizationRequests: one('require_par') === '1',
+      requirePasskey: one('require_acr') === PHISHING_RESISTANT_ACR,
     };
   }
   /** Only an administrator lets an application see every token; a developer keeps what an administrator set. */
@@ -68,6 +70,7 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
     introspection: v.introspection,
     requireDpop: v.requireDpop,
     requirePushedAuthorizationRequests: v.requirePushedAuthorizationRequests,
+    requireAcr: v.requirePasskey ? PHISHING_RESISTANT_ACR : null,
   });
   const valuesOf = (a: Application): AppFormValues => ({
     name: a.name,
@@ -80,6 +83,7 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
     introspection: a.introspection,
     requireDpop: a.requireDpop,
     requirePushedAuthorizationRequests: a.requirePushedAuthorizationRequests,
+    requirePasskey: a.requireAcr === PHISHING_RESISTANT_ACR,
   });
   // Someone else's application looks exactly like an unknown address: the same 404 page.
   const notFound = (reply: FastifyReply) => sendPage(reply, <NotFoundPage />, 404);
@@ -110,6 +114,7 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
       introspection: 'own',
       requireDpop: false,
       requirePushedAuthorizationRequests: false,
+      requirePasskey: false,
     };
     return sendPage(reply, <AppFormPage viewer={viewerOf(reply, c)} admin={c.user.is_admin === 1} values={values} />);
   });

@@ -1,9 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { WebContext } from './context.js';
 import { clientAddress } from '../http/client-ip.js';
+import { amrOf, meetsAcr } from '../oauth/acr.js';
 import { decideUserCode, lookUpUserCode, type UserCodeProblem } from '../oauth/device-verification.js';
 import { formatUserCode, normalizeUserCode } from '../oauth/user-code.js';
-import { requireSignIn } from './session.js';
+import { authenticationOf, requireSignIn } from './session.js';
 import { deviceContinuation, type Continuation } from './continuation.js';
 import { pageForm, pageQuery } from '../http/form.js';
 import { sendPage, viewerOf } from './render.js';
@@ -58,6 +59,11 @@ export async function devicePageRoutes(app: FastifyInstance, ctx: WebContext): P
     if (found.kind === 'limited') {
       return sendPage(reply, <DeviceEntryPage viewer={viewer} code={typed} error={tooMany(reply, found.retryAfterSeconds)} />, 429);
     }
+    if (found.kind === 'pending' && found.requireAcr && !meetsAcr(amrOf(current.session.amr), found.requireAcr)) {
+      // The application requires a passkey sign-in: step up first, then this code comes back to be confirmed.
+      const resume = { kind: 'device' as const, userCode: normalizeUserCode(found.userCode) ?? null, acr: found.requireAcr };
+      return reply.redirect(await ctx.continuations.signInUrl(req, reply, resume), 303);
+    }
     if (found.kind === 'problem') {
       return sendPage(reply, <DeviceEntryPage viewer={viewer} code={typed} error={PROBLEM_TEXT[found.problem]} />, 400);
     }
@@ -92,10 +98,11 @@ export async function devicePageRoutes(app: FastifyInstance, ctx: WebContext): P
         400,
       );
     }
-    const outcome = await decideUserCode(ctx, form.user_code ?? '', form.decision, clientAddress(req), {
-      user: current.user,
-      authTime: current.session.auth_time,
-    });
+    const outcome = await decideUserCode(ctx, form.user_code ?? '', form.decision, clientAddress(req), authenticationOf(current));
+    if (outcome.kind === 'step-up') {
+      const resume = { kind: 'device' as const, userCode: normalizeUserCode(form.user_code ?? '') ?? null, acr: outcome.acr };
+      return reply.redirect(await ctx.continuations.signInUrl(req, reply, resume), 303);
+    }
     if (outcome.kind === 'limited') {
       return sendPage(
         reply,

@@ -10,7 +10,7 @@ import { requestQuery, resumeQuery } from '../oauth/authorization-query.js';
 import { denied } from '../oauth/authorization-response.js';
 import { approveAuthorization, consentScopes, nextAuthorizationStep } from '../oauth/authorization-step.js';
 import { pushedRequestHash, usePushedRequest } from '../oauth/pushed-request-uri.js';
-import { PASSWORD_AMR } from '../oauth/acr.js';
+import { amrOf, meetsAcr, PASSWORD_ACR, PASSWORD_AMR } from '../oauth/acr.js';
 import { PasswordHasherBusy } from '../util/password-pool.js';
 import { retryAfterText } from './retry-after.js';
 import { sendBundle } from './bundles.js';
@@ -18,6 +18,7 @@ import { FAVICON_PATH, FAVICON_SVG, FAVICON_VERSION, STYLESHEET, STYLESHEET_ETAG
 import type { Continuation } from './continuation.js';
 import { sendPage, viewerOf } from './render.js';
 import { passkeyAvailability } from './passkeys.js';
+import { StepUpPage } from './passkey-views.js';
 import { authenticationOf } from './session.js';
 import { ConsentPage, HomePage, MessagePage, NotFoundPage, SignInPage, SignOutPage } from './views.js';
 
@@ -85,6 +86,22 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
   app.get('/signin', async (req, reply) => {
     const id = pageQuery(req).continue;
     const waiting = await continuations.peek(req, id);
+    const acr = waiting?.kind === 'authorize' || waiting?.kind === 'device' ? waiting.acr : undefined;
+    const current = acr === undefined ? undefined : await sessions.current(req);
+    if (current && acr !== undefined && !meetsAcr(amrOf(current.session.amr), acr)) {
+      // Signed in, below what waits: the step-up (a passkey), not another password.
+      const availability = passkeyAvailability(config.issuer);
+      return sendPage(
+        reply,
+        <StepUpPage
+          viewer={viewerOf(reply, current)!}
+          continueId={id}
+          appName={await appNameOf(waiting)}
+          forDevice={waiting?.kind === 'device'}
+          unavailable={availability.available ? undefined : availability.reason}
+        />,
+      );
+    }
     return sendPage(
       reply,
       <SignInPage
@@ -94,6 +111,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
         appName={await appNameOf(waiting)}
         forDevice={waiting?.kind === 'device'}
         username={await loginHintOf(waiting)}
+        passkeyRequired={acr !== undefined && acr !== PASSWORD_ACR}
       />,
     );
   });
@@ -192,8 +210,9 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
     const current = await sessions.current(req);
     const step = await nextAuthorizationStep(ctx, ar, current && authenticationOf(current));
     if (step.next === 'redirect') return reply.redirect(step.location, 303);
-    if (step.next === 'sign-in') {
-      return reply.redirect(await continuations.signInUrl(req, reply, { kind: 'authorize', query: resumeQuery(ar) }), 303);
+    if (step.next === 'sign-in' || step.next === 'step-up') {
+      const target = { kind: 'authorize' as const, query: resumeQuery(ar), ...(step.acr !== undefined && { acr: step.acr }) };
+      return reply.redirect(await continuations.signInUrl(req, reply, target), 303);
     }
     if (step.next === 'select-account') {
       // The sign-in page despite the live session: continue as the signed-in user, or sign in as someone else

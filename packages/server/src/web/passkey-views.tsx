@@ -1,6 +1,6 @@
 import { PASSKEY_NAME_MAX } from '../config/defaults.js';
 import type { Passkey } from '../store/store.js';
-import type { Viewer } from './views.js';
+import { Layout, type Viewer } from './views.js';
 
 /** A moment in UTC, to the minute, saying so: the server does not know the reader's time zone. */
 const minute = (ms: number) => `${new Date(ms).toISOString().slice(0, 16).replace('T', ' ')} (UTC)`;
@@ -63,5 +63,47 @@ export function PasskeysCard(props: { viewer: Viewer; passkeys: readonly Passkey
         </form>
       )}
     </div>
+  );
+}
+
+/**
+ * A signed-in person whose sign-in is below what waits (`acr` phr: a password, where a passkey is required or
+ * asked for): sign in again with a passkey, and the request resumes (`continueId`). Without a passkey, the way
+ * to add one; on a server that cannot have passkeys, why.
+ */
+export function StepUpPage(props: {
+  viewer: Viewer;
+  continueId: string | undefined;
+  appName: string | undefined;
+  forDevice: boolean;
+  unavailable: string | undefined;
+}) {
+  const what = props.forDevice ? 'Approving this device sign-in' : (props.appName ?? 'This application');
+  return (
+    <Layout title="Sign in with a passkey" viewer={props.viewer} endUser scripts={props.unavailable ? undefined : [PASSKEY_SCRIPT]}>
+      <div class="card">
+        <h1>Sign in with a passkey</h1>
+        <p>
+          <strong>{what}</strong>
+          {` ${props.forDevice ? 'needs' : 'asks for'} a sign-in with a passkey. You are signed in as `}
+          <strong>{props.viewer.username}</strong> with your password.
+        </p>
+        {props.unavailable ? (
+          <p class="alert" role="note">
+            {props.unavailable}
+          </p>
+        ) : (
+          <div id="passkey-signin" data-csrf={props.viewer.csrf} data-continue={props.continueId ?? ''} hidden>
+            <button type="button" id="passkey-signin-button">
+              Sign in with a passkey
+            </button>
+            <p class="alert" id="passkey-signin-error" role="alert" hidden />
+          </div>
+        )}
+        <p class="muted">
+          No passkey yet? <a href="/account#passkeys">Add one on your account page</a>, then start again.
+        </p>
+      </div>
+    </Layout>
   );
 }

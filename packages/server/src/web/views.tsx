@@ -101,6 +101,8 @@ export function SignInPage(props: {
   signedInAs?: { username: string; continueHref: string };
   /** Whether this server can offer passkeys (web/webauthn.ts relyingParty): a passkey button and autofill. */
   passkeys?: boolean | undefined;
+  /** What waits requires a passkey (`acr` phr): the page says so, and the password is the way to add one first. */
+  passkeyRequired?: boolean | undefined;
 }) {
   return (
     <Layout title="Sign in" scripts={props.passkeys ? [PASSKEY_SCRIPT] : undefined}>
@@ -112,6 +114,12 @@ export function SignInPage(props: {
           </p>
         )}
         {props.forDevice && <p class="muted">to approve a device sign-in</p>}
+        {props.passkeyRequired && (
+          <p>
+            <strong>{props.forDevice ? 'This device sign-in' : (props.appName ?? 'The application')}</strong> asks for a sign-in with a
+            passkey.
+          </p>
+        )}
         {props.signedInAs && (
           <p>
             You are signed in as <strong>{props.signedInAs.username}</strong>.{' '}
@@ -125,7 +133,11 @@ export function SignInPage(props: {
               Sign in with a passkey
             </button>
             <p class="alert" id="passkey-signin-error" role="alert" hidden />
-            <p class="muted or">or with your password</p>
+            <p class="muted or">
+              {props.passkeyRequired
+                ? 'No passkey yet? Sign in with your password, add one on your account page, then start again.'
+                : 'or with your password'}
+            </p>
           </div>
         )}
         <form method="post" action="/signin">

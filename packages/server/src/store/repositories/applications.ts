@@ -46,6 +46,8 @@ export interface Application {
   requireDpop: boolean;
   /** Authorization requests must be pushed first (RFC 9126 §6 `require_pushed_authorization_requests`). */
   requirePushedAuthorizationRequests: boolean;
+  /** The authentication context class every sign-in for it must meet (`phr`: a passkey); null for any. */
+  requireAcr: string | null;
 }
 
 /** The settings a new application may leave out, with their defaults. */
@@ -55,7 +57,8 @@ type Defaulted =
   | 'registrationMetadata'
   | 'introspection'
   | 'requireDpop'
-  | 'requirePushedAuthorizationRequests';
+  | 'requirePushedAuthorizationRequests'
+  | 'requireAcr';
 
 export type NewApplication = Omit<Application, 'updatedAt' | Defaulted> & Partial<Pick<Application, Defaulted>>;
 
@@ -75,6 +78,7 @@ export type ApplicationPatch = Partial<
     | 'introspection'
     | 'requireDpop'
     | 'requirePushedAuthorizationRequests'
+    | 'requireAcr'
   >
 >;
 
@@ -138,6 +142,7 @@ function toApplication(row: ApplicationRow): Application {
     introspection: row.introspection,
     requireDpop: row.require_dpop === 1,
     requirePushedAuthorizationRequests: row.require_par === 1,
+    requireAcr: row.require_acr,
   };
 }
 
@@ -174,6 +179,7 @@ export class KyselyApplications implements Applications {
           introspection: app.introspection ?? 'own',
           require_dpop: app.requireDpop ? 1 : 0,
           require_par: app.requirePushedAuthorizationRequests ? 1 : 0,
+          require_acr: app.requireAcr ?? null,
         })
         .execute();
     } catch (err) {
@@ -226,6 +232,7 @@ export class KyselyApplications implements Applications {
         ...(patch.introspection !== undefined && { introspection: patch.introspection }),
         ...(patch.requireDpop !== undefined && { require_dpop: patch.requireDpop ? 1 : 0 }),
         ...(patch.requirePushedAuthorizationRequests !== undefined && { require_par: patch.requirePushedAuthorizationRequests ? 1 : 0 }),
+        ...(patch.requireAcr !== undefined && { require_acr: patch.requireAcr }),
         updated_at: now,
       })
       .where('client_id', '=', clientId);

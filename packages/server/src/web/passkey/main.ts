@@ -69,7 +69,7 @@ async function signInPage(box: HTMLElement): Promise<void> {
         if (button) button.disabled = false;
       });
   });
-  if (await browserSupportsWebAuthnAutofill()) {
+  if (document.querySelector('input[autocomplete~="webauthn"]') && (await browserSupportsWebAuthnAutofill())) {
     // Waits in the background until the person picks a passkey in the username field's suggestions; a click on
     // the button starts a ceremony of its own, which ends this one (@simplewebauthn/browser's abort service).
     ceremony(true).catch((err: unknown) => show(error, problem(err)));
