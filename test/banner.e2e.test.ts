@@ -60,13 +60,13 @@ describe('what `authcli-server start` says', () => {
       await waitUntilReady(`http://127.0.0.1:${port}`, child, () => out);
       for (let i = 0; i < 50 && !out.includes('Ctrl-C stops it.'); i++) await new Promise((r) => setTimeout(r, 100));
       expect(out).toContain(
-        `authcli-server: warning: listening on 0.0.0.0 but the issuer is http://127.0.0.1:${port}: verification URLs, QR codes and redirects will point other machines at themselves`,
+        `authcli-server: warning: listening on 0.0.0.0 but the issuer is http://localhost:${port}: verification URLs, QR codes and redirects will point other machines at themselves`,
       );
       expect(out).toMatch(/^authcli-server \d+\.\d+\.\d+\r?$/m);
-      expect(out).toMatch(new RegExp(`^  issuer: +http://127\\.0\\.0\\.1:${port}\\r?$`, 'm'));
+      expect(out).toMatch(new RegExp(`^  issuer: +http://localhost:${port}\\r?$`, 'm'));
       expect(out).toMatch(/^ {2}store: +SQLite \//m);
       expect(out).toMatch(new RegExp(`^  listening on: +0\\.0\\.0\\.0:${port}\\r?$`, 'm'));
-      expect(out).toMatch(new RegExp(`^  dashboard: +http://127\\.0\\.0\\.1:${port}/dashboard\\r?$`, 'm'));
+      expect(out).toMatch(new RegExp(`^  dashboard: +http://localhost:${port}/dashboard\\r?$`, 'm'));
       expect(out).toMatch(/^ {2}signing threads: +\S+/m);
       // The metrics listener stays on loopback whatever --host says (AUTHCLI_METRICS_HOST moves it).
       expect(out).toMatch(new RegExp(`^  metrics: +http://127\\.0\\.0\\.1:${metricsPort}/metrics\\r?$`, 'm'));

@@ -48,7 +48,11 @@ async function config(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Map<
 describe('authcli-server config: the effective settings and where each came from', () => {
   it('with nothing set, every value is a default or built-in, and the issuer follows host and port', async () => {
     const c = await config([]);
-    expect(c.get('issuer')).toEqual({ name: 'issuer', value: 'http://127.0.0.1:8080', source: 'default (http://<host>:<port>)' });
+    expect(c.get('issuer')).toEqual({
+      name: 'issuer',
+      value: 'http://localhost:8080',
+      source: 'default (http://localhost:<port>, or http://<host>:<port> off loopback)',
+    });
     expect(c.get('port')).toMatchObject({ value: '8080', source: 'default' });
     expect(c.get('database')).toMatchObject({ value: './data/authcli.db', source: 'default' });
     expect(c.get('authorization_code_ttl')).toMatchObject({ value: '60 s', source: 'built-in' });

@@ -154,6 +154,8 @@ describe('passkeys in a real Chromium with a virtual authenticator', () => {
       code_challenge_method: 'S256',
     })}`;
     await t.page.goto(authorize);
+    await t.page.getByRole('button', { name: 'Sign in with a passkey' }).waitFor();
+    await t.page.screenshot({ path: screenshotPath('signin-passkey') });
     await t.page.getByRole('button', { name: 'Sign in with a passkey' }).click();
     await t.page.getByRole('button', { name: 'Approve' }).click();
     await t.page.waitForURL((url) => url.href.startsWith(CALLBACK));

@@ -60,6 +60,8 @@ export async function startServerProcess(opts: { database?: string; env?: Record
     LOG_LEVEL: 'warn',
     PORT: String(port),
     HOST: '127.0.0.1',
+    // The address it listens on, which the tests use (the default would be http://localhost:<port>).
+    AUTHCLI_ISSUER: `http://127.0.0.1:${port}`,
     ...Object.fromEntries(Object.entries(opts.env ?? {}).map(([k, v]) => [k, v.replaceAll('{port}', String(port))])),
   };
   const child = spawn(process.execPath, [SERVER_BIN, 'start'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -22,7 +22,7 @@ function common(cmd: Command): Command {
   const { Option } = commander();
   return (
     cmd
-      .option('--issuer <url>', 'authorization server (env AUTHCLI_ISSUER, default http://127.0.0.1:8080)')
+      .option('--issuer <url>', 'authorization server (env AUTHCLI_ISSUER, default http://localhost:8080)')
       .option('--client-id <id>', 'client id (env AUTHCLI_CLIENT_ID, default authcli)')
       .addOption(
         new Option('--client-secret-stdin', 'read the secret of a confidential client from stdin (or env AUTHCLI_CLIENT_SECRET)').conflicts(

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { IssuerError, normalizeIssuer } from '@authcli/protocol';
 import { CliError } from './errors.js';
 
-export const DEFAULT_ISSUER = 'http://127.0.0.1:8080';
+export const DEFAULT_ISSUER = 'http://localhost:8080';
 export const DEFAULT_CLIENT_ID = 'authcli';
 
 /** `$XDG_CONFIG_HOME/authcli` (default `~/.config/authcli`): config.json and credentials.json. */

@@ -141,7 +141,7 @@ export async function startServer(
   let current: TestClock | undefined;
   const clock = { now: () => current?.now() ?? started };
   const config = loadConfig(
-    { port, host: '127.0.0.1', ...(options.issuerHost && { issuer: `http://${options.issuerHost}:${port}` }) },
+    { port, host: '127.0.0.1', issuer: `http://${options.issuerHost ?? '127.0.0.1'}:${port}` },
     {},
     { logLevel: 'silent', now: clock.now, passwordHashCost: TEST_HASH_COST, ...overrides },
   );
@@ -172,6 +172,26 @@ export const tally = (answers: readonly { status: number }[]) =>
     t[r.status] = (t[r.status] ?? 0) + 1;
     return t;
   }, {});
+
+/**
+ * A passkey row for `userId`, stored as registration would store it, for the tests that need one to exist
+ * (its key is no key: these tests run no ceremony with it; passkeys.test.ts runs real ones).
+ */
+export function seedPasskey(server: TestServer, userId: string, id: string, name = 'Laptop') {
+  return server.store.passkeys.insert({
+    id,
+    user_id: userId,
+    public_key: 'x',
+    counter: 0,
+    transports: '[]',
+    device_type: 'singleDevice',
+    backed_up: 0,
+    aaguid: '00000000-0000-0000-0000-000000000000',
+    name,
+    created_at: server.clock.now(),
+    last_used_at: null,
+  });
+}
 
 export const PASSWORD = 'correct horse battery';
 

@@ -4,7 +4,7 @@ import type { ServerConfig } from '../src/config/config.js';
 import { acrOf, amrOf, PASSWORD_ACR } from '../src/oauth/acr.js';
 import { Sessions } from '../src/web/session.js';
 import { relyingParty } from '../src/web/webauthn.js';
-import { Browser, dialects, hidden, ownClock, seedUser, startServer, tally, type TestServer } from './helpers.js';
+import { Browser, dialects, hidden, ownClock, seedPasskey, seedUser, startServer, tally, type TestServer } from './helpers.js';
 import { type Ceremony, SoftAuthenticator } from './soft-authenticator.js';
 
 /**
@@ -261,19 +261,7 @@ describe.each(dialects())('passkey ceremonies answered by a software authenticat
   it(`an account holds at most ${PASSKEYS_PER_USER_MAX} passkeys`, async () => {
     const { s, origin, user, browser, register } = await start();
     for (let i = 0; i < PASSKEYS_PER_USER_MAX; i++) {
-      await s.store.passkeys.insert({
-        id: `seeded-${i}`,
-        user_id: user.id,
-        public_key: 'x',
-        counter: 0,
-        transports: '[]',
-        device_type: 'singleDevice',
-        backed_up: 0,
-        aaguid: '00000000-0000-0000-0000-000000000000',
-        name: `Key ${i}`,
-        created_at: s.clock.now(),
-        last_used_at: null,
-      });
+      await seedPasskey(s, user.id, `seeded-${i}`, `Key ${i}`);
     }
     const { post } = await browser(true);
     const options = await post('/account/passkeys/options');

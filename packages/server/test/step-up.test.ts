@@ -12,6 +12,7 @@ import {
   poll,
   postForm,
   seedApp,
+  seedPasskey,
   seedUser,
   signedInBrowser,
   startServer,
@@ -38,19 +39,7 @@ describe.each(dialects())('step-up to a passkey sign-in (%s)', (dialect) => {
     aliceId = (await seedUser(server, 'alice')).id;
     await seedUser(server, 'nopasskey');
     // alice has a passkey (its details do not matter here: no ceremony is run).
-    await server.store.passkeys.insert({
-      id: 'alice-key',
-      user_id: aliceId,
-      public_key: 'x',
-      counter: 0,
-      transports: '[]',
-      device_type: 'singleDevice',
-      backed_up: 0,
-      aaguid: '00000000-0000-0000-0000-000000000000',
-      name: 'Laptop',
-      created_at: server.clock.now(),
-      last_used_at: null,
-    });
+    await seedPasskey(server, aliceId, 'alice-key');
     const grantTypes = ['authorization_code', 'refresh_token', DEVICE_GRANT];
     open = (await seedApp(server, { name: 'Open App', callbackUrls: [redirectUri], grantTypes })).app.clientId;
     strict = (await seedApp(server, { name: 'Strict App', callbackUrls: [redirectUri], grantTypes })).app.clientId;

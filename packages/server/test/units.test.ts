@@ -181,8 +181,14 @@ describe('config', () => {
     }
   });
   it('flags beat env beat defaults', () => {
-    expect(loadConfig({}, {}).issuer).toBe('http://127.0.0.1:8080');
-    expect(loadConfig({}, { PORT: '9000' }).issuer).toBe('http://127.0.0.1:9000');
+    expect(loadConfig({}, {}).issuer).toBe('http://localhost:8080');
+    // Loopback and every-address hosts reach the listener as localhost (a host name can have passkeys); others are themselves.
+    expect(loadConfig({ host: '0.0.0.0', port: 9000 }, {}).issuer).toBe('http://localhost:9000');
+    expect(loadConfig({ host: '::1' }, {}).issuer).toBe('http://localhost:8080');
+    expect(loadConfig({ host: '127.0.0.2' }, {}).issuer).toBe('http://localhost:8080');
+    // Another address is its own issuer, which must then be https (AUTHCLI_ISSUER): plain http is for loopback only.
+    expect(() => loadConfig({ host: '192.0.2.7' }, {})).toThrow(ConfigError);
+    expect(loadConfig({}, { PORT: '9000' }).issuer).toBe('http://localhost:9000');
     expect(loadConfig({ port: '9100' }, { PORT: '9000' }).port).toBe(9100);
     expect(loadConfig({}, { AUTHCLI_ISSUER: 'https://id.example' }).issuer).toBe('https://id.example');
     expect(loadConfig({}, { DATABASE_URL: 'postgres://x/y' }).databaseUrl).toBe('postgres://x/y');

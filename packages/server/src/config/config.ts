@@ -262,8 +262,20 @@ function parseMetrics(flags: ConfigInput, env: NodeJS.ProcessEnv, mainPort: numb
 }
 
 /**
+ * The issuer when none is given: `http://<host>:<port>`, and for a loopback
+ * or every-address host (127.0.0.1, the default; ::1; 0.0.0.0, ::)
+ * `http://localhost:<port>`, which reaches the same listener and, unlike an
+ * IP address, can have passkeys (browsers take only a host name as a
+ * WebAuthn RP ID).
+ */
+export function defaultIssuer(host: string, port: number): string {
+  const local = /^(127\.\d+\.\d+\.\d+|::1|0\.0\.0\.0|::|localhost)$/.test(host);
+  return `http://${local ? 'localhost' : host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+/**
  * Builds the config: flags win over env, env over defaults. The default
- * issuer is `http://<host>:<port>`.
+ * issuer is {@link defaultIssuer}.
  */
 export function loadConfig(
   flags: ConfigInput = {},
@@ -272,8 +284,7 @@ export function loadConfig(
 ): ServerConfig {
   const host = flags.host ?? env.HOST ?? '127.0.0.1';
   const port = parsePort(flags.port ?? env.PORT ?? 8080);
-  const defaultIssuer = `http://${host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`;
-  const issuer = normalizeIssuer(flags.issuer ?? env.AUTHCLI_ISSUER ?? defaultIssuer);
+  const issuer = normalizeIssuer(flags.issuer ?? env.AUTHCLI_ISSUER ?? defaultIssuer(host, port));
   const logLevel = (env.LOG_LEVEL ?? 'info') as ServerConfig['logLevel'];
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
   const accessTokenTtl = env.AUTHCLI_ACCESS_TOKEN_TTL ?? String(D.ACCESS_TOKEN_TTL_SECONDS);

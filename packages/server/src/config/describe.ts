@@ -53,7 +53,11 @@ export function describeConfig(config: ServerConfig, flags: ConfigInput, env: No
     config.trustProxy === false ? 'off' : Array.isArray(config.trustProxy) ? config.trustProxy.join(',') : `${config.trustProxy} hop(s)`;
 
   return [
-    { name: 'issuer', value: config.issuer, source: from('issuer', 'AUTHCLI_ISSUER', 'default (http://<host>:<port>)') },
+    {
+      name: 'issuer',
+      value: config.issuer,
+      source: from('issuer', 'AUTHCLI_ISSUER', 'default (http://localhost:<port>, or http://<host>:<port> off loopback)'),
+    },
     { name: 'host', value: config.host, source: from('host', 'HOST') },
     { name: 'port', value: String(config.port), source: from('port', 'PORT') },
     { name: 'database', value: printableDatabase(config.databaseUrl), source: from('database', 'DATABASE_URL') },

@@ -48,7 +48,7 @@ export const SERVER_SETTINGS: readonly Setting[] = [
   {
     env: 'AUTHCLI_ISSUER',
     flag: '--issuer',
-    default: code('http://<host>:<port>'),
+    default: code('http://localhost:<port>'),
     loaded: (c) => code(c.issuer.replace(`//${c.host}:`, '//<host>:').replace(`:${c.port}`, ':<port>')),
     meaning:
       'The public base URL: the `iss` of every token and the base of every endpoint. https, or http on loopback only; no path, query or fragment; a trailing slash is dropped.',

@@ -30,7 +30,10 @@ export function startCommand(cli: Command): void {
     .description('run the server')
     .option('--port <port>', 'port to listen on (env PORT, default 8080)')
     .option('--host <host>', 'address to bind (env HOST, default 127.0.0.1)')
-    .option('--issuer <url>', 'public base URL (env AUTHCLI_ISSUER, default http://<host>:<port>)')
+    .option(
+      '--issuer <url>',
+      'public base URL (env AUTHCLI_ISSUER, default http://localhost:<port> on loopback, else http://<host>:<port>)',
+    )
     .option('--database <url>', 'postgres:// URL or SQLite file (env DATABASE_URL, default ./data/authcli.db)')
     .option('--metrics-port <port>', 'serve GET /metrics on a listener of its own at this port (env AUTHCLI_METRICS_PORT, default off)')
     .option('--metrics-host <host>', 'address the metrics listener binds (env AUTHCLI_METRICS_HOST, default 127.0.0.1)')
