@@ -18,6 +18,7 @@ import {
   dialects,
   ownClock,
   postForm,
+  secondInstance,
   seedApp,
   seedUser,
   signedInBrowser,
@@ -62,19 +63,6 @@ interface ProofOptions {
 const b64 = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
 
 /** A second server instance on the first one's database, with its configuration (issuer included) and clock. */
-async function secondInstance(server: TestServer): Promise<{ url: string; close: () => Promise<void> }> {
-  const store = await openStore(server.storeUrl);
-  const app = await buildApp(server.config, store);
-  const port = await freePort();
-  await app.listen({ port, host: '127.0.0.1' });
-  return {
-    url: `http://127.0.0.1:${port}`,
-    close: async () => {
-      await app.close();
-      await store.close();
-    },
-  };
-}
 
 /** A POST with the header lines exactly as given (fetch would join two DPoP headers into one line). */
 function rawPost(

@@ -193,6 +193,21 @@ export function seedPasskey(server: TestServer, userId: string, id: string, name
   });
 }
 
+/** Another instance of `server`: its own app and store connection on the same database, on a port of its own. */
+export async function secondInstance(server: TestServer): Promise<{ url: string; close: () => Promise<void> }> {
+  const store = await openStore(server.storeUrl);
+  const app = await buildApp(server.config, store);
+  const port = await freePort();
+  await app.listen({ port, host: '127.0.0.1' });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: async () => {
+      await app.close();
+      await store.close();
+    },
+  };
+}
+
 export const PASSWORD = 'correct horse battery';
 
 /** PASSWORD hashed once per test process and cost (users differ by id, not salt). */

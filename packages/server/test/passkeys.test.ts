@@ -4,7 +4,18 @@ import type { ServerConfig } from '../src/config/config.js';
 import { acrOf, amrOf, PASSWORD_ACR } from '../src/oauth/acr.js';
 import { Sessions } from '../src/web/session.js';
 import { relyingParty } from '../src/web/webauthn.js';
-import { Browser, dialects, hidden, ownClock, seedPasskey, seedUser, startServer, tally, type TestServer } from './helpers.js';
+import {
+  Browser,
+  dialects,
+  hidden,
+  ownClock,
+  secondInstance,
+  seedPasskey,
+  seedUser,
+  startServer,
+  tally,
+  type TestServer,
+} from './helpers.js';
 import { type Ceremony, SoftAuthenticator } from './soft-authenticator.js';
 
 /**
@@ -256,6 +267,28 @@ describe.each(dialects())('passkey ceremonies answered by a software authenticat
     expect(removed.status).toBe(303);
     expect(await s.store.passkeys.listByUser(user.id)).toEqual([]);
     expect((await signIn(synced)).answer.json.error).toMatch(/not registered here/);
+  });
+
+  it('a ceremony begun at one instance is finished at another of the same database, once', async () => {
+    const { s, origin, register, browser, signedIn } = await start();
+    const authenticator = new SoftAuthenticator('localhost', origin);
+    await register(authenticator);
+    const second = await secondInstance(s);
+    try {
+      const tab = await browser();
+      const options = await tab.post('/signin/passkey/options');
+      const answer = JSON.stringify(authenticator.authenticate(options.json as never));
+      const csrf = hidden((await tab.b.get('/signin')).text, '_csrf');
+      const at = (base: string) =>
+        tab.b.request('POST', `${base}/signin/passkey`, new URLSearchParams({ _csrf: csrf, response: answer }).toString(), {
+          'content-type': 'application/x-www-form-urlencoded',
+        });
+      const [there, here] = await Promise.all([at(second.url), at(tab.b.base)]);
+      expect([there.status, here.status].sort()).toEqual([200, 400]);
+      expect(await signedIn(tab.b)).toBe(true);
+    } finally {
+      await second.close();
+    }
   });
 
   it(`an account holds at most ${PASSKEYS_PER_USER_MAX} passkeys`, async () => {

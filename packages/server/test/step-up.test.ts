@@ -123,6 +123,12 @@ describe.each(dialects())('step-up to a passkey sign-in (%s)', (dialect) => {
     const r = await attempt(password, strict);
     expect(r.idToken).toBeUndefined();
     expect(await stepUpPage(password, r.location)).toContain('Strict App');
+    // max_age past: a passkey session signs in again, and the sign-in page asks for the passkey again.
+    const earlier = await signedInBrowser(server, 'alice', PASSKEY);
+    ownClock(server).advance(2_000);
+    const stale = await attempt(earlier, strict, { max_age: '1' });
+    expect(stale.idToken).toBeUndefined();
+    expect(await stepUpPage(earlier, stale.location)).toContain('a sign-in with a passkey');
     const none = await attempt(password, strict, { prompt: 'none' });
     expect(none.location.searchParams.get('error')).toBe('login_required');
     expect((await attempt(await signedInBrowser(server, 'alice', PASSKEY), strict)).idToken).toMatchObject({ acr: 'phr' });

@@ -245,11 +245,12 @@ export const passwordHashThreads = (cores: number) => Math.max(1, Math.floor(cor
  * of sign-ins (everyone at the start of a meeting, all the browsers of an office after a restart) is served in
  * turn within it, and the queue admits only as many hashes as the threads can start by then (util/password-pool.ts),
  * so past it the answer is 503 with `Retry-After` at once, and a hash that still has not started when its deadline
- * comes (hashes got slower meanwhile) is answered then, never later. 10 s is about as long as a person waits on a
- * page before doing something else (Nielsen's 10-second limit); it is well inside the request timeout and the
- * 60 s a proxy commonly waits for a backend, so the person gets our answer, not the proxy's 504.
+ * comes (hashes got slower meanwhile) is answered then, never later. 20 s: fifty people at once (a class, an office
+ * at nine) on the smallest server, one hashing thread at about 0.3 s a hash, take 15 s to serve, and a wait on a
+ * page that ends signed in beats a "try again" that starts the wait over; it is well inside the 60 s a proxy
+ * commonly waits for a backend, so the person gets our answer, not the proxy's 504.
  */
-export const PASSWORD_HASH_QUEUE_DEADLINE_MS = 10 * SECOND;
+export const PASSWORD_HASH_QUEUE_DEADLINE_MS = 20 * SECOND;
 /** Bounds of AUTHCLI_PASSWORD_HASH_QUEUE_DEADLINE in seconds: at least one hash's wait; at most the 60 s a proxy commonly waits. */
 export const PASSWORD_HASH_QUEUE_DEADLINE_BOUNDS = { min: 1, max: 60 } as const;
 /**
@@ -266,8 +267,8 @@ export const PASSWORD_HASH_ESTIMATE_WEIGHT = 1 / 8;
 /**
  * Password hashes in flight (running or waiting) per client IP: one address cannot take every place and shut
  * sign-in for all. Now that places wait in turn, a handful of people behind one office address who press
- * "Sign in" in the same seconds are all served; 8 is a quarter of the places on the smallest server (one thread
- * at the default cost starts about 34 hashes within the deadline), so filling them takes at least 5 addresses,
+ * "Sign in" in the same seconds are all served; 8 is an eighth of the places on the smallest server (one thread
+ * at the default cost starts about 67 hashes within the deadline), so filling them takes at least 9 addresses,
  * each of which the sign-in limits charge (`signin-ip`).
  */
 export const PASSWORD_HASHES_PER_CLIENT = 8;
