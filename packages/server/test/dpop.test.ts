@@ -2,12 +2,9 @@ import { generateKeyPairSync, type KeyObject, randomBytes, sign } from 'node:cry
 import { request as httpRequest } from 'node:http';
 import { calculateJwkThumbprint, decodeJwt, exportJWK, generateKeyPair, type CryptoKey, type JWK, SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '@authcli/test-support/http';
-import { buildApp } from '../src/app.js';
 import { DPOP_IAT_WINDOW_SECONDS, DPOP_NONCE_WINDOW_SECONDS } from '../src/config/defaults.js';
 import { accessTokenHash, jwkThumbprint, normalizeHtu } from '../src/oauth/dpop.js';
 import { registerApplication } from '../src/oauth/registration.js';
-import { openStore } from '../src/store/open.js';
 import {
   authorize,
   basic,
