@@ -24,6 +24,8 @@ describe('what `authcli-server start` says', () => {
       listening: `127.0.0.1:${new URL(server.issuer).port}`,
       dashboard: `${server.issuer}/dashboard`,
       signingThreads: expect.any(String),
+      // The test server's issuer is its IP address (startServerProcess): no passkeys there, and it says why.
+      passkeys: expect.stringMatching(/^unavailable: Passkeys need this server to be reached by a domain name/),
     });
   });
 
@@ -68,6 +70,7 @@ describe('what `authcli-server start` says', () => {
       expect(out).toMatch(new RegExp(`^  listening on: +0\\.0\\.0\\.0:${port}\\r?$`, 'm'));
       expect(out).toMatch(new RegExp(`^  dashboard: +http://localhost:${port}/dashboard\\r?$`, 'm'));
       expect(out).toMatch(/^ {2}signing threads: +\S+/m);
+      expect(out).toMatch(/^ {2}passkeys: +available\r?$/m);
       // The metrics listener stays on loopback whatever --host says (AUTHCLI_METRICS_HOST moves it).
       expect(out).toMatch(new RegExp(`^  metrics: +http://127\\.0\\.0\\.1:${metricsPort}/metrics\\r?$`, 'm'));
       expect(out).not.toContain('{"level"');

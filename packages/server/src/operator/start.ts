@@ -1,4 +1,5 @@
 import { say, sayError } from './output.js';
+import { passkeyAvailability } from '../web/passkeys.js';
 import { databaseHost, openMigrated, warn } from './shared.js';
 import type { Command } from 'commander';
 import type { FastifyInstance } from 'fastify';
@@ -143,6 +144,7 @@ export function startCommand(cli: Command): void {
       app.log.level = level;
       const users = await store.users.count();
       const port = listeningPort(app, config.port);
+      const passkeys = passkeyAvailability(config.issuer);
       const started = {
         version: __AUTHCLI_SERVER_VERSION__,
         issuer: config.issuer,
@@ -155,6 +157,8 @@ export function startCommand(cli: Command): void {
         // Set by bin/authcli-server.cjs before libuv starts its pool (RS256 signatures, scrypt).
         signingThreads: process.env.UV_THREADPOOL_SIZE || '4 (libuv default)',
         users,
+        // Whether people can add passkeys here, and if not, why (the issuer's host: web/webauthn.ts).
+        passkeys: passkeys.available ? 'available' : `unavailable: ${passkeys.reason}`,
         // Only when on: where the scraper reads GET /metrics.
         ...(metricsApp &&
           config.metrics && { metrics: `http://${hostPort(config.metrics.host, listeningPort(metricsApp, config.metrics.port))}/metrics` }),
@@ -171,6 +175,7 @@ export function startCommand(cli: Command): void {
         `  dashboard:       ${started.dashboard}`,
         ...(started.metrics ? [`  metrics:         ${started.metrics}`] : []),
         `  signing threads: ${started.signingThreads}`,
+        `  passkeys:        ${started.passkeys}`,
         users === 0
           ? `no users yet: add one with \`authcli-server users add <username>\`, then sign in at ${config.issuer}/signin`
           : `sign in at ${config.issuer}/signin`,
