@@ -66,8 +66,8 @@ describe('the password-hash queue', () => {
   it('a burst is served in turn, in the order it came, and nothing is refused while it fits within the deadline', async () => {
     const t = threads();
     const queue = queueOf(1, t);
-    // One thread, 0.1 s a hash, 10 s: 101 places, so 50 people at once all wait their turn.
-    expect(queue.capacity).toBe(101);
+    // One thread, 0.1 s a hash, the default 20 s: 201 places, so 50 people at once all wait their turn.
+    expect(queue.capacity).toBe(201);
     const asked = Array.from({ length: 50 }, (_, i) => ask(queue, `person ${i}`, `198.51.100.${i}`));
     await settle();
     expect(queue.pending).toBe(50);
@@ -252,9 +252,9 @@ describe('the password-hash queue', () => {
     expect(passwordHashMsEstimate(17)).toBe(300);
     expect(passwordHashMsEstimate(18)).toBe(600);
     expect(passwordHashMsEstimate(15)).toBe(75);
-    // One thread at the default cost within the default deadline: 1 + 33 places, 8 of them one client's.
+    // One thread at the default cost within the default deadline (20 s): 1 + 66 places, 8 of them one client's.
     const t = threads();
-    expect(queueOf(1, t, { initialHashMs: passwordHashMsEstimate(17) }).capacity).toBe(34);
+    expect(queueOf(1, t, { initialHashMs: passwordHashMsEstimate(17) }).capacity).toBe(67);
   });
 
   it('on close the waiting hashes are answered busy at once and new ones refused; running ones finish', async () => {
