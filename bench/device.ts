@@ -34,6 +34,7 @@ function pendingRow(i: number, deviceCode: string, now: number): DeviceAuthoriza
     user_id: null,
     auth_time: null,
     amr: null,
+    acr: null,
     created_at: now,
     expires_at: now + DEVICE_CODE_TTL_SECONDS * 1000,
     interval_s: DEVICE_POLL_INTERVAL_SECONDS,

@@ -852,7 +852,7 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
   it('oidcc-ensure-request-with-acr-values-succeeds: acr_values_supported requested, that acr returned, amr pwd', async () => {
     // OIDCCAddAcrValuesToAuthorizationEndpointRequest: every advertised value, space-separated.
     const supported = meta.acr_values_supported as string[];
-    expect(supported).toEqual(['phr', 'urn:authcli:acr:password']);
+    expect(supported).toEqual(['phr', 'urn:authcli:acr:password', 'urn:authcli:acr:federated']);
     // A password sign-in meets one of them (acr_values is a list to choose from, OIDC Core §3.1.2.1).
     const { idToken } = await happyFlow({ extra: { acr_values: supported.join(' ') } });
     // ValidateIdTokenACRClaimAgainstAcrValuesRequest (a warning when missing or not requested).

@@ -176,8 +176,14 @@ export const MIGRATIONS_AFTER_0008 = [
   '0013_device_origin',
   '0014_passkeys',
   '0015_required_acr',
+  '0016_connectors',
 ];
 export async function undoMigrationsAfter0008(db: TestDatabase, dialect: DialectName): Promise<void> {
+  // 0016: connectors, federated identities, their round trips' state, and a federated sign-in's class.
+  for (const table of ['connector_states', 'federated_identities', 'connectors']) await execute(db, dialect, `drop table ${table}`);
+  for (const table of ['sessions', 'authorization_codes', 'grants', 'device_authorizations']) {
+    await execute(db, dialect, `alter table ${table} drop column acr`);
+  }
   // 0015: the class an application requires, and how a device's approver signed in.
   await execute(db, dialect, 'alter table applications drop column require_acr');
   await execute(db, dialect, 'alter table device_authorizations drop column amr');

@@ -215,7 +215,9 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
     // 40 accounts-worth of guesses from 40 addresses: no limit refuses them, only the queue's bound.
     const answers = await Promise.all(forms.map((f, i) => postSignIn(f, `user${i}`, 'wrong password', `198.51.100.${i + 1}`)));
     const t = tally(answers);
-    expect(t[401]).toBeGreaterThan(1);
+    // How many are hashed depends on how fast this machine hashes now (a loaded CI machine may start only the
+    // first within the second); the count of places itself is tested with an injected clock (password-queue.test.ts).
+    expect(t[401]).toBeGreaterThanOrEqual(1);
     expect(t[503]).toBeGreaterThan(0);
     expect(t[401]! + t[503]!).toBe(40);
     const busy = answers.find((a) => a.status === 503)!;

@@ -81,7 +81,7 @@ describe.each(dialects())('where claims go: ID token, userinfo, the claims param
     const t = await login(web, 'openid', { acr_values: 'urn:example:mfa 1 2' }, new Browser(server.url));
     expect(decodeJwt(t.id_token)).toMatchObject({ acr: PASSWORD_ACR, amr: ['pwd'] });
     const meta = (await (await fetch(`${server.url}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
-    expect(meta.acr_values_supported).toEqual(['phr', PASSWORD_ACR]);
+    expect(meta.acr_values_supported).toEqual(['phr', PASSWORD_ACR, 'urn:authcli:acr:federated']);
     expect(meta.claims_parameter_supported).toBe(true);
     expect(meta.claims_supported).toEqual(expect.arrayContaining(['acr', 'amr']));
   });

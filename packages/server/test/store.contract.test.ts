@@ -34,6 +34,7 @@ function pendingDevice(hash: string, userCode: string, clientId: string, now: nu
     user_id: null,
     auth_time: null,
     amr: null,
+    acr: null,
     created_at: now,
     expires_at: expiresAt,
     interval_s: 5,
@@ -135,6 +136,7 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     revoked_at: null,
     dpop_jkt: null,
     amr: null,
+    acr: null,
   });
   const refreshRow = (hash: string, grantId: string, expiresAt = now + 1000) => ({
     token_hash: hash,

@@ -20,6 +20,13 @@ export const PASSWORD_ACR = 'urn:authcli:acr:password';
  */
 export const PHISHING_RESISTANT_ACR = 'phr';
 
+/**
+ * The class of a sign-in through an upstream identity provider (a connector) that asserted nothing stronger:
+ * what the person did there is the upstream's to say, and it is carried in `amr` only as far as the upstream
+ * reported it. An upstream that asserted `phr` gives `phr`.
+ */
+export const FEDERATED_ACR = 'urn:authcli:acr:federated';
+
 /** RFC 8176 §2: `pwd`, password-based authentication. */
 export const PASSWORD_AMR: readonly string[] = ['pwd'];
 
@@ -43,16 +50,25 @@ export function acrOf(amr: readonly string[]): string {
 }
 
 /** The authentication context classes this server can satisfy (discovery's `acr_values_supported`), strongest first. */
-export const ACR_VALUES_SUPPORTED: readonly string[] = [PHISHING_RESISTANT_ACR, PASSWORD_ACR];
+export const ACR_VALUES_SUPPORTED: readonly string[] = [PHISHING_RESISTANT_ACR, PASSWORD_ACR, FEDERATED_ACR];
 
 /** How strong each class this server satisfies is: a sign-in meets a class when its own is at least as strong. */
-const LEVEL: Readonly<Record<string, number>> = { [PASSWORD_ACR]: 1, [PHISHING_RESISTANT_ACR]: 2 };
+const LEVEL: Readonly<Record<string, number>> = { [PASSWORD_ACR]: 1, [FEDERATED_ACR]: 1, [PHISHING_RESISTANT_ACR]: 2 };
+
+/** The class a sign-in has: the one stored with it (a federated sign-in's), else the one its methods give. */
+export function classOf(amr: readonly string[], stored?: string | null): string {
+  return stored && isSupportedAcr(stored) ? stored : acrOf(amr);
+}
 
 export const isSupportedAcr = (acr: string): boolean => Object.hasOwn(LEVEL, acr);
 
-/** Whether a sign-in made by `amr` meets the class `acr` (an unknown class is met by nothing). */
-export function meetsAcr(amr: readonly string[], acr: string): boolean {
-  return isSupportedAcr(acr) && LEVEL[acrOf(amr)]! >= LEVEL[acr]!;
+/**
+ * Whether a sign-in made by `amr` (of the stored class `stored`, for a federated one) meets the class `acr`: its
+ * own, or a weaker one (an unknown class is met by nothing). The password and federated classes meet each other:
+ * neither is stronger.
+ */
+export function meetsAcr(amr: readonly string[], acr: string, stored?: string | null): boolean {
+  return isSupportedAcr(acr) && LEVEL[classOf(amr, stored)]! >= LEVEL[acr]!;
 }
 
 /** The weakest supported class among `values`: any one of them will do (OIDC Core §3.1.2.1, §5.5.1.1). */
@@ -87,8 +103,8 @@ export function acrRequirement(input: {
  * The `acr` of an ID token: the sign-in's own class, or, when an essential `acr` claim listed classes without
  * it, the strongest listed class the sign-in meets (§5.5.1.1: the value must be one of those requested).
  */
-export function acrFor(amr: readonly string[], essentialValues: readonly string[] | undefined): string {
-  const own = acrOf(amr);
+export function acrFor(amr: readonly string[], essentialValues: readonly string[] | undefined, stored?: string | null): string {
+  const own = classOf(amr, stored);
   if (!essentialValues || essentialValues.includes(own)) return own;
-  return strongest(...essentialValues.filter((v) => meetsAcr(amr, v))) ?? own;
+  return strongest(...essentialValues.filter((v) => meetsAcr(amr, v, stored))) ?? own;
 }

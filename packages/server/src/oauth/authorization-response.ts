@@ -59,6 +59,7 @@ export async function issueCode(ctx: OAuthContext, req: AuthorizationRequest, si
     dpop_jkt: req.dpopJkt ?? null,
     auth_time: authTime,
     amr: signedIn.amr ?? null,
+    acr: signedIn.acr ?? null,
     created_at: now,
     expires_at: now + ctx.config.codeTtlSeconds * 1000,
   });

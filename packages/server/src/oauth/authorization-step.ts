@@ -19,6 +19,8 @@ export interface Authentication {
   authTime: number;
   /** How (RFC 8176 `amr` as stored, space-separated; null: a password). */
   amr?: string | null | undefined;
+  /** The class of a federated sign-in, as stored; null or absent: derived from `amr`. */
+  acr?: string | null | undefined;
 }
 
 /** What the authorization endpoint does next with a validated request. */
@@ -106,8 +108,8 @@ export async function stepUpTo(
   signedIn: Authentication,
 ): Promise<string | undefined> {
   const amr = amrOf(signedIn.amr);
-  if (need.essential !== undefined && !meetsAcr(amr, need.essential)) return need.essential;
-  if (need.preferred === undefined || meetsAcr(amr, need.preferred)) return undefined;
+  if (need.essential !== undefined && !meetsAcr(amr, need.essential, signedIn.acr)) return need.essential;
+  if (need.preferred === undefined || meetsAcr(amr, need.preferred, signedIn.acr)) return undefined;
   return (await ctx.store.passkeys.listByUser(signedIn.user.id)).length > 0 ? need.preferred : undefined;
 }
 

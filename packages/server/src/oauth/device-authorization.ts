@@ -34,6 +34,7 @@ export function pendingDeviceAuthorization(input: {
     user_id: null,
     auth_time: null,
     amr: null,
+    acr: null,
     created_at: input.now,
     expires_at: input.now + (input.ttlSeconds ?? DEVICE_CODE_TTL_SECONDS) * 1000,
     interval_s: input.intervalSeconds ?? DEVICE_POLL_INTERVAL_SECONDS,

@@ -113,7 +113,7 @@ export async function decideUserCode(
     // An application that requires a passkey sign-in is approved only from one (a denial needs nothing).
     const pending = await ctx.store.deviceGrants.findByUserCode(code);
     const required = pending && (await ctx.store.applications.get(pending.client_id))?.requireAcr;
-    if (required && !meetsAcr(amrOf(signedIn.amr), required)) {
+    if (required && !meetsAcr(amrOf(signedIn.amr), required, signedIn.acr)) {
       await admission.giveBack();
       return { kind: 'step-up', acr: required };
     }
@@ -124,7 +124,7 @@ export async function decideUserCode(
     ? await ctx.store.deviceGrants.decide(
         code,
         decision === 'approve'
-          ? { status: 'approved', userId, authTime: signedIn.authTime, amr: signedIn.amr ?? null, startedAfter }
+          ? { status: 'approved', userId, authTime: signedIn.authTime, amr: signedIn.amr ?? null, acr: signedIn.acr ?? null, startedAfter }
           : { status: 'denied', userId },
         now,
         clientIp,

@@ -42,6 +42,7 @@ export function newGrant(
     claims?: string | null;
     authTime: number;
     amr?: string | null | undefined;
+    acr?: string | null | undefined;
     dpopJkt?: string | undefined;
   },
   now: number,
@@ -58,5 +59,6 @@ export function newGrant(
     revoked_at: null,
     dpop_jkt: input.dpopJkt ?? null,
     amr: input.amr ?? null,
+    acr: input.acr ?? null,
   };
 }

@@ -4,7 +4,7 @@
  * store.
  */
 
-import { ACR_VALUES_SUPPORTED, isSupportedAcr } from './acr.js';
+import { PHISHING_RESISTANT_ACR } from './acr.js';
 import {
   GRANT_TYPES,
   INTROSPECTION_SCOPES,
@@ -178,10 +178,10 @@ export function validateApplicationFields(input: Omit<NewAppInput, 'kind' | 'own
   };
 }
 
-/** The class an application may require: one this server can satisfy, or none. */
+/** The class an application may require: `phr` (a passkey; every other class is met by any sign-in), or none. */
 function checkRequiredAcr(acr: string | null | undefined): string | null {
   if (acr === undefined || acr === null || acr === '' || acr === 'none') return null;
-  if (!isSupportedAcr(acr)) throw new InputError(`require-acr must be one of ${ACR_VALUES_SUPPORTED.join(', ')} (or none)`);
+  if (acr !== PHISHING_RESISTANT_ACR) throw new InputError(`require-acr must be ${PHISHING_RESISTANT_ACR} (a passkey sign-in) or none`);
   return acr;
 }
 

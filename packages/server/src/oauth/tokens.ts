@@ -17,6 +17,8 @@ export interface TokenContext {
   authTime: number;
   /** How the person signed in (RFC 8176 `amr` as stored, space-separated; null: a password). */
   amr?: string | null | undefined;
+  /** The class of a federated sign-in, as stored; null or absent: derived from `amr`. */
+  acr?: string | null | undefined;
   nonce?: string | null | undefined;
   /** The `claims` request of the sign-in (OIDC Core §5.5), if it named any. */
   claims?: ClaimsRequest | undefined;
@@ -77,7 +79,7 @@ export class TokenIssuer {
       auth_time: Math.floor(ctx.authTime / 1000),
       ...(ctx.nonce ? { nonce: ctx.nonce } : {}),
       at_hash: atHash(accessToken),
-      acr: acrFor(amr, essentialAcrValues(ctx.claims)),
+      acr: acrFor(amr, essentialAcrValues(ctx.claims), ctx.acr),
       amr,
       ...pickClaims(standardClaims(ctx.user, CLAIM_SCOPE_NAMES), ctx.claims?.id_token),
     });

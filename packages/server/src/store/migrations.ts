@@ -8,6 +8,7 @@ import { sql, type Migration, type MigrationProvider } from 'kysely';
 import { deviceOrigin } from './migrations/0013_device_origin.js';
 import { passkeys } from './migrations/0014_passkeys.js';
 import { requiredAcr } from './migrations/0015_required_acr.js';
+import { connectors } from './migrations/0016_connectors.js';
 import type { Past } from './migrations/past.js';
 
 const migrations: Record<string, Migration> = {
@@ -330,6 +331,7 @@ const migrations: Record<string, Migration> = {
   '0013_device_origin': deviceOrigin,
   '0014_passkeys': passkeys,
   '0015_required_acr': requiredAcr,
+  '0016_connectors': connectors,
 };
 
 /** Provides the migrations above, then those in migrations/, to Kysely's Migrator. */

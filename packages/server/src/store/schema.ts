@@ -81,6 +81,8 @@ export interface SessionsTable {
   expires_at: number;
   /** How the person signed in (RFC 8176 `amr`, space-separated); null: a password, before passkeys. */
   amr: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The class of a federated sign-in (its connector's, or `phr` the upstream asserted); null: derived from `amr`. */
+  acr: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface ConsentsTable {
@@ -128,6 +130,8 @@ export interface AuthorizationCodesTable {
   dpop_jkt: string | null;
   /** How the person signed in (RFC 8176 `amr`, space-separated); null: a password, before passkeys. */
   amr: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The class of a federated sign-in (its connector's, or `phr` the upstream asserted); null: derived from `amr`. */
+  acr: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface GrantsTable {
@@ -145,6 +149,8 @@ export interface GrantsTable {
   dpop_jkt: string | null;
   /** How the person signed in (RFC 8176 `amr`, space-separated); null: a password, before passkeys. */
   amr: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The class of a federated sign-in (its connector's, or `phr` the upstream asserted); null: derived from `amr`. */
+  acr: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface SigningKeysTable {
@@ -175,6 +181,8 @@ export interface DeviceAuthorizationsTable {
   auth_time: number | null;
   /** How the approver signed in (RFC 8176 `amr`, space-separated); null: a password, or not approved. */
   amr: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The class of a federated sign-in (its connector's, or `phr` the upstream asserted); null: derived from `amr`. */
+  acr: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: number;
   expires_at: number;
   /** Current polling interval in seconds (RFC 8628 §3.5: grows by 5 on slow_down). */
@@ -287,7 +295,42 @@ export interface WebauthnChallengesTable {
   expires_at: number;
 }
 
+/** An upstream identity provider the operator added (connectors/). */
+export interface ConnectorsTable {
+  id: string;
+  type: 'oidc' | 'github' | 'ldap';
+  name: string;
+  /** JSON of the type's settings, without the secret. */
+  settings: string;
+  /** The client secret or bind password (an encrypted envelope when AUTHCLI_KEY_ENCRYPTION_KEY is set). */
+  secret: string;
+  created_at: number;
+}
+
+/** An upstream account linked to the user it signs in as. */
+export interface FederatedIdentitiesTable {
+  connector_id: string;
+  subject: string;
+  user_id: string;
+  created_at: number;
+}
+
+/** A redirect to an upstream and back, used once. */
+export interface ConnectorStatesTable {
+  state_hash: string;
+  connector_id: string;
+  browser_hash: string;
+  code_verifier: string;
+  nonce: string;
+  continue_id: string | null;
+  link_user_id: string | null;
+  expires_at: number;
+}
+
 export interface Database {
+  connectors: ConnectorsTable;
+  federated_identities: FederatedIdentitiesTable;
+  connector_states: ConnectorStatesTable;
   passkeys: PasskeysTable;
   webauthn_challenges: WebauthnChallengesTable;
   continuations: ContinuationsTable;

@@ -59,7 +59,7 @@ export async function devicePageRoutes(app: FastifyInstance, ctx: WebContext): P
     if (found.kind === 'limited') {
       return sendPage(reply, <DeviceEntryPage viewer={viewer} code={typed} error={tooMany(reply, found.retryAfterSeconds)} />, 429);
     }
-    if (found.kind === 'pending' && found.requireAcr && !meetsAcr(amrOf(current.session.amr), found.requireAcr)) {
+    if (found.kind === 'pending' && found.requireAcr && !meetsAcr(amrOf(current.session.amr), found.requireAcr, current.session.acr)) {
       // The application requires a passkey sign-in: step up first, then this code comes back to be confirmed.
       const resume = { kind: 'device' as const, userCode: normalizeUserCode(found.userCode) ?? null, acr: found.requireAcr };
       return reply.redirect(await ctx.continuations.signInUrl(req, reply, resume), 303);

@@ -88,7 +88,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
     const waiting = await continuations.peek(req, id);
     const acr = waiting?.kind === 'authorize' || waiting?.kind === 'device' ? waiting.acr : undefined;
     const current = acr === undefined ? undefined : await sessions.current(req);
-    if (current && acr !== undefined && !meetsAcr(amrOf(current.session.amr), acr)) {
+    if (current && acr !== undefined && !meetsAcr(amrOf(current.session.amr), acr, current.session.acr)) {
       // Signed in, below what waits: the step-up (a passkey), not another password.
       const availability = passkeyAvailability(config.issuer);
       return sendPage(

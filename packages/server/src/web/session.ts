@@ -14,7 +14,7 @@ export interface CurrentSession {
 
 /** The sign-in a session rests on, as the authorization endpoint weighs it: who, when and how. */
 export function authenticationOf(current: CurrentSession): Authentication {
-  return { user: current.user, authTime: current.session.auth_time, amr: current.session.amr };
+  return { user: current.user, authTime: current.session.auth_time, amr: current.session.amr, acr: current.session.acr };
 }
 
 /**

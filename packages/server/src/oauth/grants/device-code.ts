@@ -55,7 +55,7 @@ export async function deviceCodeGrant(
   const authTime = row.auth_time ?? now;
   const grant = newGrant(
     config,
-    { clientId: app.clientId, userId: user.id, scope: row.scope, authTime, amr: row.amr, dpopJkt: refreshBinding(app, dpop) },
+    { clientId: app.clientId, userId: user.id, scope: row.scope, authTime, amr: row.amr, acr: row.acr, dpopJkt: refreshBinding(app, dpop) },
     now,
   );
   const refresh = wantsRefreshToken(app, scopes, { kind: 'device' }) ? newRefreshToken(grant, now) : undefined;
@@ -63,7 +63,7 @@ export async function deviceCodeGrant(
     throw new InvalidGrant('the device_code was already redeemed');
   }
   return ctx.tokens.issue(
-    { grantId: grant.id, user, app, scopes, authTime, amr: row.amr, jkt: dpop?.jkt },
+    { grantId: grant.id, user, app, scopes, authTime, amr: row.amr, acr: row.acr, jkt: dpop?.jkt },
     refresh ? { refreshToken: refresh.token } : {},
   );
 }

@@ -76,6 +76,7 @@ export async function refreshTokenGrant(
       scopes,
       authTime: grant.auth_time,
       amr: grant.amr,
+      acr: grant.acr,
       claims: storedClaimsRequest(grant.claims),
       jkt: dpop?.jkt,
     },

@@ -24,7 +24,10 @@ export interface Codes {
 }
 
 /** A code as issued: not yet redeemed; `amr` null or absent for a password sign-in. */
-export type NewAuthorizationCode = Omit<AuthorizationCode, 'consumed_at' | 'grant_id' | 'amr'> & { amr?: string | null };
+export type NewAuthorizationCode = Omit<AuthorizationCode, 'consumed_at' | 'grant_id' | 'amr' | 'acr'> & {
+  amr?: string | null;
+  acr?: string | null;
+};
 
 /** {@link Codes} on Kysely; lookup and redemption are prepared (the code exchange is a hot path). */
 export class KyselyCodes implements Codes {

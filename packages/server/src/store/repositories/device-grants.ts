@@ -75,7 +75,8 @@ export interface DeviceGrants {
 /** What the user decided about a device authorization (RFC 8628 §3.3). */
 export type DeviceDecision =
   /** `startedAfter`: an authorization created at or before this instant is too old to approve. */
-  { status: 'approved'; userId: string; authTime: number; amr: string | null; startedAfter: number } | { status: 'denied'; userId: string };
+  | { status: 'approved'; userId: string; authTime: number; amr: string | null; acr?: string | null; startedAfter: number }
+  | { status: 'denied'; userId: string };
 
 const ON_TIME: DevicePoll = Object.freeze({ slowed: false });
 const slowedDown = (row: { interval_s: number } | undefined): DevicePoll | undefined => row && { slowed: true, interval_s: row.interval_s };
@@ -125,13 +126,13 @@ export class KyselyDeviceGrants implements DeviceGrants {
         .where('status', '=', 'approved')
         .where('expires_at', '>', p.now),
     ),
-    approve: new Prepared<'userCode' | 'userId' | 'authTime' | 'amr' | 'now' | 'startedAfter', never>(
+    approve: new Prepared<'userCode' | 'userId' | 'authTime' | 'amr' | 'acr' | 'now' | 'startedAfter', never>(
       'device_approve',
-      ['userCode', 'userId', 'authTime', 'amr', 'now', 'startedAfter'],
+      ['userCode', 'userId', 'authTime', 'amr', 'acr', 'now', 'startedAfter'],
       (db, p) =>
         db
           .updateTable('device_authorizations')
-          .set({ status: 'approved', user_id: p.userId, auth_time: p.authTime, amr: p.amr })
+          .set({ status: 'approved', user_id: p.userId, auth_time: p.authTime, amr: p.amr, acr: p.acr })
           .where('user_code', '=', p.userCode)
           .where('status', '=', 'pending')
           .where('expires_at', '>', p.now)
@@ -154,6 +155,7 @@ export class KyselyDeviceGrants implements DeviceGrants {
       'user_id',
       'auth_time',
       'amr',
+      'acr',
       'created_at',
       'expires_at',
       'interval_s',
@@ -221,7 +223,15 @@ export class KyselyDeviceGrants implements DeviceGrants {
       decision.status === 'approved'
         ? {
             q: this.q.approve,
-            values: { userCode, userId, authTime: decision.authTime, amr: decision.amr, now, startedAfter: decision.startedAfter },
+            values: {
+              userCode,
+              userId,
+              authTime: decision.authTime,
+              amr: decision.amr,
+              acr: decision.acr ?? null,
+              now,
+              startedAfter: decision.startedAfter,
+            },
           }
         : { q: this.q.deny, values: { userCode, userId, now } };
     const kind: SignInKind = decision.status === 'approved' ? 'device-approved' : 'device-denied';

@@ -62,6 +62,7 @@ export function grantStatements() {
       'revoked_at',
       'dpop_jkt',
       'amr',
+      'acr',
     ] as const),
     insertRefreshToken: insertRow('refresh_tokens', ['token_hash', 'grant_id', 'created_at', 'expires_at', 'used_at'] as const),
   };

@@ -47,6 +47,7 @@ export class KyselySessions implements Sessions {
         created_at: row.created_at,
         expires_at: row.expires_at,
         amr: row.amr,
+        acr: row.acr,
       },
       user: {
         id: row.u_id,
