@@ -377,3 +377,38 @@ describe('GitHub connector: settings and URLs', () => {
     }
   });
 });
+
+describe('the stand-in answers as GitHub documents (so the tests above can fail)', () => {
+  const p = () => ({ redirectUri: CALLBACK, state: 'st', codeChallenge: challengeOf(newVerifier()) });
+
+  it('authorize: an unknown client_id is a 404 page; a redirect_uri off the callback comes back as redirect_uri_mismatch', async () => {
+    standin.signIn(octocat.id);
+    const unknown = await fetch(githubAuthorizationUrl(settings({ clientId: 'Iv1.unknown' }), p()), { redirect: 'manual' });
+    expect(unknown.status).toBe(404);
+    await unknown.arrayBuffer();
+    const elsewhere = await standin.authorize(githubAuthorizationUrl(settings(), { ...p(), redirectUri: 'https://evil.example/cb' }));
+    expect(elsewhere.origin + elsewhere.pathname).toBe(CALLBACK);
+    expect(elsewhere.searchParams.get('error')).toBe('redirect_uri_mismatch');
+    expect(elsewhere.searchParams.get('code')).toBeNull();
+    const beneath = await standin.authorize(githubAuthorizationUrl(settings(), { ...p(), redirectUri: `${CALLBACK}/deeper` }));
+    expect(beneath.searchParams.get('code')).toMatch(/^[0-9a-f]{20}$/);
+    standin.signIn(octocat.id, { deny: true });
+    const denied = await standin.authorize(githubAuthorizationUrl(settings(), p()));
+    expect([denied.searchParams.get('error'), denied.searchParams.get('state')]).toEqual(['access_denied', 'st']);
+  });
+
+  it('token: another redirect_uri than the code was given for is redirect_uri_mismatch', async () => {
+    const verifier = newVerifier();
+    const code = await codeFor(octocat.id, settings(), verifier);
+    const outcome = await githubSignIn(settings(), { code, redirectUri: `${CALLBACK}/deeper`, codeVerifier: verifier });
+    expect(outcome).toEqual({ kind: 'refused', reason: expect.stringMatching(/redirect_uri_mismatch/) });
+  });
+
+  it('the REST API: no User-Agent is 403, another API version 400, no token 401', async () => {
+    expect((await fetch(`${standin.apiBase}/user`, { headers: { 'user-agent': '' } })).status).toBe(403);
+    expect((await fetch(`${standin.apiBase}/user`, { headers: { 'user-agent': 't', 'x-github-api-version': '1999-01-01' } })).status).toBe(
+      400,
+    );
+    expect((await fetch(`${standin.apiBase}/user`, { headers: { 'user-agent': 't', authorization: 'Bearer gho_nope' } })).status).toBe(401);
+  });
+});
