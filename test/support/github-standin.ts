@@ -14,7 +14,8 @@
  * - `POST /login/oauth/access_token`: web application flow step 2; its errors as in "Troubleshooting OAuth app
  *   access token request errors", all answered 200: incorrect_client_credentials, redirect_uri_mismatch,
  *   bad_verification_code (a code unknown, used or past its 10 minutes), unverified_user_email. GitHub does not
- *   document the answer to a wrong or missing code_verifier: the stand-in answers bad_verification_code. JSON
+ *   document the answer to a wrong or missing code_verifier: the stand-in answers bad_verification_code. A
+ *   code is used up by its first exchange, whatever that exchange's outcome (the docs promise no more). JSON
  *   with `Accept: application/json`, form-encoded otherwise, as the docs say.
  * - `GET /api/v3/user`: REST "Users" > "Get the authenticated user".
  * - `GET /api/v3/user/emails`: REST "Emails" > "List email addresses for the authenticated user" (needs
