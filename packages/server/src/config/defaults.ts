@@ -273,6 +273,40 @@ export const PASSWORD_HASH_ESTIMATE_WEIGHT = 1 / 8;
  */
 export const PASSWORD_HASHES_PER_CLIENT = 8;
 
+// ---- upstream identity: the GitHub connector (connectors/github.ts) -----------------------
+
+/**
+ * The longest one request to GitHub (or GitHub Enterprise) may take, its body included: GitHub's token
+ * endpoint and REST API answer in well under a second, so 5 s is only reached by a GitHub that is down or
+ * overloaded, and the person is looking at a blank callback page meanwhile. Past it the sign-in is
+ * `unavailable` (try again later), never a refusal.
+ */
+export const GITHUB_REQUEST_TIMEOUT_MS = 5 * SECOND;
+/**
+ * The whole GitHub sign-in (the code exchange, the user, the emails and each organization or team asked
+ * about): requests that each answer just within their timeout must not add up to a minute of waiting. 15 s
+ * holds the usual four requests at a slow but working GitHub's pace and stays well inside the 30-60 s a
+ * reverse proxy commonly waits for a backend, so the person gets our page, not the proxy's 504.
+ */
+export const GITHUB_SIGNIN_TIMEOUT_MS = 15 * SECOND;
+/**
+ * The largest answer read from GitHub, bytes: the largest one asked for is a page of 100 email addresses
+ * (about 100 bytes each) or a membership with its organization and user objects (about 3 KB). A server that
+ * sends more is not GitHub as documented, and reading it would only cost memory.
+ */
+export const GITHUB_RESPONSE_MAX_BYTES = 64 * 1024;
+/**
+ * Email addresses asked for in one page of `GET /user/emails`: the REST API's largest page (default 30). A
+ * person has a handful; one page keeps the sign-in to one request, and a primary past the hundredth is not
+ * looked for (no verified primary email: refused).
+ */
+export const GITHUB_EMAILS_PER_PAGE = 100;
+/**
+ * The longest access token accepted from GitHub's token endpoint: GitHub asks integrators to take tokens of
+ * up to 255 characters of [A-Za-z0-9_] (changelog 2021-03-04, "Authentication token format updates").
+ */
+export const GITHUB_TOKEN_MAX = 255;
+
 // ---- network (env overrides in config.ts) ----------------------------------------
 
 /** Largest request body, bytes (env AUTHCLI_BODY_LIMIT). Every form the server takes is far smaller. */
