@@ -254,9 +254,7 @@ describe('passkeys in a real Chromium with a virtual authenticator', () => {
     expect(JSON.parse(update.stdout)).toMatchObject({ client_id: strictId, require_acr: 'phr' });
     const bogus = await serverCommand(['apps', 'update', strictId, '--require-acr', 'loa4'], server.env);
     expect(bogus.code).not.toBe(0);
-    expect(bogus.stderr.trim()).toBe(
-      'authcli-server: require-acr must be phr (a passkey sign-in) or none',
-    );
+    expect(bogus.stderr.trim()).toBe('authcli-server: require-acr must be phr (a passkey sign-in) or none');
 
     const t = await tab();
     await t.signInWithPassword('uma');
