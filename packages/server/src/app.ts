@@ -1,4 +1,5 @@
 import cookie from '@fastify/cookie';
+import { connectorRoutes } from './web/connectors.js';
 import cors, { type FastifyCorsOptions } from '@fastify/cors';
 import csrf from '@fastify/csrf-protection';
 import helmet from '@fastify/helmet';
@@ -303,6 +304,7 @@ export async function buildApp(config: ServerConfig, store: Store, options: AppO
     await pages.register(dashboardRoutes, ctx);
     await pages.register(playgroundRoutes, ctx);
     await pages.register(accountRoutes, ctx);
+    await pages.register(connectorRoutes, ctx);
   });
   return app;
 }

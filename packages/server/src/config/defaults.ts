@@ -163,6 +163,19 @@ export const PASSKEY_NAME_MAX = 64;
 /** A WebAuthn response as posted (JSON of base64url fields; an attestation with a certificate chain is a few KB). */
 export const WEBAUTHN_RESPONSE_MAX = 12 * 1024;
 
+// ---- connectors (upstream identity; connectors/, web/connectors.tsx) ---------------------
+
+/**
+ * How long a person may spend at an upstream (its sign-in page, its consent) before coming back: the state,
+ * PKCE verifier and nonce kept for the round trip live this long, as a sign-in continuation does.
+ */
+export const CONNECTOR_STATE_TTL_MS = 15 * MINUTE;
+/**
+ * Each request to an upstream (discovery, the token endpoint, its keys): a provider that does not answer within
+ * it is answered "unavailable" at once, well within the 15 s a person waits, and local sign-in goes on.
+ */
+export const CONNECTOR_TIMEOUT_MS = 5 * SECOND;
+
 // ---- input sizes: what is refused (or never looked up) before any work -------------------
 
 /** Longest `state` an authorization request may carry (RFC 6749 §4.1.1): it comes back in a URL. */

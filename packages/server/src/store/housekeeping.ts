@@ -37,6 +37,8 @@ export async function purgeExpired(db: Kysely<Database>, now: number): Promise<v
   await db.deleteFrom('continuations').where('expires_at', '<=', now).execute();
   // WebAuthn challenges: a ceremony not finished in time cannot be finished.
   await db.deleteFrom('webauthn_challenges').where('expires_at', '<=', now).execute();
+  // A round trip to an upstream that did not come back in time cannot come back.
+  await db.deleteFrom('connector_states').where('expires_at', '<=', now).execute();
   // Pushed authorization requests (RFC 9126): nothing to keep once expired, a late use is refused alike.
   await db.deleteFrom('pushed_requests').where('expires_at', '<=', now).execute();
   await db

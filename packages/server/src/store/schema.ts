@@ -199,7 +199,7 @@ export interface DeviceAuthorizationsTable {
 }
 
 /** What a sign-in record records: a password sign-in, or a device sign-in the user approved or denied. */
-export type SignInKind = 'password' | 'passkey' | 'device-approved' | 'device-denied';
+export type SignInKind = 'password' | 'passkey' | 'federated' | 'device-approved' | 'device-denied';
 
 /**
  * A user's sign-ins and device decisions (the account page's "Recent sign-ins"), only what the user needs to

@@ -13,6 +13,7 @@ import { grantStatements, type Grants, KyselyGrants } from './repositories/grant
 import { type InitialAccessTokens, KyselyInitialAccessTokens } from './repositories/initial-access-tokens.js';
 import { KyselySigningKeys, type SigningKeys } from './repositories/keys.js';
 import { KyselyPasskeys, type Passkeys } from './repositories/passkeys.js';
+import { type Connectors, KyselyConnectors } from './repositories/connectors.js';
 import { KyselyRateLimits, type RateLimits } from './repositories/rate-limits.js';
 import { KyselySessions, type Sessions } from './repositories/sessions.js';
 import { KyselySettings, type Settings } from './repositories/settings.js';
@@ -38,6 +39,7 @@ export type { Grant, RefreshToken } from './repositories/grants.js';
 export type { InitialAccessToken } from './repositories/initial-access-tokens.js';
 export type { SigningKeyRow } from './repositories/keys.js';
 export type { Passkey, WebauthnChallenge } from './repositories/passkeys.js';
+export type { ConnectorRow, ConnectorState } from './repositories/connectors.js';
 export type { RateLimitRow } from './repositories/rate-limits.js';
 export type { Session } from './repositories/sessions.js';
 export type { NewSignInEvent, SignInEvent, SignInKind } from './repositories/signin-events.js';
@@ -66,6 +68,7 @@ export class Store {
   readonly pushedRequests: PushedRequests;
   readonly dpopProofs: DpopProofs;
   readonly passkeys: Passkeys;
+  readonly connectors: Connectors;
   /** A user's sign-ins and device decisions (the account page's "Recent sign-ins"). */
   readonly signInEvents: SignInEvents;
   /** Which database this store is on (messages and operator advice). */
@@ -93,6 +96,7 @@ export class Store {
     this.pushedRequests = new KyselyPushedRequests(engine);
     this.dpopProofs = new KyselyDpopProofs(engine);
     this.passkeys = new KyselyPasskeys(engine);
+    this.connectors = new KyselyConnectors(engine);
     this.signInEvents = new KyselySignInEvents(engine, signIns);
   }
 

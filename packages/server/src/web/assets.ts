@@ -42,6 +42,9 @@ header.top nav a { color: var(--muted); text-decoration: none; }
 header.top nav a:hover, header.top nav a[aria-current="page"] { color: var(--fg); }
 main { flex: 1; width: 100%; max-width: 28rem; margin: 2.5rem auto; padding: 0 1rem; }
 main.wide { max-width: 64rem; }
+/* The sign-in page's "Continue with NAME" links, one a line, as wide as the form. */
+ul.connectors { list-style: none; padding: 0; margin: 0 0 1rem; display: grid; gap: .5rem; }
+ul.connectors a.button { display: block; text-align: center; }
 /* Two columns of cards on a wide screen (the account page), one under the other on a narrow one. */
 .columns { display: grid; gap: 1.5rem; }
 @media (min-width: 60rem) { .columns { grid-template-columns: 1fr 1fr; align-items: start; } }

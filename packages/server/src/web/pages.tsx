@@ -26,6 +26,9 @@ import { ConsentPage, HomePage, MessagePage, NotFoundPage, SignInPage, SignOutPa
 export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise<void> {
   const { sessions, continuations, store, config, limits, passwords, trustedDevices } = ctx;
   const passkeysOffered = passkeyAvailability(config.issuer).available;
+  /** The sign-in page's "Continue with NAME" links: every connector but LDAP's, whose form is this page's (web/connectors.tsx). */
+  const connectorButtons = async () =>
+    (await store.connectors.list()).filter((c) => c.type !== 'ldap').map((c) => ({ id: c.id, name: c.name }));
 
   app.get('/assets/style.css', async (req, reply) => {
     reply.header('etag', STYLESHEET_ETAG).header('cache-control', 'public, max-age=3600');
@@ -127,6 +130,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
         reply,
         <SignInPage
           passkeys={passkeysOffered}
+          connectors={await connectorButtons()}
           csrf={reply.generateCsrf()}
           continueId={waiting && form.continue}
           username={username.slice(0, SIGNIN_USERNAME_MAX)}
@@ -223,6 +227,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
         reply,
         <SignInPage
           passkeys={passkeysOffered}
+          connectors={await connectorButtons()}
           csrf={reply.generateCsrf()}
           continueId={continueId}
           appName={ar.app.name}

@@ -20,6 +20,7 @@ function What(props: { signIn: RecentSignIn }) {
   const s = props.signIn;
   if (s.kind === 'password') return <strong>Signed in with your password</strong>;
   if (s.kind === 'passkey') return <strong>Signed in with a passkey</strong>;
+  if (s.kind === 'federated') return <strong>Signed in through a sign-in service</strong>;
   const verb = s.kind === 'device-approved' ? 'Approved' : 'Denied';
   const app = s.client_id === null ? null : <AppIdentity name={s.appName ?? s.client_id} clientId={s.client_id} />;
   return (
@@ -32,7 +33,7 @@ function What(props: { signIn: RecentSignIn }) {
 
 function Where(props: { signIn: RecentSignIn }) {
   const s = props.signIn;
-  if (s.kind === 'password' || s.kind === 'passkey') return <>From {s.client_ip}.</>;
+  if (s.kind === 'password' || s.kind === 'passkey' || s.kind === 'federated') return <>From {s.client_ip}.</>;
   return (
     <>
       The device was at {s.device_ip ?? 'an address that was not recorded'}; you {s.kind === 'device-approved' ? 'approved' : 'denied'} it

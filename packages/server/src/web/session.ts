@@ -49,17 +49,17 @@ export class Sessions {
    * Starts a new session (a fresh id on every sign-in, against session fixation) and ends the one this browser
    * had: signing in as someone else, or again, leaves no earlier session id that still opens the account.
    */
-  async start(req: FastifyRequest, reply: FastifyReply, user: User, amr: readonly string[] = PASSWORD_AMR): Promise<void> {
+  async start(req: FastifyRequest, reply: FastifyReply, user: User, amr: readonly string[] = PASSWORD_AMR, acr?: string): Promise<void> {
     const previous = req.cookies[this.cookieName];
     if (previous && previous.length <= 128) await this.store.sessions.delete(sha256Hex(previous));
-    reply.setCookie(this.cookieName, await this.create(user, amr), { ...this.cookieOptions(), maxAge: this.config.sessionTtlSeconds });
+    reply.setCookie(this.cookieName, await this.create(user, amr, acr), { ...this.cookieOptions(), maxAge: this.config.sessionTtlSeconds });
   }
 
   /**
    * Stores a new session of `user`, authenticated now by `amr` (RFC 8176); returns the cookie value that names it
    * (start sets it).
    */
-  async create(user: User, amr: readonly string[] = PASSWORD_AMR): Promise<string> {
+  async create(user: User, amr: readonly string[] = PASSWORD_AMR, acr?: string): Promise<string> {
     const now = this.config.now();
     const raw = randomToken(32);
     await this.store.sessions.create({
@@ -67,6 +67,7 @@ export class Sessions {
       user_id: user.id,
       auth_time: now,
       amr: amr.join(' '),
+      acr: acr ?? null,
       created_at: now,
       expires_at: now + this.config.sessionTtlSeconds * 1000,
     });

@@ -103,6 +103,8 @@ export function SignInPage(props: {
   passkeys?: boolean | undefined;
   /** What waits requires a passkey (`acr` phr): the page says so, and the password is the way to add one first. */
   passkeyRequired?: boolean | undefined;
+  /** The operator's connectors (upstream sign-in services): a "Continue with NAME" link each. */
+  connectors?: readonly { id: string; name: string }[] | undefined;
 }) {
   return (
     <Layout title="Sign in" scripts={props.passkeys ? [PASSKEY_SCRIPT] : undefined}>
@@ -139,6 +141,18 @@ export function SignInPage(props: {
                 : 'or with your password'}
             </p>
           </div>
+        )}
+        {props.connectors && props.connectors.length > 0 && (
+          <ul class="connectors">
+            {props.connectors.map((c) => (
+              <li>
+                <a
+                  class="button secondary"
+                  href={`/connectors/${c.id}/start${props.continueId ? `?continue=${props.continueId}` : ''}`}
+                >{`Continue with ${c.name}`}</a>
+              </li>
+            ))}
+          </ul>
         )}
         <form method="post" action="/signin">
           <input type="hidden" name="_csrf" value={props.csrf} />

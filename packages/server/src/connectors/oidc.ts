@@ -1,0 +1,161 @@
+import * as oauth from 'oauth4webapi';
+import { FEDERATED_ACR, PHISHING_RESISTANT_ACR } from '../oauth/acr.js';
+import type { UpstreamIdentity } from './accounts.js';
+import type { OidcSettings } from './registry.js';
+
+/**
+ * An upstream OpenID Connect provider, as a relying party with panva's
+ * oauth4webapi: discovery, the code flow with PKCE S256, state and nonce,
+ * `iss` checked against the response (RFC 9207) when the upstream sends it,
+ * the ID token's claims validated and its signature checked against the
+ * upstream's JWKS. Every request to the upstream is bounded by a timeout.
+ */
+
+/** What came back from the upstream: a person, a refusal with its reason, or the upstream could not be used. */
+export type UpstreamOutcome =
+  | { kind: 'ok'; identity: UpstreamIdentity }
+  | { kind: 'refused'; reason: string }
+  | { kind: 'unavailable'; reason: string };
+
+/** RFC 8176 §2's registered method values: only these are carried from an upstream into our tokens. */
+const RFC8176 = new Set([
+  'face',
+  'fpt',
+  'geo',
+  'hwk',
+  'iris',
+  'kba',
+  'mca',
+  'mfa',
+  'otp',
+  'pin',
+  'pwd',
+  'rba',
+  'retina',
+  'sc',
+  'sms',
+  'swk',
+  'tel',
+  'user',
+  'vbm',
+  'wia',
+]);
+
+interface Options {
+  timeoutMs: number;
+  /** Test transport (oauth4webapi's customFetch). */
+  fetch?: typeof fetch | undefined;
+}
+
+/** Plain http only for an upstream on this machine (a test's, or one beside it), as RFC 8252 allows loopback. */
+function loopback(url: URL): boolean {
+  return url.protocol === 'http:' && (url.hostname === '127.0.0.1' || url.hostname === '[::1]' || url.hostname === 'localhost');
+}
+
+function requestOptions(issuer: URL, o: Options) {
+  return {
+    signal: AbortSignal.timeout(o.timeoutMs),
+    ...(loopback(issuer) && { [oauth.allowInsecureRequests]: true }),
+    ...(o.fetch && { [oauth.customFetch]: o.fetch }),
+  };
+}
+
+async function discover(s: OidcSettings, o: Options): Promise<oauth.AuthorizationServer> {
+  const issuer = new URL(s.issuer);
+  const res = await oauth.discoveryRequest(issuer, { ...requestOptions(issuer, o), algorithm: 'oidc' });
+  return oauth.processDiscoveryResponse(issuer, res);
+}
+
+/** Why an upstream step failed, in a line a person can read (never a token or a secret). */
+function unavailable(err: unknown): Exclude<UpstreamOutcome, { kind: 'ok' }> {
+  const e = err as Error & { code?: string; error?: string };
+  if (e.name === 'TimeoutError' || e.name === 'AbortError')
+    return { kind: 'unavailable', reason: 'the sign-in service did not answer in time' };
+  if (e instanceof oauth.ResponseBodyError) return { kind: 'refused', reason: `the sign-in service refused: ${e.error}` };
+  if (e instanceof oauth.AuthorizationResponseError) return { kind: 'refused', reason: `the sign-in service answered ${e.error}` };
+  return { kind: 'unavailable', reason: `the sign-in service's answer could not be used (${e.code ?? e.name})` };
+}
+
+/** The URL the browser goes to at the upstream; the PKCE verifier, state and nonce stay here. */
+export async function oidcAuthorizationUrl(
+  s: OidcSettings,
+  p: { redirectUri: string; state: string; codeVerifier: string; nonce: string },
+  o: Options,
+): Promise<URL | Exclude<UpstreamOutcome, { kind: 'ok' }>> {
+  let as: oauth.AuthorizationServer;
+  try {
+    as = await discover(s, o);
+  } catch (err) {
+    return unavailable(err);
+  }
+  if (!as.authorization_endpoint) return { kind: 'unavailable', reason: 'the sign-in service has no authorization endpoint' };
+  const url = new URL(as.authorization_endpoint);
+  url.search = new URLSearchParams({
+    response_type: 'code',
+    client_id: s.clientId,
+    redirect_uri: p.redirectUri,
+    scope: s.scopes.join(' '),
+    state: p.state,
+    nonce: p.nonce,
+    code_challenge: await oauth.calculatePKCECodeChallenge(p.codeVerifier),
+    code_challenge_method: 'S256',
+  }).toString();
+  return url;
+}
+
+/** The callback: the response checked (state, iss, error), the code exchanged, the ID token validated. */
+export async function oidcCallback(
+  s: OidcSettings,
+  secret: string,
+  p: { callbackUrl: URL; redirectUri: string; state: string; codeVerifier: string; nonce: string },
+  o: Options,
+): Promise<UpstreamOutcome> {
+  try {
+    const as = await discover(s, o);
+    const client: oauth.Client = { client_id: s.clientId };
+    const params = oauth.validateAuthResponse(as, client, p.callbackUrl, p.state);
+    const opts = requestOptions(new URL(s.issuer), o);
+    const res = await oauth.authorizationCodeGrantRequest(
+      as,
+      client,
+      oauth.ClientSecretBasic(secret),
+      params,
+      p.redirectUri,
+      p.codeVerifier,
+      opts,
+    );
+    const result = await oauth.processAuthorizationCodeResponse(as, client, res, { expectedNonce: p.nonce, requireIdToken: true });
+    await oauth.validateApplicationLevelSignature(as, res, opts);
+    const claims = oauth.getValidatedIdTokenClaims(result)!;
+    return admit(s, claims);
+  } catch (err) {
+    return unavailable(err);
+  }
+}
+
+/** Who the ID token names, if the connector lets them in. */
+function admit(s: OidcSettings, claims: oauth.IDToken): UpstreamOutcome {
+  const str = (v: unknown) => (typeof v === 'string' && v.length <= 256 ? v : undefined);
+  const email = str(claims.email)?.toLowerCase();
+  const verified = claims.email_verified === true;
+  if (s.allowedEmailDomains.length > 0) {
+    const domain = email?.split('@')[1];
+    if (!email || !verified || !domain || !s.allowedEmailDomains.includes(domain)) {
+      return {
+        kind: 'refused',
+        reason: `only people with a verified email address at ${s.allowedEmailDomains.join(' or ')} may sign in here`,
+      };
+    }
+  }
+  const amr = Array.isArray(claims.amr) ? claims.amr.filter((m): m is string => typeof m === 'string' && RFC8176.has(m)) : [];
+  return {
+    kind: 'ok',
+    identity: {
+      subject: claims.sub,
+      claims: { preferred_username: str(claims.preferred_username), email, email_verified: verified, name: str(claims.name) },
+      amr,
+      // Carried through only when the upstream asserted it.
+      acr: claims.acr === PHISHING_RESISTANT_ACR ? PHISHING_RESISTANT_ACR : FEDERATED_ACR,
+    },
+  };
+}

@@ -1,0 +1,187 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { calculatePKCECodeChallenge } from 'oauth4webapi';
+import { CONNECTOR_STATE_TTL_MS, CONNECTOR_TIMEOUT_MS } from '../config/defaults.js';
+import { clientAddress } from '../http/client-ip.js';
+import { FEDERATED_ACR } from '../oauth/acr.js';
+import { pageQuery } from '../http/form.js';
+import { federatedUser, type UpstreamIdentity } from '../connectors/accounts.js';
+import { githubAuthorizationUrl, githubSignIn } from '../connectors/github.js';
+import { oidcAuthorizationUrl, oidcCallback, type UpstreamOutcome } from '../connectors/oidc.js';
+import { type Connector, connectorOf } from '../connectors/registry.js';
+import { randomToken, sha256Hex } from '../util/crypto.js';
+import type { WebContext } from './context.js';
+import { sendPage } from './render.js';
+import { MessagePage } from './views.js';
+
+const TOKEN = /^[A-Za-z0-9_-]{43}$/;
+
+/**
+ * Sign-in through a connector (connectors/): `GET /connectors/<id>/start` sends the browser to the upstream
+ * with a fresh state, PKCE verifier and nonce kept here (bound to this browser by a cookie of their own, used
+ * once, for {@link CONNECTOR_STATE_TTL_MS}); `GET /connectors/<id>/callback` (the redirect URI an operator
+ * registers upstream) checks the answer, signs the person in as the user linked to their upstream account
+ * (made at the first sign-in), and resumes what waited. Whatever goes wrong is a page that says what
+ * happened; local accounts are never touched.
+ */
+export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Promise<void> {
+  const { store, config, sessions, continuations, trustedDevices } = ctx;
+  const secure = config.issuer.startsWith('https:');
+  const cookieName = secure ? '__Host-authcli_upstream' : 'authcli_upstream';
+  const redirectUri = (id: string) => `${config.issuer}/connectors/${id}/callback`;
+  const timeout = { timeoutMs: CONNECTOR_TIMEOUT_MS };
+
+  const problem = (reply: FastifyReply, status: number, title: string, message: string) =>
+    sendPage(reply, <MessagePage title={title} kind="error" message={message} />, status);
+
+  async function load(req: FastifyRequest, reply: FastifyReply): Promise<Connector | undefined> {
+    const { id } = req.params as { id: string };
+    const row = await store.connectors.get(id);
+    if (!row) {
+      await problem(
+        reply,
+        404,
+        'Unknown sign-in service',
+        'This sign-in service does not exist here (any more). Go back and choose another way to sign in.',
+      );
+      return undefined;
+    }
+    return connectorOf(row, config.keyEncryptionKey);
+  }
+
+  app.get('/connectors/:id/start', async (req, reply) => {
+    const connector = await load(req, reply);
+    if (!connector) return reply;
+    if (connector.type === 'ldap')
+      return problem(reply, 400, 'Sign in with the form', 'This sign-in service takes a username and password on the sign-in page.');
+    const continueId = pageQuery(req).continue;
+    const state = randomToken(32);
+    const codeVerifier = randomToken(32);
+    const nonce = randomToken(32);
+    const browser = randomToken(32);
+    const target =
+      connector.type === 'oidc'
+        ? await oidcAuthorizationUrl(connector.settings, { redirectUri: redirectUri(connector.id), state, codeVerifier, nonce }, timeout)
+        : new URL(
+            githubAuthorizationUrl(
+              { ...connector.settings, clientSecret: connector.secret },
+              { redirectUri: redirectUri(connector.id), state, codeChallenge: await calculatePKCECodeChallenge(codeVerifier) },
+            ),
+          );
+    if (!(target instanceof URL)) return failed(reply, connector, target);
+    await store.connectors.addState({
+      state_hash: sha256Hex(state),
+      connector_id: connector.id,
+      browser_hash: sha256Hex(browser),
+      code_verifier: codeVerifier,
+      nonce,
+      continue_id: continueId !== undefined && TOKEN.test(continueId) ? continueId : null,
+      link_user_id: null,
+      expires_at: config.now() + CONNECTOR_STATE_TTL_MS,
+    });
+    // SameSite=Lax: the upstream's redirect back is a top-level navigation, which carries it.
+    reply.setCookie(cookieName, browser, {
+      path: '/connectors/',
+      httpOnly: true,
+      sameSite: 'lax',
+      secure,
+      maxAge: CONNECTOR_STATE_TTL_MS / 1000,
+    });
+    return reply.redirect(target.href, 303);
+  });
+
+  app.get('/connectors/:id/callback', async (req, reply) => {
+    const connector = await load(req, reply);
+    if (!connector) return reply;
+    const query = pageQuery(req);
+    const browser = req.cookies[cookieName];
+    const state = query.state;
+    const round =
+      state && browser && TOKEN.test(browser)
+        ? await store.connectors.takeState(sha256Hex(state), sha256Hex(browser), config.now())
+        : undefined;
+    if (!round || round.connector_id !== connector.id) {
+      return problem(
+        reply,
+        400,
+        'Sign-in not finished',
+        `This answer from ${connector.name} does not match a sign-in this browser started (it may have expired after ${CONNECTOR_STATE_TTL_MS / 60_000} minutes, or been used already). Start again.`,
+      );
+    }
+    if (query.error !== undefined) {
+      const declined = query.error === 'access_denied';
+      return problem(
+        reply,
+        declined ? 403 : 502,
+        declined ? 'Sign-in declined' : 'Sign-in failed',
+        declined
+          ? `The sign-in was declined at ${connector.name}.`
+          : `${connector.name} answered with an error (${query.error.slice(0, 64)}).`,
+      );
+    }
+    const callbackUrl = new URL(req.url, config.issuer);
+    const outcome: UpstreamOutcome =
+      connector.type === 'oidc'
+        ? await oidcCallback(
+            connector.settings,
+            connector.secret,
+            { callbackUrl, redirectUri: redirectUri(connector.id), state: state!, codeVerifier: round.code_verifier, nonce: round.nonce },
+            timeout,
+          )
+        : connector.type === 'github'
+          ? await githubOutcome(connector, query.code, round.code_verifier)
+          : ({ kind: 'refused', reason: 'this sign-in service takes a username and password' } as const);
+    if (outcome.kind !== 'ok') return failed(reply, connector, outcome);
+    return signIn(req, reply, connector, outcome.identity, round.continue_id ?? undefined);
+  });
+
+  async function githubOutcome(
+    connector: Connector & { type: 'github' },
+    code: string | undefined,
+    codeVerifier: string,
+  ): Promise<UpstreamOutcome> {
+    if (!code) return { kind: 'refused', reason: 'GitHub sent no code' };
+    const r = await githubSignIn(
+      { ...connector.settings, clientSecret: connector.secret },
+      { code, redirectUri: redirectUri(connector.id), codeVerifier },
+      timeout,
+    );
+    if (r.kind !== 'ok') return r;
+    return { kind: 'ok', identity: { subject: r.subject, claims: r.claims, amr: [], acr: FEDERATED_ACR } };
+  }
+
+  function failed(reply: FastifyReply, connector: Connector, outcome: Exclude<UpstreamOutcome, { kind: 'ok' }>) {
+    return outcome.kind === 'refused'
+      ? problem(reply, 403, 'Not allowed', `${connector.name} signed you in, but ${outcome.reason}.`)
+      : problem(
+          reply,
+          503,
+          'Sign-in service unavailable',
+          `${connector.name} cannot be used right now: ${outcome.reason}. Try again later, or sign in another way.`,
+        );
+  }
+
+  /** Signs the person in as the user their upstream account is linked to, and resumes what waited. */
+  async function signIn(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    connector: Connector,
+    identity: UpstreamIdentity,
+    continueId: string | undefined,
+  ) {
+    const now = config.now();
+    const user = await federatedUser(store, connector.id, identity, now);
+    if (!user) return problem(reply, 403, 'Account disabled', 'The account this sign-in belongs to is disabled here.');
+    trustedDevices.issue(reply, user.username);
+    await sessions.start(req, reply, user, identity.amr, identity.acr);
+    await store.signInEvents.record({
+      user_id: user.id,
+      at: now,
+      kind: 'federated',
+      client_ip: clientAddress(req),
+      device_ip: null,
+      client_id: null,
+    });
+    reply.clearCookie(cookieName, { path: '/connectors/' });
+    return reply.redirect(await continuations.resume(req, continueId), 303);
+  }
+}
