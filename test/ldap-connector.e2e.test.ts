@@ -151,6 +151,12 @@ describe.skipIf(!HAS_SLAPD || !HAS_OPENSSL)('the LDAP connector against a real s
     expect(await authenticateLdap(settings({ userFilter: '(uid=alice)' }), 'alice', alice.password, FAST)).toMatchObject({
       kind: 'unavailable',
     });
+    // A filter that does not parse fails its step at once.
+    const unparsed = await timed(() =>
+      authenticateLdap(settings({ userFilter: '(&(uid={username})(bogus))' }), 'alice', alice.password, FAST),
+    );
+    expect(unparsed.outcome).toEqual({ kind: 'unavailable', reason: 'user search: Invalid expression: bogus' });
+    expect(unparsed.ms).toBeLessThan(500);
     expect(await authenticateLdap(settings({ userBase: 'ou=nowhere,dc=example,dc=test' }), 'alice', alice.password, FAST)).toMatchObject({
       kind: 'unavailable',
       reason: 'user search: NoSuchObjectError (LDAP result 32)',

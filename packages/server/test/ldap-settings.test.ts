@@ -49,7 +49,19 @@ describe('ldapSettingsProblem', () => {
     expect(ldapSettingsProblem({ ...base, bindDn: '' })).toMatch(/RFC 4513/);
     expect(ldapSettingsProblem({ ...base, userBase: '' })).toMatch(/userBase/);
     expect(ldapSettingsProblem({ ...base, userFilter: '(uid=alice)' })).toMatch(/\{username\}/);
-    expect(ldapSettingsProblem({ ...base, userFilter: 'uid={username}' })).toMatch(/parenthesised/);
+    // One filter, parentheses balanced: ldapts would read "(&(uid=x)" as "(&(uid=x))" without a word.
+    for (const userFilter of [
+      'uid={username}',
+      '(&(uid={username})',
+      '(uid={username}))',
+      '(uid={username})(cn=x)',
+      ')(uid={username})(',
+    ]) {
+      expect(ldapSettingsProblem({ ...base, userFilter }), userFilter).toMatch(/one parenthesised filter/);
+    }
+    for (const userFilter of ['(|(uid={username})(mail={username}))', '(&(objectClass=person)(uid={username})(cn=a\\29b))']) {
+      expect(ldapSettingsProblem({ ...base, userFilter }), userFilter).toBeUndefined();
+    }
     expect(ldapSettingsProblem({ ...base, allowedGroups: ['engineers'] })).toMatch(/groupBase/);
   });
 

@@ -83,6 +83,22 @@ function hostOf(url: URL): string {
   return url.hostname.replace(/^\[(.*)\]$/, '$1');
 }
 
+/**
+ * Whether a filter is one parenthesised filter: its first "(" closes at its last character. In RFC 4515 a "(" or ")"
+ * inside a value is always escaped (\28, \29), so every bare one is structure. ldapts parses some unbalanced filters
+ * without a word ("(&(uid=x)" as "(&(uid=x))"); this refuses them before they mean something the operator did not write.
+ */
+function isOneFilter(filter: string): boolean {
+  let depth = 0;
+  for (let i = 0; i < filter.length; i++) {
+    const c = filter[i];
+    if (c === '(') depth++;
+    else if (c === ')' && --depth === 0 && i !== filter.length - 1) return false;
+    if (depth < 0 || (depth === 0 && i === 0)) return false;
+  }
+  return depth === 0 && filter.startsWith('(');
+}
+
 /** What makes these settings unusable, in a sentence, or undefined. Checked before any connection. */
 export function ldapSettingsProblem(s: LdapSettings): string | undefined {
   let url: URL;
@@ -105,7 +121,7 @@ export function ldapSettingsProblem(s: LdapSettings): string | undefined {
   }
   if (!s.userBase) return 'userBase is empty';
   if (!s.userFilter.includes('{username}')) return 'userFilter must contain {username}';
-  if (!/^\(.*\)$/s.test(s.userFilter)) return 'userFilter must be a parenthesised filter, as "(uid={username})"';
+  if (!isOneFilter(s.userFilter)) return 'userFilter must be one parenthesised filter with balanced parentheses, as "(uid={username})"';
   if (s.allowedGroups.length > 0 && !s.groupBase) return 'allowedGroups needs a groupBase to search the groups in';
   return undefined;
 }
@@ -201,16 +217,19 @@ export async function authenticateLdap(
       );
     return new Promise<T>((resolve, reject) => {
       const timer = setTimeout(() => reject(new StepError(name, new Error(`no answer within ${left} ms`))), left);
-      run().then(
-        (value) => {
-          clearTimeout(timer);
-          resolve(value);
-        },
-        (err: unknown) => {
-          clearTimeout(timer);
-          reject(new StepError(name, err));
-        },
-      );
+      // Through then(): a step that throws at once (a filter ldapts cannot parse) is settled here too, its timer cleared.
+      Promise.resolve()
+        .then(run)
+        .then(
+          (value) => {
+            clearTimeout(timer);
+            resolve(value);
+          },
+          (err: unknown) => {
+            clearTimeout(timer);
+            reject(new StepError(name, err));
+          },
+        );
     });
   };
   let connected = false;
