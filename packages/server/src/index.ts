@@ -17,3 +17,11 @@ export { withStore } from './operator/shared.js';
 export { InputError } from './util/input-error.js';
 export { generateSigningKey, KeyRing, SIGNING_ALGS } from './oauth/keys.js';
 export { matchRedirectUri, callbackUrlProblem } from './oauth/redirect-uri.js';
+export {
+  authenticateLdap,
+  escapeFilterValue,
+  ldapSettingsProblem,
+  type LdapOptions,
+  type LdapOutcome,
+  type LdapSettings,
+} from './connectors/ldap.js';

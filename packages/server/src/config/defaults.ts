@@ -351,6 +351,44 @@ export const STORE_RETRY_AFTER_SECONDS = 5;
 /** /readyz answers 503 when the store does not answer within this. */
 export const READY_TIMEOUT_MS = SECOND;
 
+// ---- upstream directories: the LDAP connector (connectors/ldap.ts) ----------------------
+
+/**
+ * Time to open a connection to an LDAP directory, the TLS handshake of ldaps:// and StartTLS included: a
+ * directory on the same network answers in milliseconds; 5 s outlasts two lost SYNs (Linux retries a SYN after
+ * 1 s, then after 2 s more) and a slow handshake. Past it the directory is down, filtered or overloaded, and the
+ * person is better told so than kept waiting.
+ */
+export const LDAP_CONNECT_TIMEOUT_MS = 5 * SECOND;
+/**
+ * Time for one LDAP operation (a bind, a search, the StartTLS request) to be answered: an indexed search or a
+ * bind takes milliseconds, a busy directory hundreds; 5 s as the database's own timeout (DB_TIMEOUT_MS). A
+ * directory that stopped (SIGSTOP, a hung replica) still accepts connections in the kernel and answers nothing:
+ * this is what ends that wait.
+ */
+export const LDAP_OPERATION_TIMEOUT_MS = 5 * SECOND;
+/**
+ * The most one LDAP sign-in takes, every step together (connect, StartTLS, service bind, user search, user bind,
+ * service bind again and group search: up to seven round trips). Each step alone is bounded by the timeouts above,
+ * but seven steps each just under them would be 35 s: 10 s bounds the sum, so a directory that is slow at every step
+ * still gets the person an answer ("unavailable") within 10 s, a third of the request timeout (REQUEST_TIMEOUT_MS)
+ * and far inside the 60 s a proxy commonly waits. A healthy directory takes tens of milliseconds for all seven.
+ */
+export const LDAP_TOTAL_TIMEOUT_MS = 10 * SECOND;
+/**
+ * Entries the user search asks for: the answer has to be exactly one entry, so two are enough to tell "one" from
+ * "more than one" (the directory stops there, RFC 4511 §4.5.1.5 sizeLimit), whatever a broad filter matches.
+ */
+export const LDAP_USER_SEARCH_SIZE_LIMIT = 2;
+/**
+ * Groups of one user read at most (their CNs only): a person is in tens of groups, a service account in some
+ * directories in hundreds; the limit bounds the answer and what a sign-in carries. A user in more groups is checked
+ * against the first 1000 the directory returns, which can only refuse someone, never admit them.
+ */
+export const LDAP_GROUPS_MAX = 1000;
+/** The user filter when a connector names none: the posixAccount/inetOrgPerson login name (RFC 4519 §2.39 uid). */
+export const LDAP_DEFAULT_USER_FILTER = '(uid={username})';
+
 // ---- metrics (env AUTHCLI_METRICS_PORT, AUTHCLI_METRICS_HOST; util/metrics.ts) ---------------
 
 /**
