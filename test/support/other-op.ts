@@ -29,6 +29,11 @@ export interface OtherProviderOptions {
    * none, so a device polls every 5 s (the RFC's default); tests that wait for device logins ask for 1.
    */
   deviceInterval?: number;
+  /**
+   * A confidential web client for a relying party of ours (an authcli-server connector): its id, secret and
+   * redirect URI. People sign in with any login; one with an @ is their email (verified), else login@example.com.
+   */
+  webClient?: { clientId: string; clientSecret: string; redirectUri: string };
 }
 
 /**
@@ -54,6 +59,18 @@ export async function startOtherProvider(
         redirect_uris: ['http://127.0.0.1/callback'],
         ...(opts.requirePar && { require_pushed_authorization_requests: true }),
       },
+      ...(opts.webClient
+        ? [
+            {
+              client_id: opts.webClient.clientId,
+              client_secret: opts.webClient.clientSecret,
+              token_endpoint_auth_method: 'client_secret_basic',
+              grant_types: ['authorization_code'],
+              response_types: ['code'],
+              redirect_uris: [opts.webClient.redirectUri],
+            },
+          ]
+        : []),
     ],
     features: {
       devInteractions: { enabled: true },
@@ -68,9 +85,18 @@ export async function startOtherProvider(
       issueRefreshToken: async (_ctx: unknown, client: { grantTypeAllowed(t: string): boolean }) =>
         client.grantTypeAllowed('refresh_token'),
     }),
-    scopes: ['openid', 'profile', 'offline_access'],
-    claims: { openid: ['sub'], profile: ['preferred_username'] },
-    findAccount: async (_ctx: unknown, id: string) => ({ accountId: id, claims: async () => ({ sub: id, preferred_username: id }) }),
+    scopes: ['openid', 'profile', 'email', 'offline_access'],
+    claims: { openid: ['sub'], profile: ['preferred_username', 'name'], email: ['email', 'email_verified'] },
+    findAccount: async (_ctx: unknown, id: string) => ({
+      accountId: id,
+      claims: async () => ({
+        sub: id,
+        preferred_username: id.split('@')[0],
+        name: `Person ${id.split('@')[0]}`,
+        email: id.includes('@') ? id : `${id}@example.com`,
+        email_verified: true,
+      }),
+    }),
   });
   const events: ProviderEvent[] = [];
   type Ctx = { oidc?: { params?: Record<string, unknown> } };

@@ -2,6 +2,7 @@
 import { Command, CommanderError } from 'commander';
 import { sayError } from './operator/output.js';
 import { appsCommand } from './operator/apps.js';
+import { connectorsCommand } from './operator/connectors.js';
 import { configCommand } from './operator/config.js';
 import { limitsCommand } from './operator/limits.js';
 import { registrationCommand } from './operator/registration.js';
@@ -27,6 +28,7 @@ export function program(): Command {
   usersCommand(cli);
   limitsCommand(cli);
   appsCommand(cli);
+  connectorsCommand(cli);
   registrationCommand(cli);
   storeCommands(cli);
   return cli;

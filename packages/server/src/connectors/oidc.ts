@@ -126,15 +126,22 @@ export async function oidcCallback(
     );
     const result = await oauth.processAuthorizationCodeResponse(as, client, res, { expectedNonce: p.nonce, requireIdToken: true });
     await oauth.validateApplicationLevelSignature(as, res, opts);
-    const claims = oauth.getValidatedIdTokenClaims(result)!;
-    return admit(s, claims);
+    const idToken = oauth.getValidatedIdTokenClaims(result)!;
+    // Many providers put the profile and email claims at userinfo, not in the ID token (OIDC Core §5.4): asked
+    // there too, for the ID token's subject only (§5.3.2).
+    let info: Record<string, unknown> = {};
+    if (as.userinfo_endpoint) {
+      const ui = await oauth.userInfoRequest(as, client, result.access_token, opts);
+      info = { ...(await oauth.processUserInfoResponse(as, client, idToken.sub, ui)) };
+    }
+    return admit(s, { ...info, ...idToken } as oauth.IDToken & Record<string, unknown>);
   } catch (err) {
     return unavailable(err);
   }
 }
 
-/** Who the ID token names, if the connector lets them in. */
-function admit(s: OidcSettings, claims: oauth.IDToken): UpstreamOutcome {
+/** Who the ID token (with the userinfo claims beside it) names, if the connector lets them in. */
+function admit(s: OidcSettings, claims: oauth.IDToken & Record<string, unknown>): UpstreamOutcome {
   const str = (v: unknown) => (typeof v === 'string' && v.length <= 256 ? v : undefined);
   const email = str(claims.email)?.toLowerCase();
   const verified = claims.email_verified === true;

@@ -1,6 +1,7 @@
 import { decryptPrivateJwk, encryptPrivateJwk, isEncryptedPrivateJwk } from '../oauth/key-encryption.js';
 import type { ConnectorRow } from '../store/store.js';
 import { InputError } from '../util/input-error.js';
+import type { LdapSettings } from './ldap.js';
 
 /**
  * The connectors an operator adds (`authcli-server connectors add oidc|github|ldap`): their settings, checked
@@ -26,15 +27,8 @@ export interface GithubConnectorSettings {
   orgs: { org: string; team?: string }[];
   apiBase?: string;
 }
-export interface LdapConnectorSettings {
-  url: string;
-  startTls: boolean;
-  bindDn: string;
-  userBase: string;
-  userFilter: string;
-  groupBase?: string;
-  allowedGroups: string[];
-}
+/** connectors/ldap.ts's settings but the bind password, which is the connector's secret. */
+export type LdapConnectorSettings = Omit<LdapSettings, 'bindPassword'>;
 
 export type Connector =
   | { id: string; type: 'oidc'; name: string; settings: OidcSettings; secret: string }

@@ -1,9 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { calculatePKCECodeChallenge } from 'oauth4webapi';
-import { CONNECTOR_STATE_TTL_MS, CONNECTOR_TIMEOUT_MS } from '../config/defaults.js';
+import { CONNECTOR_STATE_TTL_MS, CONNECTOR_TIMEOUT_MS, SIGNIN_USERNAME_MAX } from '../config/defaults.js';
 import { clientAddress } from '../http/client-ip.js';
 import { FEDERATED_ACR } from '../oauth/acr.js';
-import { pageQuery } from '../http/form.js';
+import { pageForm, pageQuery } from '../http/form.js';
+import { authenticateLdap } from '../connectors/ldap.js';
+import { retryAfterText } from './retry-after.js';
+import { LdapSignInPage } from './connector-views.js';
 import { federatedUser, type UpstreamIdentity } from '../connectors/accounts.js';
 import { githubAuthorizationUrl, githubSignIn } from '../connectors/github.js';
 import { oidcAuthorizationUrl, oidcCallback, type UpstreamOutcome } from '../connectors/oidc.js';
@@ -24,7 +27,7 @@ const TOKEN = /^[A-Za-z0-9_-]{43}$/;
  * happened; local accounts are never touched.
  */
 export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Promise<void> {
-  const { store, config, sessions, continuations, trustedDevices } = ctx;
+  const { store, config, sessions, continuations, trustedDevices, limits } = ctx;
   const secure = config.issuer.startsWith('https:');
   const cookieName = secure ? '__Host-authcli_upstream' : 'authcli_upstream';
   const redirectUri = (id: string) => `${config.issuer}/connectors/${id}/callback`;
@@ -87,6 +90,69 @@ export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Pr
       maxAge: CONNECTOR_STATE_TTL_MS / 1000,
     });
     return reply.redirect(target.href, 303);
+  });
+
+  // An LDAP connector's sign-in: the directory's username and password, on a form of this server's.
+  const ldapForm = (
+    reply: FastifyReply,
+    c: Connector,
+    p: { continueId?: string | undefined; username?: string; error?: string },
+    status = 200,
+  ) =>
+    sendPage(
+      reply,
+      <LdapSignInPage
+        csrf={reply.generateCsrf()}
+        connector={{ id: c.id, name: c.name }}
+        continueId={p.continueId}
+        username={p.username}
+        error={p.error}
+      />,
+      status,
+    );
+
+  app.get('/connectors/:id/signin', async (req, reply) => {
+    const connector = await load(req, reply);
+    if (!connector) return reply;
+    if (connector.type !== 'ldap') return reply.redirect(`/connectors/${connector.id}/start`, 303);
+    const continueId = pageQuery(req).continue;
+    return ldapForm(reply, connector, { continueId: continueId !== undefined && TOKEN.test(continueId) ? continueId : undefined });
+  });
+
+  app.post('/connectors/:id/signin', { preHandler: app.csrfProtection }, async (req, reply) => {
+    const connector = await load(req, reply);
+    if (!connector) return reply;
+    if (connector.type !== 'ldap') return reply.redirect(`/connectors/${connector.id}/start`, 303);
+    const form = pageForm(req);
+    const username = (form.username ?? '').trim().slice(0, SIGNIN_USERNAME_MAX);
+    const password = form.password ?? '';
+    const continueId = form.continue !== undefined && TOKEN.test(form.continue) ? form.continue : undefined;
+    if (!username || !password)
+      return ldapForm(reply, connector, { continueId, username, error: 'Enter your username and password.' }, 400);
+    // A directory password is guessed like a local one: the same sign-in limits, counted before the directory is asked.
+    const admission = await limits.signIn(clientAddress(req), username);
+    if (!admission.admitted) {
+      reply.header('retry-after', String(admission.retryAfterSeconds));
+      return ldapForm(
+        reply,
+        connector,
+        { continueId, username, error: `Too many failed sign-ins. Try again in ${retryAfterText(admission.retryAfterSeconds)}.` },
+        429,
+      );
+    }
+    const outcome = await authenticateLdap({ ...connector.settings, bindPassword: connector.secret }, username, password);
+    if (outcome.kind === 'invalid')
+      return ldapForm(reply, connector, { continueId, username, error: 'Invalid username or password.' }, 401);
+    await admission.giveBack();
+    if (outcome.kind !== 'ok') return failed(reply, connector, outcome);
+    // A directory checked the password: `pwd` (RFC 8176), of the federated class.
+    return signIn(
+      req,
+      reply,
+      connector,
+      { subject: outcome.subject, claims: outcome.claims, amr: ['pwd'], acr: FEDERATED_ACR },
+      continueId,
+    );
   });
 
   app.get('/connectors/:id/callback', async (req, reply) => {

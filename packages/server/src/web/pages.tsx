@@ -26,9 +26,8 @@ import { ConsentPage, HomePage, MessagePage, NotFoundPage, SignInPage, SignOutPa
 export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise<void> {
   const { sessions, continuations, store, config, limits, passwords, trustedDevices } = ctx;
   const passkeysOffered = passkeyAvailability(config.issuer).available;
-  /** The sign-in page's "Continue with NAME" links: every connector but LDAP's, whose form is this page's (web/connectors.tsx). */
-  const connectorButtons = async () =>
-    (await store.connectors.list()).filter((c) => c.type !== 'ldap').map((c) => ({ id: c.id, name: c.name }));
+  /** The sign-in page's "Continue with NAME" links (an LDAP connector's leads to its form: web/connectors.tsx). */
+  const connectorButtons = async () => (await store.connectors.list()).map((c) => ({ id: c.id, name: c.name, form: c.type === 'ldap' }));
 
   app.get('/assets/style.css', async (req, reply) => {
     reply.header('etag', STYLESHEET_ETAG).header('cache-control', 'public, max-age=3600');
@@ -109,6 +108,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
       reply,
       <SignInPage
         passkeys={passkeysOffered}
+        connectors={await connectorButtons()}
         csrf={reply.generateCsrf()}
         continueId={waiting && id}
         appName={await appNameOf(waiting)}

@@ -104,7 +104,7 @@ export function SignInPage(props: {
   /** What waits requires a passkey (`acr` phr): the page says so, and the password is the way to add one first. */
   passkeyRequired?: boolean | undefined;
   /** The operator's connectors (upstream sign-in services): a "Continue with NAME" link each. */
-  connectors?: readonly { id: string; name: string }[] | undefined;
+  connectors?: readonly { id: string; name: string; form: boolean }[] | undefined;
 }) {
   return (
     <Layout title="Sign in" scripts={props.passkeys ? [PASSKEY_SCRIPT] : undefined}>
@@ -148,7 +148,7 @@ export function SignInPage(props: {
               <li>
                 <a
                   class="button secondary"
-                  href={`/connectors/${c.id}/start${props.continueId ? `?continue=${props.continueId}` : ''}`}
+                  href={`/connectors/${c.id}/${c.form ? 'signin' : 'start'}${props.continueId ? `?continue=${props.continueId}` : ''}`}
                 >{`Continue with ${c.name}`}</a>
               </li>
             ))}

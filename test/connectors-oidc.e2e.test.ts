@@ -1,0 +1,145 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser as Chromium, Page } from 'playwright-core';
+import { decodeJwt } from 'jose';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { openStore } from '@authcli/server';
+import { challengeS256, generateVerifier } from '@authcli/pkce';
+import { launchChromium, screenshotPath } from '@authcli/test-support/chromium';
+import { approveAtOtherProvider, startOtherProvider } from '@authcli/test-support/other-op';
+import { addApp, addUsers } from '@authcli/test-support/seed';
+import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
+
+/**
+ * An OpenID Connect upstream (node-oidc-provider) behind authcli-server as a connector, in Chromium: a person
+ * signs in there and comes back through our consent to an application's callback, as the same user every
+ * time; the allowed email domain, a local account with the same email, a removed connector and an upstream
+ * that is gone are answered as they should be.
+ */
+describe('an OpenID Connect connector: node-oidc-provider as the upstream', () => {
+  let server: ServerProcess;
+  let upstream: Awaited<ReturnType<typeof startOtherProvider>>;
+  let chromium: Chromium;
+  let callbackServer: Server;
+  let callback: string;
+  let clientId: string;
+
+  beforeAll(async () => {
+    callbackServer = createServer((_req, res) => res.end('ok'));
+    await new Promise<void>((r) => callbackServer.listen(0, '127.0.0.1', r));
+    callback = `http://127.0.0.1:${(callbackServer.address() as AddressInfo).port}/cb`;
+    server = await startServerProcess();
+    upstream = await startOtherProvider({
+      webClient: { clientId: 'authcli-corp', clientSecret: 'upstream secret 1', redirectUri: `${server.issuer}/connectors/corp/callback` },
+    });
+    const added = await serverCommand(
+      [
+        'connectors',
+        'add',
+        'oidc',
+        '--id',
+        'corp',
+        '--name',
+        'Corp SSO',
+        '--issuer',
+        upstream.issuer,
+        '--client-id',
+        'authcli-corp',
+        '--client-secret-stdin',
+        '--allowed-email-domain',
+        'corp.example',
+      ],
+      server.env,
+      'upstream secret 1\n',
+    );
+    expect(added.code, added.stderr).toBe(0);
+    expect(added.stdout).toContain(`its redirect URI, to register at the upstream: ${server.issuer}/connectors/corp/callback`);
+    // A local account that has the same email as the upstream person: never the one signed in to.
+    await addUsers(server.env, [{ username: 'ann', password: 'local password 1', email: 'ann@corp.example' }]);
+    clientId = (await addApp(server.env, { name: 'Team App', kind: 'public', callbackUrls: [callback], scopes: ['openid', 'profile'] }))
+      .client_id;
+    chromium = await launchChromium();
+  });
+  afterAll(async () => {
+    callbackServer?.close();
+    await chromium?.close();
+    await upstream?.close();
+    await server?.stop();
+  });
+
+  /** The code flow of the application in a fresh browser, through "Continue with Corp SSO" as `login`. */
+  async function signInThroughUpstream(login: string): Promise<{ page: Page; idToken?: Record<string, unknown> }> {
+    const context = await chromium.newContext();
+    const page = await context.newPage();
+    const verifier = generateVerifier();
+    await page.goto(
+      `${server.issuer}/oauth/authorize?${new URLSearchParams({
+        response_type: 'code',
+        client_id: clientId,
+        redirect_uri: callback,
+        scope: 'openid profile',
+        state: 'st',
+        code_challenge: await challengeS256(verifier),
+        code_challenge_method: 'S256',
+      })}`,
+    );
+    await page.getByRole('link', { name: 'Continue with Corp SSO' }).click();
+    await approveAtOtherProvider(page, login, () => page.url().startsWith(server.issuer));
+    await page.waitForURL((url) => url.href.startsWith(server.issuer) || url.href.startsWith(callback));
+    if (await page.getByRole('button', { name: 'Approve' }).count()) await page.getByRole('button', { name: 'Approve' }).click();
+    if (!page.url().startsWith(callback)) {
+      await page.waitForLoadState();
+      if (!page.url().startsWith(callback)) return { page };
+    }
+    const code = new URL(page.url()).searchParams.get('code')!;
+    const res = await fetch(`${server.issuer}/oauth/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: callback,
+        client_id: clientId,
+        code_verifier: verifier,
+      }),
+    });
+    expect(res.status).toBe(200);
+    return { page, idToken: decodeJwt(((await res.json()) as { id_token: string }).id_token) };
+  }
+
+  it('"Continue with Corp SSO" signs a person in upstream and back through our consent; the same person gets the same sub again', async () => {
+    const first = await signInThroughUpstream('ann@corp.example');
+    expect(first.idToken).toMatchObject({ acr: 'urn:authcli:acr:federated' });
+    const again = await signInThroughUpstream('ann@corp.example');
+    expect(again.idToken!.sub).toBe(first.idToken!.sub);
+    // Not the local ann, whose email is the same.
+    const store = await openStore(server.env.DATABASE_URL!);
+    try {
+      const local = await store.users.findByUsername('ann');
+      expect(first.idToken!.sub).not.toBe(local!.id);
+      const federated = await store.users.findById(first.idToken!.sub as string);
+      expect(federated!.username).toBe('ann-2');
+      expect(await store.connectors.linksOf(federated!.id)).toEqual([{ connectorId: 'corp', subject: 'ann@corp.example' }]);
+    } finally {
+      await store.close();
+    }
+    const listed = await serverCommand(['connectors', 'list', '--json'], server.env);
+    expect(JSON.parse(listed.stdout)).toMatchObject([{ id: 'corp', type: 'oidc', name: 'Corp SSO', upstream: upstream.issuer, users: 1 }]);
+  });
+
+  it('a person outside the allowed email domain is refused with a page that says why', async () => {
+    const { page, idToken } = await signInThroughUpstream('eve@evil.example');
+    expect(idToken).toBeUndefined();
+    await page.getByRole('heading', { name: 'Not allowed' }).waitFor();
+    expect(await page.textContent('body')).toContain('only people with a verified email address at corp.example may sign in here');
+    await page.screenshot({ path: screenshotPath('connector-refused') });
+  });
+
+  it('an answer that does not match a sign-in this browser started, or a forged state, is a page, not a sign-in', async () => {
+    const res = await fetch(`${server.issuer}/connectors/corp/callback?code=x&state=forged`, { redirect: 'manual' });
+    expect(res.status).toBe(400);
+    expect(await res.text()).toContain('does not match a sign-in this browser started');
+    const unknown = await fetch(`${server.issuer}/connectors/nope/start`, { redirect: 'manual' });
+    expect(unknown.status).toBe(404);
+  });
+});
