@@ -1,0 +1,115 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Browser, hidden } from '@authcli/test-support/http';
+import { addUsers } from '@authcli/test-support/seed';
+import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
+import { DIRECTORY, HAS_SLAPD, type Slapd, startSlapd } from '@authcli/test-support/slapd';
+
+/**
+ * An LDAP connector in a real authcli-server against a real OpenLDAP (slapd): "Continue with NAME" leads to a
+ * form that checks the directory's password; a wrong password shows the form again, a person outside the
+ * allowed group is refused, a paused or stopped directory is answered with a clear page within 15 s while
+ * local accounts keep signing in, and the connector recovers without a restart.
+ */
+describe.runIf(HAS_SLAPD)('an LDAP connector: a real slapd behind a real server', () => {
+  let server: ServerProcess;
+  let slapd: Slapd;
+
+  beforeAll(async () => {
+    slapd = await startSlapd();
+    server = await startServerProcess();
+    const added = await serverCommand(
+      [
+        'connectors',
+        'add',
+        'ldap',
+        '--id',
+        'directory',
+        '--name',
+        'Company Directory',
+        '--url',
+        slapd.url,
+        '--bind-dn',
+        DIRECTORY.serviceDn,
+        '--bind-password-stdin',
+        '--user-base',
+        DIRECTORY.userBase,
+        '--group-base',
+        DIRECTORY.groupBase,
+        '--allowed-group',
+        'engineers',
+      ],
+      server.env,
+      `${DIRECTORY.servicePassword}\n`,
+    );
+    expect(added.code, added.stderr).toBe(0);
+    await addUsers(server.env, [{ username: 'local', password: 'local password 1' }]);
+  });
+  afterAll(async () => {
+    await server?.stop();
+    await slapd?.stop();
+  });
+
+  /** The directory's form, reached from the sign-in page's "Continue with Company Directory". */
+  async function directoryForm(b: Browser): Promise<string> {
+    const signin = await b.get('/signin');
+    const href = /href="(\/connectors\/directory\/signin[^"]*)"[^>]*>Continue with Company Directory</.exec(signin.text)?.[1];
+    expect(href).toBeDefined();
+    const form = await b.get(href!.replace(/&amp;/g, '&'));
+    expect(form.status).toBe(200);
+    return form.text;
+  }
+  const post = async (b: Browser, username: string, password: string) => {
+    const form = await directoryForm(b);
+    return b.postForm('/connectors/directory/signin', { _csrf: hidden(form, '_csrf'), username, password });
+  };
+  const signedInAs = async (b: Browser) => {
+    const account = await b.get('/account');
+    return account.status === 200 ? /Signed in as <strong>([^<]+)</.exec(account.text)?.[1] : undefined;
+  };
+
+  it('the directory password signs alice in, as the same user every time; a wrong one shows the form again', async () => {
+    const b = new Browser(server.issuer);
+    const wrong = await post(b, 'alice', 'not her password');
+    expect(wrong.status).toBe(401);
+    expect(wrong.text).toContain('Invalid username or password.');
+    expect(wrong.text).toContain('name="password"');
+    const ok = await post(b, 'alice', DIRECTORY.users.alice.password);
+    expect(ok.status).toBe(303);
+    expect(await signedInAs(b)).toBe('alice');
+    const again = new Browser(server.issuer);
+    expect((await post(again, 'alice', DIRECTORY.users.alice.password)).status).toBe(303);
+    const listed = JSON.parse((await serverCommand(['connectors', 'list', '--json'], server.env)).stdout) as { users: number }[];
+    expect(listed[0]!.users).toBe(1);
+  });
+
+  it('bob is outside the allowed group: refused with a page that says why', async () => {
+    const b = new Browser(server.issuer);
+    const refused = await post(b, 'bob', DIRECTORY.users.bob.password);
+    expect(refused.status).toBe(403);
+    expect(refused.text).toContain('Not allowed');
+    expect(await signedInAs(b)).toBeUndefined();
+  });
+
+  it('the directory paused: a clear page within 15 s, local accounts keep signing in, and it recovers without a restart', async () => {
+    slapd.pause();
+    try {
+      const b = new Browser(server.issuer);
+      const started = performance.now();
+      const down = await post(b, 'alice', DIRECTORY.users.alice.password);
+      const ms = performance.now() - started;
+      expect(down.status).toBe(503);
+      expect(down.text).toContain('Company Directory cannot be used right now');
+      expect(ms).toBeLessThan(15_000);
+      // A local account meanwhile.
+      const local = new Browser(server.issuer);
+      const page = await local.get('/signin');
+      expect(
+        (await local.postForm('/signin', { _csrf: hidden(page.text, '_csrf'), username: 'local', password: 'local password 1' })).status,
+      ).toBe(303);
+    } finally {
+      slapd.resume();
+    }
+    const back = new Browser(server.issuer);
+    expect((await post(back, 'alice', DIRECTORY.users.alice.password)).status).toBe(303);
+  });
+});
