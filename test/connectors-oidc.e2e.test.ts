@@ -143,3 +143,103 @@ describe('an OpenID Connect connector: node-oidc-provider as the upstream', () =
     expect(unknown.status).toBe(404);
   });
 });
+
+/**
+ * authcli-server federating to another authcli-server: the upstream is this same software, so this shows it is
+ * a standard relying party (discovery, PKCE, state, nonce, iss, ID token signature, userinfo) against itself.
+ */
+describe('an OpenID Connect connector: a second authcli-server as the upstream', () => {
+  let upstream: ServerProcess;
+  /** The upstream's issuer: on localhost, so that its cookies and the downstream's (on 127.0.0.1) stay apart in the browser. */
+  let upstreamIssuer: string;
+  let server: ServerProcess;
+  let chromium: Chromium;
+
+  beforeAll(async () => {
+    server = await startServerProcess();
+    upstream = await startServerProcess({ env: { AUTHCLI_ISSUER: 'http://localhost:{port}' } });
+    upstreamIssuer = upstream.issuer.replace('127.0.0.1', 'localhost');
+    await addUsers(upstream.env, [{ username: 'uma', password: 'upstream password 1', email: 'uma@team.example' }]);
+    const app = await serverCommand(
+      [
+        'apps',
+        'add',
+        '--name',
+        'Downstream authcli',
+        '--kind',
+        'confidential',
+        '--callback',
+        `${server.issuer}/connectors/team/callback`,
+        '--scope',
+        'openid email profile',
+        '--json',
+      ],
+      upstream.env,
+    );
+    expect(app.code, app.stderr).toBe(0);
+    const { client_id, client_secret } = JSON.parse(app.stdout) as { client_id: string; client_secret: string };
+    const added = await serverCommand(
+      [
+        'connectors',
+        'add',
+        'oidc',
+        '--id',
+        'team',
+        '--name',
+        'Team authcli',
+        '--issuer',
+        upstreamIssuer,
+        '--client-id',
+        client_id,
+        '--client-secret-stdin',
+      ],
+      server.env,
+      `${client_secret}\n`,
+    );
+    expect(added.code, added.stderr).toBe(0);
+    chromium = await launchChromium();
+  });
+  afterAll(async () => {
+    await chromium?.close();
+    await server?.stop();
+    await upstream?.stop();
+  });
+
+  it('"Continue with Team authcli": signed in with the upstream password and consent, provisioned with its email, the same user twice; the button goes with the connector', async () => {
+    const signInOnce = async () => {
+      const context = await chromium.newContext();
+      const page = await context.newPage();
+      await page.goto(`${server.issuer}/signin`);
+      await page.getByRole('link', { name: 'Continue with Team authcli' }).click();
+      // At the upstream: its own sign-in and consent pages.
+      await page.getByLabel('Username').fill('uma');
+      await page.getByLabel('Password').fill('upstream password 1');
+      await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+      // Its consent page the first time; the second time the upstream remembers the approval and comes straight back.
+      await page.waitForURL((url) => url.href.startsWith(server.issuer) || url.pathname === '/oauth/authorize');
+      if (!page.url().startsWith(server.issuer)) await page.getByRole('button', { name: 'Approve' }).click();
+      await page.waitForURL(`${server.issuer}/`);
+      await page.goto(`${server.issuer}/account`);
+      const who = await page.locator('.who strong').textContent();
+      await context.close();
+      return who;
+    };
+    expect(await signInOnce()).toBe('uma');
+    expect(await signInOnce()).toBe('uma');
+    const store = await openStore(server.env.DATABASE_URL!);
+    try {
+      const uma = await store.users.findByUsername('uma');
+      expect(uma?.claims).toContain('uma@team.example');
+      expect(await store.connectors.linksOf(uma!.id)).toHaveLength(1);
+    } finally {
+      await store.close();
+    }
+    const removed = await serverCommand(['connectors', 'remove', 'team'], server.env);
+    expect(removed).toMatchObject({ code: 0 });
+    const signin = await (await fetch(`${server.issuer}/signin`)).text();
+    expect(signin).not.toContain('Continue with Team authcli');
+    const again = await serverCommand(['connectors', 'remove', 'team'], server.env);
+    expect(again.code).not.toBe(0);
+    expect(again.stderr.trim()).toBe('authcli-server: no connector team (see connectors list)');
+  });
+});
