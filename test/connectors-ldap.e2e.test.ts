@@ -80,6 +80,13 @@ describe.runIf(HAS_SLAPD)('an LDAP connector: a real slapd behind a real server'
     expect((await post(again, 'alice', DIRECTORY.users.alice.password)).status).toBe(303);
     const listed = JSON.parse((await serverCommand(['connectors', 'list', '--json'], server.env)).stdout) as { users: number }[];
     expect(listed[0]!.users).toBe(1);
+    // Listed with its connector; a local account with none.
+    const users = JSON.parse((await serverCommand(['users', 'list', '--json'], server.env)).stdout) as {
+      username: string;
+      connectors: string[];
+    }[];
+    expect(users.find((u) => u.username === 'alice')?.connectors).toEqual(['directory']);
+    expect(users.find((u) => u.username === 'local')?.connectors).toEqual([]);
   });
 
   it('bob is outside the allowed group: refused with a page that says why', async () => {

@@ -7,6 +7,7 @@ import { openStore } from '@authcli/server';
 import { challengeS256, generateVerifier } from '@authcli/pkce';
 import { launchChromium, screenshotPath } from '@authcli/test-support/chromium';
 import { approveAtOtherProvider, startOtherProvider } from '@authcli/test-support/other-op';
+import { Browser, hidden } from '@authcli/test-support/http';
 import { addApp, addUsers } from '@authcli/test-support/seed';
 import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
@@ -241,5 +242,50 @@ describe('an OpenID Connect connector: a second authcli-server as the upstream',
     const again = await serverCommand(['connectors', 'remove', 'team'], server.env);
     expect(again.code).not.toBe(0);
     expect(again.stderr.trim()).toBe('authcli-server: no connector team (see connectors list)');
+  });
+});
+
+describe('an OpenID Connect connector whose upstream is gone', () => {
+  it('"Continue with" answers a page that says so, within the connector timeout, and local sign-in goes on', async () => {
+    const server = await startServerProcess();
+    const upstream = await startOtherProvider({
+      webClient: { clientId: 'gone', clientSecret: 'upstream secret 2', redirectUri: `${server.issuer}/connectors/gone/callback` },
+    });
+    try {
+      const added = await serverCommand(
+        [
+          'connectors',
+          'add',
+          'oidc',
+          '--id',
+          'gone',
+          '--name',
+          'Gone SSO',
+          '--issuer',
+          upstream.issuer,
+          '--client-id',
+          'gone',
+          '--client-secret-stdin',
+        ],
+        server.env,
+        'upstream secret 2\n',
+      );
+      expect(added.code, added.stderr).toBe(0);
+      await addUsers(server.env, [{ username: 'local', password: 'local password 1' }]);
+      await upstream.close();
+      const started = performance.now();
+      const res = await fetch(`${server.issuer}/connectors/gone/start`, { redirect: 'manual' });
+      expect(res.status).toBe(503);
+      expect(await res.text()).toContain('Gone SSO cannot be used right now');
+      expect(performance.now() - started).toBeLessThan(15_000);
+      const b = new Browser(server.issuer);
+      const page = await b.get('/signin');
+      expect(page.text).toContain('Continue with Gone SSO');
+      expect(
+        (await b.postForm('/signin', { _csrf: hidden(page.text, '_csrf'), username: 'local', password: 'local password 1' })).status,
+      ).toBe(303);
+    } finally {
+      await server.stop();
+    }
   });
 });

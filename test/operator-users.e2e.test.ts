@@ -50,9 +50,9 @@ describe('authcli-server users and apps, on a running server', () => {
     const text = await serverCommand(['users', 'list'], server.env);
     expect(text.code, text.stderr).toBe(0);
     const [header, ...rows] = text.stdout.trimEnd().split('\n');
-    expect(header).toMatch(/^USERNAME\s+NAME\s+EMAIL\s+ADMIN\s+DISABLED\s+CREATED$/);
-    expect(rows[0]).toMatch(/^Alice\s+Alice Liddell\s+alice@example\.com\s+yes\s+no\s+\d{4}-\d\d-\d\dT/);
-    expect(rows[1]).toMatch(/^bob\s+no\s+no\s+\d{4}-/);
+    expect(header).toMatch(/^USERNAME\s+NAME\s+EMAIL\s+ADMIN\s+DISABLED\s+CONNECTORS\s+CREATED$/);
+    expect(rows[0]).toMatch(/^Alice\s+Alice Liddell\s+alice@example\.com\s+yes\s+no\s+-\s+\d{4}-\d\d-\d\dT/);
+    expect(rows[1]).toMatch(/^bob\s+no\s+no\s+-\s+\d{4}-/);
     const json = JSON.parse((await serverCommand(['users', 'list', '--json'], server.env)).stdout) as Record<string, unknown>[];
     expect(json).toEqual([
       {
@@ -61,9 +61,10 @@ describe('authcli-server users and apps, on a running server', () => {
         email: 'alice@example.com',
         admin: true,
         disabled: false,
+        connectors: [],
         created: expect.stringMatching(/Z$/),
       },
-      { username: 'bob', name: null, email: null, admin: false, disabled: false, created: expect.stringMatching(/Z$/) },
+      { username: 'bob', name: null, email: null, admin: false, disabled: false, connectors: [], created: expect.stringMatching(/Z$/) },
     ]);
   });
 

@@ -44,21 +44,33 @@ export function usersCommand(cli: Command): void {
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(async (opts: { json?: boolean; database?: string }) => {
       await withStore(opts.database, async (store) => {
-        const rows = (await store.users.list()).map((u) => ({
-          username: u.username,
-          name: claimsOf(u).name ?? null,
-          email: claimsOf(u).email ?? null,
-          admin: u.is_admin === 1,
-          disabled: u.disabled_at !== null,
-          created: new Date(Number(u.created_at)).toISOString(),
-        }));
+        const rows = await Promise.all(
+          (await store.users.list()).map(async (u) => ({
+            username: u.username,
+            name: claimsOf(u).name ?? null,
+            email: claimsOf(u).email ?? null,
+            admin: u.is_admin === 1,
+            disabled: u.disabled_at !== null,
+            // The connectors this person signs in through (docs/connectors.md); none for a local account.
+            connectors: (await store.connectors.linksOf(u.id)).map((l) => l.connectorId),
+            created: new Date(Number(u.created_at)).toISOString(),
+          })),
+        );
         if (opts.json) {
           printJson(rows, 2);
           return;
         }
         printTable(
-          ['USERNAME', 'NAME', 'EMAIL', 'ADMIN', 'DISABLED', 'CREATED'],
-          rows.map((r) => [r.username, r.name ?? '', r.email ?? '', r.admin ? 'yes' : 'no', r.disabled ? 'yes' : 'no', r.created]),
+          ['USERNAME', 'NAME', 'EMAIL', 'ADMIN', 'DISABLED', 'CONNECTORS', 'CREATED'],
+          rows.map((r) => [
+            r.username,
+            r.name ?? '',
+            r.email ?? '',
+            r.admin ? 'yes' : 'no',
+            r.disabled ? 'yes' : 'no',
+            r.connectors.join(',') || '-',
+            r.created,
+          ]),
         );
       });
     });
