@@ -141,7 +141,7 @@ export async function oidcCallback(
 }
 
 /** Who the ID token (with the userinfo claims beside it) names, if the connector lets them in. */
-function admit(s: OidcSettings, claims: oauth.IDToken & Record<string, unknown>): UpstreamOutcome {
+export function admit(s: OidcSettings, claims: oauth.IDToken & Record<string, unknown>): UpstreamOutcome {
   const str = (v: unknown) => (typeof v === 'string' && v.length <= 256 ? v : undefined);
   const email = str(claims.email)?.toLowerCase();
   const verified = claims.email_verified === true;

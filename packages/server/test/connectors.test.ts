@@ -1,0 +1,146 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { federatedUser, type UpstreamIdentity } from '../src/connectors/accounts.js';
+import { admit } from '../src/connectors/oidc.js';
+import { connectorOf, rowOf } from '../src/connectors/registry.js';
+import { dialects, seedUser, startServer, type TestServer } from './helpers.js';
+
+/**
+ * Connectors at the store: provisioning linked to (connector, subject) and never by email, parallel first
+ * sign-ins making one user, the single-use round-trip state under parallel answers, removal, the secret at
+ * rest; and what an OpenID Connect upstream's claims let in. The flows themselves run against real upstreams
+ * in test/connectors-*.e2e.test.ts.
+ */
+describe.each(dialects())('connectors in the store (%s)', (dialect) => {
+  let server: TestServer;
+  const identity = (subject: string, claims: UpstreamIdentity['claims'] = {}): UpstreamIdentity => ({
+    subject,
+    claims,
+    amr: [],
+    acr: 'urn:authcli:acr:federated',
+  });
+
+  beforeAll(async () => {
+    server = await startServer(dialect);
+    const now = server.clock.now();
+    for (const id of ['corp', 'other']) {
+      await server.store.connectors.create(
+        rowOf(
+          {
+            id,
+            type: 'oidc',
+            name: id,
+            secret: 's',
+            settings: { issuer: 'https://login.example', clientId: 'c', scopes: ['openid'], allowedEmailDomains: [] },
+          },
+          now,
+          undefined,
+        ),
+      );
+    }
+  });
+  afterAll(async () => server.close());
+
+  it('20 parallel first sign-ins of one upstream account make one user; the next sign-in finds it', async () => {
+    const now = server.clock.now();
+    const users = await Promise.all(
+      Array.from({ length: 20 }, () => federatedUser(server.store, 'corp', identity('sub-par', { preferred_username: 'par' }), now)),
+    );
+    expect(new Set(users.map((u) => u!.id)).size).toBe(1);
+    expect((await server.store.users.list()).filter((u) => u.username.startsWith('par'))).toHaveLength(1);
+    expect((await federatedUser(server.store, 'corp', identity('sub-par'), now))!.id).toBe(users[0]!.id);
+  });
+
+  it('never linked by email or username: a local account with the same email and name is not the one signed in to', async () => {
+    const local = await seedUser(server, 'ann', { email: 'ann@corp.example' });
+    const fed = await federatedUser(
+      server.store,
+      'corp',
+      identity('sub-ann', { preferred_username: 'ann', email: 'ann@corp.example', email_verified: true }),
+      server.clock.now(),
+    );
+    expect(fed!.id).not.toBe(local.id);
+    expect(fed!.username).toBe('ann-2');
+    expect(fed!.password_hash).toBe('!federated');
+    // The same subject at another connector is another person.
+    const other = await federatedUser(server.store, 'other', identity('sub-ann', { preferred_username: 'ann' }), server.clock.now());
+    expect(other!.id).not.toBe(fed!.id);
+    // A disabled user is not signed in.
+    await server.store.users.setDisabled('ann-2', server.clock.now());
+    expect(await federatedUser(server.store, 'corp', identity('sub-ann'), server.clock.now())).toBeUndefined();
+  });
+
+  it("a round trip's state is used once: of 20 parallel answers one gets it; another browser and a late one get nothing", async () => {
+    const now = server.clock.now();
+    const state = (hash: string, expiresAt = now + 60_000) => ({
+      state_hash: hash,
+      connector_id: 'corp',
+      browser_hash: 'browser-1',
+      code_verifier: 'v',
+      nonce: 'n',
+      continue_id: null,
+      link_user_id: null,
+      expires_at: expiresAt,
+    });
+    await server.store.connectors.addState(state('s-par'));
+    const taken = await Promise.all(Array.from({ length: 20 }, () => server.store.connectors.takeState('s-par', 'browser-1', now)));
+    expect(taken.filter(Boolean)).toHaveLength(1);
+    await server.store.connectors.addState(state('s-other'));
+    expect(await server.store.connectors.takeState('s-other', 'browser-2', now)).toBeUndefined();
+    await server.store.connectors.addState(state('s-late', now + 10));
+    expect(await server.store.connectors.takeState('s-late', 'browser-1', now + 10)).toBeUndefined();
+  });
+
+  it('removing a connector removes its links and leaves its users', async () => {
+    const now = server.clock.now();
+    await server.store.connectors.create(
+      rowOf({ id: 'gone', type: 'github', name: 'Gone', secret: 's', settings: { clientId: 'c', orgs: [] } }, now, undefined),
+    );
+    const user = await federatedUser(server.store, 'gone', identity('sub-gone', { preferred_username: 'gone-user' }), now);
+    expect(await server.store.connectors.delete('gone')).toBe(true);
+    expect(await server.store.connectors.linksOf(user!.id)).toEqual([]);
+    expect(await server.store.users.findById(user!.id)).toBeDefined();
+    expect(await server.store.connectors.delete('gone')).toBe(false);
+  });
+});
+
+describe('connector settings and claims', () => {
+  it('the secret is stored encrypted with the key-encryption key, bound to its connector', () => {
+    const kek = randomBytes(32);
+    const c = {
+      id: 'corp',
+      type: 'oidc' as const,
+      name: 'Corp',
+      secret: 'client secret',
+      settings: { issuer: 'https://l.example', clientId: 'c', scopes: ['openid'], allowedEmailDomains: [] },
+    };
+    const row = rowOf(c, 1, kek);
+    expect(row.secret).not.toContain('client secret');
+    expect(connectorOf(row, kek).secret).toBe('client secret');
+    expect(() => connectorOf(row, randomBytes(32))).toThrow();
+    expect(() => connectorOf({ ...row, id: 'other' }, kek)).toThrow();
+    expect(() => connectorOf(row, undefined)).toThrow(/AUTHCLI_KEY_ENCRYPTION_KEY/);
+    expect(rowOf(c, 1, undefined).secret).toBe('client secret');
+    expect(() => rowOf({ ...c, id: 'Bad Id' }, 1, undefined)).toThrow(/connector id/);
+    expect(() => rowOf({ ...c, name: 'a\u202eb' }, 1, undefined)).toThrow(/control characters/);
+    expect(() => rowOf({ ...c, secret: '' }, 1, undefined)).toThrow(/client secret is empty/);
+  });
+
+  it('an OIDC upstream: the allowed domain needs a verified email; phr is carried only when asserted; only RFC 8176 amr values', () => {
+    const s = { issuer: 'https://l.example', clientId: 'c', scopes: ['openid'], allowedEmailDomains: ['corp.example'] };
+    const token = (extra: Record<string, unknown>) => ({ iss: 'https://l.example', sub: 'u1', aud: 'c', iat: 1, exp: 2, ...extra });
+    expect(admit(s, token({ email: 'a@corp.example', email_verified: true }))).toMatchObject({ kind: 'ok' });
+    expect(admit(s, token({ email: 'a@corp.example', email_verified: false }))).toMatchObject({ kind: 'refused' });
+    expect(admit(s, token({ email: 'a@evil.example', email_verified: true }))).toMatchObject({ kind: 'refused' });
+    expect(admit(s, token({ email: 'a@sub.corp.example', email_verified: true }))).toMatchObject({ kind: 'refused' });
+    expect(admit(s, token({}))).toMatchObject({ kind: 'refused' });
+    const open = { ...s, allowedEmailDomains: [] };
+    expect(admit(open, token({ acr: 'phr', amr: ['hwk', 'mfa', 'made-up'] }))).toMatchObject({
+      kind: 'ok',
+      identity: { subject: 'u1', acr: 'phr', amr: ['hwk', 'mfa'] },
+    });
+    expect(admit(open, token({ acr: 'urn:example:gold', amr: 'pwd' }))).toMatchObject({
+      identity: { acr: 'urn:authcli:acr:federated', amr: [] },
+    });
+  });
+});
