@@ -89,6 +89,53 @@ describe.runIf(HAS_SLAPD)('an LDAP connector: a real slapd behind a real server'
     expect(users.find((u) => u.username === 'local')?.connectors).toEqual([]);
   });
 
+  it('a local account links its directory account on /account (the directory checks the password), then signs in through it', async () => {
+    const added = await serverCommand(
+      [
+        'connectors',
+        'add',
+        'ldap',
+        '--id',
+        'dir2',
+        '--name',
+        'Second Directory',
+        '--url',
+        slapd.url,
+        '--bind-dn',
+        DIRECTORY.serviceDn,
+        '--bind-password-stdin',
+        '--user-base',
+        DIRECTORY.userBase,
+      ],
+      server.env,
+      `${DIRECTORY.servicePassword}\n`,
+    );
+    expect(added.code, added.stderr).toBe(0);
+    await addUsers(server.env, [{ username: 'lee', password: 'local password 2' }]);
+    const b = new Browser(server.issuer);
+    const page = await b.get('/signin');
+    expect((await b.postForm('/signin', { _csrf: hidden(page.text, '_csrf'), username: 'lee', password: 'local password 2' })).status).toBe(
+      303,
+    );
+    const account = await b.get('/account');
+    expect(account.text).toContain('Link Second Directory');
+    const csrf = hidden(account.text, '_csrf');
+    const wrong = await b.postForm('/connectors/dir2/link', { _csrf: csrf, username: 'carol', password: 'not hers' });
+    expect(wrong.status).toBe(401);
+    const linked = await b.postForm('/connectors/dir2/link', { _csrf: csrf, username: 'carol', password: DIRECTORY.users.carol.password });
+    expect(linked.status).toBe(303);
+    expect(linked.location).toBe('/account#connectors');
+    const other = new Browser(server.issuer);
+    const form = await other.get('/connectors/dir2/signin');
+    const signedIn = await other.postForm('/connectors/dir2/signin', {
+      _csrf: hidden(form.text, '_csrf'),
+      username: 'carol',
+      password: DIRECTORY.users.carol.password,
+    });
+    expect(signedIn.status).toBe(303);
+    expect(await signedInAs(other)).toBe('lee');
+  });
+
   it('bob is outside the allowed group: refused with a page that says why', async () => {
     const b = new Browser(server.issuer);
     const refused = await post(b, 'bob', DIRECTORY.users.bob.password);

@@ -128,6 +128,44 @@ describe('an OpenID Connect connector: node-oidc-provider as the upstream', () =
     expect(JSON.parse(listed.stdout)).toMatchObject([{ id: 'corp', type: 'oidc', name: 'Corp SSO', upstream: upstream.issuer, users: 1 }]);
   });
 
+  it('a local account links its upstream account on /account, then "Continue with" signs in to it; an upstream account that signs in someone else is not linked', async () => {
+    await addUsers(server.env, [
+      { username: 'lin', password: 'local password 2' },
+      { username: 'lou', password: 'local password 3' },
+    ]);
+    const context = await chromium.newContext();
+    const page = await context.newPage();
+    const passwordSignIn = async (username: string, password: string) => {
+      await page.goto(`${server.issuer}/signin`);
+      await page.getByLabel('Username').fill(username);
+      await page.getByLabel('Password').fill(password);
+      await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+      await page.waitForURL(`${server.issuer}/`);
+    };
+    await passwordSignIn('lin', 'local password 2');
+    await page.goto(`${server.issuer}/account`);
+    await page.getByRole('button', { name: 'Link Corp SSO' }).click();
+    await approveAtOtherProvider(page, 'lin@corp.example', () => page.url().startsWith(server.issuer));
+    await page.waitForURL(`${server.issuer}/account#connectors`);
+    expect(await page.textContent('#connectors ~ ul')).toContain('Linked');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    // Through the upstream now: the local account it was linked to.
+    await page.goto(`${server.issuer}/signin`);
+    await page.getByRole('link', { name: 'Continue with Corp SSO' }).click();
+    await approveAtOtherProvider(page, 'lin@corp.example', () => page.url().startsWith(server.issuer));
+    await page.waitForURL(`${server.issuer}/`);
+    await page.goto(`${server.issuer}/account`);
+    expect(await page.locator('.who strong').textContent()).toBe('lin');
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    // lou tries to link the upstream account that signs lin in: refused, nothing changes.
+    await passwordSignIn('lou', 'local password 3');
+    await page.goto(`${server.issuer}/account`);
+    await page.getByRole('button', { name: 'Link Corp SSO' }).click();
+    await approveAtOtherProvider(page, 'lin@corp.example', () => page.url().startsWith(server.issuer));
+    await page.getByRole('heading', { name: 'Already linked' }).waitFor();
+    await context.close();
+  });
+
   it('a person outside the allowed email domain is refused with a page that says why', async () => {
     const { page, idToken } = await signInThroughUpstream('eve@evil.example');
     expect(idToken).toBeUndefined();

@@ -10,6 +10,7 @@ import type { WebContext } from './context.js';
 import type { Continuation } from './continuation.js';
 import { Flash } from './flash.js';
 import { PASSKEY_SCRIPT, PasskeysCard } from './passkey-views.js';
+import { ConnectorsCard } from './connector-views.js';
 import { passkeyAvailability, passkeyRoutes } from './passkeys.js';
 import { type RecentSignIn, RecentSignIns, recentSignInsOf } from './recent-signins.js';
 import { sendPage, viewerOf } from './render.js';
@@ -111,6 +112,7 @@ function AccountPage(props: {
   notice?: string | undefined;
   passwordError?: string | undefined;
   passkeys: readonly Passkey[];
+  connectors: readonly { id: string; name: string; type: string; linked: boolean }[];
   /** Why this server cannot have passkeys, when it cannot. */
   passkeysUnavailable?: string | undefined;
 }) {
@@ -198,6 +200,7 @@ function AccountPage(props: {
             </form>
           </div>
           <Applications viewer={props.viewer} applications={props.applications} accessTtlMinutes={props.accessTtlMinutes} />
+          <ConnectorsCard csrf={props.viewer.csrf} connectors={props.connectors} />
           <RecentSignIns signIns={props.recentSignIns} now={props.now} />
         </div>
       </div>
@@ -239,6 +242,11 @@ export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Prom
       })
       .sort((a, b) => a.name.localeCompare(b.name) || a.clientId.localeCompare(b.clientId));
   };
+  /** The connectors, each with whether this user is linked through it. */
+  const connectorsOf = async (userId: string) => {
+    const linked = new Set((await store.connectors.linksOf(userId)).map((l) => l.connectorId));
+    return (await store.connectors.list()).map((r) => ({ id: r.id, name: r.name, type: r.type, linked: linked.has(r.id) }));
+  };
   const page = async (reply: FastifyReply, c: CurrentSession, props: Partial<Parameters<typeof AccountPage>[0]>, status = 200) =>
     sendPage(
       reply,
@@ -248,6 +256,7 @@ export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Prom
         applications={await applicationsOf(c.user.id)}
         accessTtlMinutes={Math.ceil(config.accessTokenTtlSeconds / 60)}
         passkeys={await store.passkeys.listByUser(c.user.id)}
+        connectors={await connectorsOf(c.user.id)}
         passkeysUnavailable={passkeys.available ? undefined : passkeys.reason}
         recentSignIns={await recentSignInsOf(store, c.user.id)}
         now={config.now()}

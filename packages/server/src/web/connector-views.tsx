@@ -44,3 +44,40 @@ export function LdapSignInPage(props: {
     </Layout>
   );
 }
+
+/** The account page's sign-in services: the ones linked to this account, and a way to link each other one. */
+export function ConnectorsCard(props: {
+  csrf: string;
+  connectors: readonly { id: string; name: string; type: string; linked: boolean }[];
+}) {
+  if (props.connectors.length === 0) return null;
+  return (
+    <div class="card">
+      <h2 id="connectors">Sign-in services</h2>
+      <p class="muted">Accounts you have elsewhere that sign you in to this one. Linking one checks it at that service.</p>
+      <ul class="applications">
+        {props.connectors.map((c) => (
+          <li>
+            <strong>{c.name}</strong>
+            {c.linked ? (
+              <p class="muted">Linked: “Continue with {c.name}” signs you in here.</p>
+            ) : (
+              <form method="post" action={`/connectors/${c.id}/link`}>
+                <input type="hidden" name="_csrf" value={props.csrf} />
+                {c.type === 'ldap' && (
+                  <>
+                    <label for={`link-${c.id}-username`}>{`${c.name} username`}</label>
+                    <input id={`link-${c.id}-username`} name="username" type="text" autocomplete="off" required />
+                    <label for={`link-${c.id}-password`}>{`${c.name} password`}</label>
+                    <input id={`link-${c.id}-password`} name="password" type="password" autocomplete="off" required />
+                  </>
+                )}
+                <button type="submit" class="secondary">{`Link ${c.name}`}</button>
+              </form>
+            )}
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}

@@ -51,12 +51,8 @@ export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Pr
     return connectorOf(row, config.keyEncryptionKey);
   }
 
-  app.get('/connectors/:id/start', async (req, reply) => {
-    const connector = await load(req, reply);
-    if (!connector) return reply;
-    if (connector.type === 'ldap')
-      return problem(reply, 400, 'Sign in with the form', 'This sign-in service takes a username and password on the sign-in page.');
-    const continueId = pageQuery(req).continue;
+  /** Sends the browser to the upstream, for a sign-in (resuming `continueId`) or to link the signed-in `linkUserId`. */
+  async function goUpstream(reply: FastifyReply, connector: Connector, p: { continueId?: string | undefined; linkUserId?: string }) {
     const state = randomToken(32);
     const codeVerifier = randomToken(32);
     const nonce = randomToken(32);
@@ -66,7 +62,7 @@ export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Pr
         ? await oidcAuthorizationUrl(connector.settings, { redirectUri: redirectUri(connector.id), state, codeVerifier, nonce }, timeout)
         : new URL(
             githubAuthorizationUrl(
-              { ...connector.settings, clientSecret: connector.secret },
+              { ...(connector as Connector & { type: 'github' }).settings, clientSecret: connector.secret },
               { redirectUri: redirectUri(connector.id), state, codeChallenge: await calculatePKCECodeChallenge(codeVerifier) },
             ),
           );
@@ -77,8 +73,8 @@ export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Pr
       browser_hash: sha256Hex(browser),
       code_verifier: codeVerifier,
       nonce,
-      continue_id: continueId !== undefined && TOKEN.test(continueId) ? continueId : null,
-      link_user_id: null,
+      continue_id: p.continueId !== undefined && TOKEN.test(p.continueId) ? p.continueId : null,
+      link_user_id: p.linkUserId ?? null,
       expires_at: config.now() + CONNECTOR_STATE_TTL_MS,
     });
     // SameSite=Lax: the upstream's redirect back is a top-level navigation, which carries it.
@@ -90,7 +86,60 @@ export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Pr
       maxAge: CONNECTOR_STATE_TTL_MS / 1000,
     });
     return reply.redirect(target.href, 303);
+  }
+
+  app.get('/connectors/:id/start', async (req, reply) => {
+    const connector = await load(req, reply);
+    if (!connector) return reply;
+    if (connector.type === 'ldap') return reply.redirect(`/connectors/${connector.id}/signin`, 303);
+    return goUpstream(reply, connector, { continueId: pageQuery(req).continue });
   });
+
+  // Linking an upstream account to the signed-in user (the account page): a CSRF-protected POST, so no page of
+  // another site can start it. An LDAP connector's link checks the directory's username and password here.
+  app.post('/connectors/:id/link', { preHandler: app.csrfProtection }, async (req, reply) => {
+    const current = await sessions.current(req);
+    if (!current) return reply.redirect(await continuations.signInUrl(req, reply, { kind: 'page', page: 'account' }), 303);
+    const connector = await load(req, reply);
+    if (!connector) return reply;
+    if (connector.type !== 'ldap') return goUpstream(reply, connector, { linkUserId: current.user.id });
+    const form = pageForm(req);
+    const username = (form.username ?? '').trim().slice(0, SIGNIN_USERNAME_MAX);
+    const admission = await limits.signIn(clientAddress(req), username);
+    if (!admission.admitted) {
+      reply.header('retry-after', String(admission.retryAfterSeconds));
+      return problem(
+        reply,
+        429,
+        'Too many attempts',
+        `Too many failed sign-ins. Try again in ${retryAfterText(admission.retryAfterSeconds)}.`,
+      );
+    }
+    const outcome =
+      username && form.password
+        ? await authenticateLdap({ ...connector.settings, bindPassword: connector.secret }, username, form.password)
+        : ({ kind: 'invalid' } as const);
+    if (outcome.kind === 'invalid')
+      return problem(reply, 401, 'Not linked', `${connector.name} did not accept that username and password.`);
+    await admission.giveBack();
+    if (outcome.kind !== 'ok') return failed(reply, connector, outcome);
+    return link(reply, connector, outcome.subject, current.user.id);
+  });
+
+  /** Links (connector, subject) to `userId`, unless it signs someone else in already. */
+  async function link(reply: FastifyReply, connector: Connector, subject: string, userId: string) {
+    const linked = await store.connectors.link(connector.id, subject, userId, config.now());
+    if (linked !== userId) {
+      return problem(
+        reply,
+        409,
+        'Already linked',
+        `That ${connector.name} account signs in another account here; it was not linked to yours.`,
+      );
+    }
+    reply.clearCookie(cookieName, { path: '/connectors/' });
+    return reply.redirect('/account#connectors', 303);
+  }
 
   // An LDAP connector's sign-in: the directory's username and password, on a form of this server's.
   const ldapForm = (
@@ -197,6 +246,7 @@ export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Pr
           ? await githubOutcome(connector, query.code, round.code_verifier)
           : ({ kind: 'refused', reason: 'this sign-in service takes a username and password' } as const);
     if (outcome.kind !== 'ok') return failed(reply, connector, outcome);
+    if (round.link_user_id !== null) return link(reply, connector, outcome.identity.subject, round.link_user_id);
     return signIn(req, reply, connector, outcome.identity, round.continue_id ?? undefined);
   });
 
