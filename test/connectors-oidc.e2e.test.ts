@@ -8,6 +8,7 @@ import { challengeS256, generateVerifier } from '@authcli/pkce';
 import { launchChromium, screenshotPath } from '@authcli/test-support/chromium';
 import { approveAtOtherProvider, startOtherProvider } from '@authcli/test-support/other-op';
 import { Browser, hidden } from '@authcli/test-support/http';
+import { runCli, tempConfigHome } from '@authcli/test-support/cli-process';
 import { addApp, addUsers } from '@authcli/test-support/seed';
 import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
@@ -280,6 +281,54 @@ describe('an OpenID Connect connector: a second authcli-server as the upstream',
     const again = await serverCommand(['connectors', 'remove', 'team'], server.env);
     expect(again.code).not.toBe(0);
     expect(again.stderr.trim()).toBe('authcli-server: no connector team (see connectors list)');
+  });
+});
+
+describe('authcli login through a connector', () => {
+  it('`authcli login --browser`: the CLI signs in with the person signed in through node-oidc-provider', async () => {
+    const server = await startServerProcess();
+    const upstream = await startOtherProvider({
+      webClient: { clientId: 'cli-corp', clientSecret: 'upstream secret 3', redirectUri: `${server.issuer}/connectors/corp/callback` },
+    });
+    const chromium = await launchChromium();
+    try {
+      const added = await serverCommand(
+        [
+          'connectors',
+          'add',
+          'oidc',
+          '--id',
+          'corp',
+          '--name',
+          'Corp SSO',
+          '--issuer',
+          upstream.issuer,
+          '--client-id',
+          'cli-corp',
+          '--client-secret-stdin',
+        ],
+        server.env,
+        'upstream secret 3\n',
+      );
+      expect(added.code, added.stderr).toBe(0);
+      const env = { XDG_CONFIG_HOME: tempConfigHome(), AUTHCLI_ISSUER: server.issuer };
+      const login = runCli(['login', '--browser', '--no-open'], env);
+      const [, url] = await login.waitFor(/^\s+(http:\/\/\S+\/oauth\/authorize\?\S+)$/m);
+      const page = await (await chromium.newContext()).newPage();
+      await page.goto(url!);
+      await page.getByRole('link', { name: 'Continue with Corp SSO' }).click();
+      await approveAtOtherProvider(page, 'cli@corp.example', () => page.url().startsWith(server.issuer));
+      await page.getByRole('button', { name: 'Approve' }).click();
+      const done = await login.exit;
+      expect(done.code, done.stderr).toBe(0);
+      expect(done.stdout).toBe(`Signed in to ${server.issuer} as cli.\n`);
+      const status = await runCli(['status', '--json'], env).exit;
+      expect(JSON.parse(status.stdout)).toMatchObject({ signed_in: true, username: 'cli' });
+    } finally {
+      await chromium.close();
+      await upstream.close();
+      await server.stop();
+    }
   });
 });
 

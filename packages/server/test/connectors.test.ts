@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { federatedUser, type UpstreamIdentity } from '../src/connectors/accounts.js';
-import { admit } from '../src/connectors/oidc.js';
+import { admit, oidcCallback } from '../src/connectors/oidc.js';
 import { connectorOf, rowOf } from '../src/connectors/registry.js';
 import { dialects, seedUser, startServer, type TestServer } from './helpers.js';
 
@@ -142,5 +142,41 @@ describe('connector settings and claims', () => {
     expect(admit(open, token({ acr: 'urn:example:gold', amr: 'pwd' }))).toMatchObject({
       identity: { acr: 'urn:authcli:acr:federated', amr: [] },
     });
+  });
+
+  it("rfc9207 an answer whose iss is not the upstream's, or that lacks it where the upstream promises it, is refused before any code exchange", async () => {
+    const issuer = 'https://login.example';
+    const requests: string[] = [];
+    const transport = (async (input: string | URL | Request) => {
+      const url = String(input instanceof Request ? input.url : input);
+      requests.push(url);
+      if (url === `${issuer}/.well-known/openid-configuration`) {
+        return Response.json({
+          issuer,
+          authorization_endpoint: `${issuer}/authorize`,
+          token_endpoint: `${issuer}/token`,
+          jwks_uri: `${issuer}/jwks`,
+          authorization_response_iss_parameter_supported: true,
+        });
+      }
+      return new Response('unexpected', { status: 500 });
+    }) as typeof fetch;
+    const s = { issuer, clientId: 'c', scopes: ['openid'], allowedEmailDomains: [] };
+    const p = (query: string) => ({
+      callbackUrl: new URL(`https://rp.example/connectors/corp/callback?${query}`),
+      redirectUri: 'https://rp.example/connectors/corp/callback',
+      state: 'st',
+      codeVerifier: 'v'.repeat(43),
+      nonce: 'n',
+    });
+    for (const query of [
+      'code=x&state=st&iss=https%3A%2F%2Fevil.example',
+      'code=x&state=st',
+      'code=x&state=other&iss=https%3A%2F%2Flogin.example',
+    ]) {
+      const outcome = await oidcCallback(s, 'secret', p(query), { timeoutMs: 1000, fetch: transport });
+      expect(outcome.kind, query).not.toBe('ok');
+    }
+    expect(requests.every((u) => u.endsWith('/.well-known/openid-configuration'))).toBe(true);
   });
 });
