@@ -109,6 +109,11 @@ function guardedPool(pool: pg.Pool): PostgresPool {
  * group commit: each write is its own statement or transaction, and several
  * instances may share the database.
  */
+/** SQLSTATEs of a catalog that changed under a listing: undefined column, table, schema; an internal cache miss. */
+const INTROSPECTION_RACES = new Set(['42703', '42P01', '3F000', 'XX000']);
+/** Tries of a migration whose table listing met another connection's schema change (see migrate). */
+const MIGRATE_ATTEMPTS = 3;
+
 export class PostgresEngine implements Engine {
   readonly dialect: Dialect = 'postgres';
   readonly grouped = undefined;
@@ -157,7 +162,19 @@ export class PostgresEngine implements Engine {
     // holds a `kysely_migration_lock` (another Kysely application, or another instance's schema) would make it
     // skip creating its own and then fail. So it is told: the schema this connection uses.
     const schema = (await sql<{ schema: string }>`select current_schema() as schema`.execute(this.db)).rows[0]?.schema;
-    await migrateToLatest(this.db, schema);
+    // Kysely's Migrator first lists the tables of every schema (its introspector); a schema that another
+    // connection drops meanwhile (another application's, or a test's) can make that listing fail with an
+    // undefined column, table or schema, or a catalog cache miss, though nothing is wrong here: tried again.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await migrateToLatest(this.db, schema);
+        return;
+      } catch (err) {
+        const code = ((err as { cause?: { code?: string } }).cause ?? {}).code;
+        if (attempt >= MIGRATE_ATTEMPTS || !code || !INTROSPECTION_RACES.has(code)) throw err;
+        await new Promise((r) => setTimeout(r, 50 * attempt));
+      }
+    }
   }
 
   async checkpoint(): Promise<void> {
