@@ -170,7 +170,7 @@ export class PostgresEngine implements Engine {
         await migrateToLatest(this.db, schema);
         return;
       } catch (err) {
-        const code = ((err as { cause?: { code?: string } }).cause ?? {}).code;
+        const code = (err as { cause?: { code?: string } }).cause?.code;
         if (attempt >= MIGRATE_ATTEMPTS || !code || !INTROSPECTION_RACES.has(code)) throw err;
         await new Promise((r) => setTimeout(r, 50 * attempt));
       }
