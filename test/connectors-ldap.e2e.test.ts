@@ -89,7 +89,7 @@ describe.runIf(HAS_SLAPD)('an LDAP connector: a real slapd behind a real server'
     expect(users.find((u) => u.username === 'local')?.connectors).toEqual([]);
   });
 
-  it('a local account links its directory account on /account (the directory checks the password), then signs in through it', async () => {
+  it('a local account links its directory account on /account (the directory checks the password), then signs in through it; unlinked, it no longer does', async () => {
     const added = await serverCommand(
       [
         'connectors',
@@ -134,6 +134,17 @@ describe.runIf(HAS_SLAPD)('an LDAP connector: a real slapd behind a real server'
     });
     expect(signedIn.status).toBe(303);
     expect(await signedInAs(other)).toBe('lee');
+    // Unlinked (lee signed in a moment ago): the directory account then signs in as a user of its own.
+    const unlinked = await b.postForm('/connectors/dir2/unlink', { _csrf: hidden((await b.get('/account')).text, '_csrf') });
+    expect(unlinked.status).toBe(303);
+    const third = new Browser(server.issuer);
+    const form3 = await third.get('/connectors/dir2/signin');
+    await third.postForm('/connectors/dir2/signin', {
+      _csrf: hidden(form3.text, '_csrf'),
+      username: 'carol',
+      password: DIRECTORY.users.carol.password,
+    });
+    expect(await signedInAs(third)).toBe('carol');
   });
 
   it('bob is outside the allowed group: refused with a page that says why', async () => {

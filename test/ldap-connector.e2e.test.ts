@@ -192,7 +192,6 @@ describe.skipIf(!HAS_SLAPD || !HAS_OPENSSL)('the LDAP connector against a real s
   });
 
   it('a directory that stops answering (SIGSTOP) is unavailable within the timeout, and signs in again once resumed', async () => {
-    const before = new Set(slapd.openConnections());
     slapd.pause();
     let paused: Array<{ outcome: LdapOutcome; ms: number }>;
     try {
@@ -222,9 +221,10 @@ describe.skipIf(!HAS_SLAPD || !HAS_OPENSSL)('the LDAP connector against a real s
     expect(total!.ms).toBeGreaterThan(1450);
     expect(total!.ms).toBeLessThan(3000);
 
-    // Nothing restarted: the same slapd answers again, and every connection the timeouts left was closed.
+    // Nothing restarted: the same slapd answers again. (When slapd closes the connections the timeouts gave up on,
+    // while it was stopped, is slapd's: on a loaded machine it can take longer than any wait here. That every
+    // connection the connector opens is closed is the parallel test's.)
     expect(await authenticateLdap(settings(), 'alice', alice.password, FAST)).toMatchObject({ kind: 'ok', subject: uuid(alice.dn) });
-    await until('slapd has closed every connection this test opened', () => closedSince(before), 15_000);
   });
 
   it('a stopped directory is unavailable at once (connection refused)', async () => {

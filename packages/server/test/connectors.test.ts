@@ -3,7 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { federatedUser, type UpstreamIdentity } from '../src/connectors/accounts.js';
 import { admit, oidcCallback } from '../src/connectors/oidc.js';
 import { connectorOf, rowOf } from '../src/connectors/registry.js';
-import { dialects, seedUser, startServer, type TestServer } from './helpers.js';
+import { LIMITS } from '../src/config/defaults.js';
+import { amrOf } from '../src/oauth/acr.js';
+import { Sessions } from '../src/web/session.js';
+import { Browser, dialects, hidden, ownClock, seedUser, startServer, type TestServer } from './helpers.js';
 
 /**
  * Connectors at the store: provisioning linked to (connector, subject) and never by email, parallel first
@@ -105,6 +108,11 @@ describe.each(dialects())('connectors in the store (%s)', (dialect) => {
 });
 
 describe('connector settings and claims', () => {
+  it('a federated sign-in whose upstream reported no methods claims none (not a password)', () => {
+    expect(amrOf('')).toEqual([]);
+    expect(amrOf(null)).toEqual(['pwd']);
+  });
+
   it('the secret is stored encrypted with the key-encryption key, bound to its connector', () => {
     const kek = randomBytes(32);
     const c = {
@@ -178,5 +186,82 @@ describe('connector settings and claims', () => {
       expect(outcome.kind, query).not.toBe('ok');
     }
     expect(requests.every((u) => u.endsWith('/.well-known/openid-configuration'))).toBe(true);
+  });
+});
+
+describe('the connector routes', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    // An https issuer, as in production: the round trip's cookie carries the __Host- prefix.
+    server = await startServer('sqlite', {
+      issuer: 'https://id.example',
+      limits: { ...LIMITS, 'continuation-ip': { limit: 5, windowMs: 10 * 60_000 } },
+    });
+    await server.store.connectors.create(
+      rowOf(
+        { id: 'gh', type: 'github', name: 'GitHub', secret: 's', settings: { clientId: 'c', orgs: [] } },
+        server.clock.now(),
+        undefined,
+      ),
+    );
+    await seedUser(server, 'alice');
+  });
+  afterAll(async () => server.close());
+  const local = () => `http://127.0.0.1:${server.config.port}`;
+
+  it('the round trip goes to the upstream with a __Host- cookie of path / (a browser refuses any other path for it), reused by a second tab', async () => {
+    const first = await fetch(`${local()}/connectors/gh/start`, { redirect: 'manual' });
+    expect(first.status).toBe(303);
+    expect(first.headers.get('location')).toMatch(/^https:\/\/github\.com\/login\/oauth\/authorize\?/);
+    const cookie = first.headers.getSetCookie().find((c) => c.startsWith('__Host-authcli_upstream='))!;
+    expect(cookie).toMatch(/; Path=\/;/);
+    expect(cookie).toMatch(/; Secure/);
+    expect(cookie).toMatch(/; HttpOnly/);
+    const value = cookie.split(';')[0]!;
+    const second = await fetch(`${local()}/connectors/gh/start`, { redirect: 'manual', headers: { cookie: value } });
+    expect(
+      second.headers
+        .getSetCookie()
+        .find((c) => c.startsWith('__Host-authcli_upstream='))!
+        .split(';')[0],
+    ).toBe(value);
+  });
+
+  it('round trips started by one address are limited (each is a row and a request upstream): past it, 429', async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, () =>
+        fetch(`${local()}/connectors/gh/start`, { redirect: 'manual', headers: { 'x-forwarded-for': '198.51.100.7' } }),
+      ),
+    );
+    expect(answers.filter((a) => a.status === 429).length).toBeGreaterThan(0);
+    expect(answers.every((a) => a.status === 303 || a.status === 429)).toBe(true);
+  });
+
+  it('linking and unlinking need a sign-in at most 10 minutes old: an older session is sent to sign in again', async () => {
+    // The issuer is https://id.example; the browser talks to the listening address, with a seeded session.
+    const sessions = new Sessions(server.config, server.store);
+    const b = new Browser(local());
+    b.cookies.set(sessions.cookieName, await sessions.create((await server.store.users.findByUsername('alice'))!));
+    const csrf = hidden((await b.get('/account')).text, '_csrf');
+    ownClock(server).advance(11 * 60_000);
+    for (const path of ['/connectors/gh/link', '/connectors/gh/unlink']) {
+      const res = await b.postForm(path, { _csrf: csrf });
+      expect(res.status, path).toBe(303);
+      expect(new URL(res.location!, local()).pathname, path).toBe('/signin');
+    }
+    expect(await server.store.connectors.linksOf((await server.store.users.findByUsername('alice'))!.id)).toEqual([]);
+  });
+
+  it('a connector whose secret this server cannot decrypt is a 503 page, not a 500', async () => {
+    await server.store.connectors.create({
+      ...rowOf(
+        { id: 'locked', type: 'github', name: 'Locked', secret: 's', settings: { clientId: 'c', orgs: [] } },
+        server.clock.now(),
+        randomBytes(32),
+      ),
+    });
+    const res = await fetch(`${local()}/connectors/locked/start`, { redirect: 'manual' });
+    expect(res.status).toBe(503);
+    expect(await res.text()).toContain('Locked cannot be used right now');
   });
 });

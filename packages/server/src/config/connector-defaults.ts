@@ -16,6 +16,11 @@ export const CONNECTOR_STATE_TTL_MS = 15 * MINUTE;
  * it is answered "unavailable" at once, well within the 15 s a person waits, and local sign-in goes on.
  */
 export const CONNECTOR_TIMEOUT_MS = 5 * SECOND;
+/**
+ * Linking an upstream account to yours, or unlinking one, needs a sign-in here at most this long ago: it gives a
+ * new way into the account, which a session left open on a shared computer must not hand out.
+ */
+export const LINK_REAUTH_MS = 10 * MINUTE;
 
 // ---- upstream identity: the GitHub connector (connectors/github.ts) -----------------------
 

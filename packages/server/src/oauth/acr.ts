@@ -39,9 +39,13 @@ export function passkeyAmr(backedUp: boolean): readonly string[] {
   return [backedUp ? 'swk' : 'hwk', 'mfa'];
 }
 
-/** The methods stored with a session, code or grant (space-separated; null for a password sign-in). */
+/**
+ * The methods stored with a session, code or grant (space-separated): null for a password sign-in made before
+ * they were stored; empty for a federated sign-in whose upstream reported none (nothing is claimed for it).
+ */
 export function amrOf(stored: string | null | undefined): readonly string[] {
-  return stored ? stored.split(' ') : PASSWORD_AMR;
+  if (stored === null || stored === undefined) return PASSWORD_AMR;
+  return stored === '' ? [] : stored.split(' ');
 }
 
 /** The class a sign-in made by these methods meets. */
@@ -104,6 +108,8 @@ export function acrRequirement(input: {
  * it, the strongest listed class the sign-in meets (§5.5.1.1: the value must be one of those requested).
  */
 export function acrFor(amr: readonly string[], essentialValues: readonly string[] | undefined, stored?: string | null): string {
+  // A federated sign-in's class is its own: never traded for the password class it is as strong as.
+  if (stored && isSupportedAcr(stored)) return stored;
   const own = classOf(amr, stored);
   if (!essentialValues || essentialValues.includes(own)) return own;
   return strongest(...essentialValues.filter((v) => meetsAcr(amr, v, stored))) ?? own;

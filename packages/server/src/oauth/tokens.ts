@@ -80,7 +80,8 @@ export class TokenIssuer {
       ...(ctx.nonce ? { nonce: ctx.nonce } : {}),
       at_hash: atHash(accessToken),
       acr: acrFor(amr, essentialAcrValues(ctx.claims), ctx.acr),
-      amr,
+      // OIDC Core §2: optional; left out when nothing is known of how the person signed in (a federated upstream that said nothing).
+      ...(amr.length > 0 && { amr }),
       ...pickClaims(standardClaims(ctx.user, CLAIM_SCOPE_NAMES), ctx.claims?.id_token),
     });
   }

@@ -54,13 +54,19 @@ export function ConnectorsCard(props: {
   return (
     <div class="card">
       <h2 id="connectors">Sign-in services</h2>
-      <p class="muted">Accounts you have elsewhere that sign you in to this one. Linking one checks it at that service.</p>
+      <p class="muted">
+        Accounts you have elsewhere that sign you in to this one. Linking or unlinking one asks for a recent sign-in here first.
+      </p>
       <ul class="applications">
         {props.connectors.map((c) => (
           <li>
             <strong>{c.name}</strong>
             {c.linked ? (
-              <p class="muted">Linked: “Continue with {c.name}” signs you in here.</p>
+              <form method="post" action={`/connectors/${c.id}/unlink`}>
+                <input type="hidden" name="_csrf" value={props.csrf} />
+                <p class="muted">Linked: “Continue with {c.name}” signs you in here.</p>
+                <button type="submit" class="secondary">{`Unlink ${c.name}`}</button>
+              </form>
             ) : (
               <form method="post" action={`/connectors/${c.id}/link`}>
                 <input type="hidden" name="_csrf" value={props.csrf} />

@@ -1,13 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { calculatePKCECodeChallenge } from 'oauth4webapi';
-import { CONNECTOR_STATE_TTL_MS, CONNECTOR_TIMEOUT_MS, SIGNIN_USERNAME_MAX } from '../config/defaults.js';
+import { CONNECTOR_STATE_TTL_MS, CONNECTOR_TIMEOUT_MS, LINK_REAUTH_MS, SIGNIN_USERNAME_MAX, USERNAME_PATTERN } from '../config/defaults.js';
 import { clientAddress } from '../http/client-ip.js';
 import { FEDERATED_ACR } from '../oauth/acr.js';
 import { pageForm, pageQuery } from '../http/form.js';
 import { authenticateLdap } from '../connectors/ldap.js';
 import { retryAfterText } from './retry-after.js';
 import { LdapSignInPage } from './connector-views.js';
-import { federatedUser, type UpstreamIdentity } from '../connectors/accounts.js';
+import { federatedUser, NO_PASSWORD, type UpstreamIdentity } from '../connectors/accounts.js';
 import { githubAuthorizationUrl, githubSignIn } from '../connectors/github.js';
 import { oidcAuthorizationUrl, oidcCallback, type UpstreamOutcome } from '../connectors/oidc.js';
 import { type Connector, connectorOf } from '../connectors/registry.js';
@@ -48,15 +48,34 @@ export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Pr
       );
       return undefined;
     }
-    return connectorOf(row, config.keyEncryptionKey);
+    try {
+      return connectorOf(row, config.keyEncryptionKey);
+    } catch (err) {
+      // A secret this server cannot decrypt (another key-encryption key): the operator's to fix, not a 500.
+      req.log.error({ reqId: req.id, connector: row.id, reason: (err as Error).message }, 'connector unusable');
+      await problem(
+        reply,
+        503,
+        'Sign-in service unavailable',
+        `${row.name} cannot be used right now. Try again later, or sign in another way.`,
+      );
+      return undefined;
+    }
   }
 
   /** Sends the browser to the upstream, for a sign-in (resuming `continueId`) or to link the signed-in `linkUserId`. */
-  async function goUpstream(reply: FastifyReply, connector: Connector, p: { continueId?: string | undefined; linkUserId?: string }) {
+  async function goUpstream(
+    req: FastifyRequest,
+    reply: FastifyReply,
+    connector: Connector,
+    p: { continueId?: string | undefined; linkUserId?: string },
+  ) {
     const state = randomToken(32);
     const codeVerifier = randomToken(32);
     const nonce = randomToken(32);
-    const browser = randomToken(32);
+    // The browser's binding value is kept while it lasts: two round trips in one browser (two tabs) both come back.
+    const existing = req.cookies[cookieName];
+    const browser = existing && TOKEN.test(existing) ? existing : randomToken(32);
     const target =
       connector.type === 'oidc'
         ? await oidcAuthorizationUrl(connector.settings, { redirectUri: redirectUri(connector.id), state, codeVerifier, nonce }, timeout)
@@ -78,8 +97,9 @@ export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Pr
       expires_at: config.now() + CONNECTOR_STATE_TTL_MS,
     });
     // SameSite=Lax: the upstream's redirect back is a top-level navigation, which carries it.
+    // Path / as the __Host- prefix requires on https (a browser refuses such a cookie with any other path).
     reply.setCookie(cookieName, browser, {
-      path: '/connectors/',
+      path: '/',
       httpOnly: true,
       sameSite: 'lax',
       secure,
@@ -92,7 +112,12 @@ export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Pr
     const connector = await load(req, reply);
     if (!connector) return reply;
     if (connector.type === 'ldap') return reply.redirect(`/connectors/${connector.id}/signin`, 303);
-    return goUpstream(reply, connector, { continueId: pageQuery(req).continue });
+    // Each round trip is a row kept 15 minutes and a request to the upstream: counted per client IP like the
+    // sign-in continuations a signed-out visitor makes.
+    if (!(await limits.continuation(clientAddress(req))).admitted) {
+      return problem(reply, 429, 'Too many attempts', 'Too many sign-ins started from this address. Try again in a few minutes.');
+    }
+    return goUpstream(req, reply, connector, { continueId: pageQuery(req).continue });
   });
 
   // Linking an upstream account to the signed-in user (the account page): a CSRF-protected POST, so no page of
@@ -102,10 +127,17 @@ export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Pr
     if (!current) return reply.redirect(await continuations.signInUrl(req, reply, { kind: 'page', page: 'account' }), 303);
     const connector = await load(req, reply);
     if (!connector) return reply;
-    if (connector.type !== 'ldap') return goUpstream(reply, connector, { linkUserId: current.user.id });
+    // Linking gives an upstream account a way into this one: only right after a sign-in here (a session left
+    // open on a shared computer cannot be given a new way in by whoever sits at it).
+    if (config.now() - current.session.auth_time > LINK_REAUTH_MS) {
+      return reply.redirect(await continuations.signInUrl(req, reply, { kind: 'page', page: 'account' }), 303);
+    }
+    if (connector.type !== 'ldap') return goUpstream(req, reply, connector, { linkUserId: current.user.id });
     const form = pageForm(req);
     const username = (form.username ?? '').trim().slice(0, SIGNIN_USERNAME_MAX);
-    const admission = await limits.signIn(clientAddress(req), username);
+    if (!USERNAME_PATTERN.test(username))
+      return problem(reply, 401, 'Not linked', `${connector.name} did not accept that username and password.`);
+    const admission = await limits.signIn(clientAddress(req), username, trustedDevices.deviceFor(req, username));
     if (!admission.admitted) {
       reply.header('retry-after', String(admission.retryAfterSeconds));
       return problem(
@@ -122,8 +154,41 @@ export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Pr
     if (outcome.kind === 'invalid')
       return problem(reply, 401, 'Not linked', `${connector.name} did not accept that username and password.`);
     await admission.giveBack();
-    if (outcome.kind !== 'ok') return failed(reply, connector, outcome);
+    if (outcome.kind !== 'ok') return failed(reply, connector, directoryFacing(req, connector, outcome));
     return link(reply, connector, outcome.subject, current.user.id);
+  });
+
+  /**
+   * What a person is told when the directory could not be used: why, in the log; not the directory's own
+   * diagnostics (its DNs, hosts, TLS errors), which are not for whoever typed a name on the form.
+   */
+  function directoryFacing<O extends { kind: 'refused' | 'unavailable'; reason: string }>(
+    req: FastifyRequest,
+    connector: Connector,
+    outcome: O,
+  ): O {
+    if (outcome.kind !== 'unavailable') return outcome;
+    req.log.warn({ reqId: req.id, connector: connector.id, reason: outcome.reason }, 'directory unavailable');
+    return { ...outcome, reason: 'the directory did not answer' };
+  }
+
+  // Unlinking: the account page's "Unlink", after a recent sign-in as linking; never the last way into an account.
+  app.post('/connectors/:id/unlink', { preHandler: app.csrfProtection }, async (req, reply) => {
+    const current = await sessions.current(req);
+    if (!current || config.now() - current.session.auth_time > LINK_REAUTH_MS) {
+      return reply.redirect(await continuations.signInUrl(req, reply, { kind: 'page', page: 'account' }), 303);
+    }
+    const { id } = req.params as { id: string };
+    const links = await store.connectors.linksOf(current.user.id);
+    const otherWays =
+      current.user.password_hash !== NO_PASSWORD ||
+      links.some((l) => l.connectorId !== id) ||
+      (await store.passkeys.listByUser(current.user.id)).length > 0;
+    if (!otherWays) {
+      return problem(reply, 409, 'Not unlinked', 'This is the only way into your account: it stays linked.');
+    }
+    await store.connectors.unlink(id, current.user.id);
+    return reply.redirect('/account#connectors', 303);
   });
 
   /** Links (connector, subject) to `userId`, unless it signs someone else in already. */
@@ -137,7 +202,7 @@ export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Pr
         `That ${connector.name} account signs in another account here; it was not linked to yours.`,
       );
     }
-    reply.clearCookie(cookieName, { path: '/connectors/' });
+    reply.clearCookie(cookieName, { path: '/', httpOnly: true, sameSite: 'lax', secure });
     return reply.redirect('/account#connectors', 303);
   }
 
@@ -178,8 +243,14 @@ export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Pr
     const continueId = form.continue !== undefined && TOKEN.test(form.continue) ? form.continue : undefined;
     if (!username || !password)
       return ldapForm(reply, connector, { continueId, username, error: 'Enter your username and password.' }, 400);
-    // A directory password is guessed like a local one: the same sign-in limits, counted before the directory is asked.
-    const admission = await limits.signIn(clientAddress(req), username);
+    // A name no account here could have is never sent to the directory: the sign-in limits count per account only
+    // names of the usual form, and such a name would be guessed against without one.
+    if (!USERNAME_PATTERN.test(username)) {
+      return ldapForm(reply, connector, { continueId, username, error: 'Invalid username or password.' }, 401);
+    }
+    // A directory password is guessed like a local one: the same sign-in limits, counted before the directory is
+    // asked, a browser where this person signed in before on a budget of its own.
+    const admission = await limits.signIn(clientAddress(req), username, trustedDevices.deviceFor(req, username));
     if (!admission.admitted) {
       reply.header('retry-after', String(admission.retryAfterSeconds));
       return ldapForm(
@@ -193,7 +264,7 @@ export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Pr
     if (outcome.kind === 'invalid')
       return ldapForm(reply, connector, { continueId, username, error: 'Invalid username or password.' }, 401);
     await admission.giveBack();
-    if (outcome.kind !== 'ok') return failed(reply, connector, outcome);
+    if (outcome.kind !== 'ok') return failed(reply, connector, directoryFacing(req, connector, outcome));
     // A directory checked the password: `pwd` (RFC 8176), of the federated class.
     return signIn(
       req,
@@ -297,7 +368,7 @@ export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Pr
       device_ip: null,
       client_id: null,
     });
-    reply.clearCookie(cookieName, { path: '/connectors/' });
+    reply.clearCookie(cookieName, { path: '/', httpOnly: true, sameSite: 'lax', secure });
     return reply.redirect(await continuations.resume(req, continueId), 303);
   }
 }

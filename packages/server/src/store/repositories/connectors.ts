@@ -26,6 +26,8 @@ export interface Connectors {
    * id of the user it is linked to. @throws StoreError `duplicate` when `user`'s username is taken.
    */
   provision(connectorId: string, subject: string, user: NewUser, now: number): Promise<string>;
+  /** Removes this user's link through a connector; false when there was none. */
+  unlink(connectorId: string, userId: string): Promise<boolean>;
   /** The connectors a user is linked through, and how many users each connector has. */
   linksOf(userId: string): Promise<{ connectorId: string; subject: string }[]>;
   userCounts(): Promise<Record<string, number>>;
@@ -107,6 +109,15 @@ export class KyselyConnectors implements Connectors {
       if (linked) return linked;
       throw new StoreError('duplicate', `user ${user.username} already exists`);
     }
+  }
+
+  async unlink(connectorId: string, userId: string): Promise<boolean> {
+    const r = await this.engine.db
+      .deleteFrom('federated_identities')
+      .where('connector_id', '=', connectorId)
+      .where('user_id', '=', userId)
+      .executeTakeFirst();
+    return Number(r.numDeletedRows) > 0;
   }
 
   async linksOf(userId: string): Promise<{ connectorId: string; subject: string }[]> {
