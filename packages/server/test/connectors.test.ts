@@ -252,6 +252,23 @@ describe('the connector routes', () => {
     expect(await server.store.connectors.linksOf((await server.store.users.findByUsername('alice'))!.id)).toEqual([]);
   });
 
+  it('a browser signed in already is not switched to another account by a link: it confirms on a page of ours first', async () => {
+    const sessions = new Sessions(server.config, server.store);
+    const b = new Browser(local());
+    b.cookies.set(sessions.cookieName, await sessions.create((await server.store.users.findByUsername('alice'))!));
+    const states = () => server.store.rowsForTests().count('connector_states');
+    const before = await states();
+    const page = await b.get('/connectors/gh/start');
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('You are signed in here as <strong>alice</strong>');
+    expect(await states()).toBe(before);
+    const go = await b.postForm('/connectors/gh/start', { _csrf: hidden(page.text, '_csrf') });
+    expect(go.status).toBe(303);
+    expect(go.location).toMatch(/^https:\/\/github\.com\/login\/oauth\/authorize\?/);
+    // Without the form's token, nothing starts.
+    expect((await b.postForm('/connectors/gh/start', {})).status).toBe(403);
+  });
+
   it('a connector whose secret this server cannot decrypt is a 503 page, not a 500', async () => {
     await server.store.connectors.create({
       ...rowOf(

@@ -87,3 +87,33 @@ export function ConnectorsCard(props: {
     </div>
   );
 }
+
+/** A browser signed in already that follows "Continue with NAME": it may sign in as someone else, once confirmed. */
+export function SwitchAccountPage(props: {
+  csrf: string;
+  connector: { id: string; name: string };
+  username: string;
+  continueId?: string | undefined;
+}) {
+  return (
+    <Layout title={`Continue with ${props.connector.name}`}>
+      <div class="card">
+        <h1>{`Continue with ${props.connector.name}?`}</h1>
+        <p>
+          You are signed in here as <strong>{props.username}</strong>. Continuing signs this browser in with your{' '}
+          <strong>{props.connector.name}</strong> account instead, which may be another account here.
+        </p>
+        <form method="post" action={`/connectors/${props.connector.id}/start`}>
+          <input type="hidden" name="_csrf" value={props.csrf} />
+          {props.continueId && <input type="hidden" name="continue" value={props.continueId} />}
+          <div class="actions">
+            <button type="submit">{`Continue with ${props.connector.name}`}</button>
+            <a class="button secondary" href="/">
+              Stay signed in as {props.username}
+            </a>
+          </div>
+        </form>
+      </div>
+    </Layout>
+  );
+}

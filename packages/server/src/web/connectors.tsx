@@ -6,7 +6,7 @@ import { FEDERATED_ACR } from '../oauth/acr.js';
 import { pageForm, pageQuery } from '../http/form.js';
 import { authenticateLdap } from '../connectors/ldap.js';
 import { retryAfterText } from './retry-after.js';
-import { LdapSignInPage } from './connector-views.js';
+import { LdapSignInPage, SwitchAccountPage } from './connector-views.js';
 import { federatedUser, NO_PASSWORD, type UpstreamIdentity } from '../connectors/accounts.js';
 import { githubAuthorizationUrl, githubSignIn } from '../connectors/github.js';
 import { oidcAuthorizationUrl, oidcCallback, type UpstreamOutcome } from '../connectors/oidc.js';
@@ -108,7 +108,8 @@ export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Pr
     return reply.redirect(target.href, 303);
   }
 
-  app.get('/connectors/:id/start', async (req, reply) => {
+  /** Starts a sign-in round trip; a browser already signed in confirms first (below). */
+  async function start(req: FastifyRequest, reply: FastifyReply, continueId: string | undefined) {
     const connector = await load(req, reply);
     if (!connector) return reply;
     if (connector.type === 'ldap') return reply.redirect(`/connectors/${connector.id}/signin`, 303);
@@ -117,8 +118,29 @@ export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Pr
     if (!(await limits.continuation(clientAddress(req))).admitted) {
       return problem(reply, 429, 'Too many attempts', 'Too many sign-ins started from this address. Try again in a few minutes.');
     }
-    return goUpstream(req, reply, connector, { continueId: pageQuery(req).continue });
+    return goUpstream(req, reply, connector, { continueId });
+  }
+
+  app.get('/connectors/:id/start', async (req, reply) => {
+    const continueId = pageQuery(req).continue;
+    const current = await sessions.current(req);
+    if (!current) return start(req, reply, continueId);
+    // Signed in already: a link on another site must not switch this browser to another account (an upstream
+    // that approves at once would do it unseen). The person confirms with a form of this server's.
+    const connector = await load(req, reply);
+    if (!connector) return reply;
+    return sendPage(
+      reply,
+      <SwitchAccountPage
+        csrf={reply.generateCsrf()}
+        connector={{ id: connector.id, name: connector.name }}
+        username={current.user.username}
+        continueId={continueId !== undefined && TOKEN.test(continueId) ? continueId : undefined}
+      />,
+    );
   });
+
+  app.post('/connectors/:id/start', { preHandler: app.csrfProtection }, async (req, reply) => start(req, reply, pageForm(req).continue));
 
   // Linking an upstream account to the signed-in user (the account page): a CSRF-protected POST, so no page of
   // another site can start it. An LDAP connector's link checks the directory's username and password here.
