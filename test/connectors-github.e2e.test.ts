@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '@authcli/server';
+import { dialects, freshDatabase, type TestDatabase } from '@authcli/test-support/databases';
 import { Browser } from '@authcli/test-support/http';
 import { type GithubStandin, startGithubStandin } from '@authcli/test-support/github-standin';
 import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
@@ -10,12 +11,14 @@ import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/
  * follows): a member of the organization signs in as the same user after renaming their login, a
  * non-member is refused, and a GitHub that declines (Cancel) or is down is a page.
  */
-describe('a GitHub connector: the stand-in as GitHub Enterprise', () => {
+describe.each(dialects())('a GitHub connector: the stand-in as GitHub Enterprise (%s)', (dialect) => {
   let server: ServerProcess;
   let github: GithubStandin;
+  let db: TestDatabase;
 
   beforeAll(async () => {
-    server = await startServerProcess();
+    db = await freshDatabase(dialect);
+    server = await startServerProcess({ database: db.url });
     github = await startGithubStandin({
       callbackUrl: `${server.issuer}/connectors/gh/callback`,
       users: [
@@ -54,6 +57,7 @@ describe('a GitHub connector: the stand-in as GitHub Enterprise', () => {
   afterAll(async () => {
     await github?.close();
     await server?.stop();
+    await db?.cleanup();
   });
 
   /** "Continue with GitHub" as `userId`, hop by hop: our start, GitHub's authorize, our callback. */
@@ -75,7 +79,7 @@ describe('a GitHub connector: the stand-in as GitHub Enterprise', () => {
     github.users.get(4242)!.login = 'octo-renamed';
     const again = await continueWithGithub(4242);
     expect(await whoIs(again.b)).toBe('octo');
-    const store = await openStore(server.env.DATABASE_URL!);
+    const store = await openStore(db.url);
     try {
       const octo = await store.users.findByUsername('octo');
       expect(await store.connectors.linksOf(octo!.id)).toEqual([{ connectorId: 'gh', subject: '4242' }]);

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Browser, hidden } from '@authcli/test-support/http';
+import { dialects, freshDatabase, type TestDatabase } from '@authcli/test-support/databases';
 import { addUsers } from '@authcli/test-support/seed';
 import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 import { DIRECTORY, HAS_SLAPD, type Slapd, startSlapd } from '@authcli/test-support/slapd';
@@ -10,13 +11,15 @@ import { DIRECTORY, HAS_SLAPD, type Slapd, startSlapd } from '@authcli/test-supp
  * allowed group is refused, a paused or stopped directory is answered with a clear page within 15 s while
  * local accounts keep signing in, and the connector recovers without a restart.
  */
-describe.runIf(HAS_SLAPD)('an LDAP connector: a real slapd behind a real server', () => {
+describe.runIf(HAS_SLAPD).each(dialects())('an LDAP connector: a real slapd behind a real server (%s)', (dialect) => {
   let server: ServerProcess;
   let slapd: Slapd;
+  let db: TestDatabase;
 
   beforeAll(async () => {
     slapd = await startSlapd();
-    server = await startServerProcess();
+    db = await freshDatabase(dialect);
+    server = await startServerProcess({ database: db.url });
     const added = await serverCommand(
       [
         'connectors',
@@ -47,6 +50,7 @@ describe.runIf(HAS_SLAPD)('an LDAP connector: a real slapd behind a real server'
   afterAll(async () => {
     await server?.stop();
     await slapd?.stop();
+    await db?.cleanup();
   });
 
   /** The directory's form, reached from the sign-in page's "Continue with Company Directory". */

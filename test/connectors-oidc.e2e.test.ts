@@ -7,6 +7,7 @@ import { openStore } from '@authcli/server';
 import { challengeS256, generateVerifier } from '@authcli/pkce';
 import { launchChromium, screenshotPath } from '@authcli/test-support/chromium';
 import { approveAtOtherProvider, startOtherProvider } from '@authcli/test-support/other-op';
+import { dialects, freshDatabase, type TestDatabase } from '@authcli/test-support/databases';
 import { Browser, hidden } from '@authcli/test-support/http';
 import { runCli, tempConfigHome } from '@authcli/test-support/cli-process';
 import { addApp, addUsers } from '@authcli/test-support/seed';
@@ -18,8 +19,9 @@ import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/
  * time; the allowed email domain, a local account with the same email, a removed connector and an upstream
  * that is gone are answered as they should be.
  */
-describe('an OpenID Connect connector: node-oidc-provider as the upstream', () => {
+describe.each(dialects())('an OpenID Connect connector: node-oidc-provider as the upstream (%s)', (dialect) => {
   let server: ServerProcess;
+  let db: TestDatabase;
   let upstream: Awaited<ReturnType<typeof startOtherProvider>>;
   let chromium: Chromium;
   let callbackServer: Server;
@@ -30,7 +32,8 @@ describe('an OpenID Connect connector: node-oidc-provider as the upstream', () =
     callbackServer = createServer((_req, res) => res.end('ok'));
     await new Promise<void>((r) => callbackServer.listen(0, '127.0.0.1', r));
     callback = `http://127.0.0.1:${(callbackServer.address() as AddressInfo).port}/cb`;
-    server = await startServerProcess();
+    db = await freshDatabase(dialect);
+    server = await startServerProcess({ database: db.url });
     upstream = await startOtherProvider({
       webClient: { clientId: 'authcli-corp', clientSecret: 'upstream secret 1', redirectUri: `${server.issuer}/connectors/corp/callback` },
     });
@@ -67,6 +70,7 @@ describe('an OpenID Connect connector: node-oidc-provider as the upstream', () =
     await chromium?.close();
     await upstream?.close();
     await server?.stop();
+    await db?.cleanup();
   });
 
   /** The code flow of the application in a fresh browser, through "Continue with Corp SSO" as `login`. */
