@@ -71,6 +71,8 @@ describe('what `authcli-server start` says', () => {
       expect(out).toMatch(new RegExp(`^  dashboard: +http://localhost:${port}/dashboard\\r?$`, 'm'));
       expect(out).toMatch(/^ {2}signing threads: +\S+/m);
       expect(out).toMatch(/^ {2}passkeys: +available\r?$/m);
+      // Not the CLI's default issuer (another port): the line to give the CLI.
+      expect(out).toContain(`the CLI signs in here with: authcli login --issuer http://localhost:${port}`);
       // The metrics listener stays on loopback whatever --host says (AUTHCLI_METRICS_HOST moves it).
       expect(out).toMatch(new RegExp(`^  metrics: +http://127\\.0\\.0\\.1:${metricsPort}/metrics\\r?$`, 'm'));
       expect(out).not.toContain('{"level"');

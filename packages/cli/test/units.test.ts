@@ -6,6 +6,8 @@ import { validateCallback } from '../src/browser/callback.js';
 import { resolveSettings } from '../src/config.js';
 import { credentialsPath, deleteSession, readSession, writeSession, type StoredSession } from '../src/credentials.js';
 import { CliError } from '../src/errors.js';
+import { discover, sameLoopbackServer } from '../src/discovery.js';
+import type { Transport } from '../src/http.js';
 
 const ISS = 'https://id.example';
 const q = (s: string) => new URLSearchParams(s);
@@ -102,5 +104,37 @@ describe('settings and credentials', () => {
     mkdirSync(join(home, 'authcli'));
     writeFileSync(join(home, 'authcli', 'credentials.json'), 'garbage');
     await expect(readSession('https://a.example', env)).rejects.toThrow(/damaged/);
+  });
+});
+
+describe('discovery: an issuer the server does not call itself', () => {
+  const answering =
+    (issuer: string): Transport =>
+    async () => ({ status: 200, headers: new Headers(), body: { issuer, token_endpoint: `${issuer}/oauth/token` } });
+  const failure = async (asked: string, named: string) => {
+    try {
+      await discover(asked, answering(named));
+    } catch (err) {
+      expect(err).toBeInstanceOf(CliError);
+      return (err as Error).message;
+    }
+    throw new Error('accepted');
+  };
+
+  it('the same loopback server by another name: the one it calls itself is suggested', async () => {
+    expect(await failure('http://localhost:9000', 'http://127.0.0.1:9000')).toBe(
+      'the discovery document names issuer http://127.0.0.1:9000, not http://localhost:9000; use --issuer http://127.0.0.1:9000',
+    );
+    expect(sameLoopbackServer('http://[::1]:8080', 'http://localhost:8080')).toBe(true);
+  });
+
+  it('any other difference (another host, port or path) is said, never resolved by a suggestion', async () => {
+    expect(await failure('http://localhost:9000', 'http://localhost:9001')).toBe(
+      'the discovery document names issuer http://localhost:9001, not http://localhost:9000',
+    );
+    expect(await failure('https://id.example', 'https://evil.example')).toBe(
+      'the discovery document names issuer https://evil.example, not https://id.example',
+    );
+    expect(sameLoopbackServer('http://localhost:8080/a', 'http://127.0.0.1:8080/b')).toBe(false);
   });
 });

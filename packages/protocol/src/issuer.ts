@@ -37,6 +37,13 @@ function isLoopbackHost(hostname: string): boolean {
  *   https nor loopback http, or has a query, a fragment or credentials.
  */
 export function normalizeIssuer(value: string): string {
+  // A host and port typed without a scheme ("127.0.0.1:8080", "localhost:8080" — the second even parses, as a
+  // URL of scheme "localhost:"): say what was probably meant.
+  if (!/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(value) && /^[\w.-]+(:\d+)?(\/.*)?$/.test(value)) {
+    const host = value.split(/[:/]/)[0]!;
+    const scheme = isLoopbackHost(host.toLowerCase()) ? 'http' : 'https';
+    throw new IssuerError(`issuer ${JSON.stringify(value)} is not an absolute URL: did you mean ${scheme}://${value}?`);
+  }
   let url: URL;
   try {
     url = new URL(value);

@@ -22,6 +22,14 @@ function refused(value: string): IssuerError {
 }
 
 describe('rfc8414 §2 issuer identifier', () => {
+  it('a host and port typed without a scheme: refused, with the URL that was probably meant', () => {
+    expect(refused('127.0.0.1:8080').message).toBe('issuer "127.0.0.1:8080" is not an absolute URL: did you mean http://127.0.0.1:8080?');
+    expect(refused('localhost:9000').message).toBe('issuer "localhost:9000" is not an absolute URL: did you mean http://localhost:9000?');
+    expect(refused('id.example.com').message).toBe('issuer "id.example.com" is not an absolute URL: did you mean https://id.example.com?');
+    expect(refused('id.example.com/tenant').message).toContain('did you mean https://id.example.com/tenant?');
+    expect(refused('not a url').message).toBe('issuer "not a url" is not an absolute URL');
+  });
+
   it('is an https URL with a host, optionally a port and a path', () => {
     expect(normalizeIssuer('https://id.example')).toBe('https://id.example');
     expect(normalizeIssuer('https://id.example:8443')).toBe('https://id.example:8443');

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { CLI_SETTINGS } from '../../cli/src/settings.js';
 import { DEFAULT_CLIENT_ID, DEFAULT_ISSUER, resolveSettings } from '../../cli/src/config.js';
+import { CLI_DEFAULT_ISSUER } from '../src/operator/start.js';
 import { storageChoice } from '../../cli/src/storage/select.js';
 import { ConfigError, loadConfig } from '../src/config/config.js';
 import { LIMITS } from '../src/config/defaults.js';
@@ -179,6 +180,8 @@ describe('docs/configuration.md', () => {
     try {
       const settings = await resolveSettings({}, { XDG_CONFIG_HOME: home });
       expect(settings).toEqual({ issuer: DEFAULT_ISSUER, clientId: DEFAULT_CLIENT_ID, clientSecret: undefined });
+      // The server's banner names the CLI's default issuer: the two must agree.
+      expect(CLI_DEFAULT_ISSUER).toBe(DEFAULT_ISSUER);
       expect(CLI_SETTINGS.find((s) => s.env.includes('AUTHCLI_ISSUER'))!.default).toBe(code(settings.issuer));
       expect(CLI_SETTINGS.find((s) => s.env.includes('AUTHCLI_CLIENT_ID'))!.default).toBe(code(settings.clientId));
       expect(storageChoice({})).toBe('auto');

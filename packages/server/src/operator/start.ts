@@ -25,6 +25,9 @@ function listeningPort(app: FastifyInstance, asked: number): number {
 }
 
 /** `authcli-server start`: open and migrate the store, serve, and stop gracefully on SIGTERM/SIGINT. */
+/** Where `authcli` signs in when no issuer is given (packages/cli/src/config.ts DEFAULT_ISSUER). */
+export const CLI_DEFAULT_ISSUER = 'http://localhost:8080';
+
 export function startCommand(cli: Command): void {
   cli
     .command('start')
@@ -179,6 +182,8 @@ export function startCommand(cli: Command): void {
         users === 0
           ? `no users yet: add one with \`authcli-server users add <username>\`, then sign in at ${config.issuer}/signin`
           : `sign in at ${config.issuer}/signin`,
+        // The CLI signs in to http://localhost:8080 unless told: another issuer must be named to it.
+        ...(config.issuer === CLI_DEFAULT_ISSUER ? [] : [`the CLI signs in here with: authcli login --issuer ${config.issuer}`]),
         'Ctrl-C stops it.',
       ])
         say(line);
