@@ -325,8 +325,8 @@ async function mixedScenario(issuer: string, serverPid: number, databaseUrl: str
   let exchange: LoadFigures;
   let floodFigures: FloodFigures;
   try {
-    // Two seconds in, the hashing queue is full of the flood's guesses.
-    const returning = new Promise((r) => setTimeout(r, 2000)).then(() => honestBurst(issuer, first, PASSWORD));
+    // Once the hashing queue is full of the flood's guesses (its first 503), the returning browsers sign in.
+    const returning = flood.saturated.then(() => honestBurst(issuer, first, PASSWORD));
     exchange = await exchangeCodes(issuer, session, codes, Number(process.env.BENCH_CONN ?? 16));
     bursts.returning20DuringFlood = await returning;
   } finally {

@@ -16,6 +16,8 @@ export interface FloodFigures {
 }
 
 export interface Flood {
+  /** Resolves once the server first answers a guess 503: its hashing queue is full of the flood (or the flood stopped). */
+  saturated: Promise<void>;
   stop(): Promise<FloodFigures>;
 }
 
@@ -29,6 +31,8 @@ export async function signInFlood(issuer: string, perSecond: number): Promise<Fl
   let sent = 0;
   let failures = 0;
   const inFlight = new Set<Promise<void>>();
+  let markSaturated: () => void = () => undefined;
+  const saturated = new Promise<void>((r) => (markSaturated = r));
   const started = performance.now();
   const one = (n: number) => {
     const ip = `10.${(n >> 16) & 255}.${(n >> 8) & 255}.${n & 255}`;
@@ -40,6 +44,7 @@ export async function signInFlood(issuer: string, perSecond: number): Promise<Fl
     })
       .then(async (res) => {
         byStatus[res.status] = (byStatus[res.status] ?? 0) + 1;
+        if (res.status === 503) markSaturated();
         await res.arrayBuffer();
       })
       .catch(() => {
@@ -54,8 +59,10 @@ export async function signInFlood(issuer: string, perSecond: number): Promise<Fl
     while (sent < due) one(++sent);
   }, 10);
   return {
+    saturated,
     async stop() {
       clearInterval(tick);
+      markSaturated();
       const seconds = (performance.now() - started) / 1000;
       await Promise.all(inFlight);
       return { sent, rate: sent / seconds, byStatus, failures };
