@@ -1,4 +1,4 @@
-import { Alert, Layout } from './views.js';
+import { Alert, CredentialFields, Layout } from './views.js';
 
 /** An LDAP connector's sign-in form: the directory's username and password, checked by the directory. */
 export function LdapSignInPage(props: {
@@ -19,23 +19,7 @@ export function LdapSignInPage(props: {
         <form method="post" action={`/connectors/${props.connector.id}/signin`}>
           <input type="hidden" name="_csrf" value={props.csrf} />
           {props.continueId && <input type="hidden" name="continue" value={props.continueId} />}
-          <label for="username">Username</label>
-          <input
-            id="username"
-            name="username"
-            type="text"
-            autocomplete="username"
-            autocapitalize="none"
-            spellcheck={false}
-            required
-            autofocus={!props.username}
-            value={props.username ?? ''}
-          />
-          <label for="password">Password</label>
-          <input id="password" name="password" type="password" autocomplete="current-password" required autofocus={!!props.username} />
-          <div class="actions">
-            <button type="submit">Sign in</button>
-          </div>
+          <CredentialFields username={props.username} />
         </form>
         <p class="muted">
           <a href={`/signin${props.continueId ? `?continue=${props.continueId}` : ''}`}>Other ways to sign in</a>

@@ -157,26 +157,39 @@ export function SignInPage(props: {
         <form method="post" action="/signin">
           <input type="hidden" name="_csrf" value={props.csrf} />
           {props.continueId && <input type="hidden" name="continue" value={props.continueId} />}
-          <label for="username">Username</label>
-          <input
-            id="username"
-            name="username"
-            type="text"
-            autocomplete={props.passkeys ? 'username webauthn' : 'username'}
-            autocapitalize="none"
-            spellcheck={false}
-            required
-            autofocus={!props.username}
-            value={props.username ?? ''}
-          />
-          <label for="password">Password</label>
-          <input id="password" name="password" type="password" autocomplete="current-password" required autofocus={!!props.username} />
-          <div class="actions">
-            <button type="submit">Sign in</button>
-          </div>
+          <CredentialFields username={props.username} autofillPasskeys={props.passkeys} />
         </form>
       </div>
     </Layout>
+  );
+}
+
+/**
+ * The Username and Password fields and the Sign in button of a sign-in form (this server's, and an LDAP
+ * connector's, whose field names DESIGN keeps the same): the password field is focused when the username is
+ * filled in already.
+ */
+export function CredentialFields(props: { username?: string | undefined; autofillPasskeys?: boolean | undefined }) {
+  return (
+    <>
+      <label for="username">Username</label>
+      <input
+        id="username"
+        name="username"
+        type="text"
+        autocomplete={props.autofillPasskeys ? 'username webauthn' : 'username'}
+        autocapitalize="none"
+        spellcheck={false}
+        required
+        autofocus={!props.username}
+        value={props.username ?? ''}
+      />
+      <label for="password">Password</label>
+      <input id="password" name="password" type="password" autocomplete="current-password" required autofocus={!!props.username} />
+      <div class="actions">
+        <button type="submit">Sign in</button>
+      </div>
+    </>
   );
 }
 
