@@ -31,16 +31,22 @@ export interface AuthorizationServerMetadata {
   grant_types_supported?: string[];
   /** OPTIONAL. */
   token_endpoint_auth_methods_supported?: string[];
+  /** OPTIONAL. The JWS algorithms of `private_key_jwt` client assertions (RFC 7523) at the token endpoint. */
+  token_endpoint_auth_signing_alg_values_supported?: string[];
   /** OPTIONAL. The client registration endpoint (RFC 7591 §3); only when registration is on. */
   registration_endpoint?: string;
   /** OPTIONAL. The revocation endpoint (RFC 7009). */
   revocation_endpoint?: string;
   /** OPTIONAL. */
   revocation_endpoint_auth_methods_supported?: string[];
+  /** OPTIONAL. As token_endpoint_auth_signing_alg_values_supported, at the revocation endpoint. */
+  revocation_endpoint_auth_signing_alg_values_supported?: string[];
   /** OPTIONAL. The introspection endpoint (RFC 7662). */
   introspection_endpoint?: string;
   /** OPTIONAL. */
   introspection_endpoint_auth_methods_supported?: string[];
+  /** OPTIONAL. As token_endpoint_auth_signing_alg_values_supported, at the introspection endpoint. */
+  introspection_endpoint_auth_signing_alg_values_supported?: string[];
   /** OPTIONAL. PKCE methods (RFC 7636); `S256` here. */
   code_challenge_methods_supported?: string[];
   /** The device authorization endpoint (RFC 8628 §4, {@link https://www.rfc-editor.org/rfc/rfc8628#section-4}). */

@@ -14,6 +14,7 @@ import { FormError, parseForm } from './http/form.js';
 import type { OAuthContext } from './oauth/context.js';
 import { DpopNonces } from './oauth/dpop.js';
 import { DpopKeys } from './oauth/dpop-signature.js';
+import { ClientJwks } from './oauth/client-jwks.js';
 import { KeyRing } from './oauth/keys.js';
 import { AbuseLimits } from './oauth/limits.js';
 import { type Metrics, NO_METRICS } from './util/metrics.js';
@@ -193,6 +194,7 @@ export async function buildApp(config: ServerConfig, store: Store, options: AppO
     metrics: metrics ?? NO_METRICS,
     dpopNonces: await DpopNonces.open(store, config),
     dpopKeys: new DpopKeys(),
+    clientJwks: new ClientJwks(config.now),
   };
   const https = config.issuer.startsWith('https:');
 
@@ -220,7 +222,10 @@ export async function buildApp(config: ServerConfig, store: Store, options: AppO
     forceCloseConnections: 'idle',
     ...connectionLimits(config),
   });
-  app.addHook('onClose', async () => ctx.passwords.close());
+  app.addHook('onClose', async () => {
+    await ctx.passwords.close();
+    await ctx.clientJwks.close();
+  });
   // Past the cap Node closes each new connection as soon as it is accepted: a flood of connections costs the
   // server no more descriptors than this, and /readyz and the clients already connected keep being served.
   app.server.maxConnections = config.maxConnections;

@@ -242,6 +242,6 @@ describe.each(dialects())('token introspection (%s)', (dialect) => {
   it('rfc8414 discovery advertises the introspection endpoint and its client authentication methods', async () => {
     const doc = (await (await fetch(`${server.url}/.well-known/oauth-authorization-server`)).json()) as Record<string, unknown>;
     expect(doc.introspection_endpoint).toBe(`${server.url}/oauth/introspect`);
-    expect(doc.introspection_endpoint_auth_methods_supported).toEqual(['client_secret_basic', 'client_secret_post']);
+    expect(doc.introspection_endpoint_auth_methods_supported).toEqual(['client_secret_basic', 'client_secret_post', 'private_key_jwt']);
   });
 });

@@ -55,7 +55,7 @@ describe.each(dialects())('metadata, keys and probes (%s)', (dialect) => {
       response_types_supported: ['code'],
       code_challenge_methods_supported: ['S256'],
       authorization_response_iss_parameter_supported: true,
-      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+      token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
       id_token_signing_alg_values_supported: ['RS256', 'ES256'],
     });
     expect(oidc.grant_types_supported).toContain('authorization_code');

@@ -73,6 +73,11 @@ export interface ServerConfig {
    * on/off, default on): a proof without the current nonce is answered `use_dpop_nonce` with one.
    */
   dpopNonce: boolean;
+  /**
+   * The FAPI 2.0 Security Profile's rules for client assertions (`AUTHCLI_FAPI2`, on/off, default off): RS256
+   * is refused (PS256, ES256, EdDSA only) and `aud` must be the issuer identifier alone (oauth/client-assertion.ts).
+   */
+  fapi2: boolean;
   /** Access token algorithm (RFC 9068 §2.1 requires RS256 support; ES256 is the default since it signs far faster). */
   accessTokenAlg: 'ES256' | 'RS256';
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -365,6 +370,7 @@ export function loadConfig(
     registration: registration as D.RegistrationMode,
     requirePushedAuthorizationRequests: envFlag(env, 'AUTHCLI_REQUIRE_PAR', D.REQUIRE_PAR),
     dpopNonce: dpopNonce === 'on',
+    fapi2: envFlag(env, 'AUTHCLI_FAPI2', D.FAPI2),
     accessTokenAlg,
     logLevel,
     now: Date.now,

@@ -92,6 +92,20 @@ export function describeConfig(config: ServerConfig, flags: ConfigInput, env: No
     { name: 'dpop_iat_window', value: `${D.DPOP_IAT_WINDOW_SECONDS} s`, source: 'built-in' },
     { name: 'dpop_nonce_window', value: `${D.DPOP_NONCE_WINDOW_SECONDS} s`, source: 'built-in' },
     {
+      name: 'fapi2',
+      value: config.fapi2 ? 'on (client assertions: PS256, ES256, EdDSA; aud the issuer)' : 'off (client assertions may also be RS256)',
+      source: from(undefined, 'AUTHCLI_FAPI2'),
+    },
+    { name: 'client_assertion_max_lifetime', value: `${D.CLIENT_ASSERTION_MAX_LIFETIME_SECONDS} s`, source: 'built-in' },
+    { name: 'client_assertion_clock_skew', value: `${D.CLIENT_ASSERTION_CLOCK_SKEW_SECONDS} s`, source: 'built-in' },
+    { name: 'client_jwks_timeout', value: seconds(D.CLIENT_JWKS_TIMEOUT_MS), source: 'built-in' },
+    {
+      name: 'client_jwks_cache',
+      value: `${seconds(D.CLIENT_JWKS_CACHE_MS)} (Cache-Control within ${seconds(D.CLIENT_JWKS_CACHE_BOUNDS_MS.min)}-${seconds(D.CLIENT_JWKS_CACHE_BOUNDS_MS.max)})`,
+      source: 'built-in',
+    },
+    { name: 'client_jwks_refetch_cooldown', value: seconds(D.CLIENT_JWKS_REFETCH_COOLDOWN_MS), source: 'built-in' },
+    {
       name: 'metrics_port',
       value: config.metrics ? String(config.metrics.port) : 'off (GET /metrics not served)',
       source: from('metricsPort', 'AUTHCLI_METRICS_PORT', 'default'),

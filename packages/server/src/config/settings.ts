@@ -106,6 +106,13 @@ export const SERVER_SETTINGS: readonly Setting[] = [
     meaning: 'Whether the token endpoint requires its nonce in DPoP proofs (`on` or `off`). See [DPoP](dpop.md).',
   },
   {
+    env: 'AUTHCLI_FAPI2',
+    default: code(D.FAPI2 ? 'on' : 'off'),
+    loaded: (c) => code(c.fapi2 ? 'on' : 'off'),
+    meaning:
+      'The FAPI 2.0 Security Profile for client assertions (`on` or `off`): `private_key_jwt` assertions signed with RS256 are refused (PS256, ES256 and EdDSA only), and their `aud` must be the issuer identifier alone. See [security](security.md#client-authentication).',
+  },
+  {
     env: 'AUTHCLI_ACCESS_TOKEN_ALG',
     default: code('ES256'),
     loaded: (c) => code(c.accessTokenAlg),

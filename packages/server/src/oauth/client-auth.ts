@@ -1,17 +1,19 @@
 import type { Application } from '../store/store.js';
 import { hashesEqual, sha256Hex } from '../util/crypto.js';
+import { verifyClientAssertion, type PresentedAssertion } from './client-assertion.js';
 import type { OAuthContext } from './context.js';
 import { InvalidClient, InvalidRequest, TemporarilyUnavailable } from './errors.js';
 
 /** The one answer to a client that did not authenticate (built once; its response is constant). */
 const CLIENT_AUTHENTICATION_FAILED = new InvalidClient('client authentication failed');
 
-/** The client credentials a request presented, before checking them (RFC 6749 §2.3). */
-export interface PresentedClient {
-  clientId: string;
-  secret: string | undefined;
-  method: 'client_secret_basic' | 'client_secret_post' | 'none';
-}
+/** The client credentials a request presented, before checking them (RFC 6749 §2.3; RFC 7523 §2.2: an assertion). */
+export type PresentedClient =
+  | { clientId: string; secret: string | undefined; method: 'client_secret_basic' | 'client_secret_post' | 'none' }
+  | ({ method: 'private_key_jwt' } & PresentedAssertion);
+
+/** One method per request (RFC 6749 §2.3). */
+const ONE_METHOD = 'use one client authentication method, not HTTP Basic, client_secret or client_assertion together';
 
 function formDecode(s: string): string {
   // RFC 6749 §2.3.1: id and secret are form-urlencoded before Basic encoding.
@@ -24,6 +26,15 @@ function formDecode(s: string): string {
 
 /** Reads client credentials from `Authorization: Basic` or the form body; rejects using two methods at once. */
 export function presentedClient(authorization: string | undefined, params: Readonly<Record<string, string>>): PresentedClient {
+  if (params.client_assertion !== undefined || params.client_assertion_type !== undefined) {
+    if (authorization !== undefined || params.client_secret !== undefined) throw new InvalidRequest(ONE_METHOD);
+    return {
+      method: 'private_key_jwt',
+      assertionType: params.client_assertion_type,
+      assertion: params.client_assertion,
+      clientId: params.client_id,
+    };
+  }
   if (authorization !== undefined) {
     const m = /^Basic ([A-Za-z0-9+/]+={0,2})$/i.exec(authorization.trim());
     if (!m) throw new InvalidClient('only HTTP Basic client authentication is supported in the Authorization header');
@@ -33,7 +44,7 @@ export function presentedClient(authorization: string | undefined, params: Reado
     const clientId = formDecode(decoded.slice(0, colon));
     const secret = formDecode(decoded.slice(colon + 1));
     if (params.client_secret !== undefined) {
-      throw new InvalidRequest('use one client authentication method, not HTTP Basic and client_secret together');
+      throw new InvalidRequest(ONE_METHOD);
     }
     if (params.client_id !== undefined && params.client_id !== clientId) {
       throw new InvalidRequest('client_id in the body differs from the authenticated client');
@@ -55,20 +66,24 @@ export function presentedClient(authorization: string | undefined, params: Reado
  * as HTTP Basic with an empty password, as oidc-agent always does
  * (`Basic base64(client_id:)`): that identifies it exactly like `client_id`
  * in the body and authenticates nothing. A confidential client with an empty
- * password is refused like any wrong secret.
+ * password is refused like any wrong secret. A client with registered keys
+ * authenticates with `private_key_jwt` only (client-assertion.ts), never a
+ * secret.
  *
- * A secret that does not authenticate counts against `client-auth-ip` of the
- * caller's address (oauth/limits.ts); past it every secret from there is
- * answered 429 before it is compared, the right one too.
+ * A secret or an assertion that does not authenticate counts against
+ * `client-auth-ip` of the caller's address (oauth/limits.ts); past it every
+ * secret and assertion from there is answered 429 before it is checked, the
+ * right one too.
  * @throws InvalidClient (401 with WWW-Authenticate), InvalidRequest, or TemporarilyUnavailable (429)
  */
 export async function authenticateClient(
-  ctx: Pick<OAuthContext, 'store' | 'limits'>,
+  ctx: Pick<OAuthContext, 'store' | 'limits' | 'config' | 'clientJwks'>,
   authorization: string | undefined,
   params: Readonly<Record<string, string>>,
   clientIp: string,
 ): Promise<Application> {
   const presented = presentedClient(authorization, params);
+  if (presented.method === 'private_key_jwt') return byAssertion(ctx, presented, clientIp);
   const { secret } = presented;
   // One answer for every failure: which client ids exist, and of which kind, is not for an unauthenticated caller
   // to learn (RFC 6749 §5.2 invalid_client covers them all).
@@ -81,10 +96,28 @@ export async function authenticateClient(
   const gate = await ctx.limits.clientSecret(clientIp);
   if (!gate.admitted) throw tooManyFailures(gate.retryAfterSeconds);
   const app = await ctx.store.applications.get(presented.clientId);
-  if (app?.kind === 'confidential' && app.secretHash && hashesEqual(sha256Hex(secret), app.secretHash)) return app;
+  if (app?.kind === 'confidential' && !app.clientKeys && app.secretHash && hashesEqual(sha256Hex(secret), app.secretHash)) return app;
   const counted = await gate.failed();
   if (!counted.admitted) throw tooManyFailures(counted.retryAfterSeconds);
   throw CLIENT_AUTHENTICATION_FAILED;
+}
+
+/** private_key_jwt: gated and counted as a secret is; every failure is invalid_client with its own description. */
+async function byAssertion(
+  ctx: Pick<OAuthContext, 'store' | 'limits' | 'config' | 'clientJwks'>,
+  presented: PresentedAssertion,
+  clientIp: string,
+): Promise<Application> {
+  const gate = await ctx.limits.clientSecret(clientIp);
+  if (!gate.admitted) throw tooManyFailures(gate.retryAfterSeconds);
+  try {
+    return await verifyClientAssertion(ctx, presented);
+  } catch (err) {
+    if (!(err instanceof InvalidClient)) throw err;
+    const counted = await gate.failed();
+    if (!counted.admitted) throw tooManyFailures(counted.retryAfterSeconds);
+    throw err;
+  }
 }
 
 const tooManyFailures = (retryAfterSeconds: number) =>

@@ -8,6 +8,7 @@
  * and contacts) is kept beside the application as JSON.
  */
 import { ACR_VALUES_SUPPORTED, isSupportedAcr, PHISHING_RESISTANT_ACR } from './acr.js';
+import { type ClientKeysInput, keysOfMetadata } from './client-keys.js';
 import { GRANT_TYPES } from '../store/store.js';
 import { InputError } from '../util/input-error.js';
 import { InvalidClientMetadata, InvalidRedirectUri } from './errors.js';
@@ -15,7 +16,7 @@ import { CALLBACK_URLS_FIELD, validateApplicationFields, type ApplicationFields 
 import { isSupportedScope, SUPPORTED_SCOPES } from './scopes.js';
 
 /** RFC 7591 §2 `token_endpoint_auth_method` values this server can check (client-auth.ts). */
-const AUTH_METHODS = ['none', 'client_secret_basic', 'client_secret_post'] as const;
+const AUTH_METHODS = ['none', 'client_secret_basic', 'client_secret_post', 'private_key_jwt'] as const;
 type AuthMethod = (typeof AUTH_METHODS)[number];
 
 /** OpenID Connect Dynamic Client Registration 1.0 §2 `application_type`. */
@@ -53,6 +54,8 @@ export interface ParsedMetadata {
   kind: 'public' | 'confidential';
   fields: ApplicationFields;
   stored: RegistrationMetadata;
+  /** The keys of a private_key_jwt client (RFC 7523), still to be checked (client-keys.ts `checkRegisteredKeys`). */
+  keys?: ClientKeysInput;
 }
 
 type Json = Record<string, unknown>;
@@ -200,5 +203,6 @@ export function parseMetadata(body: unknown, clientId: string): ParsedMetadata {
     }
     stored.contacts = contacts;
   }
-  return { kind: method === 'none' ? 'public' : 'confidential', fields, stored };
+  const keys = keysOfMetadata(body, method);
+  return { kind: method === 'none' ? 'public' : 'confidential', fields, stored, ...(keys && { keys }) };
 }

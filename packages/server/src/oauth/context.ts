@@ -1,6 +1,7 @@
 import type { ServerConfig } from '../config/config.js';
 import type { Store } from '../store/store.js';
 import type { ProtocolMetrics } from '../util/metrics.js';
+import type { ClientJwks } from './client-jwks.js';
 import type { DpopNonces } from './dpop.js';
 import type { DpopKeys } from './dpop-signature.js';
 import type { KeyRing } from './keys.js';
@@ -25,4 +26,6 @@ export interface OAuthContext {
   dpopNonces: DpopNonces;
   /** DPoP proof keys imported once (RFC 9449 §4.3 (6)), per instance. */
   dpopKeys: DpopKeys;
+  /** The JWK Sets of private_key_jwt clients, a jwks_uri's fetched and kept per instance. */
+  clientJwks: ClientJwks;
 }

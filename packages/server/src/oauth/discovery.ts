@@ -9,10 +9,15 @@ import { supportedGrantTypes } from './grants/registry.js';
 import { REGISTRATION_PATH } from './dynamic-registration.js';
 import { PAR_PATH } from './par.js';
 import { RESPONSE_MODES } from './authorize-checks.js';
+import { assertionAlgs } from './client-keys.js';
+
+/** How clients may authenticate (RFC 8414 §2; `private_key_jwt`: RFC 7523 §2.2, client-assertion.ts); `none` identifies a public client. */
+const AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'private_key_jwt'];
 
 /** Authorization server metadata (RFC 8414 §2, OIDC Discovery §3). */
 export function metadata(ctx: OAuthContext): OpenIDProviderMetadata {
   const iss = ctx.config.issuer;
+  const assertionSigning = assertionAlgs(ctx.config.fapi2);
   return {
     issuer: iss,
     authorization_endpoint: `${iss}/oauth/authorize`,
@@ -20,11 +25,13 @@ export function metadata(ctx: OAuthContext): OpenIDProviderMetadata {
     jwks_uri: `${iss}/oauth/jwks`,
     userinfo_endpoint: `${iss}/oauth/userinfo`,
     revocation_endpoint: `${iss}/oauth/revoke`,
-    revocation_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+    revocation_endpoint_auth_methods_supported: [...AUTH_METHODS, 'none'],
+    revocation_endpoint_auth_signing_alg_values_supported: assertionSigning,
     end_session_endpoint: `${iss}/oauth/logout`,
     introspection_endpoint: `${iss}/oauth/introspect`,
     // RFC 7662 §2.1: introspection needs client authentication; public clients (`none`) are refused.
-    introspection_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post'],
+    introspection_endpoint_auth_methods_supported: [...AUTH_METHODS],
+    introspection_endpoint_auth_signing_alg_values_supported: assertionSigning,
     device_authorization_endpoint: `${iss}/oauth/device/authorization`,
     // RFC 9126 §5: where requests are pushed, and whether every client must (per application otherwise).
     pushed_authorization_request_endpoint: `${iss}${PAR_PATH}`,
@@ -37,7 +44,9 @@ export function metadata(ctx: OAuthContext): OpenIDProviderMetadata {
     grant_types_supported: supportedGrantTypes(),
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: [...SIGNING_ALGS],
-    token_endpoint_auth_methods_supported: ['client_secret_basic', 'client_secret_post', 'none'],
+    token_endpoint_auth_methods_supported: [...AUTH_METHODS, 'none'],
+    // RFC 8414 §2: the algorithms of private_key_jwt assertions (FAPI 2.0's alone with AUTHCLI_FAPI2).
+    token_endpoint_auth_signing_alg_values_supported: assertionSigning,
     code_challenge_methods_supported: ['S256'],
     prompt_values_supported: ['none', 'login', 'consent', 'select_account'],
     claims_supported: ['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'azp', 'at_hash', 'acr', 'amr', ...STANDARD_CLAIM_NAMES],

@@ -16,6 +16,7 @@ import { hashesEqual, randomToken, sha256Hex } from '../util/crypto.js';
 import type { Admission } from './limits.js';
 import type { OAuthContext } from './context.js';
 import { field, isObject, parseMetadata, type RegistrationMetadata } from './client-metadata.js';
+import { checkRegisteredKeys, keysMetadata } from './client-keys.js';
 import { BearerRequired, InvalidClientMetadata, InvalidToken, TemporarilyUnavailable } from './errors.js';
 import { newClientId, registerApplication } from './registration.js';
 
@@ -34,7 +35,7 @@ function clientInformation(ctx: OAuthContext, app: Application, registrationAcce
     ...(clientSecret !== undefined && { client_secret: clientSecret }),
     client_id_issued_at: Math.floor(app.createdAt / 1000),
     // The secret never expires (0, §3.2.1); it changes only when rotated in the dashboard.
-    ...(app.kind === 'confidential' && { client_secret_expires_at: 0 }),
+    ...(app.secretHash !== null && { client_secret_expires_at: 0 }),
     registration_access_token: registrationAccessToken,
     registration_client_uri: `${ctx.config.issuer}${REGISTRATION_PATH}/${encodeURIComponent(app.clientId)}`,
     redirect_uris: [...app.callbackUrls],
@@ -47,6 +48,7 @@ function clientInformation(ctx: OAuthContext, app: Application, registrationAcce
     ...(app.requireDpop && { dpop_bound_access_tokens: true }),
     ...(app.requirePushedAuthorizationRequests && { require_pushed_authorization_requests: true }),
     ...(app.requireAcr !== null && { default_acr_values: [app.requireAcr] }),
+    ...keysMetadata(app.clientKeys),
     ...informational,
   };
 }
@@ -95,6 +97,7 @@ export async function registerClient(
   }
   const clientId = newClientId();
   const metadata = parseMetadata(body, clientId);
+  const clientKeys = metadata.keys && (await checkRegisteredKeys(metadata.keys, config.fapi2));
   let admission: Admission | undefined;
   if (initialTokenHash !== undefined) {
     // Single use: of parallel registrations presenting the same token, one conditional UPDATE wins.
@@ -118,6 +121,7 @@ export async function registerClient(
         clientId,
         registrationTokenHash: registration.hash,
         registrationMetadata: JSON.stringify(metadata.stored),
+        ...(clientKeys && { clientKeys }),
       },
       config.now(),
     );
@@ -202,11 +206,12 @@ export async function updateClient(
     if (!matches) throw new InvalidClientMetadata("client_secret must be the client's current secret; a client cannot choose its secret");
   }
   const metadata = parseMetadata(body, clientId);
-  if (metadata.kind !== app.kind) {
+  if (metadata.kind !== app.kind || (metadata.keys !== undefined) !== (app.clientKeys !== null)) {
     throw new InvalidClientMetadata(
-      'token_endpoint_auth_method cannot change between none and a client secret method: register a new client instead',
+      'token_endpoint_auth_method cannot change between none, a client secret method and private_key_jwt: register a new client instead',
     );
   }
+  const clientKeys = metadata.keys && (await checkRegisteredKeys(metadata.keys, ctx.config.fapi2));
   const next = newRegistrationToken();
   // Whose tokens it may introspect is the operator's to say (`apps update --introspection`), not the client's.
   const { introspection: _operatorsToSay, ...fields } = metadata.fields;
@@ -214,6 +219,7 @@ export async function updateClient(
     ...fields,
     registrationMetadata: JSON.stringify(metadata.stored),
     registrationTokenHash: next.hash,
+    ...(clientKeys && { clientKeys }),
   });
   return clientInformation(ctx, updated, next.token);
 }

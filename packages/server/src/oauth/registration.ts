@@ -10,6 +10,7 @@ import {
   INTROSPECTION_SCOPES,
   StoreError,
   type Application,
+  type ClientKeys,
   type GrantType,
   type IntrospectionScope,
   type Store,
@@ -75,6 +76,8 @@ export interface NewAppInput {
   clientId?: string;
   registrationTokenHash?: string;
   registrationMetadata?: string;
+  /** A confidential application's keys (private_key_jwt, RFC 7523), checked already (client-keys.ts): then it gets no secret. */
+  clientKeys?: ClientKeys | null;
 }
 
 /** The field names of {@link InputError}s about redirect URIs (RFC 7591 §3.2.2 answers them as invalid_redirect_uri). */
@@ -211,12 +214,14 @@ export async function registerApplication(
 ): Promise<{ app: Application; clientSecret: string | undefined }> {
   if (input.kind !== 'public' && input.kind !== 'confidential') throw new InputError('kind must be public or confidential');
   const fields = validateApplicationFields(input);
-  const secret = input.kind === 'confidential' ? newClientSecret() : undefined;
+  if (input.clientKeys && input.kind !== 'confidential') throw new InputError('only a confidential application authenticates with keys');
+  const secret = input.kind === 'confidential' && !input.clientKeys ? newClientSecret() : undefined;
   const app = await store.applications.create({
     clientId: input.clientId ?? newClientId(),
     ownerId: input.ownerId ?? null,
     kind: input.kind,
     secretHash: secret?.hash ?? null,
+    clientKeys: input.clientKeys ?? null,
     ...fields,
     ...(input.registrationTokenHash !== undefined && { registrationTokenHash: input.registrationTokenHash }),
     ...(input.registrationMetadata !== undefined && { registrationMetadata: input.registrationMetadata }),

@@ -4,6 +4,10 @@ import { DEVICE_CODE_GRANT_TYPE } from '@authcli/protocol';
 import { type Command, Option } from 'commander';
 import { DEFAULT_GRANT_TYPES, registerApplication, validateApplicationFields } from '../oauth/registration.js';
 import { INTROSPECTION_SCOPES, StoreError, type Application } from '../store/store.js';
+import { authMethodOf, keysMetadata } from '../oauth/client-keys.js';
+import { newClientSecret } from '../oauth/registration.js';
+import { ASSERTION_ALG_HELP, JWKS_HELP, JWKS_URI_HELP, type KeyOptions, keysOfOptions } from './app-keys.js';
+import { InputError } from '../util/input-error.js';
 
 const INTROSPECTION_HELP = 'whose tokens it may introspect (RFC 7662): own, owner (every application of the same dashboard user) or all';
 
@@ -22,6 +26,8 @@ function appJson(a: Application) {
     client_id: a.clientId,
     name: a.name,
     kind: a.kind,
+    token_endpoint_auth_method: authMethodOf(a),
+    ...keysMetadata(a.clientKeys),
     callback_urls: a.callbackUrls,
     post_logout_redirect_uris: a.postLogoutRedirectUris,
     scopes: a.scopes,
@@ -59,25 +65,31 @@ export function appsCommand(cli: Command): void {
     .option('--require-dpop', 'every token request must carry a DPoP proof (RFC 9449)')
     .option('--require-par', 'authorization requests must be pushed first (RFC 9126)')
     .option('--require-acr <class>', REQUIRE_ACR_HELP)
+    .option('--jwks-uri <url>', JWKS_URI_HELP)
+    .option('--jwks <file>', JWKS_HELP)
+    .option('--assertion-alg <alg>', ASSERTION_ALG_HELP)
     .option('--json', 'print {"client_id", "client_secret"} as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(
-      async (opts: {
-        name: string;
-        kind: string;
-        callback: string[];
-        postLogoutRedirectUri: string[];
-        scope: string;
-        grant?: string[];
-        idTokenAlg: string;
-        introspection: string;
-        requireDpop?: boolean;
-        requirePar?: boolean;
-        requireAcr?: string;
-        json?: boolean;
-        database?: string;
-      }) => {
-        await withStore(opts.database, async (store) => {
+      async (
+        opts: {
+          name: string;
+          kind: string;
+          callback: string[];
+          postLogoutRedirectUri: string[];
+          scope: string;
+          grant?: string[];
+          idTokenAlg: string;
+          introspection: string;
+          requireDpop?: boolean;
+          requirePar?: boolean;
+          requireAcr?: string;
+          json?: boolean;
+          database?: string;
+        } & KeyOptions,
+      ) => {
+        await withStore(opts.database, async (store, config) => {
+          const clientKeys = await keysOfOptions(opts, config);
           const { app, clientSecret } = await registerApplication(
             store,
             {
@@ -92,6 +104,7 @@ export function appsCommand(cli: Command): void {
               requireDpop: opts.requireDpop === true,
               requirePushedAuthorizationRequests: opts.requirePar === true,
               requireAcr: opts.requireAcr ?? null,
+              ...(clientKeys && { clientKeys }),
             },
             Date.now(),
           );
@@ -103,6 +116,7 @@ export function appsCommand(cli: Command): void {
               say(`client_secret: ${clientSecret}`);
               say('(shown once: store it now)');
             }
+            if (clientKeys) say('token_endpoint_auth_method: private_key_jwt');
           }
         });
       },
@@ -123,6 +137,10 @@ export function appsCommand(cli: Command): void {
     .option('--require-par', 'authorization requests must be pushed first (RFC 9126)')
     .option('--no-require-par', 'authorization requests may be sent directly')
     .option('--require-acr <class>', `${REQUIRE_ACR_HELP}; none for any sign-in`)
+    .option('--jwks-uri <url>', `${JWKS_URI_HELP}; its secret stops working`)
+    .option('--jwks <file>', `${JWKS_HELP}; its secret stops working`)
+    .option('--assertion-alg <alg>', ASSERTION_ALG_HELP)
+    .option('--client-secret', 'authenticate with a new client secret, printed once, instead of keys (or rotate the secret)')
     .option('--json', 'print the application as `apps list --json` does')
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(
@@ -139,13 +157,20 @@ export function appsCommand(cli: Command): void {
           requireDpop?: boolean;
           requirePar?: boolean;
           requireAcr?: string;
+          clientSecret?: boolean;
           json?: boolean;
           database?: string;
-        },
+        } & KeyOptions,
       ) => {
-        await withStore(opts.database, async (store) => {
+        await withStore(opts.database, async (store, config) => {
           const app = await store.applications.get(clientId);
           if (!app) throw new StoreError('not_found', `no application ${clientId} (see apps list)`);
+          const clientKeys = await keysOfOptions(opts, config);
+          if ((clientKeys || opts.clientSecret) && app.kind !== 'confidential') {
+            throw new InputError('a public application has no secret and no keys: register a confidential one');
+          }
+          if (clientKeys && opts.clientSecret) throw new InputError('give --client-secret or keys (--jwks-uri, --jwks), not both');
+          const secret = opts.clientSecret ? newClientSecret() : undefined;
           // The whole application is checked again with the changes, by the rules it was registered with.
           const fields = validateApplicationFields(
             {
@@ -162,9 +187,15 @@ export function appsCommand(cli: Command): void {
             },
             clientId,
           );
-          const updated = await store.applications.update(clientId, fields, Date.now());
-          if (opts.json) printJson(appJson(updated), 2);
+          const authentication = clientKeys
+            ? { clientKeys, secretHash: null }
+            : secret
+              ? { clientKeys: null, secretHash: secret.hash }
+              : {};
+          const updated = await store.applications.update(clientId, { ...fields, ...authentication }, Date.now());
+          if (opts.json) printJson({ ...appJson(updated), ...(secret && { client_secret: secret.secret }) }, 2);
           else sayError(`Updated ${updated.name} (${updated.clientId})`);
+          if (secret && !opts.json) say(`client_secret: ${secret.secret}\n(shown once: store it now)`);
         });
       },
     );

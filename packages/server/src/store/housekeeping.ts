@@ -11,7 +11,8 @@ import type { Database } from './schema.js';
  * tokens {@link INITIAL_ACCESS_TOKENS_KEPT_MS} after expiry (the operator
  * still sees what became of them); pushed authorization requests at expiry;
  * DPoP proof `jti`s once their `iat` is out of the window (RFC 9449 §11.1:
- * such a proof is refused anyway); sign-in records {@link SIGNIN_EVENTS_KEPT_MS}
+ * such a proof is refused anyway) and client assertion `jti`s at the
+ * assertion's expiry (RFC 7523 §3); sign-in records {@link SIGNIN_EVENTS_KEPT_MS}
  * after they were made (each user's are also bounded in number as they are
  * recorded, repositories/signin-events.ts).
  */
@@ -46,6 +47,8 @@ export async function purgeExpired(db: Kysely<Database>, now: number): Promise<v
     .where('expires_at', '<=', now - INITIAL_ACCESS_TOKENS_KEPT_MS)
     .execute();
   await db.deleteFrom('dpop_proofs').where('expires_at', '<=', now).execute();
+  // Client assertions (RFC 7523): one past its exp is refused anyway.
+  await db.deleteFrom('client_assertions').where('expires_at', '<=', now).execute();
   await db
     .deleteFrom('signin_events')
     .where('at', '<=', now - SIGNIN_EVENTS_KEPT_MS)

@@ -28,6 +28,11 @@ export interface ApplicationsTable {
   kind: 'public' | 'confidential';
   /** SHA-256 (hex) of the client secret; null for public clients. */
   secret_hash: string | null;
+  /**
+   * JSON of the keys a `private_key_jwt` client signs its assertions with (RFC 7523 §2.2; repositories/applications.ts
+   * `ClientKeys`); null for every other application.
+   */
+  client_keys: ColumnType<string | null, string | null | undefined, string | null>;
   /** JSON array of registered redirect URIs. */
   callback_urls: string;
   /** Space-separated allowed scopes. */
@@ -241,6 +246,12 @@ export interface DpopProofsTable {
   expires_at: number;
 }
 
+/** RFC 7523 §3 (7): client assertions accepted, by SHA-256 of client_id and `jti`, until they expire. */
+export interface ClientAssertionsTable {
+  jti_hash: string;
+  expires_at: number;
+}
+
 export interface RateLimitsTable {
   key: string;
   window_start: number;
@@ -342,6 +353,7 @@ export interface Database {
   revoked_access_tokens: RevokedAccessTokensTable;
   rate_limits: RateLimitsTable;
   dpop_proofs: DpopProofsTable;
+  client_assertions: ClientAssertionsTable;
   users: UsersTable;
   applications: ApplicationsTable;
   sessions: SessionsTable;

@@ -9,6 +9,7 @@ import { type Consents, KyselyConsents } from './repositories/consents.js';
 import { type Continuations, KyselyContinuations } from './repositories/continuations.js';
 import { type DeviceGrants, KyselyDeviceGrants } from './repositories/device-grants.js';
 import { type DpopProofs, KyselyDpopProofs } from './repositories/dpop-proofs.js';
+import { type ClientAssertions, KyselyClientAssertions } from './repositories/client-assertions.js';
 import { grantStatements, type Grants, KyselyGrants } from './repositories/grants.js';
 import { type InitialAccessTokens, KyselyInitialAccessTokens } from './repositories/initial-access-tokens.js';
 import { KyselySigningKeys, type SigningKeys } from './repositories/keys.js';
@@ -28,6 +29,7 @@ export {
   INTROSPECTION_SCOPES,
   type Application,
   type ApplicationPatch,
+  type ClientKeys,
   type GrantType,
   type IntrospectionScope,
   type NewApplication,
@@ -67,6 +69,8 @@ export class Store {
   readonly initialAccessTokens: InitialAccessTokens;
   readonly pushedRequests: PushedRequests;
   readonly dpopProofs: DpopProofs;
+  /** The `jti`s of the client assertions accepted (private_key_jwt), until they expire. */
+  readonly clientAssertions: ClientAssertions;
   readonly passkeys: Passkeys;
   readonly connectors: Connectors;
   /** A user's sign-ins and device decisions (the account page's "Recent sign-ins"). */
@@ -95,6 +99,7 @@ export class Store {
     this.initialAccessTokens = new KyselyInitialAccessTokens(engine);
     this.pushedRequests = new KyselyPushedRequests(engine);
     this.dpopProofs = new KyselyDpopProofs(engine);
+    this.clientAssertions = new KyselyClientAssertions(engine);
     this.passkeys = new KyselyPasskeys(engine);
     this.connectors = new KyselyConnectors(engine);
     this.signInEvents = new KyselySignInEvents(engine, signIns);

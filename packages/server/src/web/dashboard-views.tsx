@@ -74,6 +74,9 @@ export interface AppFormValues {
   requirePushedAuthorizationRequests: boolean;
   /** Every sign-in for it must be with a passkey (`acr` phr). */
   requirePasskey: boolean;
+  /** private_key_jwt (RFC 7523): where its keys are, or the JWK Set itself; both empty for a client secret. */
+  jwksUri: string;
+  jwks: string;
 }
 
 const INTROSPECTION_LABELS: Record<string, string> = {
@@ -206,6 +209,7 @@ export function AppFormPage(props: {
           <p id="introspection-help" class="muted">
             Which tokens a confidential application may look up at the introspection endpoint (RFC 7662). Others are answered as inactive.
           </p>
+          {(!editing || props.app!.kind === 'confidential') && <ClientKeyFields values={v} />}
           <div class="actions">
             <button type="submit">{editing ? 'Save' : 'Register'}</button>
             <a class="button secondary" href="/dashboard">
@@ -215,7 +219,7 @@ export function AppFormPage(props: {
         </form>
         {editing && (
           <div class="danger-zone">
-            {props.app!.kind === 'confidential' && (
+            {props.app!.kind === 'confidential' && !props.app!.clientKeys && (
               <>
                 <h2>Client secret</h2>
                 <p class="muted">The secret is shown only once. Rotating it ends the old one at once.</p>
@@ -233,6 +237,26 @@ export function AppFormPage(props: {
         )}
       </div>
     </Layout>
+  );
+}
+
+/** A confidential application's keys (private_key_jwt): a jwks_uri or a pasted JWK Set instead of a client secret. */
+function ClientKeyFields(props: { values: AppFormValues }) {
+  return (
+    <fieldset aria-describedby="keys-help">
+      <legend>Client authentication by key (private_key_jwt)</legend>
+      <label for="jwks_uri">JWK Set URL (jwks_uri)</label>
+      <input id="jwks_uri" name="jwks_uri" type="url" class="mono" maxLength={2048} value={props.values.jwksUri} />
+      <label for="jwks">or the JWK Set (public keys)</label>
+      <textarea id="jwks" name="jwks" rows={4} class="mono">
+        {props.values.jwks}
+      </textarea>
+      <p id="keys-help" class="muted">
+        Confidential applications only. Fill in one to have the application sign a short-lived assertion for each request (RFC 7523) instead
+        of presenting a secret: it then has no secret. The URL must be https on a public host. Leave both empty for a client secret;
+        emptying them gives the application a new one.
+      </p>
+    </fieldset>
   );
 }
 

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PHISHING_RESISTANT_ACR } from '../oauth/acr.js';
 import { newClientSecret, registerApplication, validateApplicationFields } from '../oauth/registration.js';
+import { keysOfText } from '../oauth/client-keys.js';
 import { InputError } from '../util/input-error.js';
 import type { WebContext } from './context.js';
 import { isParsedForm } from '../http/form.js';
@@ -52,8 +53,26 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
       requireDpop: one('require_dpop') === '1',
       requirePushedAuthorizationRequests: one('require_par') === '1',
       requirePasskey: one('require_acr') === PHISHING_RESISTANT_ACR,
+      jwksUri: one('jwks_uri'),
+      jwks: one('jwks'),
     };
   }
+  /**
+   * A dashboard user's keys are a registering client's: a jwks_uri over https to a public host only. Keys sent
+   * back as the form showed them stay as they are (an operator's http jwks_uri, a registered algorithm).
+   */
+  const keysOf = async (v: AppFormValues, base?: Application) => {
+    const kept = base?.clientKeys;
+    const json = (text: string) => {
+      try {
+        return text.trim() && JSON.stringify(JSON.parse(text));
+      } catch {
+        return text;
+      }
+    };
+    if (kept && v.jwksUri.trim() === (kept.jwksUri ?? '') && json(v.jwks) === (kept.jwks ? JSON.stringify(kept.jwks) : '')) return kept;
+    return keysOfText(v, { operator: false, fapi2: config.fapi2 });
+  };
   /** Only an administrator lets an application see every token; a developer keeps what an administrator set. */
   function checkIntrospection(c: CurrentSession, v: AppFormValues, base?: Application): void {
     if (v.introspection === 'all' && c.user.is_admin !== 1 && base?.introspection !== 'all') {
@@ -84,6 +103,8 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
     requireDpop: a.requireDpop,
     requirePushedAuthorizationRequests: a.requirePushedAuthorizationRequests,
     requirePasskey: a.requireAcr === PHISHING_RESISTANT_ACR,
+    jwksUri: a.clientKeys?.jwksUri ?? '',
+    jwks: a.clientKeys?.jwks ? JSON.stringify(a.clientKeys.jwks, null, 2) : '',
   });
   // Someone else's application looks exactly like an unknown address: the same 404 page.
   const notFound = (reply: FastifyReply) => sendPage(reply, <NotFoundPage />, 404);
@@ -115,6 +136,8 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
       requireDpop: false,
       requirePushedAuthorizationRequests: false,
       requirePasskey: false,
+      jwksUri: '',
+      jwks: '',
     };
     return sendPage(reply, <AppFormPage viewer={viewerOf(reply, c)} admin={c.user.is_admin === 1} values={values} />);
   });
@@ -125,9 +148,10 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
     const values = formValues(req);
     try {
       checkIntrospection(c, values);
+      const clientKeys = await keysOf(values);
       const { app: created, clientSecret } = await registerApplication(
         store,
-        { ...fieldsOf(values), kind: values.kind, ownerId: c.user.id },
+        { ...fieldsOf(values), kind: values.kind, ownerId: c.user.id, clientKeys },
         config.now(),
       );
       if (clientSecret) {
@@ -177,7 +201,17 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
     const values = formValues(req, a);
     try {
       checkIntrospection(c, values, a);
-      await store.applications.update(a.clientId, validateApplicationFields(fieldsOf(values), a.clientId), config.now());
+      const clientKeys = await keysOf(values, a);
+      if (clientKeys && a.kind !== 'confidential') throw new InputError('only a confidential application authenticates with keys');
+      // Keys replace the secret; an application that had keys and is given none goes back to a (new) secret.
+      const secret = !clientKeys && a.clientKeys ? newClientSecret() : undefined;
+      const authentication = clientKeys ? { clientKeys, secretHash: null } : secret ? { clientKeys: null, secretHash: secret.hash } : {};
+      const fields = validateApplicationFields(fieldsOf(values), a.clientId);
+      await store.applications.update(a.clientId, { ...fields, ...authentication }, config.now());
+      if (secret) {
+        flash.put(c.session.id_hash, { kind: 'secret', clientId: a.clientId, secret: secret.secret, rotated: true });
+        return reply.redirect(`${appPath(a.clientId)}/secret`, 303);
+      }
       flash.put(c.session.id_hash, { kind: 'notice', text: 'Application saved' });
       return reply.redirect(appPath(a.clientId), 303);
     } catch (err) {
@@ -200,7 +234,7 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
       if (!c) return reply;
       const a = await store.applications.get(req.params.clientId);
       if (!mayManage(c, a)) return notFound(reply);
-      if (action === 'rotate' && a.kind !== 'confidential') return reply.redirect(appPath(a.clientId), 303);
+      if (action === 'rotate' && (a.kind !== 'confidential' || a.clientKeys)) return reply.redirect(appPath(a.clientId), 303);
       return sendPage(reply, <ConfirmPage viewer={viewerOf(reply, c)} app={a} action={action} />);
     });
   }
@@ -211,6 +245,7 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
     const a = await store.applications.get(req.params.clientId);
     if (!mayManage(c, a)) return notFound(reply);
     if (a.kind !== 'confidential') return reply.code(400).type('text/plain').send('Public applications have no secret');
+    if (a.clientKeys) return reply.code(400).type('text/plain').send('This application authenticates with its keys, not a secret');
     const { secret, hash } = newClientSecret();
     await store.applications.update(a.clientId, { secretHash: hash }, config.now());
     flash.put(c.session.id_hash, { kind: 'secret', clientId: a.clientId, secret, rotated: true });

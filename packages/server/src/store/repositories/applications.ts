@@ -17,6 +17,26 @@ export type GrantType = (typeof GRANT_TYPES)[number];
 export const INTROSPECTION_SCOPES = ['own', 'owner', 'all'] as const;
 export type IntrospectionScope = (typeof INTROSPECTION_SCOPES)[number];
 
+/**
+ * Where the public keys of a client that authenticates with `private_key_jwt` are (RFC 7523 §2.2, OIDC Core §9;
+ * RFC 7591 §2 `jwks`, `jwks_uri`, `token_endpoint_auth_signing_alg`): exactly one of `jwks` and `jwksUri`.
+ * Checked before they are stored (oauth/client-keys.ts).
+ */
+export interface ClientKeys {
+  /** The JWK Set itself: public keys only. */
+  jwks?: { keys: Record<string, unknown>[] };
+  /** Where the JWK Set is fetched from (oauth/client-jwks.ts). */
+  jwksUri?: string;
+  /**
+   * The jwks_uri may be http and reach any address (loopback, private networks): only an operator sets it
+   * (`apps add|update --jwks-uri`); one from a dashboard user or a registering client must be https and reach a
+   * public address only.
+   */
+  anyAddress?: boolean;
+  /** The one algorithm its assertions may use (RFC 7591 §2 `token_endpoint_auth_signing_alg`); any allowed one when absent. */
+  signingAlg?: string;
+}
+
 /** A registered client application (RFC 6749 §2). */
 export interface Application {
   clientId: string;
@@ -24,6 +44,8 @@ export interface Application {
   name: string;
   kind: 'public' | 'confidential';
   secretHash: string | null;
+  /** The keys it authenticates with (`private_key_jwt`; then it has no secret); null for every other application. */
+  clientKeys: ClientKeys | null;
   callbackUrls: string[];
   scopes: string[];
   grantTypes: GrantType[];
@@ -52,6 +74,7 @@ export interface Application {
 
 /** The settings a new application may leave out, with their defaults. */
 type Defaulted =
+  | 'clientKeys'
   | 'postLogoutRedirectUris'
   | 'registrationTokenHash'
   | 'registrationMetadata'
@@ -72,6 +95,7 @@ export type ApplicationPatch = Partial<
     | 'grantTypes'
     | 'idTokenAlg'
     | 'secretHash'
+    | 'clientKeys'
     | 'postLogoutRedirectUris'
     | 'registrationTokenHash'
     | 'registrationMetadata'
@@ -120,7 +144,13 @@ function freezeApplication(app: Application): Application {
   Object.freeze(app.postLogoutRedirectUris);
   Object.freeze(app.scopes);
   Object.freeze(app.grantTypes);
+  if (app.clientKeys) deepFreeze(app.clientKeys);
   return Object.freeze(app);
+}
+
+function deepFreeze(value: object): void {
+  for (const v of Object.values(value)) if (typeof v === 'object' && v !== null) deepFreeze(v);
+  Object.freeze(value);
 }
 
 function toApplication(row: ApplicationRow): Application {
@@ -130,6 +160,7 @@ function toApplication(row: ApplicationRow): Application {
     name: row.name,
     kind: row.kind,
     secretHash: row.secret_hash,
+    clientKeys: row.client_keys === null ? null : (JSON.parse(row.client_keys) as ClientKeys),
     callbackUrls: JSON.parse(row.callback_urls) as string[],
     scopes: row.scopes.split(' ').filter(Boolean),
     grantTypes: JSON.parse(row.grant_types) as GrantType[],
@@ -167,6 +198,7 @@ export class KyselyApplications implements Applications {
           name: app.name,
           kind: app.kind,
           secret_hash: app.secretHash,
+          client_keys: app.clientKeys ? JSON.stringify(app.clientKeys) : null,
           callback_urls: JSON.stringify(app.callbackUrls),
           scopes: app.scopes.join(' '),
           grant_types: JSON.stringify(app.grantTypes),
@@ -227,6 +259,7 @@ export class KyselyApplications implements Applications {
         ...(patch.grantTypes !== undefined && { grant_types: JSON.stringify(patch.grantTypes) }),
         ...(patch.idTokenAlg !== undefined && { id_token_alg: patch.idTokenAlg }),
         ...(patch.secretHash !== undefined && { secret_hash: patch.secretHash }),
+        ...(patch.clientKeys !== undefined && { client_keys: patch.clientKeys ? JSON.stringify(patch.clientKeys) : null }),
         ...(patch.registrationTokenHash !== undefined && { registration_token_hash: patch.registrationTokenHash }),
         ...(patch.registrationMetadata !== undefined && { registration_metadata: patch.registrationMetadata }),
         ...(patch.introspection !== undefined && { introspection: patch.introspection }),
