@@ -22,6 +22,10 @@ import { claimsOf, Store, StoreError, type DeviceAuthorization } from '../src/st
 import { generateSigningKey } from '../src/oauth/keys.js';
 import { sha256Hex } from '../src/util/crypto.js';
 import { dialects, freshStore, TEST_SCRYPT } from './helpers.js';
+import { Migrator, type MigrationProvider, sql } from 'kysely';
+import { freshPostgresSchema } from '@authcli/test-support/databases';
+import { migrationProvider } from '../src/store/migrations.js';
+import type { Past } from '../src/store/migrations/past.js';
 
 /** A pending device authorization as the device authorization endpoint stores one (RFC 8628 §3.2), 5 s interval. */
 function pendingDevice(hash: string, userCode: string, clientId: string, now: number, expiresAt = now + 600_000): DeviceAuthorization {
@@ -297,6 +301,30 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     await expect(store.applications.delete(app.clientId, when)).rejects.toMatchObject({ code: 'not_found' });
     await store.applications.delete(app.clientId, { registrationTokenHash: current });
     expect(await store.applications.get(app.clientId)).toBeUndefined();
+  });
+
+  it('applications: the keys of a private_key_jwt client round-trip as given; patched to null they are gone', async () => {
+    const jwks = { keys: [{ kty: 'OKP', crv: 'Ed25519', x: '11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo', kid: 'k1' }] };
+    const { app, clientSecret } = await registerApplication(
+      store,
+      { name: unique('keys'), kind: 'confidential', callbackUrls: ['https://k.example/cb'], scopes: ['openid'], clientKeys: { jwks } },
+      now,
+    );
+    expect(clientSecret).toBeUndefined();
+    expect(await store.applications.get(app.clientId)).toMatchObject({ secretHash: null, clientKeys: { jwks } });
+    const byUri = { jwksUri: 'https://k.example/jwks', signingAlg: 'ES256' };
+    expect((await store.applications.update(app.clientId, { clientKeys: byUri }, now + 1)).clientKeys).toEqual(byUri);
+    expect((await store.applications.update(app.clientId, { clientKeys: null, secretHash: 'h' }, now + 2)).clientKeys).toBeNull();
+    // Applications made before private_key_jwt, and every other one, have none.
+    expect((await userAndApp()).app.clientKeys).toBeNull();
+  });
+
+  it('rfc7523 §3 client assertion jti: of 20 parallel uses of one, exactly one records it; another client may use the same jti', async () => {
+    const hash = sha256Hex(unique('assertion'));
+    const results = await Promise.all(Array.from({ length: 20 }, () => store.clientAssertions.use(hash, now + 60_000)));
+    expect(results.filter(Boolean)).toHaveLength(1);
+    expect(await store.clientAssertions.use(hash, now + 60_000)).toBe(false);
+    expect(await store.clientAssertions.use(sha256Hex(unique('other-client')), now + 60_000)).toBe(true);
   });
 
   it('initial access tokens: used once under concurrency, given back after a failed registration, revoked, listed', async () => {
@@ -720,6 +748,9 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
         s.signInEvents.record({ user_id: f.user.id, at, kind: 'password', client_ip: '192.0.2.1', device_ip: null, client_id: null });
       await signIn(at - SIGNIN_EVENTS_KEPT_MS);
       await signIn(at - SIGNIN_EVENTS_KEPT_MS + 1);
+      // Client assertion jtis: gone once the assertion has expired (it is refused anyway).
+      await s.clientAssertions.use('assertion-expired', at);
+      await s.clientAssertions.use('assertion-live', at + 1);
 
       await s.purgeExpired(at);
 
@@ -741,6 +772,7 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
       expect(await s.pushedRequests.find('par-expired')).toBeUndefined();
       expect(await s.pushedRequests.find('par-live')).toBeDefined();
       expect((await s.signInEvents.recent(f.user.id)).map((e) => e.at)).toEqual([at - SIGNIN_EVENTS_KEPT_MS + 1]);
+      expect((await rows.select('client_assertions')).map((r) => r.jti_hash)).toEqual(['assertion-live']);
       // What the purge keeps it keeps: users, applications, settings are never purged.
       expect(await s.users.findById(f.user.id)).toBeDefined();
       expect(await s.applications.get(f.app.clientId)).toBeDefined();
@@ -860,6 +892,70 @@ describe('embedded store: group commit', () => {
       expect(sqlite.prepare('select v from t order by v').all()).toEqual([{ v: 'a' }, { v: 'c' }]);
     } finally {
       sqlite.close();
+    }
+  });
+});
+
+describe.each(dialects())('migrations from an older store (%s)', (dialect) => {
+  /** An empty database of its own: a temp SQLite file or a fresh PostgreSQL schema, not migrated. */
+  async function emptyDatabase(): Promise<{ url: string; cleanup: () => Promise<void> }> {
+    if (dialect === 'postgres') {
+      const { url, drop } = await freshPostgresSchema();
+      return { url, cleanup: drop };
+    }
+    const dir = mkdtempSync(join(tmpdir(), 'authcli-migrate-'));
+    return { url: join(dir, 'old.db'), cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
+  }
+
+  /** Kysely's migrator over `engine`, with `provider`'s migrations (this version's unless given), as the engines run it. */
+  async function migrator(engine: Awaited<ReturnType<typeof openEngine>>, provider: MigrationProvider = migrationProvider) {
+    const schema =
+      dialect === 'postgres' ? (await sql<{ s: string }>`select current_schema() as s`.execute(engine.db)).rows[0]!.s : undefined;
+    return new Migrator({ db: engine.db, provider, ...(schema && { migrationTableSchema: schema }) });
+  }
+
+  it('a store at 0016 with a confidential application migrates to 0018: the application keeps its secret and has no keys', async () => {
+    const db = await emptyDatabase();
+    const engine = await openEngine(db.url);
+    try {
+      expect((await (await migrator(engine)).migrateTo('0016_connectors')).error).toBeUndefined();
+      const secret = 'a secret of the old days';
+      // As 0016 had the table: typed as a migration types it (the columns of that time).
+      await (engine.db as unknown as Past)
+        .insertInto('applications')
+        .values({
+          client_id: 'old-backend',
+          owner_id: null,
+          name: 'Old backend',
+          kind: 'confidential',
+          secret_hash: sha256Hex(secret),
+          callback_urls: '["https://old.example/cb"]',
+          scopes: 'openid',
+          grant_types: '["authorization_code"]',
+          id_token_alg: 'RS256',
+          created_at: 1,
+          updated_at: 1,
+        })
+        .execute();
+      // A migration of another branch numbered between (0017) runs first, in name order, whichever lands first.
+      const withSeventeen: MigrationProvider = {
+        async getMigrations() {
+          return {
+            ...(await migrationProvider.getMigrations()),
+            '0017_between': { up: async (db) => void (await db.schema.alterTable('applications').addColumn('between', 'text').execute()) },
+          };
+        },
+      };
+      const { error, results } = await (await migrator(engine, withSeventeen)).migrateToLatest();
+      expect(error).toBeUndefined();
+      expect(results?.map((r) => r.migrationName)).toEqual(['0017_between', '0018_private_key_jwt']);
+      const store = new Store(engine);
+      expect(await store.schemaIsCurrent()).toBe(true);
+      expect(await store.applications.get('old-backend')).toMatchObject({ secretHash: sha256Hex(secret), clientKeys: null });
+      expect(await store.clientAssertions.use('j', 2)).toBe(true);
+    } finally {
+      await engine.close();
+      await db.cleanup();
     }
   });
 });
