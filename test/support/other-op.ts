@@ -34,6 +34,11 @@ export interface OtherProviderOptions {
    * redirect URI. People sign in with any login; one with an @ is their email (verified), else login@example.com.
    */
   webClient?: { clientId: string; clientSecret: string; redirectUri: string };
+  /**
+   * A confidential web client that authenticates with private_key_jwt (RFC 7523 §2.2): its id, its public keys
+   * (a JWK Set) and redirect URI; it gets a refresh token with every code.
+   */
+  keyClient?: { clientId: string; jwks: { keys: object[] }; redirectUri: string };
 }
 
 /**
@@ -71,6 +76,18 @@ export async function startOtherProvider(
             },
           ]
         : []),
+      ...(opts.keyClient
+        ? [
+            {
+              client_id: opts.keyClient.clientId,
+              token_endpoint_auth_method: 'private_key_jwt',
+              jwks: opts.keyClient.jwks,
+              grant_types: ['authorization_code', 'refresh_token'],
+              response_types: ['code'],
+              redirect_uris: [opts.keyClient.redirectUri],
+            },
+          ]
+        : []),
     ],
     features: {
       devInteractions: { enabled: true },
@@ -81,7 +98,7 @@ export async function startOtherProvider(
       pushedAuthorizationRequests: { enabled: dpop },
     },
     // A refresh token for every sign-in of a client allowed the grant (not only with offline_access and consent).
-    ...(dpop && {
+    ...((dpop || opts.keyClient) && {
       issueRefreshToken: async (_ctx: unknown, client: { grantTypeAllowed(t: string): boolean }) =>
         client.grantTypeAllowed('refresh_token'),
     }),
