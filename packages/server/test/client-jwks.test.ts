@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateKeyPairSync, sign } from 'node:crypto';
 import {
   CLIENT_JWKS_CACHE_BOUNDS_MS,
   CLIENT_JWKS_CACHE_MS,
@@ -180,6 +181,26 @@ describe.each(dialects())('jwks_uri fetching (%s)', (dialect) => {
       expect(res.json.error_description).toContain(`the client's jwks_uri could not be used: ${reason}`);
       expect(keys.requests()).toBe(1);
     }
+  });
+
+  it('a fetched key that is no valid public key (off the curve, a 1024-bit modulus): invalid_client saying so, no crash', async () => {
+    const small = generateKeyPairSync('rsa', { modulusLength: 1024 });
+    const smallJwk = { ...small.publicKey.export({ format: 'jwk' }), kid: 'small', alg: 'RS256' };
+    const offCurve = { kty: 'EC', crv: 'P-256', x: 'AAAA', y: 'AAAA', kid: first.kid };
+    const keys = await jwksServer({ kind: 'json', body: { keys: [offCurve, smallJwk] } });
+    const id = await keyApp({ jwksUri: keys.url, anyAddress: true });
+    const now = Math.floor(server.clock.now() / 1000);
+    const part = (v: object) => Buffer.from(JSON.stringify(v)).toString('base64url');
+    const input = `${part({ alg: 'RS256', kid: 'small' })}.${part({ iss: id, sub: id, aud: server.url, jti: 'j-small', exp: now + 60 })}`;
+    const bySmallKey = `${input}.${sign('sha256', Buffer.from(input), small.privateKey).toString('base64url')}`;
+    for (const a of [await assertion(server, id, first), bySmallKey]) {
+      const res = await introspect(a);
+      expect([res.status, res.json.error_description]).toEqual([
+        401,
+        "the client's key for this assertion is not a valid public key (RFC 7517, RFC 7518 section 6)",
+      ]);
+    }
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
   });
 
   it('a jwks_uri the operator did not set never reaches loopback or a private address: refused before connecting', async () => {

@@ -101,6 +101,7 @@ describe.each(dialects())('registering a private_key_jwt client (%s)', (dialect)
       'https://127.0.0.1/jwks',
       'https://localhost/jwks',
       'https://keys.localhost/jwks',
+      'https://localhost./jwks',
       'https://10.0.0.5/jwks',
       'https://192.168.1.1/jwks',
       'https://169.254.169.254/latest/meta-data',

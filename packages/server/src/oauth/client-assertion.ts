@@ -129,7 +129,11 @@ export async function verifyClientAssertion(
   } catch (err) {
     if (err instanceof KeySetUnavailable) throw fail(err.reason);
     if (err instanceof errors.JWTClaimValidationFailed || err instanceof errors.JWTExpired) throw fail(claimProblem(err, ctx));
-    if (err instanceof errors.JOSEError || err instanceof TypeError) throw NOT_SIGNED;
+    // Web Crypto refusing a key of the set (a point off the curve, a modulus too short for jose).
+    if (err instanceof DOMException || (err instanceof TypeError && /modulusLength|key/i.test(err.message))) {
+      throw fail("the client's key for this assertion is not a valid public key (RFC 7517, RFC 7518 section 6)");
+    }
+    if (err instanceof errors.JOSEError) throw NOT_SIGNED;
     throw err;
   }
   // Said only now: which algorithm a client registered is not for whoever cannot sign as it.

@@ -131,7 +131,8 @@ function checkJwksUri(value: string, operator: boolean): string {
     return url.href;
   }
   if (url.protocol !== 'https:') throw new InputError('jwks_uri must be an https URL');
-  const host = url.hostname.replace(/^\[|\]$/g, '');
+  // A trailing dot names the same host (`localhost.`).
+  const host = url.hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '');
   if (isLoopbackHost(host) || (isIP(host) !== 0 && !isPublicAddress(host))) {
     throw new InputError('jwks_uri must be on a public host: not this machine, a private network or a link-local address');
   }
