@@ -177,8 +177,12 @@ export const MIGRATIONS_AFTER_0008 = [
   '0014_passkeys',
   '0015_required_acr',
   '0016_connectors',
+  '0018_private_key_jwt',
 ];
 export async function undoMigrationsAfter0008(db: TestDatabase, dialect: DialectName): Promise<void> {
+  // 0018: the keys of private_key_jwt clients, and the client assertions used.
+  await execute(db, dialect, 'drop table client_assertions');
+  await execute(db, dialect, 'alter table applications drop column client_keys');
   // 0016: connectors, federated identities, their round trips' state, and a federated sign-in's class.
   for (const table of ['connector_states', 'federated_identities', 'connectors']) await execute(db, dialect, `drop table ${table}`);
   for (const table of ['sessions', 'authorization_codes', 'grants', 'device_authorizations']) {
