@@ -3,7 +3,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
 import type { StoredSession } from './credentials.js';
-import type { ServerMetadata } from './discovery.js';
+import type { ServerMetadata } from './oauth/discovery.js';
 import { CliError } from './errors.js';
 import type { HttpResponse, Transport } from './http.js';
 import { readDpopKey, readNonces, writeNonces } from './storage/dpop.js';

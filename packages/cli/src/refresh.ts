@@ -1,14 +1,16 @@
-import { REFRESH_TOKEN_GRANT_TYPE } from '@authcli/protocol';
+import type { TokenResponse } from '@authcli/protocol';
 import type { ClientSettings } from './config.js';
 import { deleteSession, readSession, writeSession, type StoredSession } from './credentials.js';
-import { discover } from './discovery.js';
 import { dpopTransport, keyOfSession, savedNonces } from './dpop.js';
 import { CliError } from './errors.js';
-import { clientAuth, httpTransport, oauthError } from './http.js';
+import { httpTransport } from './http.js';
 import { withSessionLock } from './lock.js';
+import { OAuthClient } from './oauth/client.js';
+import { discover } from './oauth/discovery.js';
+import { ProtocolError } from './oauth/errors.js';
 import type { Output } from './output.js';
 import { hasExpired, needsRefresh, presented, type TokenFormat } from './token-output.js';
-import { asTokenResponse, sessionFromTokens } from './tokens.js';
+import { sessionFromTokens } from './tokens.js';
 
 export function notRenewable(issuer: string): CliError {
   return new CliError('signed_out', `the token for ${issuer} has expired and cannot be renewed (no refresh token); run \`authcli login\``);
@@ -54,25 +56,17 @@ export async function refreshedSession(
       // A DPoP-bound sign-in refreshes with a proof of its key (RFC 9449 §5), or not at all: never as Bearer.
       const key = await keyOfSession(issuer, current);
       const meta = await discover(issuer, httpTransport);
-      const transport = key ? dpopTransport(httpTransport, key, { nonces: await savedNonces() }) : httpTransport;
-      const auth = clientAuth(client, { grant_type: REFRESH_TOKEN_GRANT_TYPE, refresh_token: current.refresh_token });
+      const tokenTransport = key ? dpopTransport(httpTransport, key, { nonces: await savedNonces() }) : httpTransport;
+      const oauth = new OAuthClient({ meta, settings: client, transport: httpTransport, tokenTransport });
       assertHeld();
-      const res = await transport(meta.token_endpoint, { method: 'POST', headers: auth.headers, form: auth.form });
-      if (res.status !== 200) {
-        const e = oauthError(res);
-        if (e?.error === 'invalid_grant') {
-          await deleteSession(issuer);
-          throw new CliError(
-            'signed_out',
-            `the sign-in to ${issuer} has ended (${e.description ?? 'invalid_grant'}); run \`authcli login\``,
-          );
-        }
-        throw new CliError(
-          'protocol',
-          `refreshing failed: ${e ? `${e.error}${e.description ? `: ${e.description}` : ''}` : `HTTP ${res.status}`}`,
-        );
+      let tokens: TokenResponse;
+      try {
+        tokens = await oauth.refresh(current.refresh_token);
+      } catch (err) {
+        // invalid_grant (RFC 6749 §5.2): the sign-in has ended at the server; the error says so (explain.ts).
+        if (err instanceof ProtocolError && err.error === 'invalid_grant') await deleteSession(issuer);
+        throw err;
       }
-      const tokens = asTokenResponse(res.body);
       let refreshed: StoredSession;
       try {
         refreshed = await sessionFromTokens(tokens, meta, client, { previous: current, dpopJkt: key?.jkt });

@@ -1,10 +1,11 @@
 import type { ClientSettings } from './config.js';
 import { readSession, writeSession, type StoredSession } from './credentials.js';
-import { discover, type ServerMetadata } from './discovery.js';
 import { dpopTransport, keyOfSession, savedNonces, type DpopKey } from './dpop.js';
 import { CliError } from './errors.js';
-import { clientAuth, httpTransport, oauthError } from './http.js';
+import { httpTransport } from './http.js';
 import { withSessionLock } from './lock.js';
+import { OAuthClient } from './oauth/client.js';
+import { discover, type ServerMetadata } from './oauth/discovery.js';
 import type { Output } from './output.js';
 import { deleteDpopKeys, writeDpopKey } from './storage/dpop.js';
 
@@ -24,27 +25,15 @@ export async function revokeSession(
   key?: DpopKey,
 ): Promise<'revoked' | 'unsupported'> {
   meta ??= await discover(settings.issuer, httpTransport);
-  if (!meta.revocation_endpoint) return 'unsupported';
   // The secret belongs to the configured client: a session of another client is revoked as a public client's.
   const client = {
     ...settings,
     clientId: session.client_id,
     clientSecret: session.client_id === settings.clientId ? settings.clientSecret : undefined,
   };
-  const auth = clientAuth(client, {
-    token: session.refresh_token ?? session.access_token,
-    token_type_hint: session.refresh_token ? 'refresh_token' : 'access_token',
-  });
-  const transport = key ? dpopTransport(httpTransport, key, { nonces: await savedNonces() }) : httpTransport;
-  const res = await transport(meta.revocation_endpoint, { method: 'POST', headers: auth.headers, form: auth.form });
-  if (res.status !== 200) {
-    const e = oauthError(res);
-    throw new CliError(
-      'protocol',
-      `the server refused to revoke it (${e ? `${e.error}${e.description ? `: ${e.description}` : ''}` : `HTTP ${res.status}`})`,
-    );
-  }
-  return 'revoked';
+  const tokenTransport = key ? dpopTransport(httpTransport, key, { nonces: await savedNonces() }) : httpTransport;
+  const oauth = new OAuthClient({ meta, settings: client, transport: httpTransport, tokenTransport });
+  return oauth.revoke(session.refresh_token ?? session.access_token, session.refresh_token ? 'refresh_token' : 'access_token');
 }
 
 /**

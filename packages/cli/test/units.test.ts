@@ -2,11 +2,11 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { validateCallback } from '../src/browser/callback.js';
+import { validateCallback } from '../src/oauth/authorization.js';
 import { resolveSettings } from '../src/config.js';
 import { credentialsPath, deleteSession, readSession, writeSession, type StoredSession } from '../src/credentials.js';
 import { CliError } from '../src/errors.js';
-import { discover, sameLoopbackServer } from '../src/discovery.js';
+import { discover, sameLoopbackServer } from '../src/oauth/discovery.js';
 import type { Transport } from '../src/http.js';
 
 const ISS = 'https://id.example';

@@ -4,7 +4,7 @@ import { browserLogin } from '../browser/login.js';
 import { resolveSettings, type SettingFlags } from '../config.js';
 import { deviceLogin } from '../device/login.js';
 import { realClock } from '../device/poll.js';
-import { discover } from '../discovery.js';
+import { discover } from '../oauth/discovery.js';
 import { dpopTransport, generateDpopKey, savedNonces, serverUsesDpop } from '../dpop.js';
 import { CliError } from '../errors.js';
 import { httpTransport } from '../http.js';
