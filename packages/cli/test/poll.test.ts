@@ -1,20 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { pollForTokens, type Clock } from '../src/device/poll.js';
+import { pollForTokens } from '../src/device/poll.js';
 import { CliError } from '../src/errors.js';
 import type { HttpResponse, Transport } from '../src/http.js';
 import { OAuthClient } from '../src/oauth/client.js';
-
-/** A clock that only moves when the loop sleeps, recording each poll's time. */
-class FakeClock implements Clock {
-  t = 0;
-  sleeps: number[] = [];
-  now = () => this.t;
-  sleep = async (ms: number, signal?: AbortSignal) => {
-    if (signal?.aborted) throw new CliError('cancelled', 'cancelled');
-    this.sleeps.push(ms);
-    this.t += ms;
-  };
-}
+import { FakeClock } from './support/scripted.js';
 
 const pending: HttpResponse = { status: 400, headers: new Headers(), body: { error: 'authorization_pending' } };
 const slow: HttpResponse = { status: 400, headers: new Headers(), body: { error: 'slow_down' } };

@@ -58,14 +58,17 @@ export const PAGE_CSP = `default-src 'none'; style-src 'sha256-${createHash('sha
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 export const escapeHtml = (s: string) => s.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
 
-/** The page, `title` and `message` plain text; `kind` colours the message as the server's success and error notices. */
-function page(status: number, title: string, message: string, kind: 'ok' | 'failed'): Page {
+const notice = (kind: 'ok' | 'failed' | 'info') =>
+  kind === 'info' ? '<p>' : kind === 'ok' ? '<p class="result ok" role="status">' : '<p class="result failed" role="alert">';
+
+/** The page, `title` and `message` plain text; `kind` colours the message as the server's success and error notices do. */
+function page(status: number, title: string, message: string, kind: 'ok' | 'failed' | 'info'): Page {
   const html =
     '<!doctype html><html lang="en"><head><meta charset="utf-8">' +
     '<meta name="viewport" content="width=device-width, initial-scale=1"><meta name="referrer" content="no-referrer">' +
     `<title>${escapeHtml(title)} · authcli</title><style>${PAGE_STYLE}</style></head><body>` +
     `<header><span>${BRAND_MARK}authcli</span></header>` +
-    `<main><section><h1>${escapeHtml(title)}</h1><p class="result ${kind}"${kind === 'failed' ? ' role="alert"' : ''}>${escapeHtml(message)}</p>` +
+    `<main><section><h1>${escapeHtml(title)}</h1>${notice(kind)}${escapeHtml(message)}</p>` +
     '<p class="muted">You can close this tab and return to the terminal.</p></section></main>' +
     '<footer>authcli command-line sign-in</footer></body></html>';
   return { status, html };
@@ -79,7 +82,7 @@ export function signedInPage(who: string | undefined, issuer: string): Page {
 /** A sign-in that did not complete: denial in its own words, anything else with its reason. */
 export function failurePage(err: unknown): Page {
   if (err instanceof CliError && err.code === 'access_denied') {
-    return page(200, 'Sign-in cancelled', 'You denied the sign-in in the browser, so authcli did not sign in.', 'failed');
+    return page(200, 'Sign-in cancelled', 'You denied the sign-in in the browser, so authcli did not sign in.', 'info');
   }
   const reason = err instanceof CliError ? err.message : 'an unexpected error; the terminal has the details';
   return page(400, 'Sign-in failed', `authcli could not complete the sign-in: ${reason}.`, 'failed');

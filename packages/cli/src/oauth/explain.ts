@@ -53,6 +53,13 @@ const FLOW: Record<Grant, string> = {
   refresh_token: 'refreshing',
 };
 
+/** What a client that may not use a grant may not do. */
+const MAY_NOT: Record<Grant, string> = {
+  device_code: 'use the device flow',
+  authorization_code: 'use the browser sign-in',
+  refresh_token: 'renew sign-ins',
+};
+
 const GRANT_TYPE: Record<Grant, string> = {
   device_code: DEVICE_CODE_GRANT_TYPE,
   authorization_code: 'authorization_code',
@@ -116,7 +123,7 @@ function hintFor(f: ProtocolFailure, who: ClientContext): string | undefined {
       return invalidClientHint(f, who, clientId);
     case 'unauthorized_client':
       if (!grant) break;
-      return `Client ${clientId} exists but may not use ${FLOW[grant]}: ask the server's operator to allow the ${GRANT_TYPE[grant]} grant for it${INSTEAD[grant]}.`;
+      return `Client ${clientId} exists but may not ${MAY_NOT[grant]}: ask the server's operator to allow the ${GRANT_TYPE[grant]} grant for it${INSTEAD[grant]}.`;
     case 'invalid_scope':
       return scopeHint(f, clientId);
     case 'unsupported_grant_type':
