@@ -223,6 +223,11 @@ describe('rfc8628 §3.4-3.5 one device token poll, classified', () => {
       message: 'the device sign-in failed: invalid_grant: unknown device code',
       hint: 'Run `authcli login` again.',
     });
+    expect(await failed(oauthError(400, 'unsupported_grant_type'))).toEqual({
+      code: 'protocol',
+      message: 'the device sign-in failed: unsupported_grant_type',
+      hint: 'https://id.example does not offer the device flow (the urn:ietf:params:oauth:grant-type:device_code grant): sign in with `authcli login --browser`.',
+    });
     expect(await failed(response(200, { token_type: 'Bearer' }))).toMatchObject({
       code: 'protocol',
       message: 'the token endpoint answered without an access token',

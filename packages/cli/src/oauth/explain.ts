@@ -66,11 +66,11 @@ const GRANT_TYPE: Record<Grant, string> = {
   refresh_token: 'refresh_token',
 };
 
-/** The other way to sign in, for a client that may not use this one. */
+/** What to do instead, for a client that may not use a grant or a server that does not offer it. */
 const INSTEAD: Record<Grant, string> = {
-  device_code: ', or sign in with `authcli login --browser`',
-  authorization_code: ', or sign in with the device flow (`authcli login`)',
-  refresh_token: ', or run `authcli login` whenever the token expires',
+  device_code: 'sign in with `authcli login --browser`',
+  authorization_code: 'sign in with the device flow (`authcli login`)',
+  refresh_token: 'run `authcli login` whenever the token expires',
 };
 
 /** The grant an endpoint's request is about (the token endpoint's is in the failure). */
@@ -123,12 +123,12 @@ function hintFor(f: ProtocolFailure, who: ClientContext): string | undefined {
       return invalidClientHint(f, who, clientId);
     case 'unauthorized_client':
       if (!grant) break;
-      return `Client ${clientId} exists but may not ${MAY_NOT[grant]}: ask the server's operator to allow the ${GRANT_TYPE[grant]} grant for it${INSTEAD[grant]}.`;
+      return `Client ${clientId} exists but may not ${MAY_NOT[grant]}: ask the server's operator to allow the ${GRANT_TYPE[grant]} grant for it, or ${INSTEAD[grant]}.`;
     case 'invalid_scope':
       return scopeHint(f, clientId);
     case 'unsupported_grant_type':
       if (!grant) break;
-      return `${who.issuer} does not offer ${FLOW[grant]} (the ${GRANT_TYPE[grant]} grant)${INSTEAD[grant]}.`;
+      return `${who.issuer} does not offer ${FLOW[grant]} (the ${GRANT_TYPE[grant]} grant): ${INSTEAD[grant]}.`;
     case 'invalid_grant':
       if (grant === 'authorization_code') return 'The code was used already or has expired; run `authcli login --browser` again.';
       if (grant === 'device_code') return 'Run `authcli login` again.';
@@ -188,7 +188,8 @@ function special(f: ProtocolFailure, who: ClientContext): Omit<Wording, 'hint'> 
       return undefined;
     case 'access_denied':
       if (f.endpoint === 'callback') return { code: 'access_denied', message: 'you denied the sign-in in the browser' };
-      if (grant === 'device_code') return { code: 'access_denied', message: 'the sign-in was denied in the browser' };
+      if (grant === 'device_code' && f.endpoint === 'token')
+        return { code: 'access_denied', message: 'the sign-in was denied in the browser' };
       return undefined;
     case 'expired_token':
       if (grant === 'device_code' && f.endpoint === 'token') return { code: 'expired_token', message: CODE_EXPIRED };
