@@ -4,6 +4,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
 import type { StoredSession } from './credentials.js';
 import type { ServerMetadata } from './oauth/discovery.js';
+import { oauthErrorOf } from './oauth/errors.js';
 import { CliError } from './errors.js';
 import type { HttpResponse, Transport } from './http.js';
 import { readDpopKey, readNonces, writeNonces } from './storage/dpop.js';
@@ -86,10 +87,7 @@ export async function dpopProof(key: DpopKey, req: ProofRequest): Promise<string
  * error body) or from a resource server (§9, a 401 with `WWW-Authenticate: DPoP error="use_dpop_nonce"`).
  */
 export function asksForNonce(res: HttpResponse): boolean {
-  if (res.status === 400) {
-    const body = res.body as { error?: unknown } | undefined;
-    return typeof body === 'object' && body !== null && body.error === 'use_dpop_nonce';
-  }
+  if (res.status === 400) return oauthErrorOf(res.body)?.error === 'use_dpop_nonce';
   if (res.status === 401) return /\bDPoP\b[\s\S]*\berror="use_dpop_nonce"/i.test(res.headers.get('www-authenticate') ?? '');
   return false;
 }
@@ -169,5 +167,45 @@ export function dpopTransport(
     // Retried once, and only with a nonce it did not have: a server that keeps asking is answered as it answered.
     if (asksForNonce(first.res) && first.fresh) return (await send()).res;
     return first.res;
+  };
+}
+
+/**
+ * Whether a token endpoint refused a request for want of a DPoP proof: RFC 9449's `invalid_dpop_proof`, or
+ * (node-oidc-provider's way) `invalid_grant` whose description names DPoP. Both are answered before the
+ * grant is looked at, so the same request sent again with a proof is not a second use of a code.
+ */
+export function asksForDpop(res: HttpResponse): boolean {
+  if (res.status !== 400 && res.status !== 401) return false;
+  const e = oauthErrorOf(res.body);
+  return e?.error === 'invalid_dpop_proof' || (e?.error === 'invalid_grant' && /\bDPoP\b/.test(e.description ?? ''));
+}
+
+/** A token transport that binds only when the server insists (see {@link dpopWhenRequired}). */
+export interface DpopOnDemand {
+  transport: Transport;
+  /** The key the sign-in's tokens are bound to, once the server asked for one. */
+  key(): DpopKey | undefined;
+}
+
+/**
+ * The token requests of a sign-in that did not ask for DPoP (`authcli login` without `--dpop`): plain
+ * requests, so the access token is a Bearer token every API takes, until the token endpoint refuses one
+ * for want of a proof ({@link asksForDpop}): the application requires DPoP (RFC 9449 §5.2
+ * `dpop_bound_access_tokens`). Then a new key is made, the refused request is sent again with a proof, and
+ * every later request carries one.
+ */
+export function dpopWhenRequired(transport: Transport, nonces: () => Promise<NonceStore>): DpopOnDemand {
+  let bound: { key: DpopKey; transport: Transport } | undefined;
+  return {
+    key: () => bound?.key,
+    transport: async (url, init) => {
+      if (bound) return bound.transport(url, init);
+      const res = await transport(url, init);
+      if (!asksForDpop(res)) return res;
+      const key = await generateDpopKey();
+      bound = { key, transport: dpopTransport(transport, key, { nonces: await nonces() }) };
+      return bound.transport(url, init);
+    },
   };
 }

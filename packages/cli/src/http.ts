@@ -6,7 +6,7 @@ import { reasonOf } from './oauth/explain.js';
 let dispatcher: Dispatcher | undefined;
 
 /** undici's env proxy agent: honours HTTPS_PROXY / HTTP_PROXY / NO_PROXY. */
-function agent(): Dispatcher {
+export function agent(): Dispatcher {
   dispatcher ??= new EnvHttpProxyAgent();
   return dispatcher;
 }

@@ -4,12 +4,13 @@ import { browserLogin } from '../browser/login.js';
 import { resolveSettings, type SettingFlags } from '../config.js';
 import { deviceLogin } from '../device/login.js';
 import { realClock } from '../device/poll.js';
-import { discover } from '../oauth/discovery.js';
-import { dpopTransport, generateDpopKey, savedNonces, serverUsesDpop } from '../dpop.js';
+import { dpopTransport, dpopWhenRequired, generateDpopKey, savedNonces, serverUsesDpop } from '../dpop.js';
 import { CliError } from '../errors.js';
 import { httpTransport } from '../http.js';
+import { discover } from '../oauth/discovery.js';
 import { createOutput, hasDisplay, openInBrowser, type Output } from '../output.js';
 import { replaceSession } from '../revocation.js';
+import { BOUND_TOKEN_USE } from '../token-output.js';
 import { displayNameFromUserinfo, sessionFromTokens } from '../tokens.js';
 
 export interface LoginFlags extends SettingFlags {
@@ -22,6 +23,8 @@ export interface LoginFlags extends SettingFlags {
   qr?: boolean;
   /** `--timeout SECONDS` for --browser. */
   timeout?: string;
+  /** `--dpop`: ask for tokens bound to a key of this machine (RFC 9449). */
+  dpop?: boolean;
 }
 
 export const BROWSER_TIMEOUT_MS = 5 * 60_000;
@@ -45,15 +48,22 @@ export async function login(flags: LoginFlags, signal: AbortSignal, out: Output 
   const settings = await resolveSettings(flags);
   const timeoutMs = parseTimeout(flags.timeout);
   const meta = await discover(settings.issuer, httpTransport);
-  // RFC 9449: a new key pair for this sign-in when the server takes DPoP; the token requests carry proofs.
-  const dpop = serverUsesDpop(meta) ? { key: await generateDpopKey(), nonces: await savedNonces() } : undefined;
-  const tokenTransport = dpop ? dpopTransport(httpTransport, dpop.key, { nonces: dpop.nonces }) : httpTransport;
+  // RFC 9449 binding when asked for (`--dpop`), or when the application requires it (the token endpoint then
+  // refuses a request without a proof, and dpopWhenRequired binds from there); else Bearer, which
+  // `$(authcli token)` and most APIs take.
+  if (flags.dpop && !serverUsesDpop(meta)) {
+    throw new CliError('discovery', `${settings.issuer} does not take DPoP proofs signed with ES256; sign in without --dpop`);
+  }
+  const asked = flags.dpop ? { key: await generateDpopKey(), nonces: await savedNonces() } : undefined;
+  const onDemand = asked ? undefined : dpopWhenRequired(httpTransport, () => savedNonces());
+  const tokenTransport = asked ? dpopTransport(httpTransport, asked.key, { nonces: asked.nonces }) : onDemand!.transport;
+  const dpopKey = () => asked?.key ?? onDemand?.key();
   /** Verifies the ID token, names the user and stores the sign-in; for --browser, before the browser hears "Signed in". */
   const signIn = async (tokens: TokenResponse, nonce: string | undefined) => {
-    const session = await sessionFromTokens(tokens, meta, settings, { nonce, dpopJkt: dpop?.key.jkt });
-    const key = session.dpop_jkt ? dpop?.key : undefined;
+    const session = await sessionFromTokens(tokens, meta, settings, { nonce, dpopJkt: dpopKey()?.jkt });
+    const key = session.dpop_jkt ? dpopKey() : undefined;
     if (!session.username && session.scope.split(' ').includes('openid')) {
-      const resource = key && dpopTransport(httpTransport, key, { nonces: dpop!.nonces, accessToken: session.access_token });
+      const resource = key && dpopTransport(httpTransport, key, { nonces: await savedNonces(), accessToken: session.access_token });
       session.username = await displayNameFromUserinfo(meta, session.access_token, session.subject, httpTransport, resource);
     }
     // Stored under the session lock (with its key); the session it replaces is revoked after (best effort).
@@ -77,7 +87,7 @@ export async function login(flags: LoginFlags, signal: AbortSignal, out: Output 
       signal,
       complete: signIn,
       tokenTransport,
-      dpopJkt: dpop?.key.jkt,
+      dpopJkt: asked?.key.jkt,
     });
   } else {
     // On a terminal with a display, Enter opens the verification page in the local browser.
@@ -105,9 +115,10 @@ export async function login(flags: LoginFlags, signal: AbortSignal, out: Output 
   }
   if (flags.json) {
     out.data(
-      `${JSON.stringify({ issuer: settings.issuer, subject: session.subject, username: session.username, scope: session.scope, expires_at: new Date(session.expires_at).toISOString() })}\n`,
+      `${JSON.stringify({ issuer: settings.issuer, subject: session.subject, username: session.username, scope: session.scope, token_type: session.token_type, expires_at: new Date(session.expires_at).toISOString() })}\n`,
     );
   } else {
     out.data(`Signed in to ${settings.issuer}${session.username ? ` as ${session.username}` : ''}.\n`);
   }
+  if (session.dpop_jkt) out.say(BOUND_TOKEN_USE);
 }

@@ -1,10 +1,18 @@
 // Loads no HTTP or JOSE code up front: refreshing and revoking import them when they run.
-import { resolveSettings, type SettingFlags } from '../config.js';
-import { deleteSession, readSession } from '../credentials.js';
+import { resolveSettings, type ClientSettings, type SettingFlags } from '../config.js';
+import { deleteSession, readSession, type StoredSession } from '../credentials.js';
 import { CliError } from '../errors.js';
 import { withSessionLock } from '../lock.js';
 import { terminalOutput } from '../output.js';
-import { hasExpired, needsRefresh, renderDpopHeaders, renderToken, tokenFormat } from '../token-output.js';
+import {
+  boundTokenNotice,
+  hasExpired,
+  needsRefresh,
+  renderDpopHeaders,
+  renderToken,
+  tokenFormat,
+  type TokenFormat,
+} from '../token-output.js';
 
 export interface TokenFlags extends SettingFlags {
   json?: boolean;
@@ -51,24 +59,25 @@ function signedOut(issuer: string): CliError {
 }
 
 /**
- * `authcli token`: a valid token on stdout (`--json`, `--format
- * exec-credential`), refreshed under the session lock when it is about to
- * expire (see refreshedSession).
+ * The stored sign-in with a token good for `format`, refreshed under the session lock when it is about to
+ * expire (see refreshedSession), or when `rejected` is its access token (a resource server refused it).
+ * `check` looks at the stored session before any refresh.
  */
-export async function token(flags: TokenFlags, signal?: AbortSignal): Promise<void> {
-  const request = dpopRequest(flags);
-  const format = tokenFormat(flags);
-  const settings = await resolveSettings(flags);
+export async function validSession(
+  settings: ClientSettings,
+  format: TokenFormat,
+  signal?: AbortSignal,
+  check?: (session: StoredSession) => Promise<void>,
+  rejected?: string,
+): Promise<StoredSession> {
   let session = await readSession(settings.issuer);
   if (!session) throw signedOut(settings.issuer);
-  // --dpop: the key is looked for first, so a sign-in whose key is not here is refused before any refresh.
-  const dpop = request ? await import('../dpop.js') : undefined;
-  if (dpop && !(await dpop.keyOfSession(settings.issuer, session))) throw bearerOnly(settings.issuer);
-  if (needsRefresh(session, format, Date.now())) {
+  await check?.(session);
+  if (needsRefresh(session, format, Date.now()) || session.access_token === rejected) {
     const { notRenewable, refreshedSession } = await import('../refresh.js');
     // Without a refresh token a token inside the margin is still handed out; only an expired one is an error.
-    if (!session.refresh_token && hasExpired(session, format, Date.now())) throw notRenewable(settings.issuer);
-    if (session.refresh_token) session = await refreshedSession(settings, session, format, terminalOutput(), signal);
+    if (!session.refresh_token && (rejected !== undefined || hasExpired(session, format, Date.now()))) throw notRenewable(settings.issuer);
+    if (session.refresh_token) session = await refreshedSession(settings, session, format, terminalOutput(), signal, rejected);
     if (hasExpired(session, format, Date.now())) {
       throw new CliError(
         'protocol',
@@ -78,8 +87,27 @@ export async function token(flags: TokenFlags, signal?: AbortSignal): Promise<vo
       );
     }
   }
+  return session;
+}
+
+/**
+ * `authcli token`: a valid token on stdout (`--json`, `--format
+ * exec-credential`), refreshed under the session lock when it is about to
+ * expire (see refreshedSession).
+ */
+export async function token(flags: TokenFlags, signal?: AbortSignal): Promise<void> {
+  const request = dpopRequest(flags);
+  const format = tokenFormat(flags);
+  const settings = await resolveSettings(flags);
+  // --dpop: the key is looked for first, so a sign-in whose key is not here is refused before any refresh.
+  const dpop = request ? await import('../dpop.js') : undefined;
+  const session = await validSession(settings, format, signal, async (seen) => {
+    if (dpop && !(await dpop.keyOfSession(settings.issuer, seen))) throw bearerOnly(settings.issuer);
+  });
   if (!request || !dpop) {
     process.stdout.write(renderToken(session, format, Date.now()));
+    const notice = boundTokenNotice(session, format, process.stderr.isTTY === true);
+    if (notice) process.stderr.write(notice);
     return;
   }
   // The session as it is now (refreshed with the same key, or replaced by a login meanwhile) names its key.
