@@ -36,7 +36,7 @@ export interface OAuthClientOptions {
 }
 
 /** The facts of one request, for its ProtocolError should it fail. */
-type Request = Pick<ProtocolFailure, 'endpoint' | 'grant' | 'url' | 'scope'>;
+type Sent = Pick<ProtocolFailure, 'endpoint' | 'grant' | 'url' | 'scope'>;
 
 /**
  * The CLI as an OAuth client of one server: one method per client-authenticated request (device authorization,
@@ -72,7 +72,7 @@ export class OAuthClient {
   /** RFC 8628 §3.1-3.2: the device code, the user code and where to enter it. */
   async deviceAuthorization(scope: string): Promise<DeviceAuthorizationResponse> {
     const url = this.#endpoint('device_authorization_endpoint', 'the device flow; try `authcli login --browser`');
-    const req: Request = { endpoint: 'device_authorization', url, scope };
+    const req: Sent = { endpoint: 'device_authorization', url, scope };
     const res = await this.#post(req, this.#transport, this.authenticate({ scope }));
     if (res.status !== 200) throw this.#refused(req, res);
     return asDeviceAuthorization(res.body, this.#malformed(req, res));
@@ -104,7 +104,7 @@ export class OAuthClient {
   /** RFC 9126 §2.1-2.2: pushes every authorization parameter, with the client's authentication; the `request_uri` to send the browser with. */
   async pushAuthorizationRequest(params: Record<string, string>): Promise<string> {
     const url = this.#endpoint('pushed_authorization_request_endpoint', 'pushed authorization requests');
-    const req: Request = { endpoint: 'pushed_authorization_request', url, scope: params.scope };
+    const req: Sent = { endpoint: 'pushed_authorization_request', url, scope: params.scope };
     const auth = this.authenticate(params);
     // client_id stays in the form with Basic too: RFC 9126 §2.1 sends every authorization parameter.
     const res = await this.#post(req, this.#transport, {
@@ -140,14 +140,14 @@ export class OAuthClient {
   async revoke(token: string, hint: 'refresh_token' | 'access_token'): Promise<'revoked' | 'unsupported'> {
     const url = this.meta.revocation_endpoint;
     if (!url) return 'unsupported';
-    const req: Request = { endpoint: 'revocation', url };
+    const req: Sent = { endpoint: 'revocation', url };
     const res = await this.#post(req, this.#tokenTransport, this.authenticate({ token, token_type_hint: hint }));
     // §2.2: 200 whether or not the token was valid; any 2xx is taken as done.
     if (res.status < 200 || res.status >= 300) throw this.#refused(req, res);
     return 'revoked';
   }
 
-  #tokenRequest(grant: Grant): Request {
+  #tokenRequest(grant: Grant): Sent {
     return { endpoint: 'token', grant, url: this.meta.token_endpoint };
   }
 
@@ -158,21 +158,21 @@ export class OAuthClient {
     throw new ProtocolError({ endpoint: 'discovery', problem: `${this.settings.issuer} does not offer ${what}` }, this.settings);
   }
 
-  #post(req: Request, transport: Transport, auth: { headers: Record<string, string>; form: Record<string, string> }) {
+  #post(req: Sent, transport: Transport, auth: { headers: Record<string, string>; form: Record<string, string> }) {
     return transport(req.url!, { method: 'POST', headers: auth.headers, form: auth.form });
   }
 
   /** The token response of a 200, or the refusal. */
-  #tokens(req: Request, res: HttpResponse): TokenResponse {
+  #tokens(req: Sent, res: HttpResponse): TokenResponse {
     if (res.status !== 200) throw this.#refused(req, res);
     return asTokenResponse(res.body, this.#malformed(req, res));
   }
 
-  #refused(req: Request, res: HttpResponse): ProtocolError {
+  #refused(req: Sent, res: HttpResponse): ProtocolError {
     return new ProtocolError({ ...req, status: res.status, ...oauthErrorOf(res.body) }, this.settings);
   }
 
-  #malformed(req: Request, res: HttpResponse): (problem: string) => never {
+  #malformed(req: Sent, res: HttpResponse): (problem: string) => never {
     return (problem) => {
       throw new ProtocolError({ ...req, status: res.status, problem }, this.settings);
     };
