@@ -10,6 +10,7 @@ import { requestQuery, resumeQuery } from '../oauth/authorization-query.js';
 import { denied } from '../oauth/authorization-response.js';
 import { approveAuthorization, consentScopes, nextAuthorizationStep } from '../oauth/authorization-step.js';
 import { pushedRequestHash, usePushedRequest } from '../oauth/pushed-request-uri.js';
+import { redirectTarget } from '../oauth/redirect-uri.js';
 import { amrOf, meetsAcr, PASSWORD_ACR, PASSWORD_AMR } from '../oauth/acr.js';
 import { PasswordHasherBusy } from '../util/password-pool.js';
 import { retryAfterText } from './retry-after.js';
@@ -244,7 +245,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
         clientId={ar.app.clientId}
         scopes={consentScopes(ar)}
         request={ar.rawQuery}
-        redirectHost={new URL(ar.redirectUri).host}
+        redirectHost={redirectTarget(ar.redirectUri)}
       />,
     );
   });
