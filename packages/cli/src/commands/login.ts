@@ -1,7 +1,7 @@
 import { createInterface } from 'node:readline';
 import type { TokenResponse } from '@authcli/protocol';
 import { browserLogin } from '../browser/login.js';
-import { resolveSettings, type SettingFlags } from '../config.js';
+import { DEFAULT_PROFILE, resolveSettings, type SettingFlags } from '../config.js';
 import { deviceLogin } from '../device/login.js';
 import { realClock } from '../device/poll.js';
 import { discover } from '../discovery.js';
@@ -9,8 +9,10 @@ import { dpopTransport, generateDpopKey, savedNonces, serverUsesDpop } from '../
 import { CliError } from '../errors.js';
 import { httpTransport } from '../http.js';
 import { createOutput, hasDisplay, openInBrowser, type Output } from '../output.js';
+import { rememberProfile } from '../profiles.js';
 import { replaceSession } from '../revocation.js';
 import { displayNameFromUserinfo, sessionFromTokens } from '../tokens.js';
+import { confirmReplace } from './replace-prompt.js';
 
 export interface LoginFlags extends SettingFlags {
   browser?: boolean;
@@ -22,6 +24,8 @@ export interface LoginFlags extends SettingFlags {
   qr?: boolean;
   /** `--timeout SECONDS` for --browser. */
   timeout?: string;
+  /** `--force`: replace the profile's current sign-in without asking. */
+  force?: boolean;
 }
 
 export const BROWSER_TIMEOUT_MS = 5 * 60_000;
@@ -44,6 +48,8 @@ function parseTimeout(value: string | undefined): number {
 export async function login(flags: LoginFlags, signal: AbortSignal, out: Output = createOutput()): Promise<void> {
   const settings = await resolveSettings(flags);
   const timeoutMs = parseTimeout(flags.timeout);
+  // Before any request: a person who says no to replacing the current sign-in has cost the server nothing.
+  await confirmReplace(settings, { force: flags.force === true, out, signal });
   const meta = await discover(settings.issuer, httpTransport);
   // RFC 9449: a new key pair for this sign-in when the server takes DPoP; the token requests carry proofs.
   const dpop = serverUsesDpop(meta) ? { key: await generateDpopKey(), nonces: await savedNonces() } : undefined;
@@ -103,11 +109,17 @@ export async function login(flags: LoginFlags, signal: AbortSignal, out: Output 
     }
     session = await signIn(tokens, undefined);
   }
+  // The profile remembers where it signed in: later commands on it need no --issuer.
+  await rememberProfile(settings).catch((err: unknown) => {
+    if (!(err instanceof CliError)) throw err;
+    out.say(`Could not remember the profile's issuer (${err.message}); pass --issuer to the next commands.`);
+  });
   if (flags.json) {
     out.data(
-      `${JSON.stringify({ issuer: settings.issuer, subject: session.subject, username: session.username, scope: session.scope, expires_at: new Date(session.expires_at).toISOString() })}\n`,
+      `${JSON.stringify({ profile: settings.profile, issuer: settings.issuer, subject: session.subject, username: session.username, scope: session.scope, expires_at: new Date(session.expires_at).toISOString() })}\n`,
     );
   } else {
-    out.data(`Signed in to ${settings.issuer}${session.username ? ` as ${session.username}` : ''}.\n`);
+    const profile = settings.profile === DEFAULT_PROFILE ? '' : ` (profile ${settings.profile})`;
+    out.data(`Signed in to ${settings.issuer}${session.username ? ` as ${session.username}` : ''}${profile}.\n`);
   }
 }
