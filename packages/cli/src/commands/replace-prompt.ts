@@ -55,13 +55,13 @@ function ask(prompt: string, input: In, output: Out, signal: AbortSignal | undef
  */
 export async function confirmReplace(
   settings: ProfileSettings,
-  opts: { force: boolean; out: Output; signal?: AbortSignal | undefined; stdin?: In; stderr?: Out },
+  opts: { force: boolean; out: Output; signal?: AbortSignal | undefined; stdin?: In; stderr?: Out; env?: NodeJS.ProcessEnv },
 ): Promise<void> {
   const stdin = opts.stdin ?? process.stdin;
   const stderr = opts.stderr ?? process.stderr;
   let current;
   try {
-    current = await readSession(settings.slot);
+    current = await readSession(settings.slot, opts.env);
   } catch (err) {
     if (err instanceof CliError && err.code === 'storage') return;
     throw err;
