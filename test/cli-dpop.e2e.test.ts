@@ -67,7 +67,7 @@ describe('authcli with DPoP (RFC 9449) and PAR (RFC 9126) against node-oidc-prov
   });
 
   async function deviceLogin(home: string, user: string, extra: Record<string, string> = {}): Promise<void> {
-    const login = runCli(['login', '--scope', 'openid profile offline_access'], envFor(home, op.issuer, extra));
+    const login = runCli(['login', '--dpop', '--scope', 'openid profile offline_access'], envFor(home, op.issuer, extra));
     const [, url] = await login.waitFor(/open (\S+) on any device/);
     const [, code] = await login.waitFor(/^\s+(\S{4,}-?\S*)\s*$/m);
     const page = await chromium.newPage();
@@ -84,7 +84,7 @@ describe('authcli with DPoP (RFC 9449) and PAR (RFC 9126) against node-oidc-prov
 
   /** `authcli login --browser`, approved in Chromium; the URL it printed, and how it ended. */
   async function browserLogin(env: Record<string, string>, user: string) {
-    const login = runCli(['login', '--browser', '--no-open', '--scope', 'openid profile'], env);
+    const login = runCli(['login', '--dpop', '--browser', '--no-open', '--scope', 'openid profile'], env);
     const [, url] = await login.waitFor(/^\s+(http:\/\/\S+\?\S+)$/m);
     const page = await chromium.newPage();
     try {

@@ -1,41 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
 import type { Browser as Chromium, Page } from 'playwright-core';
 import { DARK_SCHEME, LIGHT_SCHEME, scanTerminal } from '@authcli/test-support/terminal';
 import { launchChromium, screenshotPath } from '@authcli/test-support/chromium';
-import { CLI_BIN, runCli, tempConfigHome } from '@authcli/test-support/cli-process';
+import { runCli, tempConfigHome } from '@authcli/test-support/cli-process';
+import { runInTerminal } from '@authcli/test-support/pty';
 import { approveInBrowser, Browser } from '@authcli/test-support/http';
 import { addApp, addUsers } from '@authcli/test-support/seed';
 import { startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 const PASSWORD = 'login ux password';
 const AUTHORIZE_LINE = /^\s+(http:\/\/\S+\/oauth\/authorize\?\S+)$/m;
-
-/** `authcli` on a real pseudo-terminal (util-linux `script`): what a person at a terminal gets, colours and all. */
-function runInTerminal(args: string[], env: Record<string, string>) {
-  const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-  const child = spawn('script', ['-qfec', [process.execPath, CLI_BIN, ...args].map(quote).join(' '), '/dev/null'], {
-    env: { PATH: process.env.PATH ?? '', HOME: env.XDG_CONFIG_HOME ?? '/tmp', TERM: 'xterm-256color', ...env },
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  let screen = '';
-  child.stdout.on('data', (d: Buffer) => (screen += d.toString()));
-  const exit = new Promise<number | null>((r) => child.once('close', r));
-  return {
-    screen: () => screen,
-    /** Keys typed at the terminal (\x03 is Ctrl-C). */
-    type: (keys: string) => child.stdin.write(keys),
-    exit,
-    waitFor: async (re: RegExp, timeoutMs = 15_000) => {
-      const deadline = Date.now() + timeoutMs;
-      while (!re.test(screen)) {
-        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`no ${re} on the terminal:\n${screen}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      return screen.match(re)!;
-    },
-  };
-}
 
 describe('authcli login as a person sees it', () => {
   let server: ServerProcess;
@@ -186,6 +160,41 @@ describe('authcli login as a person sees it', () => {
     const complete = `${server.issuer}/device?user_code=${code}`;
     expect(scanTerminal(login.screen(), DARK_SCHEME)).toBe(complete);
     expect(scanTerminal(login.screen(), LIGHT_SCHEME)).toBe(complete);
+    login.type('\x03');
+    expect(await login.exit).toBe(130);
+  });
+
+  /** The rows a terminal shows for `screen`, each as its pieces between carriage returns, colour escapes removed. */
+  const rowsOf = (screen: string) =>
+    screen.split('\r\n').map((row) => row.split('\r').map((piece) => [...piece.replace(/\x1b\[[0-9;]*[A-Za-z]/g, '')].length));
+
+  it('a 38-column terminal: no QR code (it would wrap) but the complete URL; prose wrapped at words; the countdown one line', async () => {
+    const login = runInTerminal(['login'], envFor(tempConfigHome()), { columns: 38 });
+    await login.waitFor(/Waiting/);
+    // Two redraws of the countdown at least.
+    await new Promise((r) => setTimeout(r, 2200));
+    const screen = login.screen();
+    expect(screen).not.toMatch(/[▀▄█]/);
+    expect(screen).toMatch(/http:\/\/127\.0\.0\.1:\d+\/device\?user_code=[A-Z]{4}-[A-Z]{4}/);
+    const lines = screen.split('\r\n');
+    rowsOf(screen).forEach((pieces, i) => {
+      // A URL wider than the terminal has a row of its own (whole, for copying); everything else fits.
+      if (/^\s*\S+$/.test(lines[i]!.split('\r').at(-1)!) && /https?:\/\//.test(lines[i]!)) return;
+      for (const width of pieces) expect(width, JSON.stringify(lines[i])).toBeLessThanOrEqual(38);
+    });
+    const countdown = lines.find((l) => l.includes('Waiting'))!;
+    // Redrawn in place: several pieces on one row, each shorter than the width.
+    expect(countdown.split('\r').filter((p) => p.includes('Waiting')).length).toBeGreaterThanOrEqual(2);
+    expect(countdown).toMatch(/Waiting… expires in \d+:\d\d/);
+    login.type('\x03');
+    expect(await login.exit).toBe(130);
+  });
+
+  it('a 100-column terminal still draws the QR code, and it scans', async () => {
+    const login = runInTerminal(['login'], envFor(tempConfigHome()), { columns: 100 });
+    const [, code] = await login.waitFor(/\x1b\[1m([BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4})\x1b\[22m/);
+    await login.waitFor(/Waiting for approval… the code expires in/);
+    expect(scanTerminal(login.screen(), DARK_SCHEME)).toBe(`${server.issuer}/device?user_code=${code}`);
     login.type('\x03');
     expect(await login.exit).toBe(130);
   });

@@ -72,8 +72,9 @@ describe('authcli profiles: several accounts, each with its own sign-in', () => 
 
   it('alice and bob on two profiles of one issuer: their own tokens, the issuer remembered; logout of one leaves the other', async () => {
     const home = tempConfigHome();
-    const a = await signIn(home, 'alice', ['--profile', 'a', '--issuer', server.issuer]);
-    expect(JSON.parse(a.stdout)).toMatchObject({ profile: 'a', issuer: server.issuer, username: 'alice' });
+    // a is bound to a DPoP key (kept under its slot), b is Bearer.
+    const a = await signIn(home, 'alice', ['--profile', 'a', '--issuer', server.issuer, '--dpop']);
+    expect(JSON.parse(a.stdout)).toMatchObject({ profile: 'a', issuer: server.issuer, username: 'alice', token_type: 'DPoP' });
     await signIn(home, 'bob', ['--issuer', server.issuer], { AUTHCLI_PROFILE: 'b' });
 
     // No --issuer from here on: each profile signs in where it last did.
@@ -87,7 +88,16 @@ describe('authcli profiles: several accounts, each with its own sign-in', () => 
     const file = JSON.parse(readFileSync(credentialsPath(home), 'utf8'));
     expect(Object.keys(file.sessions).sort()).toEqual([slot('a'), slot('b')]);
     const keys = JSON.parse(readFileSync(join(home, 'authcli', 'dpop-keys.json'), 'utf8'));
-    expect(Object.keys(keys.keys).sort()).toEqual([slot('a'), slot('b')]);
+    expect(Object.keys(keys.keys)).toEqual([slot('a')]);
+    // `authcli api` takes the profile's sign-in as `token` does (a with a proof of its key).
+    for (const [profile, sub] of [
+      ['a', alice],
+      ['b', bob],
+    ]) {
+      const api = await cli(home, ['api', '/oauth/userinfo', '--profile', profile!]);
+      expect(api.code, api.stderr).toBe(0);
+      expect(JSON.parse(api.stdout).sub).toBe(sub);
+    }
     const none = await cli(home, ['token']);
     expect(none.code).toBe(1);
     expect(none.stderr).toBe('authcli: not signed in to http://localhost:8080; run `authcli login`\n');
@@ -140,7 +150,7 @@ describe('authcli profiles: several accounts, each with its own sign-in', () => 
 
   it('logins and refreshes of several profiles at once, and of one profile at once, lose nothing and send no refresh token twice', async () => {
     const home = tempConfigHome();
-    await signIn(home, 'carol', ['--profile', 'p1', '--issuer', server.issuer]);
+    await signIn(home, 'carol', ['--profile', 'p1', '--issuer', server.issuer, '--dpop']);
     await signIn(home, 'dave', ['--profile', 'p2', '--issuer', server.issuer]);
     expireStoredToken(home, slot('p1'));
     expireStoredToken(home, slot('p2'));
@@ -152,7 +162,7 @@ describe('authcli profiles: several accounts, each with its own sign-in', () => 
       ['grace', 'p5'],
       ['grace', 'p5'],
     ] as const) {
-      logins.push(await startLogin(home, user, ['--profile', profile, '--issuer', server.issuer]));
+      logins.push(await startLogin(home, user, ['--profile', profile, '--issuer', server.issuer, ...(profile === 'p3' ? ['--dpop'] : [])]));
     }
     // Everything lands together: four callbacks, and four `authcli token` on each expired profile.
     const tokens = ['p1', 'p2'].flatMap((profile) => Array.from({ length: 4 }, () => cli(home, ['token', '--profile', profile])));

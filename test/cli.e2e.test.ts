@@ -114,7 +114,7 @@ describe('authcli against a started authcli-server', () => {
 
   it('rfc9449 a copied credentials file is useless without the key: no refresh, the tokens refused from any other key', async () => {
     const home = tempConfigHome();
-    const login = runCli(['login'], envFor(home));
+    const login = runCli(['login', '--dpop'], envFor(home));
     const [, url] = await login.waitFor(/open (\S+) on any device/);
     const [, code] = await login.waitFor(/^\s+([BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4})\s*$/m);
     await actInChromium(url!, code!, 'Approve');

@@ -56,19 +56,8 @@ describe('credential storage: the Secret Service (gnome-keyring) and the file fa
     const token = await runCli(['token', ...args], env).exit;
     expect(token.code, token.stderr).toBe(0);
     const accessToken = token.stdout.trim();
-    // The server offers DPoP, so the sign-in is bound to a key kept beside the session (RFC 9449): the CLI
-    // makes the request's two headers (`token --dpop`), as its user would for any API.
-    const url = `${server.issuer}/oauth/userinfo`;
-    const dpop = await runCli(['token', '--dpop', '--htm', 'GET', '--htu', url, ...args], env).exit;
-    expect(dpop.code, dpop.stderr).toBe(0);
-    const headers = Object.fromEntries(
-      dpop.stdout
-        .trim()
-        .split('\n')
-        .map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]),
-    );
-    expect(headers.authorization).toBe(`DPoP ${accessToken}`);
-    const info = await fetch(url, { headers });
+    // A plain login is Bearer (RFC 6750): the token works as `Authorization: Bearer $(authcli token)`.
+    const info = await fetch(`${server.issuer}/oauth/userinfo`, { headers: { authorization: `Bearer ${accessToken}` } });
     expect(info.status).toBe(200);
     return accessToken;
   }
@@ -121,19 +110,24 @@ describe('credential storage: the Secret Service (gnome-keyring) and the file fa
     const home = tempConfigHome();
     const env = { XDG_CONFIG_HOME: home, AUTHCLI_ISSUER: server.issuer, ...ss.env };
     await login(env);
-    await login(env, ['--profile', 'work'], undefined, 'bob');
+    await login(env, ['--profile', 'work', '--dpop'], undefined, 'bob');
     const workAccount = `${server.issuer}#work authcli`;
     const [alice, bob] = [JSON.parse((await ss.lookup(account()))!), JSON.parse((await ss.lookup(workAccount))!)];
-    expect(alice).toMatchObject({ username: 'alice' });
-    expect(bob).toMatchObject({ username: 'bob' });
-    expect(bob.dpop_jkt).not.toBe(alice.dpop_jkt);
-    // Each sign-in's DPoP key beside it, under the profile's slot.
+    expect(alice).toMatchObject({ username: 'alice', token_type: 'Bearer' });
+    expect(bob).toMatchObject({ username: 'bob', token_type: 'DPoP' });
+    // The bound sign-in's DPoP key beside it, under the profile's slot.
     expect(await ss.lookup(`${server.issuer}#work ${bob.dpop_jkt}`, 'authcli-dpop')).toBeTruthy();
-    expect(await ss.lookup(`${server.issuer} ${alice.dpop_jkt}`, 'authcli-dpop')).toBeTruthy();
     expect(await ss.lookup(`${server.issuer} ${bob.dpop_jkt}`, 'authcli-dpop')).toBeUndefined();
     expect(existsSync(credentialsFile(home))).toBe(false);
 
-    expect(await tokenWorks(env, ['--profile', 'work'])).toBe(bob.access_token);
+    /** Userinfo through `authcli api` on the profile: the bound token with a proof by the key in the keychain. */
+    const whoami = async (args: string[] = []) => {
+      const api = await runCli(['api', '/oauth/userinfo', ...args], env).exit;
+      expect(api.code, api.stderr).toBe(0);
+      return JSON.parse(api.stdout).preferred_username as string;
+    };
+    expect(await whoami(['--profile', 'work'])).toBe('bob');
+    expect(await whoami()).toBe('alice');
     expect(await tokenWorks(env)).toBe(alice.access_token);
     const listed = JSON.parse((await runCli(['profiles', '--json'], env).exit).stdout);
     const keychain = { kind: 'keychain', name: 'Secret Service' };
@@ -141,10 +135,14 @@ describe('credential storage: the Secret Service (gnome-keyring) and the file fa
       expect.objectContaining({ profile: 'default', username: 'alice', state: 'valid', storage: keychain }),
       expect.objectContaining({ profile: 'work', username: 'bob', state: 'valid', storage: keychain }),
     ]);
-    // A refresh on the profile writes its own entry back.
+    // A refresh on the profile writes its own entry back, bound to the same key.
     await ss.store(workAccount, expired(JSON.stringify(bob)));
-    const fresh = await tokenWorks(env, ['--profile', 'work']);
-    expect(JSON.parse((await ss.lookup(workAccount))!).access_token).toBe(fresh);
+    const fresh = await runCli(['token', '--profile', 'work'], env).exit;
+    expect(fresh.code, fresh.stderr).toBe(0);
+    const refreshed = JSON.parse((await ss.lookup(workAccount))!);
+    expect(refreshed).toMatchObject({ access_token: fresh.stdout.trim(), dpop_jkt: bob.dpop_jkt });
+    expect(refreshed.access_token).not.toBe(bob.access_token);
+    expect(await whoami(['--profile', 'work'])).toBe('bob');
     expect(JSON.parse((await ss.lookup(account()))!).access_token).toBe(alice.access_token);
 
     const logout = await runCli(['logout', '--profile', 'work'], env).exit;

@@ -75,6 +75,7 @@ export function program(signal: AbortSignal, out: Output): Command {
     .option('--no-qr', 'device flow: do not draw the QR code (it is drawn only on a terminal)')
     .option('--port <port>', 'loopback port for --browser (default: any free port)')
     .option('--timeout <seconds>', 'how long --browser waits for the browser (default 300)')
+    .option('--dpop', 'bind the tokens to a key on this machine (DPoP, RFC 9449); default Bearer, unless the application requires DPoP')
     .option('--json', 'print the result as JSON')
     .option('--force', "replace the profile's current sign-in without asking")
     .action(async (flags) => (await import('./commands/login.js')).login(flags, signal, out));
@@ -95,6 +96,18 @@ export function program(signal: AbortSignal, out: Output): Command {
     .action(async (flags: CommonFlags & { json?: boolean; format?: string; dpop?: boolean; htm?: string; htu?: string; nonce?: string }) =>
       (await import('./commands/session.js')).token(flags, signal),
     );
+
+  common(
+    cli
+      .command('api')
+      .argument('<url>', 'an absolute http(s) URL, or a path on the issuer such as /oauth/userinfo')
+      .description('make an authenticated HTTP request with the signed-in token (a DPoP proof when bound); body to stdout, exit 0 on 2xx'),
+  )
+    .option('-X, --method <method>', 'the request method (default GET, or POST with -d)')
+    .option('-H, --header <line>', 'a request header "Name: value" (repeatable)', (line: string, all: string[]) => [...all, line], [])
+    .option('-d, --data <data>', 'the request body: text, @FILE for a file, @- for stdin (JSON gets application/json, else a form)')
+    .option('-i, --include', 'print the status line and response headers before the body')
+    .action(async (url: string, flags) => (await import('./commands/api.js')).api(url, flags, signal));
 
   common(cli.command('logout').description('revoke the session at the server and delete local credentials'))
     .option('--local', 'only forget the session on this machine (the token stays valid at the server)')

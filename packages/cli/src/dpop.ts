@@ -172,3 +172,45 @@ export function dpopTransport(
     return first.res;
   };
 }
+
+/**
+ * Whether a token endpoint refused a request for want of a DPoP proof: RFC 9449's `invalid_dpop_proof`, or
+ * (node-oidc-provider's way) `invalid_grant` whose description names DPoP. Both are answered before the
+ * grant is looked at, so the same request sent again with a proof is not a second use of a code.
+ */
+export function asksForDpop(res: HttpResponse): boolean {
+  if (res.status !== 400 && res.status !== 401) return false;
+  const body = res.body as { error?: unknown; error_description?: unknown } | undefined;
+  if (typeof body !== 'object' || body === null) return false;
+  if (body.error === 'invalid_dpop_proof') return true;
+  return body.error === 'invalid_grant' && typeof body.error_description === 'string' && /\bDPoP\b/.test(body.error_description);
+}
+
+/** A token transport that binds only when the server insists (see {@link dpopWhenRequired}). */
+export interface DpopOnDemand {
+  transport: Transport;
+  /** The key the sign-in's tokens are bound to, once the server asked for one. */
+  key(): DpopKey | undefined;
+}
+
+/**
+ * The token requests of a sign-in that did not ask for DPoP (`authcli login` without `--dpop`): plain
+ * requests, so the access token is a Bearer token every API takes, until the token endpoint refuses one
+ * for want of a proof ({@link asksForDpop}): the application requires DPoP (RFC 9449 §5.2
+ * `dpop_bound_access_tokens`). Then a new key is made, the refused request is sent again with a proof, and
+ * every later request carries one.
+ */
+export function dpopWhenRequired(transport: Transport, nonces: () => Promise<NonceStore>): DpopOnDemand {
+  let bound: { key: DpopKey; transport: Transport } | undefined;
+  return {
+    key: () => bound?.key,
+    transport: async (url, init) => {
+      if (bound) return bound.transport(url, init);
+      const res = await transport(url, init);
+      if (!asksForDpop(res)) return res;
+      const key = await generateDpopKey();
+      bound = { key, transport: dpopTransport(transport, key, { nonces: await nonces() }) };
+      return bound.transport(url, init);
+    },
+  };
+}

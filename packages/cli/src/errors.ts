@@ -17,7 +17,9 @@ export type CliErrorCode =
   | 'declined'
   | 'signed_out'
   | 'storage'
-  | 'no_browser';
+  | 'no_browser'
+  /** `authcli api`: the resource answered, with a status other than 2xx. */
+  | 'http_status';
 
 /** An expected failure: the CLI prints its message (and hint) on one line and exits 1. */
 export class CliError extends Error {

@@ -5,7 +5,7 @@ import type { ClientSettings } from './config.js';
 let dispatcher: Dispatcher | undefined;
 
 /** undici's env proxy agent: honours HTTPS_PROXY / HTTP_PROXY / NO_PROXY. */
-function agent(): Dispatcher {
+export function agent(): Dispatcher {
   dispatcher ??= new EnvHttpProxyAgent();
   return dispatcher;
 }

@@ -57,3 +57,8 @@ export function renderQr(matrix: readonly (readonly boolean[])[]): string {
 export function terminalQr(text: string): string {
   return renderQr(qrMatrix(text));
 }
+
+/** How many columns the drawn code takes: the symbol and its quiet zone on both sides. */
+export function qrWidth(matrix: readonly (readonly boolean[])[]): number {
+  return matrix.length + 2 * QUIET_ZONE;
+}

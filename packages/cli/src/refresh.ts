@@ -35,6 +35,8 @@ export async function refreshedSession(
   format: TokenFormat,
   out: Output,
   signal?: AbortSignal,
+  /** An access token a resource server refused (`invalid_token`): refreshed even though it has not expired. */
+  rejected?: string,
 ): Promise<StoredSession> {
   const { issuer, slot } = settings;
   const named = describeSlot(slot);
@@ -46,13 +48,13 @@ export async function refreshedSession(
       const current = await readSession(slot);
       if (!current)
         throw new CliError('signed_out', `not signed in to ${named} (another authcli process signed out); run \`${loginCommand(slot)}\``);
-      if (!needsRefresh(current, format, now)) return current;
+      if (!needsRefresh(current, format, now) && current.access_token !== rejected) return current;
       // A login with another client replaced the session while we waited: its lock is not the one held.
       if (current.client_id !== seen.client_id) return { otherClient: current };
       // Stored by the process we waited for: use it while it lasts rather than refresh once more.
       if (presented(current, format).token !== presented(seen, format).token && !hasExpired(current, format, now)) return current;
       if (!current.refresh_token) {
-        if (!hasExpired(current, format, now)) return current;
+        if (!hasExpired(current, format, now) && current.access_token !== rejected) return current;
         throw notRenewable(slot);
       }
       const client = { ...settings, clientId: current.client_id };
@@ -98,5 +100,5 @@ export async function refreshedSession(
     },
   );
   // Retried outside the lock held so far, so no process holds one client's lock while waiting for another's.
-  return 'otherClient' in result ? refreshedSession(settings, result.otherClient, format, out, signal) : result;
+  return 'otherClient' in result ? refreshedSession(settings, result.otherClient, format, out, signal, rejected) : result;
 }

@@ -7,6 +7,18 @@
 import type { StoredSession } from './credentials.js';
 import { CliError } from './errors.js';
 
+/** How a person uses a DPoP-bound token (RFC 9449): sent as `Authorization: Bearer` it is refused. */
+export const BOUND_TOKEN_USE =
+  "The tokens are DPoP-bound (RFC 9449): each request needs a proof of this machine's key. `authcli api URL` sends one; `authcli token --dpop --htu URL` prints the headers for curl.";
+
+/**
+ * The line `authcli token` adds on stderr when it prints a bound token and a person may be reading (stderr is a
+ * terminal): `Authorization: Bearer $(authcli token)` would be refused, so it says what works instead.
+ */
+export function boundTokenNotice(session: StoredSession, format: TokenFormat, stderrIsTerminal: boolean): string | undefined {
+  return stderrIsTerminal && format === 'token' && session.dpop_jkt ? `authcli: ${BOUND_TOKEN_USE}\n` : undefined;
+}
+
 export const TOKEN_FORMATS = ['token', 'json', 'exec-credential'] as const;
 /** `token`: the bare token; `json`: token, expiry and scopes; `exec-credential`: a Kubernetes client-go exec plugin answer. */
 export type TokenFormat = (typeof TOKEN_FORMATS)[number];

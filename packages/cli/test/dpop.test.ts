@@ -9,6 +9,7 @@ import {
   dpopKeyFromJwk,
   dpopProof,
   dpopTransport,
+  dpopWhenRequired,
   generateDpopKey,
   htuOf,
   keyOfSession,
@@ -130,6 +131,48 @@ describe('rfc9449 §8, §9 nonces', () => {
     const res = await dpopTransport(always, key, { nonces })('https://as.example/token', { method: 'POST' });
     expect(res.status).toBe(400);
     expect(seen).toHaveLength(5);
+  });
+
+  it('rfc9449 §5.2 Bearer until the token endpoint asks for a proof (invalid_dpop_proof, or invalid_grant naming DPoP); bound from then on', async () => {
+    for (const refusal of [
+      { error: 'invalid_dpop_proof', error_description: 'this application requires DPoP' },
+      { error: 'invalid_grant', error_description: 'DPoP proof JWT not provided' },
+    ]) {
+      const seen: Record<string, string>[] = [];
+      const server: Transport = async (_url, init) => {
+        seen.push(init.headers ?? {});
+        return init.headers?.dpop ? response(200, { access_token: 'at', token_type: 'DPoP' }) : response(400, refusal);
+      };
+      const onDemand = dpopWhenRequired(server, async () => memoryNonces());
+      expect(onDemand.key()).toBeUndefined();
+      const res = await onDemand.transport('https://as.example/token', { method: 'POST', form: { grant_type: 'x' } });
+      expect(res.status).toBe(200);
+      expect(seen.map((h) => Boolean(h.dpop))).toEqual([false, true]);
+      const key = onDemand.key()!;
+      expect(decodeProtectedHeader(seen[1]!.dpop!).jwk).toEqual(key.publicJwk);
+      await onDemand.transport('https://as.example/token', { method: 'POST' });
+      expect(seen.map((h) => Boolean(h.dpop))).toEqual([false, true, true]);
+      expect(onDemand.key()).toBe(key);
+    }
+    // Any other refusal is the answer, sent once, and nothing is bound.
+    for (const body of [
+      { error: 'invalid_grant', error_description: 'the code was used' },
+      { error: 'authorization_pending' },
+      { error: 'invalid_client' },
+      'not json',
+    ]) {
+      let sent = 0;
+      const onDemand = dpopWhenRequired(
+        async () => {
+          sent++;
+          return response(400, body);
+        },
+        async () => memoryNonces(),
+      );
+      expect((await onDemand.transport('https://as.example/token', { method: 'POST' })).status).toBe(400);
+      expect(sent).toBe(1);
+      expect(onDemand.key()).toBeUndefined();
+    }
   });
 
   it('a resource request sends Authorization: DPoP and ath, retrying on 401 use_dpop_nonce', async () => {

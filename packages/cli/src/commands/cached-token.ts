@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 import { parseArgs } from 'node:util';
 import { resolveSettings } from '../config.js';
 import { readSession } from '../credentials.js';
-import { needsRefresh, renderToken, tokenFormat } from '../token-output.js';
+import { boundTokenNotice, needsRefresh, renderToken, tokenFormat } from '../token-output.js';
 
 /**
  * When the command line is one this understands and the cached token is good
@@ -35,7 +35,10 @@ export async function cachedToken(argv: string[]): Promise<boolean> {
     const session = await readSession(settings.slot);
     const now = Date.now();
     if (!session || needsRefresh(session, format, now)) return false;
-    writeOut(renderToken(session, format, now));
+    const fs = createRequire(import.meta.url)('node:fs') as typeof import('node:fs');
+    writeOut(fs, 1, renderToken(session, format, now));
+    const notice = boundTokenNotice(session, format, (createRequire(import.meta.url)('node:tty') as typeof import('node:tty')).isatty(2));
+    if (notice) writeOut(fs, 2, notice);
     return true;
   } catch {
     return false;
@@ -43,18 +46,17 @@ export async function cachedToken(argv: string[]): Promise<boolean> {
 }
 
 /**
- * Writes straight to fd 1: process.stdout, like an ESM import of node:fs (its
+ * Writes straight to fd 1 (or 2): process.stdout, like an ESM import of node:fs (its
  * namespace reads every lazy export), loads the stream classes for this one
  * write; require('node:fs') does not. A pipe that would block (EAGAIN) gets
- * the rest through process.stdout.
+ * the rest through the stream.
  */
-function writeOut(text: string): void {
-  const { writeSync } = createRequire(import.meta.url)('node:fs') as typeof import('node:fs');
+function writeOut(fs: typeof import('node:fs'), fd: 1 | 2, text: string): void {
   const bytes = Buffer.from(text);
   let written = 0;
   try {
-    while (written < bytes.length) written += writeSync(1, bytes, written);
+    while (written < bytes.length) written += fs.writeSync(fd, bytes, written);
   } catch {
-    process.stdout.write(bytes.subarray(written));
+    (fd === 1 ? process.stdout : process.stderr).write(bytes.subarray(written));
   }
 }

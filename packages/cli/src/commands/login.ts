@@ -5,12 +5,13 @@ import { DEFAULT_PROFILE, resolveSettings, type SettingFlags } from '../config.j
 import { deviceLogin } from '../device/login.js';
 import { realClock } from '../device/poll.js';
 import { discover } from '../discovery.js';
-import { dpopTransport, generateDpopKey, savedNonces, serverUsesDpop } from '../dpop.js';
+import { dpopTransport, dpopWhenRequired, generateDpopKey, savedNonces, serverUsesDpop } from '../dpop.js';
 import { CliError } from '../errors.js';
 import { httpTransport } from '../http.js';
 import { createOutput, hasDisplay, openInBrowser, type Output } from '../output.js';
 import { rememberProfile } from '../profiles.js';
 import { replaceSession } from '../revocation.js';
+import { BOUND_TOKEN_USE } from '../token-output.js';
 import { displayNameFromUserinfo, sessionFromTokens } from '../tokens.js';
 import { confirmReplace } from './replace-prompt.js';
 
@@ -24,6 +25,8 @@ export interface LoginFlags extends SettingFlags {
   qr?: boolean;
   /** `--timeout SECONDS` for --browser. */
   timeout?: string;
+  /** `--dpop`: ask for tokens bound to a key of this machine (RFC 9449). */
+  dpop?: boolean;
   /** `--force`: replace the profile's current sign-in without asking. */
   force?: boolean;
 }
@@ -51,15 +54,22 @@ export async function login(flags: LoginFlags, signal: AbortSignal, out: Output 
   // Before any request: a person who says no to replacing the current sign-in has cost the server nothing.
   await confirmReplace(settings, { force: flags.force === true, out, signal });
   const meta = await discover(settings.issuer, httpTransport);
-  // RFC 9449: a new key pair for this sign-in when the server takes DPoP; the token requests carry proofs.
-  const dpop = serverUsesDpop(meta) ? { key: await generateDpopKey(), nonces: await savedNonces() } : undefined;
-  const tokenTransport = dpop ? dpopTransport(httpTransport, dpop.key, { nonces: dpop.nonces }) : httpTransport;
+  // RFC 9449 binding when asked for (`--dpop`), or when the application requires it (the token endpoint then
+  // refuses a request without a proof, and dpopWhenRequired binds from there); else Bearer, which
+  // `$(authcli token)` and most APIs take.
+  if (flags.dpop && !serverUsesDpop(meta)) {
+    throw new CliError('discovery', `${settings.issuer} does not take DPoP proofs signed with ES256; sign in without --dpop`);
+  }
+  const asked = flags.dpop ? { key: await generateDpopKey(), nonces: await savedNonces() } : undefined;
+  const onDemand = asked ? undefined : dpopWhenRequired(httpTransport, () => savedNonces());
+  const tokenTransport = asked ? dpopTransport(httpTransport, asked.key, { nonces: asked.nonces }) : onDemand!.transport;
+  const dpopKey = () => asked?.key ?? onDemand?.key();
   /** Verifies the ID token, names the user and stores the sign-in; for --browser, before the browser hears "Signed in". */
   const signIn = async (tokens: TokenResponse, nonce: string | undefined) => {
-    const session = await sessionFromTokens(tokens, meta, settings, { nonce, dpopJkt: dpop?.key.jkt });
-    const key = session.dpop_jkt ? dpop?.key : undefined;
+    const session = await sessionFromTokens(tokens, meta, settings, { nonce, dpopJkt: dpopKey()?.jkt });
+    const key = session.dpop_jkt ? dpopKey() : undefined;
     if (!session.username && session.scope.split(' ').includes('openid')) {
-      const resource = key && dpopTransport(httpTransport, key, { nonces: dpop!.nonces, accessToken: session.access_token });
+      const resource = key && dpopTransport(httpTransport, key, { nonces: await savedNonces(), accessToken: session.access_token });
       session.username = await displayNameFromUserinfo(meta, session.access_token, session.subject, httpTransport, resource);
     }
     // Stored under the session lock (with its key); the session it replaces is revoked after (best effort).
@@ -83,7 +93,7 @@ export async function login(flags: LoginFlags, signal: AbortSignal, out: Output 
       signal,
       complete: signIn,
       tokenTransport,
-      dpopJkt: dpop?.key.jkt,
+      dpopJkt: asked?.key.jkt,
     });
   } else {
     // On a terminal with a display, Enter opens the verification page in the local browser.
@@ -116,10 +126,11 @@ export async function login(flags: LoginFlags, signal: AbortSignal, out: Output 
   });
   if (flags.json) {
     out.data(
-      `${JSON.stringify({ profile: settings.profile, issuer: settings.issuer, subject: session.subject, username: session.username, scope: session.scope, expires_at: new Date(session.expires_at).toISOString() })}\n`,
+      `${JSON.stringify({ profile: settings.profile, issuer: settings.issuer, subject: session.subject, username: session.username, scope: session.scope, token_type: session.token_type, expires_at: new Date(session.expires_at).toISOString() })}\n`,
     );
   } else {
     const profile = settings.profile === DEFAULT_PROFILE ? '' : ` (profile ${settings.profile})`;
     out.data(`Signed in to ${settings.issuer}${session.username ? ` as ${session.username}` : ''}${profile}.\n`);
   }
+  if (session.dpop_jkt) out.say(BOUND_TOKEN_USE);
 }

@@ -4,7 +4,15 @@ import { deleteSession, readSession, type StoredSession } from '../credentials.j
 import { CliError } from '../errors.js';
 import { withSessionLock } from '../lock.js';
 import { terminalOutput } from '../output.js';
-import { hasExpired, needsRefresh, renderDpopHeaders, renderToken, tokenFormat, type TokenFormat } from '../token-output.js';
+import {
+  boundTokenNotice,
+  hasExpired,
+  needsRefresh,
+  renderDpopHeaders,
+  renderToken,
+  tokenFormat,
+  type TokenFormat,
+} from '../token-output.js';
 
 export interface TokenFlags extends SettingFlags {
   json?: boolean;
@@ -51,27 +59,28 @@ function signedOut(slot: string): CliError {
 }
 
 /**
- * The session of the profile the flags name (`--profile`, `AUTHCLI_PROFILE`), good for `format`: read from
- * its slot and, when it is about to expire, refreshed under the session lock (see refreshedSession). What
- * `authcli token` prints, and what any command that calls an API with the sign-in needs. `beforeRefresh`
- * may refuse the stored session before any request is made. Throws CliError('signed_out') when the
- * profile is not signed in or cannot be renewed.
+ * The sign-in stored for the profile (`settings.slot`: `--profile`, `AUTHCLI_PROFILE`) with a token good for
+ * `format`, refreshed under the session lock when it is about to expire (see refreshedSession), or when
+ * `rejected` is its access token (a resource server refused it). `check` looks at the stored session before
+ * any refresh. What `authcli token` prints and `authcli api` sends; throws CliError('signed_out') when the
+ * profile is not signed in, or cannot be renewed.
  */
-export async function usableSession(
-  flags: SettingFlags,
-  format: TokenFormat = 'token',
-  opts: { signal?: AbortSignal | undefined; beforeRefresh?: (settings: ProfileSettings, session: StoredSession) => Promise<void> } = {},
-): Promise<{ settings: ProfileSettings; session: StoredSession }> {
-  const settings = await resolveSettings(flags);
+export async function validSession(
+  settings: ProfileSettings,
+  format: TokenFormat,
+  signal?: AbortSignal,
+  check?: (session: StoredSession) => Promise<void>,
+  rejected?: string,
+): Promise<StoredSession> {
   const { slot } = settings;
   let session = await readSession(slot);
   if (!session) throw signedOut(slot);
-  await opts.beforeRefresh?.(settings, session);
-  if (needsRefresh(session, format, Date.now())) {
+  await check?.(session);
+  if (needsRefresh(session, format, Date.now()) || session.access_token === rejected) {
     const { notRenewable, refreshedSession } = await import('../refresh.js');
     // Without a refresh token a token inside the margin is still handed out; only an expired one is an error.
-    if (!session.refresh_token && hasExpired(session, format, Date.now())) throw notRenewable(slot);
-    if (session.refresh_token) session = await refreshedSession(settings, session, format, terminalOutput(), opts.signal);
+    if (!session.refresh_token && (rejected !== undefined || hasExpired(session, format, Date.now()))) throw notRenewable(slot);
+    if (session.refresh_token) session = await refreshedSession(settings, session, format, terminalOutput(), signal, rejected);
     if (hasExpired(session, format, Date.now())) {
       throw new CliError(
         'protocol',
@@ -81,27 +90,28 @@ export async function usableSession(
       );
     }
   }
-  return { settings, session };
+  return session;
 }
 
 /**
  * `authcli token`: a valid token on stdout (`--json`, `--format
  * exec-credential`), refreshed under the session lock when it is about to
- * expire (see usableSession).
+ * expire (see validSession).
  */
 export async function token(flags: TokenFlags, signal?: AbortSignal): Promise<void> {
   const request = dpopRequest(flags);
   const format = tokenFormat(flags);
+  const settings = await resolveSettings(flags);
+  const { slot } = settings;
+  // --dpop: the key is looked for first, so a sign-in whose key is not here is refused before any refresh.
   const dpop = request ? await import('../dpop.js') : undefined;
-  const { settings, session } = await usableSession(flags, format, {
-    signal,
-    // --dpop: the key is looked for first, so a sign-in whose key is not here is refused before any refresh.
-    beforeRefresh: async ({ slot }, stored) => {
-      if (dpop && !(await dpop.keyOfSession(slot, stored))) throw bearerOnly(slot);
-    },
+  const session = await validSession(settings, format, signal, async (seen) => {
+    if (dpop && !(await dpop.keyOfSession(slot, seen))) throw bearerOnly(slot);
   });
   if (!request || !dpop) {
     process.stdout.write(renderToken(session, format, Date.now()));
+    const notice = boundTokenNotice(session, format, process.stderr.isTTY === true);
+    if (notice) process.stderr.write(notice);
     return;
   }
   // The session as it is now (refreshed with the same key, or replaced by a login meanwhile) names its key.

@@ -20,6 +20,13 @@ function asDeviceResponse(body: unknown): DeviceAuthorizationResponse {
   return b as DeviceAuthorizationResponse;
 }
 
+/** The terminal QR code of `text` when it fits in `columns` (any width when unknown), else undefined. */
+async function fittingQr(text: string, columns: number | undefined): Promise<string | undefined> {
+  const { qrMatrix, qrWidth, renderQr } = await import('../qr.js');
+  const matrix = qrMatrix(text);
+  return columns === undefined || qrWidth(matrix) <= columns ? renderQr(matrix) : undefined;
+}
+
 function mmss(ms: number): string {
   const s = Math.max(0, Math.ceil(ms / 1000));
   return `${Math.floor(s / 60)}:${String(s % 60).padStart(2, '0')}`;
@@ -75,16 +82,20 @@ export async function deviceLogin(
   out.say(`To sign in, open ${d.verification_uri} on any device and enter the code:\n`);
   out.say(`    ${out.bold(d.user_code)}\n`);
   // A QR code needs its explicit colours to scan; in a log or pipe it is noise, so the URL stands alone there.
-  if (opts.qr !== false && out.colour) {
-    const { terminalQr } = await import('../qr.js');
-    out.say(`Or scan this QR code:\n\n${terminalQr(complete)}\n`);
+  // Drawn only where it fits: a code wider than the terminal wraps, and a wrapped code does not scan.
+  const qr = opts.qr !== false && out.colour ? await fittingQr(complete, out.columns()) : undefined;
+  if (qr) {
+    out.say(`Or scan this QR code:\n\n${qr}\n`);
   } else if (complete !== d.verification_uri) {
     out.say(`Or open ${complete} (the code is filled in).\n`);
   }
   opts.offerBrowser?.(complete);
 
   const tick = out.tty
-    ? setInterval(() => out.status(`Waiting for approval… the code expires in ${mmss(expiresAt - opts.clock.now())}`), 1000)
+    ? setInterval(() => {
+        const left = mmss(expiresAt - opts.clock.now());
+        out.status(`Waiting for approval… the code expires in ${left}`, `Waiting… expires in ${left}`);
+      }, 1000)
     : undefined;
   try {
     const polled = clientAuth(settings, { grant_type: DEVICE_CODE_GRANT_TYPE, device_code: d.device_code });
