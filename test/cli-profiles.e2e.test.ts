@@ -6,8 +6,10 @@ import { runCli, tempConfigHome, type CliRun } from '@authcli/test-support/cli-p
 import { freshDatabase, type TestDatabase } from '@authcli/test-support/databases';
 import { approveInBrowser, Browser } from '@authcli/test-support/http';
 import { credentialsPath, expireStoredToken } from '@authcli/test-support/credentials';
+import { runInTerminal } from '@authcli/test-support/pty';
 import { addUsers } from '@authcli/test-support/seed';
 import { startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
+import { tunnelProxy } from '@authcli/test-support/tunnel-proxy';
 
 const PASSWORD = 'cli profiles e2e password';
 const USERS = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'grace'];
@@ -211,6 +213,39 @@ describe('authcli profiles: several accounts, each with its own sign-in', () => 
     // Another profile replaces nothing: no notice.
     const other = await signIn(home, 'alice', ['--profile', 'home', '--issuer', server.issuer]);
     expect(other.stderr).not.toMatch(/replaces that sign-in/);
+  });
+
+  it('on a terminal, login asks before replacing the sign-in: no (or Ctrl-C) keeps it without a request, yes signs in', async () => {
+    const home = tempConfigHome();
+    await signIn(home, 'alice', ['--profile', 'work', '--issuer', server.issuer]);
+    // Every request of the CLI goes through the proxy: what it forwarded is what reached the server.
+    const proxy = await tunnelProxy();
+    try {
+      const env = envFor(home, { HTTP_PROXY: proxy.url, http_proxy: proxy.url });
+      const args = ['login', '--profile', 'work', '--browser', '--no-open'];
+      const no = runInTerminal(args, env);
+      await no.waitFor(/Replace it\? \[y\/N\] $/);
+      expect(no.screen()).toContain(`Signed in to ${server.issuer} as alice on profile work; signing in again replaces that sign-in.\r\n`);
+      no.type('n\r');
+      expect(await no.exit).toBe(1);
+      expect(no.screen()).toContain(`authcli: kept the current sign-in to ${server.issuer} (profile work) as alice`);
+      const cancelled = runInTerminal(args, env);
+      await cancelled.waitFor(/Replace it\?/);
+      cancelled.type('\x03');
+      expect(await cancelled.exit).toBe(130);
+      expect(proxy.answers()).toBe('');
+
+      const yes = runInTerminal(args, env);
+      await yes.waitFor(/Replace it\?/);
+      yes.type('y\r');
+      const [, url] = await yes.waitFor(/(http:\/\/\S+\/oauth\/authorize\?[^\s\x1b]+)/);
+      await fetch(await approveInBrowser(new Browser(server.issuer), url!, 'bob', PASSWORD));
+      expect(await yes.exit).toBe(0);
+      expect(proxy.answers()).not.toBe('');
+    } finally {
+      await proxy.close();
+    }
+    expect(JSON.parse((await cli(home, ['status', '--json', '--profile', 'work'])).stdout)).toMatchObject({ username: 'bob' });
   });
 
   it('profile names are checked: a clear usage error for the flag, a config error for AUTHCLI_PROFILE, on every command', async () => {
