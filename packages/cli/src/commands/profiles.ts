@@ -1,6 +1,6 @@
 // `authcli profiles`: every profile, with where it signs in, who is signed in and where that is kept. Reads the
 // local files and (when it may answer) the keychain; no HTTP or JOSE code.
-import { DEFAULT_PROFILE, parseSlot, readConfigFile, readProfileIndex } from '../config.js';
+import { DEFAULT_PROFILE, parseSlot, readConfigFile, readProfileIndex, slotOf } from '../config.js';
 import { allLocatedSessions, type CredentialStore } from '../credentials.js';
 import { normalizeIssuer } from '@authcli/protocol';
 import { sessionState, type SessionState } from './status.js';
@@ -56,7 +56,7 @@ export async function profileRows(
   ];
   for (const [profile, issuer, clientId] of known) {
     if (!issuer || [...rows.values()].some((r) => r.profile === profile && r.issuer === issuer)) continue;
-    rows.set(`${issuer}#${profile}`, {
+    rows.set(slotOf(issuer, profile), {
       profile,
       issuer,
       client_id: clientId,
