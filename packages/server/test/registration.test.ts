@@ -209,7 +209,7 @@ describe.each(dialects())('dynamic client registration, open (%s)', (dialect) =>
       ['http://app.example/cb'],
       ['https://app.example/cb#fragment'],
       ['/relative/cb'],
-      ['com.example.app:/cb'],
+      ['myapp:/cb'],
       ['https://user:pw@app.example/cb'],
       [],
       'https://app.example/cb',

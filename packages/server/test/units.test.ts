@@ -14,7 +14,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FormError, parseForm } from '../src/http/form.js';
-import { callbackUrlProblem, matchRedirectUri } from '../src/oauth/redirect-uri.js';
+import { callbackUrlProblem, isPrivateUseRedirect, matchRedirectUri } from '../src/oauth/redirect-uri.js';
 import { parseScope } from '../src/oauth/scopes.js';
 import { loginHint } from '../src/oauth/authorize-checks.js';
 import { InvalidScope } from '../src/oauth/errors.js';
@@ -99,13 +99,55 @@ describe('rfc6749 §3.1.2.3 redirect_uri matching', () => {
       ['https://*.example.com/cb', /\*\.example\.com in .* is not a host name .*no wildcards/],
       ['https://rp%2eexample/cb', /not in its normal form; register it as https:\/\/rp\.example\/cb$/],
       ['https://RP.example/cb', /register it as https:\/\/rp\.example\/cb$/],
-      ['https://rp.example', /register it as https:\/\/rp\.example\/$/],
       ['https://rp.example/a b', /register it as https:\/\/rp\.example\/a%20b$/],
       ['https://bücher.example/cb', /register it as https:\/\/xn--bcher-kva\.example\/cb$/],
       ['https://rp_app.example/cb', /not a host name/],
       [`https://rp.example/${'a'.repeat(8000)}`, /at most 2048 characters \(this one is 8019\)/],
     ];
     for (const [bad, problem] of cases) expect(callbackUrlProblem(bad), bad).toMatch(problem);
+  });
+  it('an empty path is the one the parser adds a slash to: http://localhost:4242 is taken as sent (oidc-agent registers it)', () => {
+    for (const good of ['http://localhost:4242', 'https://rp.example', 'http://127.0.0.1:8080'])
+      expect(callbackUrlProblem(good), good).toBeUndefined();
+    expect(callbackUrlProblem('https://rp.example?x=1')).toMatch(/register it as https:\/\/rp\.example\/\?x=1$/);
+    expect(matchRedirectUri('http://localhost:4242', ['http://localhost:4242'])).toBe(true);
+    expect(matchRedirectUri('http://localhost:4242/', ['http://localhost:4242'])).toBe(false);
+  });
+  it('rfc8252 §7.1 private-use URI schemes in reverse-domain form, matched exactly; no scheme a browser acts on', () => {
+    for (const good of [
+      'com.example.app:/oauth2redirect/example-provider',
+      'edu.kit.data.oidc-agent:/redirect',
+      'com.example.app://callback',
+      'io.x.y:/cb?from=app',
+    ]) {
+      expect(callbackUrlProblem(good), good).toBeUndefined();
+      expect(isPrivateUseRedirect(good), good).toBe(true);
+    }
+    for (const [bad, problem] of [
+      ['myapp:/callback', /private-use scheme in reverse-domain form such as com\.example\.app:\/callback/],
+      ['javascript:alert(1)//a.b', /reverse-domain form/],
+      ['data:text/html,x', /reverse-domain form/],
+      ['file:///etc/passwd', /reverse-domain form/],
+      ['vbscript:x', /reverse-domain form/],
+      ['com.example.app:/cb#frag', /must not contain a fragment/],
+      ['com.example.app:/c b', /not in its normal form/],
+      ['com.example.app://user:pw@host/cb', /must not contain credentials/],
+      ['Com.Example.App:/cb', /not in its normal form/],
+      ['.example.app:/cb', /not an absolute URL|reverse-domain form/],
+    ] as const) {
+      expect(callbackUrlProblem(bad), bad).toMatch(problem);
+    }
+    const registered = ['com.example.app:/cb'];
+    expect(matchRedirectUri('com.example.app:/cb', registered)).toBe(true);
+    for (const other of [
+      'com.example.app:/cb/',
+      'com.example.app:/cb?x',
+      'com.example.app://cb',
+      'com.example.evil:/cb',
+      'COM.example.app:/cb',
+    ]) {
+      expect(matchRedirectUri(other, registered), other).toBe(false);
+    }
   });
 });
 

@@ -29,6 +29,7 @@ export function requestQuery(req: AuthorizationRequest): string {
     code_challenge_method: 'S256',
   });
   if (req.state !== undefined) query.set('state', req.state);
+  if (req.responseMode !== 'query') query.set('response_mode', req.responseMode);
   if (req.nonce !== undefined) query.set('nonce', req.nonce);
   if (req.prompt.size) query.set('prompt', [...req.prompt].join(' '));
   if (req.maxAge !== undefined) query.set('max_age', String(req.maxAge));

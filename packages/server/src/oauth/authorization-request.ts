@@ -9,6 +9,13 @@ import type { Application } from '../store/store.js';
 import type { ClaimsRequest } from './claims-request.js';
 import type { OAuthError } from './errors.js';
 
+/**
+ * How the authorization response reaches the client: in the redirect's query (RFC 6749 §4.1.2), or posted by
+ * the browser from an auto-submitting form (OAuth 2.0 Form Post Response Mode), which keeps the code out of
+ * the URL, its history and its logs.
+ */
+export type ResponseMode = 'query' | 'form_post';
+
 /** Where a request that was pushed first (RFC 9126) came from. */
 export interface PushedOrigin {
   requestUri: string;
@@ -23,6 +30,8 @@ export interface AuthorizationRequest {
   app: Application;
   redirectUri: string;
   state: string | undefined;
+  /** `response_mode`: `query` unless the request asked for `form_post`. */
+  responseMode: ResponseMode;
   scopes: string[];
   nonce: string | undefined;
   codeChallenge: string;
@@ -73,6 +82,8 @@ export class AuthorizationRedirectError extends Error {
     readonly oauthError: OAuthError,
     readonly redirectUri: string,
     readonly state: string | undefined,
+    /** The request's `response_mode` when it was valid enough to read; errors go back the way the code would. */
+    readonly responseMode: ResponseMode = 'query',
   ) {
     super(oauthError.description);
   }

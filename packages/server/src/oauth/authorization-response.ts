@@ -5,7 +5,12 @@
  */
 import type { Authentication } from './authorization-step.js';
 import { randomToken, sha256Hex } from '../util/crypto.js';
-import { AuthorizationPageError, type AuthorizationRequest, AuthorizationRedirectError } from './authorization-request.js';
+import {
+  AuthorizationPageError,
+  type AuthorizationRequest,
+  AuthorizationRedirectError,
+  type ResponseMode,
+} from './authorization-request.js';
 import { serializeClaimsRequest } from './claims-request.js';
 import type { OAuthContext } from './context.js';
 import { AccessDenied } from './errors.js';
@@ -18,9 +23,22 @@ export function callbackUrl(redirectUri: string, params: Record<string, string |
   return url.href;
 }
 
-/** RFC 6749 §4.1.2.1 error redirect, with `iss` (RFC 9207 §2). */
-export function errorCallback(ctx: OAuthContext, err: AuthorizationRedirectError): string {
-  return callbackUrl(err.redirectUri, {
+/** An authorization response: what goes back to the client's redirect URI, and how (its response mode). */
+export interface AuthorizationResponse {
+  redirectUri: string;
+  /** `code` or `error` (+ `error_description`), `state` when the request had one, `iss` (RFC 9207). */
+  params: Record<string, string>;
+  mode: ResponseMode;
+}
+
+function response(redirectUri: string, mode: ResponseMode, params: Record<string, string | undefined>): AuthorizationResponse {
+  const defined = Object.fromEntries(Object.entries(params).filter((e): e is [string, string] => e[1] !== undefined));
+  return { redirectUri, params: defined, mode };
+}
+
+/** RFC 6749 §4.1.2.1 error response, with `iss` (RFC 9207 §2), in the request's response mode. */
+export function errorResponse(ctx: OAuthContext, err: AuthorizationRedirectError): AuthorizationResponse {
+  return response(err.redirectUri, err.responseMode, {
     error: err.oauthError.error,
     error_description: err.oauthError.description,
     state: err.state,
@@ -30,16 +48,16 @@ export function errorCallback(ctx: OAuthContext, err: AuthorizationRedirectError
 
 /** The user's refusal on the consent page: access_denied, redirected to the client (RFC 6749 §4.1.2.1). */
 export function denied(req: AuthorizationRequest): AuthorizationRedirectError {
-  return new AuthorizationRedirectError(new AccessDenied('the user denied the request'), req.redirectUri, req.state);
+  return new AuthorizationRedirectError(new AccessDenied('the user denied the request'), req.redirectUri, req.state, req.responseMode);
 }
 
 /**
  * Issues an authorization code (256-bit, stored only as its SHA-256, 60 s,
  * bound to client, redirect_uri, challenge, scope, nonce, user and the
  * `dpop_jkt` key if one was named, RFC 9449 §10) and
- * returns the callback URL carrying `code`, `state` and `iss` (RFC 9207).
+ * returns the response carrying `code`, `state` and `iss` (RFC 9207).
  */
-export async function issueCode(ctx: OAuthContext, req: AuthorizationRequest, signedIn: Authentication): Promise<string> {
+export async function issueCode(ctx: OAuthContext, req: AuthorizationRequest, signedIn: Authentication): Promise<AuthorizationResponse> {
   const { user, authTime } = signedIn;
   const now = ctx.config.now();
   if (!(await usePushedRequest(ctx, req))) {
@@ -63,5 +81,5 @@ export async function issueCode(ctx: OAuthContext, req: AuthorizationRequest, si
     created_at: now,
     expires_at: now + ctx.config.codeTtlSeconds * 1000,
   });
-  return callbackUrl(req.redirectUri, { code, state: req.state, iss: ctx.config.issuer });
+  return response(req.redirectUri, req.responseMode, { code, state: req.state, iss: ctx.config.issuer });
 }

@@ -6,7 +6,7 @@
 import type { User } from '../store/store.js';
 import { AuthorizationPageError, type AuthorizationRequest, AuthorizationRedirectError } from './authorization-request.js';
 import { requestQuery, withoutPrompt } from './authorization-query.js';
-import { issueCode } from './authorization-response.js';
+import { type AuthorizationResponse, issueCode } from './authorization-response.js';
 import { acrRequirement, amrOf, meetsAcr, PASSWORD_ACR } from './acr.js';
 import { claimsScopes, essentialAcrValues } from './claims-request.js';
 import type { OAuthContext } from './context.js';
@@ -40,7 +40,7 @@ export type AuthorizationStep =
   /** Ask the signed-in user to approve the application and scopes. */
   | { next: 'consent' }
   /** Done: send the browser back to the client with a fresh code. */
-  | { next: 'redirect'; location: string };
+  | { next: 'redirect'; response: AuthorizationResponse };
 
 /**
  * The authorization endpoint's decision (OIDC Core §3.1.2.3–3.1.2.4, RFC
@@ -67,7 +67,7 @@ export async function nextAuthorizationStep(
   const need = acrNeed(req);
   if (!signedIn || (req.prompt.has('login') && !signedInForThis) || stale || someoneElse) {
     if (req.prompt.has('none'))
-      throw new AuthorizationRedirectError(new LoginRequired('the user is not signed in'), req.redirectUri, req.state);
+      throw new AuthorizationRedirectError(new LoginRequired('the user is not signed in'), req.redirectUri, req.state, req.responseMode);
     return { next: 'sign-in', ...(need.essential && need.essential !== PASSWORD_ACR && { acr: need.essential }) };
   }
   const stepUp = await stepUpTo(ctx, need, signedIn);
@@ -77,6 +77,7 @@ export async function nextAuthorizationStep(
         new LoginRequired('the sign-in does not meet the requested authentication context class (a passkey is needed)'),
         req.redirectUri,
         req.state,
+        req.responseMode,
       );
     }
     return { next: 'step-up', acr: stepUp };
@@ -85,10 +86,15 @@ export async function nextAuthorizationStep(
     return { next: 'select-account', continueAs: `/oauth/authorize?${requestQuery(withoutPrompt(req, 'select_account'))}` };
   }
   if (!req.prompt.has('consent') && (await ctx.store.consents.covers(signedIn.user.id, req.app.clientId, consentScopes(req)))) {
-    return { next: 'redirect', location: await issueCode(ctx, req, signedIn) };
+    return { next: 'redirect', response: await issueCode(ctx, req, signedIn) };
   }
   if (req.prompt.has('none')) {
-    throw new AuthorizationRedirectError(new ConsentRequired('the user has not approved this application'), req.redirectUri, req.state);
+    throw new AuthorizationRedirectError(
+      new ConsentRequired('the user has not approved this application'),
+      req.redirectUri,
+      req.state,
+      req.responseMode,
+    );
   }
   return { next: 'consent' };
 }
@@ -116,9 +122,13 @@ export async function stepUpTo(
 /**
  * The user approved the request on the consent page: the approval is
  * remembered for this application and scope set, and a code issued; returns
- * the callback URL.
+ * the response to send the browser back with.
  */
-export async function approveAuthorization(ctx: OAuthContext, req: AuthorizationRequest, signedIn: Authentication): Promise<string> {
+export async function approveAuthorization(
+  ctx: OAuthContext,
+  req: AuthorizationRequest,
+  signedIn: Authentication,
+): Promise<AuthorizationResponse> {
   // The consent form can be posted without the page: the step-up is checked again here.
   if ((await stepUpTo(ctx, acrNeed(req), signedIn)) !== undefined) {
     throw new AuthorizationPageError('unmet_authentication_requirements', 'This application asks for a sign-in with a passkey first.');

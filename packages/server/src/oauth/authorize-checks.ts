@@ -8,7 +8,7 @@ import { isValidChallenge } from '@authcli/pkce';
 import { AUTHORIZE_STATE_MAX, NONCE_MAX, SIGNIN_USERNAME_MAX } from '../config/defaults.js';
 import { repeatedParameter } from '../http/form.js';
 import type { Application } from '../store/store.js';
-import { AuthorizationPageError } from './authorization-request.js';
+import { AuthorizationPageError, type ResponseMode } from './authorization-request.js';
 import { type ClaimsRequest, requestedSubject } from './claims-request.js';
 import type { OAuthContext } from './context.js';
 import { JKT_PATTERN } from './dpop.js';
@@ -60,12 +60,24 @@ export function checkNoRequestObjects(params: Params): void {
   if (params.request_uri !== undefined) throw new RequestUriNotSupported('request_uri is not supported');
 }
 
+/** The response modes this server answers in (discovery's `response_modes_supported`). */
+export const RESPONSE_MODES: readonly ResponseMode[] = ['query', 'form_post'];
+
+/**
+ * The response mode errors and the code go back in: `form_post` when the request asks for it (once), else
+ * `query`, the default of the `code` response type (OAuth 2.0 Multiple Response Types §2.1). Read before the
+ * other checks, so their errors are posted too.
+ */
+export function responseModeOf(params: Params, repeated: ReadonlySet<string>): ResponseMode {
+  return !repeated.has('response_mode') && params.response_mode === 'form_post' ? 'form_post' : 'query';
+}
+
 /** `response_type=code` only (RFC 6749 §3.1.1), answered in the query, for an application allowed the authorization code grant. */
 export function checkResponseType(app: Application, params: Params): void {
   if (params.response_type === undefined) throw new InvalidRequest('response_type is missing');
   if (params.response_type !== 'code') throw new UnsupportedResponseType('only response_type=code is supported');
-  if (params.response_mode !== undefined && params.response_mode !== 'query') {
-    throw new InvalidRequest('only response_mode=query is supported');
+  if (params.response_mode !== undefined && !RESPONSE_MODES.includes(params.response_mode as ResponseMode)) {
+    throw new InvalidRequest(`response_mode must be ${RESPONSE_MODES.join(' or ')}`);
   }
   if (!app.grantTypes.includes('authorization_code')) {
     throw new UnauthorizedClient('this application may not use the authorization code grant');

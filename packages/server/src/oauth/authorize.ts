@@ -21,6 +21,7 @@ import {
   checkResponseType,
   checkSubject,
   loginHint,
+  responseModeOf,
 } from './authorize-checks.js';
 import { essentialAcrUnmet, parseClaimsRequest } from './claims-request.js';
 import type { OAuthContext } from './context.js';
@@ -117,6 +118,7 @@ async function validateParams(
 ): Promise<AuthorizationRequest> {
   const redirectUri = checkRedirectUri(app, params, repeated);
   const state = repeated.has('state') ? undefined : params.state;
+  const responseMode = responseModeOf(params, repeated);
   try {
     checkNoRepeats(repeated);
     checkNoRequestObjects(params);
@@ -138,6 +140,7 @@ async function validateParams(
       app,
       redirectUri,
       state,
+      responseMode,
       scopes,
       nonce: params.nonce,
       codeChallenge,
@@ -153,7 +156,7 @@ async function validateParams(
       pushed: undefined,
     };
   } catch (err) {
-    if (err instanceof OAuthError) throw new AuthorizationRedirectError(err, redirectUri, state);
+    if (err instanceof OAuthError) throw new AuthorizationRedirectError(err, redirectUri, state, responseMode);
     throw err;
   }
 }

@@ -8,6 +8,7 @@ import { SUPPORTED_SCOPES } from './scopes.js';
 import { supportedGrantTypes } from './grants/registry.js';
 import { REGISTRATION_PATH } from './dynamic-registration.js';
 import { PAR_PATH } from './par.js';
+import { RESPONSE_MODES } from './authorize-checks.js';
 
 /** Authorization server metadata (RFC 8414 §2, OIDC Discovery §3). */
 export function metadata(ctx: OAuthContext): OpenIDProviderMetadata {
@@ -32,7 +33,7 @@ export function metadata(ctx: OAuthContext): OpenIDProviderMetadata {
     ...(ctx.config.registration !== 'off' && { registration_endpoint: `${iss}${REGISTRATION_PATH}` }),
     scopes_supported: [...SUPPORTED_SCOPES],
     response_types_supported: ['code'],
-    response_modes_supported: ['query'],
+    response_modes_supported: [...RESPONSE_MODES],
     grant_types_supported: supportedGrantTypes(),
     subject_types_supported: ['public'],
     id_token_signing_alg_values_supported: [...SIGNING_ALGS],

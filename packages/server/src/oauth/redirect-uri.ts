@@ -38,15 +38,39 @@ const DNS_NAME = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9
 const IPV6_LITERAL = /^\[[0-9a-f:.]+\]$/;
 
 /**
+ * A private-use URI scheme in reverse-domain form (RFC 8252 §7.1, §8.4): `com.example.app`, a scheme with
+ * a dot, so never `http`, `https`, `javascript`, `data`, `file` or any other scheme a browser acts on itself.
+ */
+const REVERSE_DOMAIN_SCHEME = /^[a-z][a-z0-9+-]*(\.[a-z0-9][a-z0-9+-]*)+:$/;
+
+/** True for a private-use URI scheme redirect (`com.example.app:/callback`): an app on the person's device. */
+export function isPrivateUseRedirect(uri: string): boolean {
+  const colon = uri.indexOf(':');
+  return colon > 0 && REVERSE_DOMAIN_SCHEME.test(uri.slice(0, colon + 1).toLowerCase());
+}
+
+/**
+ * Where a redirect URI sends the browser, as the consent page names it: the host of an http(s) URI, the scheme
+ * of a private-use one (`com.example.app:`, an app on this device).
+ */
+export function redirectTarget(uri: string): string {
+  const url = new URL(uri);
+  return url.protocol === 'http:' || url.protocol === 'https:' ? url.host : url.protocol;
+}
+
+/**
  * Validates a callback URL at registration (RFC 6749 §3.1.2, RFC 8252 §7):
- * absolute, no fragment, https, or http on loopback. And it must be what a
- * browser is sent to: the URL parser's serialisation of it, unchanged. A
- * tab or line break (which the parser drops), a backslash (which it reads
- * as a slash, so `https://rp.example\@evil.example/` is not on evil.example),
- * a percent-encoded or upper-case host, or a missing path would all be
- * stored as one thing and followed as another. Hosts are DNS names or IP
- * literals: no wildcards (RFC 9700 §4.1.3). Returns an error message, or
- * undefined when the URL is acceptable.
+ * absolute, no fragment, and one of: https; http on loopback; a private-use
+ * URI scheme in reverse-domain form (RFC 8252 §7.1, `com.example.app:/cb`).
+ * And it must be what a browser is sent to: the URL parser's serialisation
+ * of it, unchanged (but for the `/` the parser adds to an empty http(s)
+ * path, `http://localhost:4242`, which leads to the same place). A tab or
+ * line break (which the parser drops), a backslash (which it reads as a
+ * slash, so `https://rp.example\@evil.example/` is not on evil.example), a
+ * percent-encoded or upper-case host would all be stored as one thing and
+ * followed as another. Hosts are DNS names or IP literals: no wildcards
+ * (RFC 9700 §4.1.3). Returns an error message, or undefined when the URL is
+ * acceptable.
  */
 export function callbackUrlProblem(value: string): string | undefined {
   if (value.length > REDIRECT_URI_MAX) return `a redirect URI must be at most ${REDIRECT_URI_MAX} characters (this one is ${value.length})`;
@@ -58,12 +82,19 @@ export function callbackUrlProblem(value: string): string | undefined {
   }
   if (value.includes('#')) return `${value} must not contain a fragment`;
   if (url.username || url.password) return `${value} must not contain credentials`;
-  if (url.protocol !== 'https:' && url.protocol !== 'http:')
-    return `${value}: use https, or http on loopback (127.0.0.1, [::1] or localhost)`;
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') {
+    if (!isPrivateUseRedirect(value)) {
+      return `${value}: use https, http on loopback (127.0.0.1, [::1] or localhost), or a private-use scheme in reverse-domain form such as com.example.app:/callback (RFC 8252 §7.1)`;
+    }
+    // Matched exactly, so it must be stored as the parser reads it (no spaces or controls, which it would drop or encode).
+    if (/[\s\\]/.test(value)) return `${value} is not in its normal form`;
+    if (url.href !== value) return `${value} is not in its normal form; register it as ${url.href}`;
+    return undefined;
+  }
   if (!DNS_NAME.test(url.hostname) && !IPV6_LITERAL.test(url.hostname)) {
     return `${url.hostname} in ${value} is not a host name (letters, digits, hyphens and dots; no wildcards)`;
   }
-  if (url.href !== value) return `${value} is not in its normal form; register it as ${url.href}`;
+  if (url.href !== value && url.href !== `${value}/`) return `${value} is not in its normal form; register it as ${url.href}`;
   if (url.protocol === 'https:') return undefined;
   // localhost is accepted but matched exactly, without the any-port rule (RFC 8252 §8.3 prefers the IP literal).
   if (withoutPort(value) || url.hostname === 'localhost') return undefined;

@@ -46,7 +46,7 @@ export function appsCommand(cli: Command): void {
     .description('register an application')
     .requiredOption('--name <name>', 'application name shown on consent pages')
     .addOption(new Option('--kind <kind>', 'client type').choices(['public', 'confidential']).makeOptionMandatory())
-    .option('--callback <url>', 'redirect URI (repeatable)', collect, [])
+    .option('--callback <url>', 'redirect URI: https, loopback http, or a native app scheme com.example.app:/cb (repeatable)', collect, [])
     .option('--post-logout-redirect-uri <url>', 'where RP-initiated logout may return to, exact match (repeatable)', collect, [])
     .requiredOption('--scope <scopes>', 'allowed scopes, space-separated, e.g. "openid profile"')
     .option(

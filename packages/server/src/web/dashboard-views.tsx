@@ -133,7 +133,8 @@ export function AppFormPage(props: {
             {v.callbackUrls}
           </textarea>
           <p id="callback-help" class="muted">
-            One per line: absolute, no fragment, https or loopback http (http://127.0.0.1/… matches any port).
+            One per line: absolute, no fragment; https, loopback http (http://127.0.0.1/… matches any port), or a native app's scheme in
+            reverse-domain form (com.example.app:/callback).
           </p>
           <label for="post_logout_redirect_uris">Post-logout redirect URIs</label>
           <textarea

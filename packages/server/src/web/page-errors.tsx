@@ -1,16 +1,17 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { STORE_RETRY_AFTER_SECONDS } from '../config/defaults.js';
 import { AuthorizationPageError, AuthorizationRedirectError } from '../oauth/authorization-request.js';
-import { errorCallback } from '../oauth/authorization-response.js';
+import { errorResponse } from '../oauth/authorization-response.js';
 import type { OAuthContext } from '../oauth/context.js';
 import { isStoreUnavailable } from '../store/unavailable.js';
+import { sendAuthorizationResponse } from './authorization-answer.js';
 import { sendPage } from './render.js';
 import { MessagePage } from './views.js';
 
 /** Errors on pages become pages: a redirect to the client when the request allows it, else an HTML message. */
 export function pageErrorHandler(ctx: OAuthContext) {
   return async (err: Error & { statusCode?: number; code?: string }, req: FastifyRequest, reply: FastifyReply) => {
-    if (err instanceof AuthorizationRedirectError) return reply.redirect(errorCallback(ctx, err), 303);
+    if (err instanceof AuthorizationRedirectError) return sendAuthorizationResponse(reply, errorResponse(ctx, err));
     if (err instanceof AuthorizationPageError) {
       return sendPage(
         reply,

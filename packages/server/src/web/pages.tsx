@@ -10,9 +10,11 @@ import { requestQuery, resumeQuery } from '../oauth/authorization-query.js';
 import { denied } from '../oauth/authorization-response.js';
 import { approveAuthorization, consentScopes, nextAuthorizationStep } from '../oauth/authorization-step.js';
 import { pushedRequestHash, usePushedRequest } from '../oauth/pushed-request-uri.js';
+import { redirectTarget } from '../oauth/redirect-uri.js';
 import { amrOf, meetsAcr, PASSWORD_ACR, PASSWORD_AMR } from '../oauth/acr.js';
 import { PasswordHasherBusy } from '../util/password-pool.js';
 import { retryAfterText } from './retry-after.js';
+import { sendAuthorizationResponse } from './authorization-answer.js';
 import { sendBundle } from './bundles.js';
 import { FAVICON_PATH, FAVICON_SVG, FAVICON_VERSION, STYLESHEET, STYLESHEET_ETAG } from './assets.js';
 import type { Continuation } from './continuation.js';
@@ -213,7 +215,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
     const ar = await validateAuthorizationRequest(ctx, rawQuery(req));
     const current = await sessions.current(req);
     const step = await nextAuthorizationStep(ctx, ar, current && authenticationOf(current));
-    if (step.next === 'redirect') return reply.redirect(step.location, 303);
+    if (step.next === 'redirect') return sendAuthorizationResponse(reply, step.response);
     if (step.next === 'sign-in' || step.next === 'step-up') {
       const target = { kind: 'authorize' as const, query: resumeQuery(ar), ...(step.acr !== undefined && { acr: step.acr }) };
       return reply.redirect(await continuations.signInUrl(req, reply, target), 303);
@@ -244,7 +246,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
         clientId={ar.app.clientId}
         scopes={consentScopes(ar)}
         request={ar.rawQuery}
-        redirectHost={new URL(ar.redirectUri).host}
+        redirectHost={redirectTarget(ar.redirectUri)}
       />,
     );
   });
@@ -278,7 +280,6 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
       throw denied(ar);
     }
     if (form.decision !== 'approve') throw new FormError('decision must be approve or deny');
-    const location = await approveAuthorization(ctx, ar, authenticationOf(current));
-    return reply.redirect(location, 303);
+    return sendAuthorizationResponse(reply, await approveAuthorization(ctx, ar, authenticationOf(current)));
   });
 }
