@@ -12,7 +12,8 @@ import { startServerProcess, type ServerProcess } from '@authcli/test-support/se
 import { tunnelProxy } from '@authcli/test-support/tunnel-proxy';
 
 const PASSWORD = 'cli profiles e2e password';
-const USERS = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'grace'];
+/** A user or two of its own per test: the grants a test counts at the server are its own, whatever ran before. */
+const USERS = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'grace', 'heidi', 'ivan', 'judy', 'mallory', 'niaj', 'olivia'];
 
 describe('authcli profiles: several accounts, each with its own sign-in', () => {
   let server: ServerProcess;
@@ -200,24 +201,23 @@ describe('authcli profiles: several accounts, each with its own sign-in', () => 
 
   it('a login on a signed-in profile, not on a terminal: says who is signed in and that it replaces it, then does; --force says nothing', async () => {
     const home = tempConfigHome();
-    const before = (await grantsOf('alice')).length;
-    await signIn(home, 'alice', ['--profile', 'work', '--issuer', server.issuer]);
-    const again = await signIn(home, 'bob', ['--profile', 'work']);
-    expect(again.stderr).toContain(`Signed in to ${server.issuer} as alice on profile work; signing in again replaces that sign-in.\n`);
+    await signIn(home, 'heidi', ['--profile', 'work', '--issuer', server.issuer]);
+    const again = await signIn(home, 'ivan', ['--profile', 'work']);
+    expect(again.stderr).toContain(`Signed in to ${server.issuer} as heidi on profile work; signing in again replaces that sign-in.\n`);
     expect(again.stderr).not.toMatch(/Replace it\?/);
-    expect(JSON.parse(again.stdout)).toMatchObject({ profile: 'work', username: 'bob' });
+    expect(JSON.parse(again.stdout)).toMatchObject({ profile: 'work', username: 'ivan' });
     // The replaced sign-in is revoked at the server, as on every re-login.
-    expect((await grantsOf('alice')).slice(before).map((g) => g.revoked)).toEqual([true]);
-    const forced = await signIn(home, 'bob', ['--profile', 'work', '--force']);
+    expect((await grantsOf('heidi')).map((g) => g.revoked)).toEqual([true]);
+    const forced = await signIn(home, 'ivan', ['--profile', 'work', '--force']);
     expect(forced.stderr).not.toMatch(/replaces that sign-in/);
     // Another profile replaces nothing: no notice.
-    const other = await signIn(home, 'alice', ['--profile', 'home', '--issuer', server.issuer]);
+    const other = await signIn(home, 'heidi', ['--profile', 'home', '--issuer', server.issuer]);
     expect(other.stderr).not.toMatch(/replaces that sign-in/);
   });
 
   it('on a terminal, login asks before replacing the sign-in: no (or Ctrl-C) keeps it without a request, yes signs in', async () => {
     const home = tempConfigHome();
-    await signIn(home, 'alice', ['--profile', 'work', '--issuer', server.issuer]);
+    await signIn(home, 'judy', ['--profile', 'work', '--issuer', server.issuer]);
     // Every request of the CLI goes through the proxy: what it forwarded is what reached the server.
     const proxy = await tunnelProxy();
     try {
@@ -225,10 +225,10 @@ describe('authcli profiles: several accounts, each with its own sign-in', () => 
       const args = ['login', '--profile', 'work', '--browser', '--no-open'];
       const no = runInTerminal(args, env);
       await no.waitFor(/Replace it\? \[y\/N\] $/);
-      expect(no.screen()).toContain(`Signed in to ${server.issuer} as alice on profile work; signing in again replaces that sign-in.\r\n`);
+      expect(no.screen()).toContain(`Signed in to ${server.issuer} as judy on profile work; signing in again replaces that sign-in.\r\n`);
       no.type('n\r');
       expect(await no.exit).toBe(1);
-      expect(no.screen()).toContain(`authcli: kept the current sign-in to ${server.issuer} (profile work) as alice`);
+      expect(no.screen()).toContain(`authcli: kept the current sign-in to ${server.issuer} (profile work) as judy`);
       const cancelled = runInTerminal(args, env);
       await cancelled.waitFor(/Replace it\?/);
       cancelled.type('\x03');
@@ -239,13 +239,13 @@ describe('authcli profiles: several accounts, each with its own sign-in', () => 
       await yes.waitFor(/Replace it\?/);
       yes.type('y\r');
       const [, url] = await yes.waitFor(/(http:\/\/\S+\/oauth\/authorize\?[^\s\x1b]+)/);
-      await fetch(await approveInBrowser(new Browser(server.issuer), url!, 'bob', PASSWORD));
+      await fetch(await approveInBrowser(new Browser(server.issuer), url!, 'mallory', PASSWORD));
       expect(await yes.exit).toBe(0);
       expect(proxy.answers()).not.toBe('');
     } finally {
       await proxy.close();
     }
-    expect(JSON.parse((await cli(home, ['status', '--json', '--profile', 'work'])).stdout)).toMatchObject({ username: 'bob' });
+    expect(JSON.parse((await cli(home, ['status', '--json', '--profile', 'work'])).stdout)).toMatchObject({ username: 'mallory' });
   });
 
   it('profile names are checked: a clear usage error for the flag, a config error for AUTHCLI_PROFILE, on every command', async () => {
@@ -272,7 +272,7 @@ describe('authcli profiles: several accounts, each with its own sign-in', () => 
     const config = (value: unknown) => writeFileSync(join(home, 'authcli', 'config.json'), JSON.stringify(value));
     config({ issuer: 'https://top.example' });
     expect(await issuerOf(['--profile', 'w'])).toBe('https://top.example');
-    await signIn(home, 'alice', ['--profile', 'w', '--issuer', server.issuer]);
+    await signIn(home, 'niaj', ['--profile', 'w', '--issuer', server.issuer]);
     expect(await issuerOf(['--profile', 'w'])).toBe(server.issuer);
     expect(await issuerOf([])).toBe('https://top.example');
     config({ issuer: 'https://top.example', profiles: { w: { issuer: 'https://section.example' } } });
@@ -289,7 +289,7 @@ describe('authcli profiles: several accounts, each with its own sign-in', () => 
 
   it('status: the expiry in the local time zone (TZ) with its name, ISO UTC in --json', async () => {
     const home = tempConfigHome();
-    await signIn(home, 'alice', ['--issuer', server.issuer]);
+    await signIn(home, 'olivia', ['--issuer', server.issuer]);
     const json = JSON.parse((await cli(home, ['status', '--json'])).stdout) as { expires_at: string; profile: string };
     expect(json.profile).toBe('default');
     expect(json.expires_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
