@@ -2,6 +2,7 @@
 // sends them with the server's nonce. Loaded only when a sign-in uses DPoP (it imports jose and node:crypto).
 import { createHash, randomUUID } from 'node:crypto';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
+import { describeSlot, loginCommand } from './config.js';
 import type { StoredSession } from './credentials.js';
 import type { ServerMetadata } from './oauth/discovery.js';
 import { oauthErrorOf } from './oauth/errors.js';
@@ -116,27 +117,27 @@ export async function savedNonces(env: NodeJS.ProcessEnv = process.env): Promise
 }
 
 /** A sign-in bound to a key this machine no longer has: refused rather than sent as Bearer. */
-export function missingKey(issuer: string): CliError {
+export function missingKey(slot: string): CliError {
   return new CliError(
     'signed_out',
-    `the sign-in to ${issuer} is bound to a DPoP key that is not on this machine (were the credentials copied here?); run \`authcli login\``,
+    `the sign-in to ${describeSlot(slot)} is bound to a DPoP key that is not on this machine (were the credentials copied here?); run \`${loginCommand(slot)}\``,
   );
 }
 
-/** The key a stored sign-in is bound to; undefined for a Bearer sign-in, missingKey when the key is gone. */
+/** The key a sign-in stored under `slot` is bound to; undefined for a Bearer sign-in, missingKey when the key is gone. */
 export async function keyOfSession(
-  issuer: string,
+  slot: string,
   session: StoredSession,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<DpopKey | undefined> {
   if (!session.dpop_jkt) {
-    if (session.token_type.toLowerCase() === 'dpop') throw missingKey(issuer);
+    if (session.token_type.toLowerCase() === 'dpop') throw missingKey(slot);
     return undefined;
   }
-  const jwk = await readDpopKey(issuer, session.dpop_jkt, env);
-  if (!jwk) throw missingKey(issuer);
+  const jwk = await readDpopKey(slot, session.dpop_jkt, env);
+  if (!jwk) throw missingKey(slot);
   const key = await dpopKeyFromJwk(jwk);
-  if (key.jkt !== session.dpop_jkt) throw missingKey(issuer);
+  if (key.jkt !== session.dpop_jkt) throw missingKey(slot);
   return key;
 }
 

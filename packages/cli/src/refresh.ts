@@ -1,5 +1,5 @@
 import type { TokenResponse } from '@authcli/protocol';
-import type { ClientSettings } from './config.js';
+import { describeSlot, loginCommand, type ProfileSettings } from './config.js';
 import { deleteSession, readSession, writeSession, type StoredSession } from './credentials.js';
 import { dpopTransport, keyOfSession, savedNonces } from './dpop.js';
 import { CliError } from './errors.js';
@@ -12,8 +12,12 @@ import type { Output } from './output.js';
 import { hasExpired, needsRefresh, presented, type TokenFormat } from './token-output.js';
 import { sessionFromTokens } from './tokens.js';
 
-export function notRenewable(issuer: string): CliError {
-  return new CliError('signed_out', `the token for ${issuer} has expired and cannot be renewed (no refresh token); run \`authcli login\``);
+/** `slot`: where the sign-in is stored (config.ts slotOf); the message names its issuer and profile. */
+export function notRenewable(slot: string): CliError {
+  return new CliError(
+    'signed_out',
+    `the token for ${describeSlot(slot)} has expired and cannot be renewed (no refresh token); run \`${loginCommand(slot)}\``,
+  );
 }
 
 /**
@@ -28,7 +32,7 @@ export function notRenewable(issuer: string): CliError {
  * answer carries the only valid refresh token.
  */
 export async function refreshedSession(
-  settings: ClientSettings,
+  settings: ProfileSettings,
   seen: StoredSession,
   format: TokenFormat,
   out: Output,
@@ -36,15 +40,16 @@ export async function refreshedSession(
   /** An access token a resource server refused (`invalid_token`): refreshed even though it has not expired. */
   rejected?: string,
 ): Promise<StoredSession> {
-  const { issuer } = settings;
+  const { issuer, slot } = settings;
+  const named = describeSlot(slot);
   const result = await withSessionLock(
-    issuer,
+    slot,
     [seen.client_id],
     async (assertHeld): Promise<StoredSession | { otherClient: StoredSession }> => {
       const now = Date.now();
-      const current = await readSession(issuer);
+      const current = await readSession(slot);
       if (!current)
-        throw new CliError('signed_out', `not signed in to ${issuer} (another authcli process signed out); run \`authcli login\``);
+        throw new CliError('signed_out', `not signed in to ${named} (another authcli process signed out); run \`${loginCommand(slot)}\``);
       if (!needsRefresh(current, format, now) && current.access_token !== rejected) return current;
       // A login with another client replaced the session while we waited: its lock is not the one held.
       if (current.client_id !== seen.client_id) return { otherClient: current };
@@ -52,11 +57,11 @@ export async function refreshedSession(
       if (presented(current, format).token !== presented(seen, format).token && !hasExpired(current, format, now)) return current;
       if (!current.refresh_token) {
         if (!hasExpired(current, format, now) && current.access_token !== rejected) return current;
-        throw notRenewable(issuer);
+        throw notRenewable(slot);
       }
       const client = { ...settings, clientId: current.client_id };
       // A DPoP-bound sign-in refreshes with a proof of its key (RFC 9449 §5), or not at all: never as Bearer.
-      const key = await keyOfSession(issuer, current);
+      const key = await keyOfSession(slot, current);
       const meta = await discover(issuer, httpTransport);
       const tokenTransport = key ? dpopTransport(httpTransport, key, { nonces: await savedNonces() }) : httpTransport;
       const oauth = new OAuthClient({ meta, settings: client, transport: httpTransport, tokenTransport });
@@ -66,7 +71,7 @@ export async function refreshedSession(
         tokens = await oauth.refresh(current.refresh_token);
       } catch (err) {
         // invalid_grant (RFC 6749 §5.2): the sign-in has ended at the server; the error says so (explain.ts).
-        if (err instanceof ProtocolError && err.error === 'invalid_grant') await deleteSession(issuer);
+        if (err instanceof ProtocolError && err.error === 'invalid_grant') await deleteSession(slot);
         throw err;
       }
       let refreshed: StoredSession;
@@ -75,19 +80,17 @@ export async function refreshedSession(
       } catch (err) {
         // The server has rotated the refresh token: keep the new one (and nothing unverified), or the
         // next refresh would send the retired one and end the sign-in.
-        if (tokens.refresh_token) await writeSession(issuer, { ...current, refresh_token: tokens.refresh_token });
+        if (tokens.refresh_token) await writeSession(slot, { ...current, refresh_token: tokens.refresh_token });
         throw err;
       }
-      await writeSession(issuer, refreshed);
+      await writeSession(slot, refreshed);
       return refreshed;
     },
     {
       signal,
-      purpose: `refreshing the sign-in to ${issuer}`,
+      purpose: `refreshing the sign-in to ${named}`,
       onWait: (holder) =>
-        out.say(
-          `Waiting for another authcli process${holder ? ` (pid ${holder.pid})` : ''} that is refreshing the sign-in to ${issuer}...`,
-        ),
+        out.say(`Waiting for another authcli process${holder ? ` (pid ${holder.pid})` : ''} that is refreshing the sign-in to ${named}...`),
     },
   );
   // Retried outside the lock held so far, so no process holds one client's lock while waiting for another's.

@@ -1,4 +1,4 @@
-import type { ClientSettings } from './config.js';
+import { describeSlot, type ClientSettings, type ProfileSettings } from './config.js';
 import { readSession, writeSession, type StoredSession } from './credentials.js';
 import { dpopTransport, keyOfSession, savedNonces, type DpopKey } from './dpop.js';
 import { CliError } from './errors.js';
@@ -47,7 +47,7 @@ export async function revokeSession(
  * login.
  */
 export async function replaceSession(
-  settings: ClientSettings,
+  settings: ProfileSettings,
   session: StoredSession,
   meta: ServerMetadata,
   out: Output,
@@ -55,33 +55,34 @@ export async function replaceSession(
   /** The new sign-in's DPoP key (when its token is bound): stored with it, in the same lock. */
   key?: DpopKey,
 ): Promise<void> {
-  const { issuer } = settings;
+  const { slot } = settings;
+  const named = describeSlot(slot);
   // What to revoke is looked up best effort: a keychain that cannot be read now (locked, gone) must not fail a
   // sign-in that is about to be stored (writeSession falls back to the file and says so).
   const readPrevious = () =>
-    readSession(issuer).catch((err: unknown) => {
+    readSession(slot).catch((err: unknown) => {
       if (err instanceof CliError && err.code === 'storage') return undefined;
       throw err;
     });
   const before = await readPrevious();
   const { previous, previousKey } = await withSessionLock(
-    issuer,
+    slot,
     before ? [session.client_id, before.client_id] : [session.client_id],
     async () => {
       const stored = await readPrevious();
       // The replaced sign-in's key signs its revocation below; it is removed here with every other old key.
-      const storedKey = stored?.dpop_jkt ? await keyOfSession(issuer, stored).catch(() => undefined) : undefined;
+      const storedKey = stored?.dpop_jkt ? await keyOfSession(slot, stored).catch(() => undefined) : undefined;
       // The key first: a session stored without its key would be unusable.
-      if (key) await writeDpopKey(issuer, key.jkt, key.privateJwk);
-      await writeSession(issuer, session, process.env, out.say);
-      await deleteDpopKeys(issuer, process.env, key?.jkt);
+      if (key) await writeDpopKey(slot, key.jkt, key.privateJwk);
+      await writeSession(slot, session, process.env, out.say);
+      await deleteDpopKeys(slot, process.env, key?.jkt);
       return { previous: stored, previousKey: storedKey };
     },
     {
       signal,
-      purpose: `storing the sign-in to ${issuer}`,
+      purpose: `storing the sign-in to ${named}`,
       onWait: (holder) =>
-        out.say(`Waiting for another authcli process${holder ? ` (pid ${holder.pid})` : ''} to finish with the sign-in to ${issuer}...`),
+        out.say(`Waiting for another authcli process${holder ? ` (pid ${holder.pid})` : ''} to finish with the sign-in to ${named}...`),
     },
   );
   if (!previous || (previous.refresh_token ?? previous.access_token) === (session.refresh_token ?? session.access_token)) return;
@@ -90,7 +91,7 @@ export async function replaceSession(
   } catch (err) {
     if (!(err instanceof CliError)) throw err;
     out.say(
-      `Could not revoke the previous sign-in to ${issuer} (${err.message}); its refresh token stays valid at the server until it expires.`,
+      `Could not revoke the previous sign-in to ${named} (${err.message}); its refresh token stays valid at the server until it expires.`,
     );
   }
 }

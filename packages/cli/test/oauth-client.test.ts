@@ -351,6 +351,13 @@ describe('rfc6749 §6 refresh', () => {
     });
   });
 
+  it('invalid_grant for a sign-in of another profile: names the profile, and the login for it', async () => {
+    const profile = { ...PUBLIC, profile: 'work', slot: `${ISS}#work` };
+    expect((await failure(client(scripted(oauthError(400, 'invalid_grant')), profile).refresh('rt'))).message).toBe(
+      'the sign-in to https://id.example (profile work) has ended (invalid_grant); run `authcli login --profile work`',
+    );
+  });
+
   it('unauthorized_client: the client may not refresh; the operator can allow it', async () => {
     const refused = await failure(client(scripted(oauthError(400, 'unauthorized_client'))).refresh('rt'));
     expect(refused).toMatchObject({

@@ -55,7 +55,13 @@ describe('settings and credentials', () => {
 
   it('precedence: flags > env > config file > defaults', async () => {
     const env = { XDG_CONFIG_HOME: home } as NodeJS.ProcessEnv;
-    expect(await resolveSettings({}, env)).toEqual({ issuer: 'http://localhost:8080', clientId: 'authcli', clientSecret: undefined });
+    expect(await resolveSettings({}, env)).toEqual({
+      issuer: 'http://localhost:8080',
+      clientId: 'authcli',
+      clientSecret: undefined,
+      profile: 'default',
+      slot: 'http://localhost:8080',
+    });
     mkdirSync(join(home, 'authcli'));
     writeFileSync(join(home, 'authcli', 'config.json'), JSON.stringify({ issuer: 'https://file.example', client_id: 'from-file' }));
     expect(await resolveSettings({}, env)).toMatchObject({ issuer: 'https://file.example', clientId: 'from-file' });

@@ -1,6 +1,7 @@
 // The one place protocol failures are worded for people: the message, the hint (what to check or do) and the
 // CliError code the error boundary goes by, from the facts of a ProtocolFailure.
 import { DEVICE_CODE_GRANT_TYPE } from '@authcli/protocol';
+import { describeSlot, loginCommand } from '../config.js';
 import type { CliErrorCode } from '../errors.js';
 import type { Endpoint, Grant, ProtocolFailure } from './errors.js';
 
@@ -16,6 +17,8 @@ export interface ClientContext {
   clientId?: string | undefined;
   /** Set for a confidential client: its requests carried the secret. */
   clientSecret?: string | undefined;
+  /** Where the sign-in is stored (config.ts slotOf), when the request is about one: names its profile. */
+  slot?: string | undefined;
 }
 
 export interface Wording {
@@ -197,10 +200,8 @@ function special(f: ProtocolFailure, who: ClientContext): Omit<Wording, 'hint'> 
     case 'invalid_grant':
       // RFC 6749 §5.2: the refresh token is no longer valid; the sign-in has ended at the server.
       if (grant === 'refresh_token') {
-        return {
-          code: 'signed_out',
-          message: `the sign-in to ${who.issuer} has ended (${f.description ?? 'invalid_grant'}); run \`authcli login\``,
-        };
+        const [named, login] = who.slot ? [describeSlot(who.slot), loginCommand(who.slot)] : [who.issuer, 'authcli login'];
+        return { code: 'signed_out', message: `the sign-in to ${named} has ended (${f.description ?? 'invalid_grant'}); run \`${login}\`` };
       }
       return undefined;
   }
