@@ -104,7 +104,7 @@ export function program(signal: AbortSignal, out: Output): Command {
       .description('make an authenticated HTTP request with the signed-in token (a DPoP proof when bound); body to stdout, exit 0 on 2xx'),
   )
     .option('-X, --method <method>', 'the request method (default GET, or POST with -d)')
-    .option('-H, --header <line>', 'a request header "Name: value" (repeatable)', (line: string, all: string[]) => [...all, line], [])
+    .option('-H, --header <line>', 'a request header "Name: value" (repeatable)', (line: string, all: string[] = []) => [...all, line])
     .option('-d, --data <data>', 'the request body: text, @FILE for a file, @- for stdin (JSON gets application/json, else a form)')
     .option('-i, --include', 'print the status line and response headers before the body')
     .action(async (url: string, flags) => (await import('./commands/api.js')).api(url, flags, signal));
