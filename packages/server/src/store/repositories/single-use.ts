@@ -28,9 +28,12 @@ export class SingleUseRecords {
     );
   }
 
-  /** Records `jtiHash` until `expiresAt`; false when it was recorded already, i.e. a replay. */
+  /**
+   * Records `jtiHash` until `expiresAt` (rounded up to a whole millisecond: it comes from a JWT's NumericDate,
+   * which may have a fraction, and PostgreSQL's bigint takes none); false when it was recorded already, i.e. a replay.
+   */
   async use(jtiHash: string, expiresAt: number): Promise<boolean> {
-    const values = { hash: jtiHash, expiresAt };
+    const values = { hash: jtiHash, expiresAt: Math.ceil(expiresAt) };
     const grouped = this.engine.grouped;
     if (!grouped) return this.useAlone(values);
     return grouped.run(this.operation, {
