@@ -58,7 +58,7 @@ describe('jwks_uri: what is kept, and which addresses are public', () => {
   it('the connection-time lookup refuses a name that resolves to loopback (what DNS rebinding would do)', async () => {
     const err = await new Promise<NodeJS.ErrnoException | null>((resolve) => publicOnlyLookup('localhost', {}, (e) => resolve(e)));
     expect(err?.code).toBe('ENOTPUBLIC');
-    const outbound = new OutboundJson({ timeoutMs: 2000, maxBytes: 1024 });
+    const outbound = new OutboundJson({ timeoutMs: 2000, maxBytes: 1024, connectionsPerHost: 1 });
     try {
       const keys = await jwksServer({ kind: 'json', body: { keys: [] } });
       await expect(outbound.get(`https://localhost:${keys.port}/jwks`, false)).rejects.toMatchObject({

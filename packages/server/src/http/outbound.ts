@@ -60,6 +60,8 @@ export interface OutboundLimits {
   timeoutMs: number;
   /** The largest body read. */
   maxBytes: number;
+  /** Connections kept open to one host. */
+  connectionsPerHost: number;
 }
 
 /** A JSON document fetched: its parsed body and its `Cache-Control` header. */
@@ -77,7 +79,7 @@ export class OutboundJson {
   private readonly publicOnly: Agent;
 
   constructor(private readonly limits: OutboundLimits) {
-    const common = { connections: 4, headersTimeout: limits.timeoutMs, bodyTimeout: limits.timeoutMs };
+    const common = { connections: limits.connectionsPerHost, headersTimeout: limits.timeoutMs, bodyTimeout: limits.timeoutMs };
     this.anyAddress = new Agent({ ...common, connect: { timeout: limits.timeoutMs } });
     this.publicOnly = new Agent({ ...common, connect: { timeout: limits.timeoutMs, lookup: publicOnlyLookup } });
   }
@@ -160,7 +162,9 @@ async function readBounded(body: AsyncIterable<Buffer> & { destroy(): void }, de
 
 /** The `code` of an error or of one of its causes (undici wraps a connection's errors). */
 function causeCode(err: unknown): string | undefined {
-  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+  const seen = new Set<unknown>();
+  for (let e = err; e instanceof Error && !seen.has(e); e = e.cause) {
+    seen.add(e);
     const code = (e as { code?: unknown }).code;
     if (code === NOT_PUBLIC) return code;
   }

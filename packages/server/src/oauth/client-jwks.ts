@@ -14,6 +14,7 @@ import {
   CLIENT_JWKS_CACHE_BOUNDS_MS,
   CLIENT_JWKS_CACHE_MS,
   CLIENT_JWKS_CACHED,
+  CLIENT_JWKS_CONNECTIONS_PER_HOST,
   CLIENT_JWKS_MAX_BYTES,
   CLIENT_JWKS_REFETCH_COOLDOWN_MS,
   CLIENT_JWKS_TIMEOUT_MS,
@@ -66,7 +67,11 @@ export class ClientJwks {
 
   constructor(
     private readonly now: () => number,
-    private readonly outbound: OutboundJson = new OutboundJson({ timeoutMs: CLIENT_JWKS_TIMEOUT_MS, maxBytes: CLIENT_JWKS_MAX_BYTES }),
+    private readonly outbound: OutboundJson = new OutboundJson({
+      timeoutMs: CLIENT_JWKS_TIMEOUT_MS,
+      maxBytes: CLIENT_JWKS_MAX_BYTES,
+      connectionsPerHost: CLIENT_JWKS_CONNECTIONS_PER_HOST,
+    }),
   ) {}
 
   /**
