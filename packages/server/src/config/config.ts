@@ -73,6 +73,11 @@ export interface ServerConfig {
    * on/off, default on): a proof without the current nonce is answered `use_dpop_nonce` with one.
    */
   dpopNonce: boolean;
+  /**
+   * Posting logout tokens to applications (OpenID Connect Back-Channel Logout 1.0 §2.5): each attempt's timeout
+   * (`AUTHCLI_BACKCHANNEL_LOGOUT_TIMEOUT`), the waits before each retry, attempts at once, and the most waiting.
+   */
+  backchannelLogout: D.BackchannelLogoutSettings;
   /** Access token algorithm (RFC 9068 §2.1 requires RS256 support; ES256 is the default since it signs far faster). */
   accessTokenAlg: 'ES256' | 'RS256';
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -365,6 +370,17 @@ export function loadConfig(
     registration: registration as D.RegistrationMode,
     requirePushedAuthorizationRequests: envFlag(env, 'AUTHCLI_REQUIRE_PAR', D.REQUIRE_PAR),
     dpopNonce: dpopNonce === 'on',
+    backchannelLogout: {
+      timeoutMs: envSeconds(
+        env,
+        'AUTHCLI_BACKCHANNEL_LOGOUT_TIMEOUT',
+        D.BACKCHANNEL_LOGOUT_TIMEOUT_MS,
+        D.BACKCHANNEL_LOGOUT_TIMEOUT_BOUNDS.max,
+      ),
+      retryDelaysMs: D.BACKCHANNEL_LOGOUT_RETRY_DELAYS_MS,
+      concurrency: D.BACKCHANNEL_LOGOUT_CONCURRENCY,
+      queueMax: D.BACKCHANNEL_LOGOUT_QUEUE_MAX,
+    },
     accessTokenAlg,
     logLevel,
     now: Date.now,

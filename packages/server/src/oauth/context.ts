@@ -1,4 +1,5 @@
 import type { ServerConfig } from '../config/config.js';
+import type { BackchannelLogout } from './backchannel-logout.js';
 import type { Store } from '../store/store.js';
 import type { ProtocolMetrics } from '../util/metrics.js';
 import type { DpopNonces } from './dpop.js';
@@ -25,4 +26,6 @@ export interface OAuthContext {
   dpopNonces: DpopNonces;
   /** DPoP proof keys imported once (RFC 9449 §4.3 (6)), per instance. */
   dpopKeys: DpopKeys;
+  /** Telling applications of logouts (OpenID Connect Back-Channel Logout 1.0). */
+  backchannel: BackchannelLogout;
 }

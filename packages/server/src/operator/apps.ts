@@ -32,11 +32,35 @@ function appJson(a: Application) {
     dpop_bound_access_tokens: a.requireDpop,
     require_pushed_authorization_requests: a.requirePushedAuthorizationRequests,
     require_acr: a.requireAcr,
+    backchannel_logout_uri: a.backchannelLogoutUri,
+    backchannel_logout_session_required: a.backchannelLogoutSessionRequired,
   };
 }
 
+const BACKCHANNEL_HELP = 'where logouts are posted (OpenID Connect Back-Channel Logout): https, or http on loopback';
+const SESSION_REQUIRED_HELP = 'every logout token it gets names the session (sid)';
+
 const REQUIRE_ACR_HELP =
   'the class every sign-in for it must meet: phr (a passkey); the code flow, PAR and device approvals step a password sign-in up';
+
+/**
+ * The back-channel settings `apps update` leaves the application with: `none` clears the URI (and with it the
+ * sid requirement, unless asked for again, which is then refused); a self-registered application is held to
+ * the public-address rule whoever changes it.
+ */
+function backchannelUpdate(app: Application, opts: { backchannelLogoutUri?: string; backchannelLogoutSessionRequired?: boolean }) {
+  const uri =
+    opts.backchannelLogoutUri === undefined
+      ? app.backchannelLogoutUri
+      : opts.backchannelLogoutUri === 'none'
+        ? null
+        : opts.backchannelLogoutUri;
+  return {
+    backchannelLogoutUri: uri,
+    backchannelLogoutSessionRequired: opts.backchannelLogoutSessionRequired ?? (uri !== null && app.backchannelLogoutSessionRequired),
+    selfRegistered: app.registrationTokenHash !== null,
+  };
+}
 
 /** `authcli-server apps ...`: client applications (add, update, list). */
 export function appsCommand(cli: Command): void {
@@ -59,6 +83,8 @@ export function appsCommand(cli: Command): void {
     .option('--require-dpop', 'every token request must carry a DPoP proof (RFC 9449)')
     .option('--require-par', 'authorization requests must be pushed first (RFC 9126)')
     .option('--require-acr <class>', REQUIRE_ACR_HELP)
+    .option('--backchannel-logout-uri <url>', BACKCHANNEL_HELP)
+    .option('--backchannel-logout-session-required', SESSION_REQUIRED_HELP)
     .option('--json', 'print {"client_id", "client_secret"} as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(
@@ -74,6 +100,8 @@ export function appsCommand(cli: Command): void {
         requireDpop?: boolean;
         requirePar?: boolean;
         requireAcr?: string;
+        backchannelLogoutUri?: string;
+        backchannelLogoutSessionRequired?: boolean;
         json?: boolean;
         database?: string;
       }) => {
@@ -92,6 +120,8 @@ export function appsCommand(cli: Command): void {
               requireDpop: opts.requireDpop === true,
               requirePushedAuthorizationRequests: opts.requirePar === true,
               requireAcr: opts.requireAcr ?? null,
+              backchannelLogoutUri: opts.backchannelLogoutUri ?? null,
+              backchannelLogoutSessionRequired: opts.backchannelLogoutSessionRequired === true,
             },
             Date.now(),
           );
@@ -123,6 +153,9 @@ export function appsCommand(cli: Command): void {
     .option('--require-par', 'authorization requests must be pushed first (RFC 9126)')
     .option('--no-require-par', 'authorization requests may be sent directly')
     .option('--require-acr <class>', `${REQUIRE_ACR_HELP}; none for any sign-in`)
+    .option('--backchannel-logout-uri <url>', `${BACKCHANNEL_HELP}; none to stop telling it`)
+    .option('--backchannel-logout-session-required', SESSION_REQUIRED_HELP)
+    .option('--no-backchannel-logout-session-required', 'logout tokens may leave the session out')
     .option('--json', 'print the application as `apps list --json` does')
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(
@@ -139,6 +172,8 @@ export function appsCommand(cli: Command): void {
           requireDpop?: boolean;
           requirePar?: boolean;
           requireAcr?: string;
+          backchannelLogoutUri?: string;
+          backchannelLogoutSessionRequired?: boolean;
           json?: boolean;
           database?: string;
         },
@@ -159,6 +194,7 @@ export function appsCommand(cli: Command): void {
               requireDpop: opts.requireDpop ?? app.requireDpop,
               requirePushedAuthorizationRequests: opts.requirePar ?? app.requirePushedAuthorizationRequests,
               requireAcr: opts.requireAcr ?? app.requireAcr,
+              ...backchannelUpdate(app, opts),
             },
             clientId,
           );

@@ -9,6 +9,7 @@ import { deviceOrigin } from './migrations/0013_device_origin.js';
 import { passkeys } from './migrations/0014_passkeys.js';
 import { requiredAcr } from './migrations/0015_required_acr.js';
 import { connectors } from './migrations/0016_connectors.js';
+import { backchannelLogout } from './migrations/0017_backchannel_logout.js';
 import type { Past } from './migrations/past.js';
 
 const migrations: Record<string, Migration> = {
@@ -332,6 +333,7 @@ const migrations: Record<string, Migration> = {
   '0014_passkeys': passkeys,
   '0015_required_acr': requiredAcr,
   '0016_connectors': connectors,
+  '0017_backchannel_logout': backchannelLogout,
 };
 
 /** Provides the migrations above, then those in migrations/, to Kysely's Migrator. */

@@ -52,6 +52,8 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
       requireDpop: one('require_dpop') === '1',
       requirePushedAuthorizationRequests: one('require_par') === '1',
       requirePasskey: one('require_acr') === PHISHING_RESISTANT_ACR,
+      backchannelLogoutUri: one('backchannel_logout_uri'),
+      backchannelLogoutSessionRequired: one('backchannel_logout_session_required') === '1',
     };
   }
   /** Only an administrator lets an application see every token; a developer keeps what an administrator set. */
@@ -71,6 +73,8 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
     requireDpop: v.requireDpop,
     requirePushedAuthorizationRequests: v.requirePushedAuthorizationRequests,
     requireAcr: v.requirePasskey ? PHISHING_RESISTANT_ACR : null,
+    backchannelLogoutUri: v.backchannelLogoutUri,
+    backchannelLogoutSessionRequired: v.backchannelLogoutSessionRequired,
   });
   const valuesOf = (a: Application): AppFormValues => ({
     name: a.name,
@@ -84,6 +88,8 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
     requireDpop: a.requireDpop,
     requirePushedAuthorizationRequests: a.requirePushedAuthorizationRequests,
     requirePasskey: a.requireAcr === PHISHING_RESISTANT_ACR,
+    backchannelLogoutUri: a.backchannelLogoutUri ?? '',
+    backchannelLogoutSessionRequired: a.backchannelLogoutSessionRequired,
   });
   // Someone else's application looks exactly like an unknown address: the same 404 page.
   const notFound = (reply: FastifyReply) => sendPage(reply, <NotFoundPage />, 404);
@@ -115,6 +121,8 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
       requireDpop: false,
       requirePushedAuthorizationRequests: false,
       requirePasskey: false,
+      backchannelLogoutUri: '',
+      backchannelLogoutSessionRequired: false,
     };
     return sendPage(reply, <AppFormPage viewer={viewerOf(reply, c)} admin={c.user.is_admin === 1} values={values} />);
   });
@@ -177,7 +185,9 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
     const values = formValues(req, a);
     try {
       checkIntrospection(c, values, a);
-      await store.applications.update(a.clientId, validateApplicationFields(fieldsOf(values), a.clientId), config.now());
+      // An administrator editing a self-registered application holds it to the rules it registered under.
+      const fields = validateApplicationFields({ ...fieldsOf(values), selfRegistered: a.registrationTokenHash !== null }, a.clientId);
+      await store.applications.update(a.clientId, fields, config.now());
       flash.put(c.session.id_hash, { kind: 'notice', text: 'Application saved' });
       return reply.redirect(appPath(a.clientId), 303);
     } catch (err) {
