@@ -156,7 +156,7 @@ export function usersCommand(cli: Command): void {
             warn: (fields, message) => warn(`${message}: ${String(fields.clientId ?? '')} (${String(fields.reason ?? '')})`),
           });
           const total = told.delivered + told.failed;
-          if (total > 0) say(`back-channel logout: ${told.delivered} of ${total} application${total === 1 ? '' : 's'} told`);
+          if (total > 0) say(`back-channel logout: ${told.delivered} of ${total} logout token${total === 1 ? '' : 's'} delivered`);
         } catch (err) {
           // The user is disabled whatever happens here; only the telling failed (no signing key this process can open, say).
           warn(`the user is disabled, but applications could not be told: ${(err as Error).message}`);
