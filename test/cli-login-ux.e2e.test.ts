@@ -11,6 +11,20 @@ import { startServerProcess, type ServerProcess } from '@authcli/test-support/se
 const PASSWORD = 'login ux password';
 const AUTHORIZE_LINE = /^\s+(http:\/\/\S+\/oauth\/authorize\?\S+)$/m;
 
+/** What a page looks like, as Chromium draws it: the page's colours and font, its card, its heading, its header. */
+function lookOf(page: Page, card: string) {
+  return page.evaluate((selector) => {
+    const style = (s: string) => getComputedStyle(document.querySelector(s)!);
+    const [html, box, h1, header] = [style('html'), style(selector), style('h1'), style('header')];
+    return {
+      page: [html.backgroundColor, html.color, html.fontFamily, html.fontSize],
+      card: [box.backgroundColor, box.borderTopColor, box.borderTopWidth, box.borderRadius, box.paddingTop],
+      heading: [h1.fontSize, h1.fontWeight],
+      header: [header.backgroundColor, header.borderBottomColor, header.paddingTop],
+    };
+  }, card);
+}
+
 describe('authcli login as a person sees it', () => {
   let server: ServerProcess;
   let chromium: Chromium;
@@ -61,6 +75,10 @@ describe('authcli login as a person sees it', () => {
       const status = await runCli(['status', '--json'], envFor(home)).exit;
       expect(JSON.parse(status.stdout)).toMatchObject({ signed_in: true, username: 'alice' });
       expect(await page.locator('body').innerText()).toContain(`authcli has verified and stored the sign-in to ${server.issuer}.`);
+      // The server's look: the page's inline style applies (its CSP allows it by hash) with the server's colours, font and card.
+      const serverPage = await page.context().newPage();
+      await serverPage.goto(server.issuer);
+      expect(await lookOf(page, 'main section')).toEqual(await lookOf(serverPage, 'main .card'));
       await page.screenshot({ path: screenshotPath('cli-browser-signed-in') });
     } finally {
       await close();

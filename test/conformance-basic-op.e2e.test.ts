@@ -123,8 +123,10 @@ interface Flow {
   /** The authorization request as sent. */
   request: Record<string, string>;
   verifier: string;
-  /** The final redirect to the client. */
+  /** The response at the client: the redirect's URL, or for form_post the redirect URI with the posted fields as its query. */
   callback: URL;
+  /** How the response reached the client: a redirect (GET) or an auto-submitted form (POST). */
+  method: string;
   /** The pages the user saw on the way, in order. */
   seen: ('sign-in' | 'consent')[];
 }
@@ -219,12 +221,24 @@ function expectUpdatedAtValid(claims: Record<string, unknown>): void {
   expect(claims.updated_at as number).toBeGreaterThanOrEqual(Date.UTC(1990, 0, 1) / 1000);
 }
 
-describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PKCE S256 added, against a started server in Chromium', () => {
+/**
+ * The plan, and its Form Post twin (`oidcc-formpost-basic-certification-test-plan`: the same modules with
+ * `response_mode=form_post` in every authorization request, each response, error or code, posted to the client
+ * by the authorization server's auto-submitting page; OAuth 2.0 Form Post Response Mode).
+ */
+const PLANS = [
+  { mode: 'query', plan: 'oidcc-basic-certification-test-plan' },
+  { mode: 'form_post', plan: 'oidcc-formpost-basic-certification-test-plan' },
+] as const;
+
+describe.each(PLANS)('OpenID Connect Basic OP plan ($plan), PKCE S256 added, against a started server in Chromium', ({ mode }) => {
+  const formPost = mode === 'form_post';
   let server: ServerProcess;
   let chromium: Chromium;
   /** The client's redirect URI, on a loopback listener of the test's that records every request it gets. */
   let callbackServer: Server;
-  const received: string[] = [];
+  /** Every request the client's listener got: its URL, with a POSTed form's fields as the query. */
+  const received: { method: string; url: string }[] = [];
   /** The `state` of a flow that runs beside the test at hand (oidcc-codereuse-30seconds' first half): its callback is not the test's. */
   const besides = new Set<string>();
   /** oidcc-codereuse-30seconds' first half, started with the file so that its 30 s wait overlaps the other modules. */
@@ -256,8 +270,12 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
 
   beforeAll(async () => {
     callbackServer = createServer((req, res) => {
-      received.push(req.url ?? '');
-      res.writeHead(200, { 'content-type': 'text/plain' }).end('the client received the callback');
+      let body = '';
+      req.on('data', (d: Buffer) => (body += d.toString()));
+      req.on('end', () => {
+        received.push({ method: req.method ?? '', url: req.method === 'POST' ? `${req.url ?? ''}?${body}` : (req.url ?? '') });
+        res.writeHead(200, { 'content-type': 'text/plain' }).end('the client received the callback');
+      });
     });
     await new Promise<void>((r) => callbackServer.listen(0, '127.0.0.1', r));
     callbackOrigin = `http://127.0.0.1:${(callbackServer.address() as AddressInfo).port}`;
@@ -293,7 +311,10 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
     const context = await chromium.newContext();
     const from = received.length;
     const callbacks = () =>
-      received.slice(from).filter((url) => !besides.has(new URL(url, callbackOrigin).searchParams.get('state') ?? ''));
+      received
+        .slice(from)
+        .map((r) => r.url)
+        .filter((url) => !besides.has(new URL(url, callbackOrigin).searchParams.get('state') ?? ''));
     try {
       return await use(await context.newPage(), callbacks);
     } finally {
@@ -315,6 +336,7 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
       response_type: 'code',
       code_challenge: await challengeS256(verifier),
       code_challenge_method: 'S256',
+      ...(formPost && { response_mode: 'form_post' }),
       ...opts.extra,
     };
     for (const name of opts.omit ?? []) delete request[name];
@@ -339,7 +361,7 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
     page: Page,
     request: Record<string, string>,
     opts: { username?: string; method?: 'GET' | 'POST'; screenshot?: string } = {},
-  ): Promise<{ callback?: URL; seen: Flow['seen']; status: number | undefined }> {
+  ): Promise<{ callback?: URL; method?: string; seen: Flow['seen']; status: number | undefined }> {
     let response =
       opts.method === 'POST'
         ? await navigateBy(page, () =>
@@ -365,7 +387,19 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
     const seen: Flow['seen'] = [];
     for (let step = 0; step < 4; step++) {
       const at = new URL(page.url());
-      if (at.origin === callbackOrigin) return { callback: at, seen, status: response?.status() };
+      if (at.origin === callbackOrigin) {
+        // A POSTed response: the fields the listener received for this request's state (the last POST when it has none).
+        const posted = [...received]
+          .reverse()
+          .find(
+            (r) =>
+              r.method === 'POST' &&
+              (request.state === undefined || new URL(r.url, callbackOrigin).searchParams.get('state') === request.state),
+          );
+        if (!at.search && posted)
+          return { callback: new URL(posted.url, callbackOrigin), method: 'POST', seen, status: response?.status() };
+        return { callback: at, method: 'GET', seen, status: response?.status() };
+      }
       if (at.pathname === '/signin' && (await page.getByLabel('Password').count())) {
         seen.push('sign-in');
         // The plan asks for a screenshot of some sign-in pages (ExpectSecondLoginPage); test-output/ keeps them.
@@ -394,7 +428,7 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
     const run = async (p: Page) => {
       const result = await userAgent(p, request, opts);
       if (!result.callback) throw new Error(`the flow stopped at ${p.url()} (${result.status}): ${await p.locator('main').innerText()}`);
-      return { request, verifier, callback: result.callback, seen: result.seen };
+      return { request, verifier, callback: result.callback, method: result.method!, seen: result.seen };
     };
     return page ? run(page) : withBrowser(run);
   }
@@ -405,6 +439,8 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
    * (EnsureMinimumAuthorizationCodeLength, EnsureMinimumAuthorizationCodeEntropy).
    */
   function expectCode(flow: Flow): string {
+    // The plan's response mode: a redirect, or (Form Post) a POST by the server's page (its CSP allowed the script).
+    expect(flow.method).toBe(formPost ? 'POST' : 'GET');
     const params = flow.callback.searchParams;
     expect(flow.callback.origin + flow.callback.pathname).toBe(redirectUri);
     expect(params.get('error'), params.get('error_description') ?? '').toBeNull();
@@ -421,8 +457,13 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
    * this issuer's `iss`, no code, no parameter beyond those of OIDC Core §3.1.2.6 and RFC 9207, and an
    * `error_description` in RFC 6749's character set. Returns the error.
    */
-  function expectAuthorizationError(callback: URL | undefined, state: string | undefined): string {
+  function expectAuthorizationError(
+    result: { callback?: URL | undefined; method?: string | undefined },
+    state: string | undefined,
+  ): string {
+    const { callback } = result;
     expect(callback, 'expected a redirect to the client').toBeDefined();
+    expect(result.method).toBe(formPost ? 'POST' : 'GET');
     const params = callback!.searchParams;
     expect(callback!.origin + callback!.pathname).toBe(redirectUri);
     expect(
@@ -633,7 +674,7 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
     await withBrowser(async (page) => {
       const result = await userAgent(page, request);
       expect(result.seen).toEqual([]);
-      expect(['invalid_request', 'unsupported_response_type']).toContain(expectAuthorizationError(result.callback, request.state));
+      expect(['invalid_request', 'unsupported_response_type']).toContain(expectAuthorizationError(result, request.state));
     });
   });
 
@@ -723,10 +764,10 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
     // the request object's keys are reversed, so the query's order is too.
     const { request, verifier } = await authorizationRequest({ scope: 'email openid' });
     const reordered = Object.fromEntries(Object.entries(request).reverse());
-    expect(Object.keys(reordered)[0]).toBe('code_challenge_method');
+    expect(Object.keys(reordered)[0]).toBe(formPost ? 'response_mode' : 'code_challenge_method');
     await withBrowser(async (page) => {
       const result = await userAgent(page, reordered);
-      const flow: Flow = { request, verifier, callback: result.callback!, seen: result.seen };
+      const flow: Flow = { request, verifier, callback: result.callback!, method: result.method!, seen: result.seen };
       const tokens = await exchange(flow);
       const idToken = await expectIdToken(tokens, flow);
       expect(idToken.email).toBeUndefined();
@@ -766,7 +807,7 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
     await withBrowser(async (page) => {
       const result = await userAgent(page, request);
       expect(result.seen).toEqual([]);
-      const error = expectAuthorizationError(result.callback, request.state);
+      const error = expectAuthorizationError(result, request.state);
       // CheckErrorFromAuthorizationEndpointIsOneThatRequiredAUserInterface
       expect(['interaction_required', 'login_required', 'account_selection_required', 'consent_required']).toContain(error);
       expect(error).toBe('login_required');
@@ -817,7 +858,7 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
       // The password is what is left to type, so it has the focus.
       expect(await page.evaluate(() => document.activeElement?.id)).toBe('password');
       const result = await userAgent(page, request, { username: 'willow' });
-      const flow: Flow = { request, verifier, callback: result.callback!, seen: result.seen };
+      const flow: Flow = { request, verifier, callback: result.callback!, method: result.method!, seen: result.seen };
       await expectIdToken(await exchange(flow), flow);
     });
     // The suite's default hint (buffy@<issuer host>), markup, a control character, an over-long value: filled in
@@ -923,7 +964,7 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
     const { request } = await authorizationRequest({ extra: { request_uri: `${callbackOrigin}/request.jwt#${generateState()}` } });
     await withBrowser(async (page) => {
       const result = await userAgent(page, request);
-      expect(expectAuthorizationError(result.callback, request.state)).toBe('request_uri_not_supported');
+      expect(expectAuthorizationError(result, request.state)).toBe('request_uri_not_supported');
     });
   });
 
@@ -938,6 +979,7 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
     client_id: outside.client_id!,
     scope: outside.scope!,
     redirect_uri: outside.redirect_uri!,
+    ...(outside.response_mode !== undefined && { response_mode: outside.response_mode }),
   });
 
   it('oidcc-unsigned-request-object-supported-correctly-or-rejected-as-unsupported: request_not_supported', async () => {
@@ -946,7 +988,7 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
     await withBrowser(async (page) => {
       const result = await userAgent(page, byValue(request, request));
       // state was only inside the object, so none comes back (the module does not check it then).
-      expect(expectAuthorizationError(result.callback, undefined)).toBe('request_not_supported');
+      expect(expectAuthorizationError(result, undefined)).toBe('request_not_supported');
     });
   });
 
@@ -1031,7 +1073,7 @@ describe('OpenID Connect Basic OP plan (oidcc-basic-certification-test-plan), PK
     const { request } = await authorizationRequest({ omit: ['code_challenge', 'code_challenge_method'] });
     await withBrowser(async (page) => {
       const result = await userAgent(page, request);
-      expect(expectAuthorizationError(result.callback, request.state)).toBe('invalid_request');
+      expect(expectAuthorizationError(result, request.state)).toBe('invalid_request');
       const flow = await authorize({}, page);
       const wrong = await tokenRequest(rp, {
         grant_type: 'authorization_code',

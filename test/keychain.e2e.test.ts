@@ -15,7 +15,10 @@ describe('credential storage: the Secret Service (gnome-keyring) and the file fa
 
   beforeAll(async () => {
     server = await startServerProcess();
-    await addUsers(server.env, [{ username: 'alice', password: PASSWORD }]);
+    await addUsers(server.env, [
+      { username: 'alice', password: PASSWORD },
+      { username: 'bob', password: PASSWORD },
+    ]);
   });
   afterAll(async () => {
     await server?.stop();
@@ -33,11 +36,16 @@ describe('credential storage: the Secret Service (gnome-keyring) and the file fa
   const noticeMarker = (home: string) => join(home, 'authcli', 'storage-notice');
 
   /** `authcli login --browser`; `between` runs after the authorization URL is printed and before the user approves. */
-  async function login(env: Record<string, string>, args: string[] = [], between?: () => Promise<void>): Promise<Awaited<CliRun['exit']>> {
+  async function login(
+    env: Record<string, string>,
+    args: string[] = [],
+    between?: () => Promise<void>,
+    user = 'alice',
+  ): Promise<Awaited<CliRun['exit']>> {
     const run = runCli(['login', '--browser', '--no-open', ...args], env);
     const [, url] = await run.waitFor(/^\s+(http:\/\/\S+\/oauth\/authorize\?\S+)$/m);
     await between?.();
-    const callback = await approveInBrowser(new Browser(server.issuer), url!, 'alice', PASSWORD);
+    const callback = await approveInBrowser(new Browser(server.issuer), url!, user, PASSWORD);
     await fetch(callback);
     const done = await run.exit;
     expect(done.code, done.stderr).toBe(0);
@@ -95,6 +103,54 @@ describe('credential storage: the Secret Service (gnome-keyring) and the file fa
     const after = await runCli(['status'], env).exit;
     expect(after.code).toBe(1);
     expect(after.stdout).toContain('Not signed in');
+  });
+
+  it('profiles in the keychain: an entry per profile (account `<issuer>#<profile> <client_id>`), its own DPoP key; logout of one leaves the other', async () => {
+    const ss = await secretService();
+    const home = tempConfigHome();
+    const env = { XDG_CONFIG_HOME: home, AUTHCLI_ISSUER: server.issuer, ...ss.env };
+    await login(env);
+    await login(env, ['--profile', 'work', '--dpop'], undefined, 'bob');
+    const workAccount = `${server.issuer}#work authcli`;
+    const [alice, bob] = [JSON.parse((await ss.lookup(account()))!), JSON.parse((await ss.lookup(workAccount))!)];
+    expect(alice).toMatchObject({ username: 'alice', token_type: 'Bearer' });
+    expect(bob).toMatchObject({ username: 'bob', token_type: 'DPoP' });
+    // The bound sign-in's DPoP key beside it, under the profile's slot.
+    expect(await ss.lookup(`${server.issuer}#work ${bob.dpop_jkt}`, 'authcli-dpop')).toBeTruthy();
+    expect(await ss.lookup(`${server.issuer} ${bob.dpop_jkt}`, 'authcli-dpop')).toBeUndefined();
+    expect(existsSync(credentialsFile(home))).toBe(false);
+
+    /** Userinfo through `authcli api` on the profile: the bound token with a proof by the key in the keychain. */
+    const whoami = async (args: string[] = []) => {
+      const api = await runCli(['api', '/oauth/userinfo', ...args], env).exit;
+      expect(api.code, api.stderr).toBe(0);
+      return JSON.parse(api.stdout).preferred_username as string;
+    };
+    expect(await whoami(['--profile', 'work'])).toBe('bob');
+    expect(await whoami()).toBe('alice');
+    expect(await tokenWorks(env)).toBe(alice.access_token);
+    const listed = JSON.parse((await runCli(['profiles', '--json'], env).exit).stdout);
+    const keychain = { kind: 'keychain', name: 'Secret Service' };
+    expect(listed).toEqual([
+      expect.objectContaining({ profile: 'default', username: 'alice', state: 'valid', storage: keychain }),
+      expect.objectContaining({ profile: 'work', username: 'bob', state: 'valid', storage: keychain }),
+    ]);
+    // A refresh on the profile writes its own entry back, bound to the same key.
+    await ss.store(workAccount, expired(JSON.stringify(bob)));
+    const fresh = await runCli(['token', '--profile', 'work'], env).exit;
+    expect(fresh.code, fresh.stderr).toBe(0);
+    const refreshed = JSON.parse((await ss.lookup(workAccount))!);
+    expect(refreshed).toMatchObject({ access_token: fresh.stdout.trim(), dpop_jkt: bob.dpop_jkt });
+    expect(refreshed.access_token).not.toBe(bob.access_token);
+    expect(await whoami(['--profile', 'work'])).toBe('bob');
+    expect(JSON.parse((await ss.lookup(account()))!).access_token).toBe(alice.access_token);
+
+    const logout = await runCli(['logout', '--profile', 'work'], env).exit;
+    expect(logout.code, logout.stderr).toBe(0);
+    expect(await ss.lookup(workAccount)).toBeUndefined();
+    expect(await ss.lookup(`${server.issuer}#work ${bob.dpop_jkt}`, 'authcli-dpop')).toBeUndefined();
+    expect(await tokenWorks(env)).toBe(alice.access_token);
+    expect((await runCli(['status', '--profile', 'work'], env).exit).code).toBe(1);
   });
 
   it('without a D-Bus session (no Secret Service): the 0600 file is used and "no keychain available" is said once per config folder', async () => {

@@ -84,14 +84,9 @@ describe.skipIf(!HAS_SLAPD || !HAS_OPENSSL)('the LDAP connector against a real s
   });
 
   it('an empty password is invalid before any connection (it would be an unauthenticated bind, RFC 4513 §5.1.2)', async () => {
-    const accepted = count(slapd.log(), /ACCEPT from/);
     expect(await authenticateLdap(settings(), 'alice', '', FAST)).toEqual({ kind: 'invalid' });
-    // A sign-in that does connect, after it: once its connection is in the log, the empty one would be there before it.
-    expect(await authenticateLdap(settings(), 'alice', 'wrong', FAST)).toEqual({ kind: 'invalid' });
-    await until('the second sign-in is logged', () => count(slapd.log(), /ACCEPT from/) > accepted);
-    await new Promise((r) => setTimeout(r, 100));
-    expect(count(slapd.log(), /ACCEPT from/)).toBe(accepted + 1);
-    // Nothing listens at this port: an answer of `unavailable` would mean a connection was tried.
+    // Nothing listens at this port: an answer of `unavailable` would mean a connection was tried. (Counting slapd's
+    // ACCEPT lines instead was unreliable: on a busy machine an earlier test's connections reach the log late.)
     const nowhere = `ldap://127.0.0.1:${await freePort()}`;
     expect(await authenticateLdap(settings({ url: nowhere }), 'alice', '', FAST)).toEqual({ kind: 'invalid' });
     expect(await authenticateLdap(settings({ url: nowhere }), 'alice', 'x', FAST)).toMatchObject({ kind: 'unavailable' });

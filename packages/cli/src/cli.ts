@@ -12,6 +12,7 @@ const commander = () => createRequire(import.meta.url)('commander') as typeof im
 declare const __AUTHCLI_VERSION__: string;
 
 interface CommonFlags {
+  profile?: string;
   issuer?: string;
   clientId?: string;
   clientSecret?: string;
@@ -22,7 +23,11 @@ function common(cmd: Command): Command {
   const { Option } = commander();
   return (
     cmd
-      .option('--issuer <url>', 'authorization server (env AUTHCLI_ISSUER, default http://localhost:8080)')
+      .option(
+        '--profile <name>',
+        'which account: each profile has its own issuer, client and sign-in (env AUTHCLI_PROFILE, default "default")',
+      )
+      .option('--issuer <url>', "authorization server (env AUTHCLI_ISSUER; default the profile's last sign-in, else http://localhost:8080)")
       .option('--client-id <id>', 'client id (env AUTHCLI_CLIENT_ID, default authcli)')
       .addOption(
         new Option('--client-secret-stdin', 'read the secret of a confidential client from stdin (or env AUTHCLI_CLIENT_SECRET)').conflicts(
@@ -72,6 +77,7 @@ export function program(signal: AbortSignal, out: Output): Command {
     .option('--timeout <seconds>', 'how long --browser waits for the browser (default 300)')
     .option('--dpop', 'bind the tokens to a key on this machine (DPoP, RFC 9449); default Bearer, unless the application requires DPoP')
     .option('--json', 'print the result as JSON')
+    .option('--force', "replace the profile's current sign-in without asking")
     .action(async (flags) => (await import('./commands/login.js')).login(flags, signal, out));
 
   common(
@@ -98,7 +104,7 @@ export function program(signal: AbortSignal, out: Output): Command {
       .description('make an authenticated HTTP request with the signed-in token (a DPoP proof when bound); body to stdout, exit 0 on 2xx'),
   )
     .option('-X, --method <method>', 'the request method (default GET, or POST with -d)')
-    .option('-H, --header <line>', 'a request header "Name: value" (repeatable)', (line: string, all: string[]) => [...all, line], [])
+    .option('-H, --header <line>', 'a request header "Name: value" (repeatable)', (line: string, all: string[] = []) => [...all, line])
     .option('-d, --data <data>', 'the request body: text, @FILE for a file, @- for stdin (JSON gets application/json, else a form)')
     .option('-i, --include', 'print the status line and response headers before the body')
     .action(async (url: string, flags) => (await import('./commands/api.js')).api(url, flags, signal));
@@ -106,6 +112,15 @@ export function program(signal: AbortSignal, out: Output): Command {
   common(cli.command('logout').description('revoke the session at the server and delete local credentials'))
     .option('--local', 'only forget the session on this machine (the token stays valid at the server)')
     .action(async (flags: CommonFlags & { local?: boolean }) => (await import('./commands/session.js')).logout(flags, signal));
+
+  cli
+    .command('profiles')
+    .description('every profile: its issuer, client, user, status and where the sign-in is kept')
+    .option('--json', 'print a JSON array')
+    .addOption(
+      new (commander().Option)('--storage <where>', 'where credentials are kept (env AUTHCLI_STORAGE)').choices(['file', 'keychain']),
+    )
+    .action(async (flags: { json?: boolean }) => (await import('./commands/profiles.js')).profiles(flags));
 
   return cli;
 }

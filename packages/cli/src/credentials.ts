@@ -42,17 +42,18 @@ const fileStore = (env: NodeJS.ProcessEnv): CredentialStore => ({ kind: 'file', 
 const keychainStore = (): CredentialStore => ({ kind: 'keychain', name: keychainName() });
 
 /**
- * The issuer's session and where it is kept. The file is read first (a stat when it is absent); the keychain
+ * The session stored under a slot (config.ts slotOf: the issuer for the default profile, `<issuer>#<profile>`
+ * for the others) and where it is kept. The file is read first (a stat when it is absent); the keychain
  * is asked as `readsKeychain` decides. When both hold one, the newer wins, so a session that the file took
  * during a keychain failure is found, and a stale copy is never used.
  */
-export async function locateSession(issuer: string, env: NodeJS.ProcessEnv = process.env): Promise<LocatedSession> {
-  const inFile = (await readFileSessions(env))[issuer];
+export async function locateSession(slot: string, env: NodeJS.ProcessEnv = process.env): Promise<LocatedSession> {
+  const inFile = (await readFileSessions(env))[slot];
   const s = situation(env);
   if (!readsKeychain(s, inFile !== undefined)) return { session: inFile, store: fileStore(env) };
   let inKeychain: StoredSession | undefined;
   try {
-    inKeychain = (await readKeychainSessions())[issuer];
+    inKeychain = (await readKeychainSessions())[slot];
   } catch (err) {
     // Asked for the keychain, or it is there but locked, and it cannot say: "not signed in" would be a guess.
     if ((s.choice === 'keychain' || (err instanceof KeychainError && err.locked)) && !inFile) throw err;
@@ -62,19 +63,34 @@ export async function locateSession(issuer: string, env: NodeJS.ProcessEnv = pro
   return { session, store: session !== undefined && session === inFile ? fileStore(env) : keychainStore() };
 }
 
-/** The issuer's session from wherever it is kept; undefined when signed out. */
-export async function readSession(issuer: string, env: NodeJS.ProcessEnv = process.env): Promise<StoredSession | undefined> {
-  return (await locateSession(issuer, env)).session;
+/** The slot's session from wherever it is kept; undefined when signed out. */
+export async function readSession(slot: string, env: NodeJS.ProcessEnv = process.env): Promise<StoredSession | undefined> {
+  return (await locateSession(slot, env)).session;
 }
 
-/** Every session, by issuer, from the file and (when it may answer) the keychain; a keychain that fails only hides its own. */
+/** Every stored session, by slot, with where it is kept; `keychainError` when the keychain was asked and could not say. */
+export async function allLocatedSessions(
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ sessions: Record<string, { session: StoredSession; store: CredentialStore }>; keychainError?: string }> {
+  const sessions: Record<string, { session: StoredSession; store: CredentialStore }> = {};
+  for (const [slot, session] of Object.entries(await readFileSessions(env))) sessions[slot] = { session, store: fileStore(env) };
+  if (!writesKeychain(situation(env))) return { sessions };
+  let inKeychain: Record<string, StoredSession>;
+  try {
+    inKeychain = await readKeychainSessions();
+  } catch (err) {
+    return { sessions, keychainError: (err as Error).message };
+  }
+  for (const [slot, session] of Object.entries(inKeychain)) {
+    if (newer(sessions[slot]?.session, session) === session) sessions[slot] = { session, store: keychainStore() };
+  }
+  return { sessions };
+}
+
+/** Every session, by slot, from the file and (when it may answer) the keychain; a keychain that fails only hides its own. */
 export async function allSessions(env: NodeJS.ProcessEnv = process.env): Promise<Record<string, StoredSession>> {
-  const sessions = { ...(await readFileSessions(env)) };
-  const s = situation(env);
-  if (!writesKeychain(s)) return sessions;
-  const inKeychain = await readKeychainSessions().catch(() => ({}) as Record<string, StoredSession>);
-  for (const [issuer, session] of Object.entries(inKeychain)) sessions[issuer] = newer(sessions[issuer], session)!;
-  return sessions;
+  const { sessions } = await allLocatedSessions(env);
+  return Object.fromEntries(Object.entries(sessions).map(([slot, { session }]) => [slot, session]));
 }
 
 function capitalized(text: string): string {
@@ -88,7 +104,7 @@ function capitalized(text: string): string {
  * between leaves two copies and no marker, and reads then compare them.
  */
 export async function writeSession(
-  issuer: string,
+  slot: string,
   session: StoredSession,
   env: NodeJS.ProcessEnv = process.env,
   say: (line: string) => void = (line) => process.stderr.write(`${line}\n`),
@@ -98,17 +114,17 @@ export async function writeSession(
   if (writesKeychain(s)) {
     if (s.fallbackAnnounced) await forgetAnnounced(env);
     try {
-      await writeKeychainSession(issuer, session);
+      await writeKeychainSession(slot, session);
     } catch (err) {
       if (!(err instanceof CliError)) throw err;
       failure = err;
     }
     if (!failure) {
-      await deleteFileSession(issuer, env);
+      await deleteFileSession(slot, env);
       return;
     }
   }
-  await writeFileSession(issuer, session, env);
+  await writeFileSession(slot, session, env);
   if (s.choice === 'file') return;
   const path = credentialsPath(env);
   const message = failure
@@ -119,22 +135,22 @@ export async function writeSession(
 }
 
 /**
- * Forgets the issuer's session wherever it is kept (both places, so no older copy comes back). A keychain
+ * Forgets the slot's session wherever it is kept (both places, so no older copy comes back). A keychain
  * that cannot be changed is an error unless the file held the session, which is then gone.
  */
-export async function deleteSession(issuer: string, env: NodeJS.ProcessEnv = process.env): Promise<boolean> {
-  const deleted = await deleteSessionCopies(issuer, env);
+export async function deleteSession(slot: string, env: NodeJS.ProcessEnv = process.env): Promise<boolean> {
+  const deleted = await deleteSessionCopies(slot, env);
   // Its DPoP key (RFC 9449) goes with it: a key without a session signs nothing.
-  await deleteDpopKeys(issuer, env);
+  await deleteDpopKeys(slot, env);
   return deleted;
 }
 
-async function deleteSessionCopies(issuer: string, env: NodeJS.ProcessEnv): Promise<boolean> {
-  const fromFile = await deleteFileSession(issuer, env);
+async function deleteSessionCopies(slot: string, env: NodeJS.ProcessEnv): Promise<boolean> {
+  const fromFile = await deleteFileSession(slot, env);
   const s = situation(env);
   if (!writesKeychain(s)) return fromFile;
   try {
-    return (await deleteKeychainSession(issuer)) || fromFile;
+    return (await deleteKeychainSession(slot)) || fromFile;
   } catch (err) {
     if (fromFile) return true;
     throw err;

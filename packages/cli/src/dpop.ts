@@ -2,8 +2,10 @@
 // sends them with the server's nonce. Loaded only when a sign-in uses DPoP (it imports jose and node:crypto).
 import { createHash, randomUUID } from 'node:crypto';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, SignJWT, type JWK } from 'jose';
+import { describeSlot, loginCommand } from './config.js';
 import type { StoredSession } from './credentials.js';
-import type { ServerMetadata } from './discovery.js';
+import type { ServerMetadata } from './oauth/discovery.js';
+import { oauthErrorOf } from './oauth/errors.js';
 import { CliError } from './errors.js';
 import type { HttpResponse, Transport } from './http.js';
 import { readDpopKey, readNonces, writeNonces } from './storage/dpop.js';
@@ -86,10 +88,7 @@ export async function dpopProof(key: DpopKey, req: ProofRequest): Promise<string
  * error body) or from a resource server (§9, a 401 with `WWW-Authenticate: DPoP error="use_dpop_nonce"`).
  */
 export function asksForNonce(res: HttpResponse): boolean {
-  if (res.status === 400) {
-    const body = res.body as { error?: unknown } | undefined;
-    return typeof body === 'object' && body !== null && body.error === 'use_dpop_nonce';
-  }
+  if (res.status === 400) return oauthErrorOf(res.body)?.error === 'use_dpop_nonce';
   if (res.status === 401) return /\bDPoP\b[\s\S]*\berror="use_dpop_nonce"/i.test(res.headers.get('www-authenticate') ?? '');
   return false;
 }
@@ -118,27 +117,27 @@ export async function savedNonces(env: NodeJS.ProcessEnv = process.env): Promise
 }
 
 /** A sign-in bound to a key this machine no longer has: refused rather than sent as Bearer. */
-export function missingKey(issuer: string): CliError {
+export function missingKey(slot: string): CliError {
   return new CliError(
     'signed_out',
-    `the sign-in to ${issuer} is bound to a DPoP key that is not on this machine (were the credentials copied here?); run \`authcli login\``,
+    `the sign-in to ${describeSlot(slot)} is bound to a DPoP key that is not on this machine (were the credentials copied here?); run \`${loginCommand(slot)}\``,
   );
 }
 
-/** The key a stored sign-in is bound to; undefined for a Bearer sign-in, missingKey when the key is gone. */
+/** The key a sign-in stored under `slot` is bound to; undefined for a Bearer sign-in, missingKey when the key is gone. */
 export async function keyOfSession(
-  issuer: string,
+  slot: string,
   session: StoredSession,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<DpopKey | undefined> {
   if (!session.dpop_jkt) {
-    if (session.token_type.toLowerCase() === 'dpop') throw missingKey(issuer);
+    if (session.token_type.toLowerCase() === 'dpop') throw missingKey(slot);
     return undefined;
   }
-  const jwk = await readDpopKey(issuer, session.dpop_jkt, env);
-  if (!jwk) throw missingKey(issuer);
+  const jwk = await readDpopKey(slot, session.dpop_jkt, env);
+  if (!jwk) throw missingKey(slot);
   const key = await dpopKeyFromJwk(jwk);
-  if (key.jkt !== session.dpop_jkt) throw missingKey(issuer);
+  if (key.jkt !== session.dpop_jkt) throw missingKey(slot);
   return key;
 }
 
@@ -179,10 +178,8 @@ export function dpopTransport(
  */
 export function asksForDpop(res: HttpResponse): boolean {
   if (res.status !== 400 && res.status !== 401) return false;
-  const body = res.body as { error?: unknown; error_description?: unknown } | undefined;
-  if (typeof body !== 'object' || body === null) return false;
-  if (body.error === 'invalid_dpop_proof') return true;
-  return body.error === 'invalid_grant' && typeof body.error_description === 'string' && /\bDPoP\b/.test(body.error_description);
+  const e = oauthErrorOf(res.body);
+  return e?.error === 'invalid_dpop_proof' || (e?.error === 'invalid_grant' && /\bDPoP\b/.test(e.description ?? ''));
 }
 
 /** A token transport that binds only when the server insists (see {@link dpopWhenRequired}). */

@@ -13,6 +13,8 @@ export type CliErrorCode =
   | 'callback'
   | 'timeout'
   | 'cancelled'
+  /** The user answered no (e.g. to replacing a sign-in); exit 1. */
+  | 'declined'
   | 'signed_out'
   | 'storage'
   | 'no_browser'

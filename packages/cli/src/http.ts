@@ -1,6 +1,7 @@
 import { EnvHttpProxyAgent, fetch, type Dispatcher } from 'undici';
 import { CliError } from './errors.js';
-import type { ClientSettings } from './config.js';
+import { oauthErrorOf } from './oauth/errors.js';
+import { reasonOf } from './oauth/explain.js';
 
 let dispatcher: Dispatcher | undefined;
 
@@ -104,8 +105,8 @@ export function networkError(url: string, err: unknown): CliError {
 
 /** A 5xx answer: the server (or a gateway before it) failed; nothing the user sent is at fault. */
 function serverError(url: string, status: number, statusText: string, body: unknown): CliError {
-  const e = body && typeof body === 'object' ? oauthError({ status, headers: new Headers(), body }) : undefined;
-  const detail = e ? ` (${e.error}${e.description ? `: ${e.description}` : ''})` : '';
+  const e = oauthErrorOf(body);
+  const detail = e ? ` (${reasonOf(e.error, e.description)})` : '';
   return new CliError('network', `${new URL(url).origin} answered HTTP ${status}${statusText ? ` ${statusText}` : ''}${detail}`, {
     hint:
       status === 502 || status === 503 || status === 504
@@ -150,23 +151,3 @@ export const httpTransport: Transport = async (url, init) => {
   if (res.status >= 500) throw serverError(url, res.status, res.statusText, body);
   return { status: res.status, headers: res.headers as unknown as Headers, body };
 };
-
-/** HTTP Basic for confidential clients (RFC 6749 §2.3.1: id and secret form-urlencoded first). */
-export function clientAuth(
-  settings: ClientSettings,
-  form: Record<string, string>,
-): { headers: Record<string, string>; form: Record<string, string> } {
-  if (!settings.clientSecret) return { headers: {}, form: { ...form, client_id: settings.clientId } };
-  const enc = (s: string) => encodeURIComponent(s).replace(/%20/g, '+');
-  const basic = Buffer.from(`${enc(settings.clientId)}:${enc(settings.clientSecret)}`).toString('base64');
-  return { headers: { authorization: `Basic ${basic}` }, form };
-}
-
-/** The RFC 6749 §5.2 error code of a response, if it has one. */
-export function oauthError(res: HttpResponse): { error: string; description: string | undefined } | undefined {
-  const b = res.body as { error?: unknown; error_description?: unknown } | undefined;
-  if (b && typeof b === 'object' && typeof b.error === 'string') {
-    return { error: b.error, description: typeof b.error_description === 'string' ? b.error_description : undefined };
-  }
-  return undefined;
-}

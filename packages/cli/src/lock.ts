@@ -1,5 +1,5 @@
 /**
- * A cross-process lock per issuer and client, so that only one `authcli`
+ * A cross-process lock per slot (issuer and profile, config.ts slotOf) and client, so that only one `authcli`
  * process at a time reads, refreshes and writes a session: a refresh token is
  * single-use (RFC 9700 §4.14.2), and two processes sending the same one make
  * the server revoke the whole sign-in.
@@ -59,9 +59,9 @@ export interface HeldLock {
   release(): Promise<void>;
 }
 
-/** `<configDir>/session-<hash of issuer and client>.lock`: file names cannot carry URLs. */
-export function sessionLockPath(issuer: string, clientId: string, env: NodeJS.ProcessEnv = process.env): string {
-  const key = createHash('sha256').update(`${issuer}\n${clientId}`).digest('hex').slice(0, 24);
+/** `<configDir>/session-<hash of slot and client>.lock`: file names cannot carry URLs. The default profile's slot is the issuer. */
+export function sessionLockPath(slot: string, clientId: string, env: NodeJS.ProcessEnv = process.env): string {
+  const key = createHash('sha256').update(`${slot}\n${clientId}`).digest('hex').slice(0, 24);
   return join(configDir(env), `session-${key}.lock`);
 }
 
@@ -257,12 +257,12 @@ export async function acquireLock(path: string, opts: LockOptions = {}): Promise
 export type AssertHeld = () => void;
 
 /**
- * Runs `fn` holding the session locks of `issuer` for each client in
+ * Runs `fn` holding the session locks of `slot` for each client in
  * `clientIds` (taken in sorted order, so two callers never wait on each other
  * in a circle), and releases them whatever happens.
  */
 export async function withSessionLock<T>(
-  issuer: string,
+  slot: string,
   clientIds: readonly string[],
   fn: (assertHeld: AssertHeld) => Promise<T>,
   opts: LockOptions = {},
@@ -274,7 +274,7 @@ export async function withSessionLock<T>(
     if (lost) throw new CliError('timeout', `this process stalled and another authcli process took over the lock ${lost.path}; try again`);
   };
   try {
-    for (const clientId of [...new Set(clientIds)].sort()) held.push(await acquireLock(sessionLockPath(issuer, clientId, env), opts));
+    for (const clientId of [...new Set(clientIds)].sort()) held.push(await acquireLock(sessionLockPath(slot, clientId, env), opts));
     return await fn(assertHeld);
   } finally {
     for (const lock of held.reverse()) await lock.release();

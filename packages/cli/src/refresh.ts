@@ -1,17 +1,23 @@
-import { REFRESH_TOKEN_GRANT_TYPE } from '@authcli/protocol';
-import type { ClientSettings } from './config.js';
+import type { TokenResponse } from '@authcli/protocol';
+import { describeSlot, loginCommand, type ProfileSettings } from './config.js';
 import { deleteSession, readSession, writeSession, type StoredSession } from './credentials.js';
-import { discover } from './discovery.js';
 import { dpopTransport, keyOfSession, savedNonces } from './dpop.js';
 import { CliError } from './errors.js';
-import { clientAuth, httpTransport, oauthError } from './http.js';
+import { httpTransport } from './http.js';
 import { withSessionLock } from './lock.js';
+import { OAuthClient } from './oauth/client.js';
+import { discover } from './oauth/discovery.js';
+import { ProtocolError } from './oauth/errors.js';
 import type { Output } from './output.js';
 import { hasExpired, needsRefresh, presented, type TokenFormat } from './token-output.js';
-import { asTokenResponse, sessionFromTokens } from './tokens.js';
+import { sessionFromTokens } from './tokens.js';
 
-export function notRenewable(issuer: string): CliError {
-  return new CliError('signed_out', `the token for ${issuer} has expired and cannot be renewed (no refresh token); run \`authcli login\``);
+/** `slot`: where the sign-in is stored (config.ts slotOf); the message names its issuer and profile. */
+export function notRenewable(slot: string): CliError {
+  return new CliError(
+    'signed_out',
+    `the token for ${describeSlot(slot)} has expired and cannot be renewed (no refresh token); run \`${loginCommand(slot)}\``,
+  );
 }
 
 /**
@@ -26,7 +32,7 @@ export function notRenewable(issuer: string): CliError {
  * answer carries the only valid refresh token.
  */
 export async function refreshedSession(
-  settings: ClientSettings,
+  settings: ProfileSettings,
   seen: StoredSession,
   format: TokenFormat,
   out: Output,
@@ -34,15 +40,16 @@ export async function refreshedSession(
   /** An access token a resource server refused (`invalid_token`): refreshed even though it has not expired. */
   rejected?: string,
 ): Promise<StoredSession> {
-  const { issuer } = settings;
+  const { issuer, slot } = settings;
+  const named = describeSlot(slot);
   const result = await withSessionLock(
-    issuer,
+    slot,
     [seen.client_id],
     async (assertHeld): Promise<StoredSession | { otherClient: StoredSession }> => {
       const now = Date.now();
-      const current = await readSession(issuer);
+      const current = await readSession(slot);
       if (!current)
-        throw new CliError('signed_out', `not signed in to ${issuer} (another authcli process signed out); run \`authcli login\``);
+        throw new CliError('signed_out', `not signed in to ${named} (another authcli process signed out); run \`${loginCommand(slot)}\``);
       if (!needsRefresh(current, format, now) && current.access_token !== rejected) return current;
       // A login with another client replaced the session while we waited: its lock is not the one held.
       if (current.client_id !== seen.client_id) return { otherClient: current };
@@ -50,50 +57,40 @@ export async function refreshedSession(
       if (presented(current, format).token !== presented(seen, format).token && !hasExpired(current, format, now)) return current;
       if (!current.refresh_token) {
         if (!hasExpired(current, format, now) && current.access_token !== rejected) return current;
-        throw notRenewable(issuer);
+        throw notRenewable(slot);
       }
       const client = { ...settings, clientId: current.client_id };
       // A DPoP-bound sign-in refreshes with a proof of its key (RFC 9449 §5), or not at all: never as Bearer.
-      const key = await keyOfSession(issuer, current);
+      const key = await keyOfSession(slot, current);
       const meta = await discover(issuer, httpTransport);
-      const transport = key ? dpopTransport(httpTransport, key, { nonces: await savedNonces() }) : httpTransport;
-      const auth = clientAuth(client, { grant_type: REFRESH_TOKEN_GRANT_TYPE, refresh_token: current.refresh_token });
+      const tokenTransport = key ? dpopTransport(httpTransport, key, { nonces: await savedNonces() }) : httpTransport;
+      const oauth = new OAuthClient({ meta, settings: client, transport: httpTransport, tokenTransport });
       assertHeld();
-      const res = await transport(meta.token_endpoint, { method: 'POST', headers: auth.headers, form: auth.form });
-      if (res.status !== 200) {
-        const e = oauthError(res);
-        if (e?.error === 'invalid_grant') {
-          await deleteSession(issuer);
-          throw new CliError(
-            'signed_out',
-            `the sign-in to ${issuer} has ended (${e.description ?? 'invalid_grant'}); run \`authcli login\``,
-          );
-        }
-        throw new CliError(
-          'protocol',
-          `refreshing failed: ${e ? `${e.error}${e.description ? `: ${e.description}` : ''}` : `HTTP ${res.status}`}`,
-        );
+      let tokens: TokenResponse;
+      try {
+        tokens = await oauth.refresh(current.refresh_token);
+      } catch (err) {
+        // invalid_grant (RFC 6749 §5.2): the sign-in has ended at the server; the error says so (explain.ts).
+        if (err instanceof ProtocolError && err.error === 'invalid_grant') await deleteSession(slot);
+        throw err;
       }
-      const tokens = asTokenResponse(res.body);
       let refreshed: StoredSession;
       try {
         refreshed = await sessionFromTokens(tokens, meta, client, { previous: current, dpopJkt: key?.jkt });
       } catch (err) {
         // The server has rotated the refresh token: keep the new one (and nothing unverified), or the
         // next refresh would send the retired one and end the sign-in.
-        if (tokens.refresh_token) await writeSession(issuer, { ...current, refresh_token: tokens.refresh_token });
+        if (tokens.refresh_token) await writeSession(slot, { ...current, refresh_token: tokens.refresh_token });
         throw err;
       }
-      await writeSession(issuer, refreshed);
+      await writeSession(slot, refreshed);
       return refreshed;
     },
     {
       signal,
-      purpose: `refreshing the sign-in to ${issuer}`,
+      purpose: `refreshing the sign-in to ${named}`,
       onWait: (holder) =>
-        out.say(
-          `Waiting for another authcli process${holder ? ` (pid ${holder.pid})` : ''} that is refreshing the sign-in to ${issuer}...`,
-        ),
+        out.say(`Waiting for another authcli process${holder ? ` (pid ${holder.pid})` : ''} that is refreshing the sign-in to ${named}...`),
     },
   );
   // Retried outside the lock held so far, so no process holds one client's lock while waiting for another's.

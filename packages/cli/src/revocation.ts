@@ -1,10 +1,11 @@
-import type { ClientSettings } from './config.js';
+import { describeSlot, type ClientSettings, type ProfileSettings } from './config.js';
 import { readSession, writeSession, type StoredSession } from './credentials.js';
-import { discover, type ServerMetadata } from './discovery.js';
 import { dpopTransport, keyOfSession, savedNonces, type DpopKey } from './dpop.js';
 import { CliError } from './errors.js';
-import { clientAuth, httpTransport, oauthError } from './http.js';
+import { httpTransport } from './http.js';
 import { withSessionLock } from './lock.js';
+import { OAuthClient } from './oauth/client.js';
+import { discover, type ServerMetadata } from './oauth/discovery.js';
 import type { Output } from './output.js';
 import { deleteDpopKeys, writeDpopKey } from './storage/dpop.js';
 
@@ -24,27 +25,15 @@ export async function revokeSession(
   key?: DpopKey,
 ): Promise<'revoked' | 'unsupported'> {
   meta ??= await discover(settings.issuer, httpTransport);
-  if (!meta.revocation_endpoint) return 'unsupported';
   // The secret belongs to the configured client: a session of another client is revoked as a public client's.
   const client = {
     ...settings,
     clientId: session.client_id,
     clientSecret: session.client_id === settings.clientId ? settings.clientSecret : undefined,
   };
-  const auth = clientAuth(client, {
-    token: session.refresh_token ?? session.access_token,
-    token_type_hint: session.refresh_token ? 'refresh_token' : 'access_token',
-  });
-  const transport = key ? dpopTransport(httpTransport, key, { nonces: await savedNonces() }) : httpTransport;
-  const res = await transport(meta.revocation_endpoint, { method: 'POST', headers: auth.headers, form: auth.form });
-  if (res.status !== 200) {
-    const e = oauthError(res);
-    throw new CliError(
-      'protocol',
-      `the server refused to revoke it (${e ? `${e.error}${e.description ? `: ${e.description}` : ''}` : `HTTP ${res.status}`})`,
-    );
-  }
-  return 'revoked';
+  const tokenTransport = key ? dpopTransport(httpTransport, key, { nonces: await savedNonces() }) : httpTransport;
+  const oauth = new OAuthClient({ meta, settings: client, transport: httpTransport, tokenTransport });
+  return oauth.revoke(session.refresh_token ?? session.access_token, session.refresh_token ? 'refresh_token' : 'access_token');
 }
 
 /**
@@ -58,7 +47,7 @@ export async function revokeSession(
  * login.
  */
 export async function replaceSession(
-  settings: ClientSettings,
+  settings: ProfileSettings,
   session: StoredSession,
   meta: ServerMetadata,
   out: Output,
@@ -66,33 +55,34 @@ export async function replaceSession(
   /** The new sign-in's DPoP key (when its token is bound): stored with it, in the same lock. */
   key?: DpopKey,
 ): Promise<void> {
-  const { issuer } = settings;
+  const { slot } = settings;
+  const named = describeSlot(slot);
   // What to revoke is looked up best effort: a keychain that cannot be read now (locked, gone) must not fail a
   // sign-in that is about to be stored (writeSession falls back to the file and says so).
   const readPrevious = () =>
-    readSession(issuer).catch((err: unknown) => {
+    readSession(slot).catch((err: unknown) => {
       if (err instanceof CliError && err.code === 'storage') return undefined;
       throw err;
     });
   const before = await readPrevious();
   const { previous, previousKey } = await withSessionLock(
-    issuer,
+    slot,
     before ? [session.client_id, before.client_id] : [session.client_id],
     async () => {
       const stored = await readPrevious();
       // The replaced sign-in's key signs its revocation below; it is removed here with every other old key.
-      const storedKey = stored?.dpop_jkt ? await keyOfSession(issuer, stored).catch(() => undefined) : undefined;
+      const storedKey = stored?.dpop_jkt ? await keyOfSession(slot, stored).catch(() => undefined) : undefined;
       // The key first: a session stored without its key would be unusable.
-      if (key) await writeDpopKey(issuer, key.jkt, key.privateJwk);
-      await writeSession(issuer, session, process.env, out.say);
-      await deleteDpopKeys(issuer, process.env, key?.jkt);
+      if (key) await writeDpopKey(slot, key.jkt, key.privateJwk);
+      await writeSession(slot, session, process.env, out.say);
+      await deleteDpopKeys(slot, process.env, key?.jkt);
       return { previous: stored, previousKey: storedKey };
     },
     {
       signal,
-      purpose: `storing the sign-in to ${issuer}`,
+      purpose: `storing the sign-in to ${named}`,
       onWait: (holder) =>
-        out.say(`Waiting for another authcli process${holder ? ` (pid ${holder.pid})` : ''} to finish with the sign-in to ${issuer}...`),
+        out.say(`Waiting for another authcli process${holder ? ` (pid ${holder.pid})` : ''} to finish with the sign-in to ${named}...`),
     },
   );
   if (!previous || (previous.refresh_token ?? previous.access_token) === (session.refresh_token ?? session.access_token)) return;
@@ -101,7 +91,7 @@ export async function replaceSession(
   } catch (err) {
     if (!(err instanceof CliError)) throw err;
     out.say(
-      `Could not revoke the previous sign-in to ${issuer} (${err.message}); its refresh token stays valid at the server until it expires.`,
+      `Could not revoke the previous sign-in to ${named} (${err.message}); its refresh token stays valid at the server until it expires.`,
     );
   }
 }

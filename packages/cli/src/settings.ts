@@ -1,6 +1,6 @@
 // The CLI's settings, for docs/configuration.md (`pnpm docs:config` writes its table from this list, and
 // packages/server/test/configuration-docs.test.ts checks it). Nothing at run time imports this file.
-import { DEFAULT_CLIENT_ID, DEFAULT_ISSUER } from './config.js';
+import { DEFAULT_CLIENT_ID, DEFAULT_ISSUER, DEFAULT_PROFILE } from './config.js';
 
 /** One environment variable the CLI reads, with its flag. */
 export interface CliSetting {
@@ -18,24 +18,32 @@ const code = (value: string) => `\`${value}\``;
 
 export const CLI_SETTINGS: readonly CliSetting[] = [
   {
+    env: ['AUTHCLI_PROFILE'],
+    flag: '--profile',
+    default: code(DEFAULT_PROFILE),
+    meaning:
+      'Which account: each profile has its own issuer, client, sign-in, DPoP keys and lock. A name of 1-64 letters, digits, `.`, `_`, `-`, starting with a letter or digit. See [profiles](cli.md#profiles-several-accounts).',
+  },
+  {
     env: ['AUTHCLI_ISSUER'],
     flag: '--issuer',
     default: code(DEFAULT_ISSUER),
     meaning:
-      'The authorization server: its issuer URL, as its discovery document says it. After the flag, before `issuer` in `config.json`.',
+      "The authorization server: its issuer URL, as its discovery document says it. After the flag, before the profile's `issuer` in `config.json`, the profile's last sign-in and the top-level `issuer`.",
   },
   {
     env: ['AUTHCLI_CLIENT_ID'],
     flag: '--client-id',
     default: code(DEFAULT_CLIENT_ID),
-    meaning: 'The client id the CLI signs in as. After the flag, before `client_id` in `config.json`.',
+    meaning:
+      "The client id the CLI signs in as. After the flag, before the profile's `client_id` in `config.json`, the client of the profile's last sign-in (to the same issuer) and the top-level `client_id`.",
   },
   {
     env: ['AUTHCLI_CLIENT_SECRET'],
     flag: '--client-secret-stdin',
     default: 'none (a public client)',
     meaning:
-      "A confidential client's secret, sent with HTTP Basic. `--client-secret-stdin` reads it from a pipe or file and wins; `--client-secret S` works but warns (argv shows in `ps`). Before `client_secret` in `config.json`.",
+      "A confidential client's secret, sent with HTTP Basic. `--client-secret-stdin` reads it from a pipe or file and wins; `--client-secret S` works but warns (argv shows in `ps`). Before the profile's `client_secret` in `config.json`, then the top-level one (never remembered in `profiles.json`).",
   },
   {
     env: ['AUTHCLI_STORAGE'],
@@ -54,7 +62,7 @@ export const CLI_SETTINGS: readonly CliSetting[] = [
     env: ['XDG_CONFIG_HOME'],
     default: code('~/.config'),
     meaning:
-      'Where the `authcli` folder is: `config.json`, `credentials.json`, `dpop-keys.json`, `dpop-nonces.json`, the lock files. Only an absolute path counts.',
+      'Where the `authcli` folder is: `config.json`, `profiles.json`, `credentials.json`, `dpop-keys.json`, `dpop-nonces.json`, the lock files. Only an absolute path counts.',
   },
   {
     env: ['HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY'],

@@ -1,23 +1,11 @@
 import type { TokenResponse } from '@authcli/protocol';
-import { createLocalJWKSet, decodeJwt, jwtVerify, type JSONWebKeySet } from 'jose';
+import { createLocalJWKSet, decodeJwt, jwtVerify } from 'jose';
 import type { ClientSettings } from './config.js';
 import type { StoredSession } from './credentials.js';
-import type { ServerMetadata } from './discovery.js';
 import { CliError } from './errors.js';
 import { httpTransport, type Transport } from './http.js';
-
-/**
- * The body of a successful token response (RFC 6749 §5.1) with a Bearer or DPoP (RFC 9449 §5) access token;
- * CliError('protocol') if it is not one. Whether a DPoP token is one we asked for is sessionFromTokens' to check.
- */
-export function asTokenResponse(body: unknown): TokenResponse {
-  const b = body as Partial<TokenResponse> | undefined;
-  if (!b || typeof b.access_token !== 'string' || typeof b.token_type !== 'string') {
-    throw new CliError('protocol', 'the token endpoint answered without an access token');
-  }
-  if (!['bearer', 'dpop'].includes(b.token_type.toLowerCase())) throw new CliError('protocol', `unsupported token_type ${b.token_type}`);
-  return b as TokenResponse;
-}
+import { fetchJwks, type ServerMetadata } from './oauth/discovery.js';
+import { fetchUserinfo } from './oauth/userinfo.js';
 
 /**
  * Verifies an ID token before anything is stored (OIDC Core §3.1.3.7):
@@ -32,14 +20,9 @@ export async function verifyIdToken(
   now: () => number = Date.now,
   transport: Transport = httpTransport,
 ): Promise<{ sub: string; username: string | undefined }> {
-  if (!meta.jwks_uri) throw new CliError('id_token', 'the server sent an ID token but publishes no jwks_uri to verify it');
-  // The key set comes through the CLI's own transport, so proxies (HTTPS_PROXY/NO_PROXY) apply here too.
-  const jwks = await transport(meta.jwks_uri, { method: 'GET' });
-  if (jwks.status !== 200 || typeof jwks.body !== 'object' || jwks.body === null || !Array.isArray((jwks.body as JSONWebKeySet).keys)) {
-    throw new CliError('id_token', `cannot load the issuer's keys from ${meta.jwks_uri} (HTTP ${jwks.status})`);
-  }
+  const jwks = await fetchJwks(meta, transport);
   try {
-    const { payload } = await jwtVerify(idToken, createLocalJWKSet(jwks.body as JSONWebKeySet), {
+    const { payload } = await jwtVerify(idToken, createLocalJWKSet(jwks), {
       issuer: settings.issuer,
       audience: settings.clientId,
       currentDate: new Date(now()),
@@ -128,13 +111,8 @@ export async function displayNameFromUserinfo(
 ): Promise<string | undefined> {
   if (!meta.userinfo_endpoint) return undefined;
   try {
-    const res = resourceTransport
-      ? await resourceTransport(meta.userinfo_endpoint, { method: 'GET' })
-      : await transport(meta.userinfo_endpoint, { method: 'GET', headers: { authorization: `Bearer ${accessToken}` } });
-    const info = res.body as { sub?: unknown; preferred_username?: unknown; email?: unknown; name?: unknown } | undefined;
-    if (res.status !== 200 || !info || typeof info !== 'object' || (subject !== undefined && info.sub !== subject)) return undefined;
-    const name = [info.preferred_username, info.email, info.name].find((v) => typeof v === 'string');
-    return name as string | undefined;
+    const info = await fetchUserinfo(meta, transport, { accessToken, resourceTransport }, subject);
+    return info.preferred_username ?? info.email ?? info.name;
   } catch {
     return undefined;
   }

@@ -1,19 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { pollForTokens, type Clock } from '../src/device/poll.js';
+import { pollForTokens } from '../src/device/poll.js';
 import { CliError } from '../src/errors.js';
 import type { HttpResponse, Transport } from '../src/http.js';
-
-/** A clock that only moves when the loop sleeps, recording each poll's time. */
-class FakeClock implements Clock {
-  t = 0;
-  sleeps: number[] = [];
-  now = () => this.t;
-  sleep = async (ms: number, signal?: AbortSignal) => {
-    if (signal?.aborted) throw new CliError('cancelled', 'cancelled');
-    this.sleeps.push(ms);
-    this.t += ms;
-  };
-}
+import { OAuthClient } from '../src/oauth/client.js';
+import { FakeClock } from './support/scripted.js';
 
 const pending: HttpResponse = { status: 400, headers: new Headers(), body: { error: 'authorization_pending' } };
 const slow: HttpResponse = { status: 400, headers: new Headers(), body: { error: 'slow_down' } };
@@ -33,13 +23,23 @@ function scripted(clock: FakeClock, answers: (HttpResponse | 'network')[]) {
   return { transport, at };
 }
 
-const req = (expiresAt = 600_000) => ({ tokenEndpoint: 'http://as/token', form: {}, headers: {}, interval: 5, expiresAt });
+const timing = (expiresAt = 600_000) => ({ interval: 5, expiresAt });
+
+/** Each poll is the protocol client's one token request for the device code, sent through `transport`. */
+const polling = (transport: Transport) => {
+  const client = new OAuthClient({
+    meta: { issuer: 'http://as', token_endpoint: 'http://as/token' },
+    settings: { issuer: 'http://as', clientId: 'authcli', clientSecret: undefined },
+    transport,
+  });
+  return () => client.pollDeviceToken('device-code-1');
+};
 
 describe('rfc8628 §3.5 device polling loop', () => {
   it('honours the interval: every poll at least 5 s after the previous one', async () => {
     const clock = new FakeClock();
     const { transport, at } = scripted(clock, [pending, pending, pending, ok]);
-    const tokens = await pollForTokens(req(), transport, clock);
+    const tokens = await pollForTokens(polling(transport), timing(), clock);
     expect(tokens.access_token).toBe('at');
     expect(at).toEqual([5000, 10000, 15000, 20000]);
   });
@@ -47,7 +47,7 @@ describe('rfc8628 §3.5 device polling loop', () => {
   it('slow_down adds 5 seconds, kept for the rest of the login', async () => {
     const clock = new FakeClock();
     const { transport, at } = scripted(clock, [pending, slow, pending, pending, slow, pending, ok]);
-    await pollForTokens(req(), transport, clock);
+    await pollForTokens(polling(transport), timing(), clock);
     const gaps = at.map((t, i) => t - (at[i - 1] ?? 0));
     expect(gaps).toEqual([5000, 5000, 10000, 10000, 10000, 15000, 15000]);
   });
@@ -55,14 +55,14 @@ describe('rfc8628 §3.5 device polling loop', () => {
   it('HTTP 429 is treated like slow_down', async () => {
     const clock = new FakeClock();
     const { transport, at } = scripted(clock, [{ status: 429, headers: new Headers(), body: '' }, pending, ok]);
-    await pollForTokens(req(), transport, clock);
+    await pollForTokens(polling(transport), timing(), clock);
     expect(at).toEqual([5000, 15000, 25000]);
   });
 
   it('network errors and 5xx are retried with backoff, then polling resumes at the interval', async () => {
     const clock = new FakeClock();
     const { transport, at } = scripted(clock, ['network', 'network', { status: 503, headers: new Headers(), body: 'busy' }, pending, ok]);
-    await pollForTokens(req(), transport, clock);
+    await pollForTokens(polling(transport), timing(), clock);
     const gaps = at.map((t, i) => t - (at[i - 1] ?? 0));
     expect(gaps).toEqual([5000, 10000, 20000, 40000, 5000]);
   });
@@ -70,27 +70,27 @@ describe('rfc8628 §3.5 device polling loop', () => {
   it('gives up with expired_token once the codes expire, without polling past expiry', async () => {
     const clock = new FakeClock();
     const { transport, at } = scripted(clock, [pending, pending, pending]);
-    await expect(pollForTokens(req(16_000), transport, clock)).rejects.toMatchObject({ code: 'expired_token' });
+    await expect(pollForTokens(polling(transport), timing(16_000), clock)).rejects.toMatchObject({ code: 'expired_token' });
     expect(at).toEqual([5000, 10000, 15000]);
   });
 
   it('expired_token from the server ends the login', async () => {
     const clock = new FakeClock();
     const { transport } = scripted(clock, [pending, err('expired_token')]);
-    await expect(pollForTokens(req(), transport, clock)).rejects.toMatchObject({ code: 'expired_token' });
+    await expect(pollForTokens(polling(transport), timing(), clock)).rejects.toMatchObject({ code: 'expired_token' });
   });
 
   it('access_denied ends the login', async () => {
     const clock = new FakeClock();
     const { transport, at } = scripted(clock, [pending, err('access_denied')]);
-    await expect(pollForTokens(req(), transport, clock)).rejects.toMatchObject({ code: 'access_denied' });
+    await expect(pollForTokens(polling(transport), timing(), clock)).rejects.toMatchObject({ code: 'access_denied' });
     expect(at).toHaveLength(2);
   });
 
   it('invalid_client ends the login', async () => {
     const clock = new FakeClock();
     const { transport } = scripted(clock, [{ status: 401, headers: new Headers(), body: { error: 'invalid_client' } }]);
-    await expect(pollForTokens(req(), transport, clock)).rejects.toMatchObject({ code: 'invalid_client' });
+    await expect(pollForTokens(polling(transport), timing(), clock)).rejects.toMatchObject({ code: 'invalid_client' });
   });
 
   it('Ctrl-C (abort) stops the loop', async () => {
@@ -98,12 +98,12 @@ describe('rfc8628 §3.5 device polling loop', () => {
     const ac = new AbortController();
     const { transport } = scripted(clock, [pending]);
     const p = pollForTokens(
-      req(),
-      async (...a) => {
+      polling(async (...a) => {
         const r = await transport(...a);
         ac.abort();
         return r;
-      },
+      }),
+      timing(),
       clock,
       ac.signal,
     );
@@ -113,6 +113,6 @@ describe('rfc8628 §3.5 device polling loop', () => {
   it('an unknown error is reported, not retried', async () => {
     const clock = new FakeClock();
     const { transport } = scripted(clock, [err('invalid_grant')]);
-    await expect(pollForTokens(req(), transport, clock)).rejects.toMatchObject({ code: 'protocol' });
+    await expect(pollForTokens(polling(transport), timing(), clock)).rejects.toMatchObject({ code: 'protocol' });
   });
 });

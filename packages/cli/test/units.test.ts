@@ -2,11 +2,11 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { validateCallback } from '../src/browser/callback.js';
+import { validateCallback } from '../src/oauth/authorization.js';
 import { resolveSettings } from '../src/config.js';
 import { credentialsPath, deleteSession, readSession, writeSession, type StoredSession } from '../src/credentials.js';
 import { CliError } from '../src/errors.js';
-import { discover, sameLoopbackServer } from '../src/discovery.js';
+import { discover, sameLoopbackServer } from '../src/oauth/discovery.js';
 import type { Transport } from '../src/http.js';
 
 const ISS = 'https://id.example';
@@ -55,7 +55,13 @@ describe('settings and credentials', () => {
 
   it('precedence: flags > env > config file > defaults', async () => {
     const env = { XDG_CONFIG_HOME: home } as NodeJS.ProcessEnv;
-    expect(await resolveSettings({}, env)).toEqual({ issuer: 'http://localhost:8080', clientId: 'authcli', clientSecret: undefined });
+    expect(await resolveSettings({}, env)).toEqual({
+      issuer: 'http://localhost:8080',
+      clientId: 'authcli',
+      clientSecret: undefined,
+      profile: 'default',
+      slot: 'http://localhost:8080',
+    });
     mkdirSync(join(home, 'authcli'));
     writeFileSync(join(home, 'authcli', 'config.json'), JSON.stringify({ issuer: 'https://file.example', client_id: 'from-file' }));
     expect(await resolveSettings({}, env)).toMatchObject({ issuer: 'https://file.example', clientId: 'from-file' });

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { CLI_SETTINGS } from '../../cli/src/settings.js';
-import { DEFAULT_CLIENT_ID, DEFAULT_ISSUER, resolveSettings } from '../../cli/src/config.js';
+import { DEFAULT_CLIENT_ID, DEFAULT_ISSUER, DEFAULT_PROFILE, resolveSettings } from '../../cli/src/config.js';
 import { CLI_DEFAULT_ISSUER } from '../src/operator/start.js';
 import { storageChoice } from '../../cli/src/storage/select.js';
 import { ConfigError, loadConfig } from '../src/config/config.js';
@@ -179,7 +179,13 @@ describe('docs/configuration.md', () => {
     const home = mkdtempSync(join(tmpdir(), 'authcli-docs-'));
     try {
       const settings = await resolveSettings({}, { XDG_CONFIG_HOME: home });
-      expect(settings).toEqual({ issuer: DEFAULT_ISSUER, clientId: DEFAULT_CLIENT_ID, clientSecret: undefined });
+      expect(settings).toEqual({
+        issuer: DEFAULT_ISSUER,
+        clientId: DEFAULT_CLIENT_ID,
+        clientSecret: undefined,
+        profile: DEFAULT_PROFILE,
+        slot: DEFAULT_ISSUER,
+      });
       // The server's banner names the CLI's default issuer: the two must agree.
       expect(CLI_DEFAULT_ISSUER).toBe(DEFAULT_ISSUER);
       expect(CLI_SETTINGS.find((s) => s.env.includes('AUTHCLI_ISSUER'))!.default).toBe(code(settings.issuer));

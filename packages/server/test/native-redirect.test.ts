@@ -38,7 +38,8 @@ describe.each(dialects())('native app redirects, RFC 8252 §7.1 (%s)', (dialect)
 
   it('the code comes back to the app by its scheme, with state and iss; the consent page names the scheme; the code redeems', async () => {
     const b = await signedInBrowser(server);
-    const { url } = await authorizeUrl({ clientId, redirectUri, scope: 'openid' });
+    // prompt=consent: the page is shown even when another test (in any order) has approved the application already.
+    const { url } = await authorizeUrl({ clientId, redirectUri, scope: 'openid', extra: { prompt: 'consent' } });
     const consent = await b.get(url);
     expect(consent.status).toBe(200);
     expect(consent.text).toContain('you will be sent back to <code>com.example.app:</code>');

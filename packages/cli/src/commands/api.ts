@@ -4,7 +4,7 @@
 // renewed once and the request sent again. The body goes to stdout as it comes; exit 0 on 2xx, 1 otherwise.
 import { readFile } from 'node:fs/promises';
 import { fetch } from 'undici';
-import { resolveSettings, type ClientSettings, type SettingFlags } from '../config.js';
+import { resolveSettings, type ProfileSettings, type SettingFlags } from '../config.js';
 import type { StoredSession } from '../credentials.js';
 import { CliError } from '../errors.js';
 import { agent, networkError, REQUEST_TIMEOUT_MS } from '../http.js';
@@ -137,12 +137,12 @@ function challengeError(res: Answer): string | undefined {
 }
 
 /** The answer to the request with the session's token, after at most one nonce retry. */
-async function withToken(req: ApiRequest, settings: ClientSettings, session: StoredSession, signal?: AbortSignal): Promise<Answer> {
+async function withToken(req: ApiRequest, settings: ProfileSettings, session: StoredSession, signal?: AbortSignal): Promise<Answer> {
   if (!session.dpop_jkt && session.token_type.toLowerCase() !== 'dpop') {
     return send(req, { authorization: `Bearer ${session.access_token}` }, signal);
   }
   const { dpopProof, keyOfSession, savedNonces } = await import('../dpop.js');
-  const key = (await keyOfSession(settings.issuer, session))!;
+  const key = (await keyOfSession(settings.slot, session))!;
   const nonces = await savedNonces();
   const origin = new URL(req.url).origin;
   const attempt = async () => {

@@ -18,13 +18,21 @@ export async function cachedToken(argv: string[]): Promise<boolean> {
   try {
     const { values } = parseArgs({
       args: argv,
-      options: { issuer: { type: 'string' }, 'client-id': { type: 'string' }, json: { type: 'boolean' }, format: { type: 'string' } },
+      options: {
+        profile: { type: 'string' },
+        issuer: { type: 'string' },
+        'client-id': { type: 'string' },
+        json: { type: 'boolean' },
+        format: { type: 'string' },
+      },
       strict: true,
       allowPositionals: false,
     });
     const format = tokenFormat(values);
-    const settings = await resolveSettings({ issuer: values.issuer, clientId: values['client-id'] });
-    const session = await readSession(settings.issuer);
+    // The profile's slot, as the full path finds it: `--profile`, `AUTHCLI_PROFILE`, its issuer from
+    // config.json or its last sign-in (profiles.json). A bad profile name is left to the full path to say.
+    const settings = await resolveSettings({ profile: values.profile, issuer: values.issuer, clientId: values['client-id'] });
+    const session = await readSession(settings.slot);
     const now = Date.now();
     if (!session || needsRefresh(session, format, now)) return false;
     const fs = createRequire(import.meta.url)('node:fs') as typeof import('node:fs');

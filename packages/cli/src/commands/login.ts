@@ -1,17 +1,19 @@
 import { createInterface } from 'node:readline';
 import type { TokenResponse } from '@authcli/protocol';
 import { browserLogin } from '../browser/login.js';
-import { resolveSettings, type SettingFlags } from '../config.js';
+import { DEFAULT_PROFILE, resolveSettings, type SettingFlags } from '../config.js';
 import { deviceLogin } from '../device/login.js';
 import { realClock } from '../device/poll.js';
-import { discover } from '../discovery.js';
 import { dpopTransport, dpopWhenRequired, generateDpopKey, savedNonces, serverUsesDpop } from '../dpop.js';
 import { CliError } from '../errors.js';
 import { httpTransport } from '../http.js';
+import { discover } from '../oauth/discovery.js';
 import { createOutput, hasDisplay, openInBrowser, type Output } from '../output.js';
+import { rememberProfile } from '../profiles.js';
 import { replaceSession } from '../revocation.js';
 import { BOUND_TOKEN_USE } from '../token-output.js';
 import { displayNameFromUserinfo, sessionFromTokens } from '../tokens.js';
+import { confirmReplace } from './replace-prompt.js';
 
 export interface LoginFlags extends SettingFlags {
   browser?: boolean;
@@ -25,6 +27,8 @@ export interface LoginFlags extends SettingFlags {
   timeout?: string;
   /** `--dpop`: ask for tokens bound to a key of this machine (RFC 9449). */
   dpop?: boolean;
+  /** `--force`: replace the profile's current sign-in without asking. */
+  force?: boolean;
 }
 
 export const BROWSER_TIMEOUT_MS = 5 * 60_000;
@@ -47,6 +51,8 @@ function parseTimeout(value: string | undefined): number {
 export async function login(flags: LoginFlags, signal: AbortSignal, out: Output = createOutput()): Promise<void> {
   const settings = await resolveSettings(flags);
   const timeoutMs = parseTimeout(flags.timeout);
+  // Before any request: a person who says no to replacing the current sign-in has cost the server nothing.
+  await confirmReplace(settings, { force: flags.force === true, out, signal });
   const meta = await discover(settings.issuer, httpTransport);
   // RFC 9449 binding when asked for (`--dpop`), or when the application requires it (the token endpoint then
   // refuses a request without a proof, and dpopWhenRequired binds from there); else Bearer, which
@@ -113,12 +119,18 @@ export async function login(flags: LoginFlags, signal: AbortSignal, out: Output 
     }
     session = await signIn(tokens, undefined);
   }
+  // The profile remembers where it signed in: later commands on it need no --issuer.
+  await rememberProfile(settings).catch((err: unknown) => {
+    if (!(err instanceof CliError)) throw err;
+    out.say(`Could not remember the profile's issuer (${err.message}); pass --issuer to the next commands.`);
+  });
   if (flags.json) {
     out.data(
-      `${JSON.stringify({ issuer: settings.issuer, subject: session.subject, username: session.username, scope: session.scope, token_type: session.token_type, expires_at: new Date(session.expires_at).toISOString() })}\n`,
+      `${JSON.stringify({ profile: settings.profile, issuer: settings.issuer, subject: session.subject, username: session.username, scope: session.scope, token_type: session.token_type, expires_at: new Date(session.expires_at).toISOString() })}\n`,
     );
   } else {
-    out.data(`Signed in to ${settings.issuer}${session.username ? ` as ${session.username}` : ''}.\n`);
+    const profile = settings.profile === DEFAULT_PROFILE ? '' : ` (profile ${settings.profile})`;
+    out.data(`Signed in to ${settings.issuer}${session.username ? ` as ${session.username}` : ''}${profile}.\n`);
   }
   if (session.dpop_jkt) out.say(BOUND_TOKEN_USE);
 }

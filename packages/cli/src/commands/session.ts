@@ -1,5 +1,5 @@
 // Loads no HTTP or JOSE code up front: refreshing and revoking import them when they run.
-import { resolveSettings, type ClientSettings, type SettingFlags } from '../config.js';
+import { DEFAULT_PROFILE, describeSlot, loginCommand, resolveSettings, type ProfileSettings, type SettingFlags } from '../config.js';
 import { deleteSession, readSession, type StoredSession } from '../credentials.js';
 import { CliError } from '../errors.js';
 import { withSessionLock } from '../lock.js';
@@ -47,43 +47,46 @@ function dpopRequest(flags: TokenFlags): { htm: string; htu: string } | undefine
   return { htm, htu: url.href };
 }
 
-function bearerOnly(issuer: string): CliError {
+function bearerOnly(slot: string): CliError {
   return new CliError(
     'usage',
-    `the sign-in to ${issuer} has a Bearer token (the server does not use DPoP): run \`authcli token\` and send it as "Authorization: Bearer <token>"`,
+    `the sign-in to ${describeSlot(slot)} has a Bearer token (the server does not use DPoP): run \`authcli token\` and send it as "Authorization: Bearer <token>"`,
   );
 }
 
-function signedOut(issuer: string): CliError {
-  return new CliError('signed_out', `not signed in to ${issuer}; run \`authcli login\``);
+function signedOut(slot: string): CliError {
+  return new CliError('signed_out', `not signed in to ${describeSlot(slot)}; run \`${loginCommand(slot)}\``);
 }
 
 /**
- * The stored sign-in with a token good for `format`, refreshed under the session lock when it is about to
- * expire (see refreshedSession), or when `rejected` is its access token (a resource server refused it).
- * `check` looks at the stored session before any refresh.
+ * The sign-in stored for the profile (`settings.slot`: `--profile`, `AUTHCLI_PROFILE`) with a token good for
+ * `format`, refreshed under the session lock when it is about to expire (see refreshedSession), or when
+ * `rejected` is its access token (a resource server refused it). `check` looks at the stored session before
+ * any refresh. What `authcli token` prints and `authcli api` sends; throws CliError('signed_out') when the
+ * profile is not signed in, or cannot be renewed.
  */
 export async function validSession(
-  settings: ClientSettings,
+  settings: ProfileSettings,
   format: TokenFormat,
   signal?: AbortSignal,
   check?: (session: StoredSession) => Promise<void>,
   rejected?: string,
 ): Promise<StoredSession> {
-  let session = await readSession(settings.issuer);
-  if (!session) throw signedOut(settings.issuer);
+  const { slot } = settings;
+  let session = await readSession(slot);
+  if (!session) throw signedOut(slot);
   await check?.(session);
   if (needsRefresh(session, format, Date.now()) || session.access_token === rejected) {
     const { notRenewable, refreshedSession } = await import('../refresh.js');
     // Without a refresh token a token inside the margin is still handed out; only an expired one is an error.
-    if (!session.refresh_token && (rejected !== undefined || hasExpired(session, format, Date.now()))) throw notRenewable(settings.issuer);
+    if (!session.refresh_token && (rejected !== undefined || hasExpired(session, format, Date.now()))) throw notRenewable(slot);
     if (session.refresh_token) session = await refreshedSession(settings, session, format, terminalOutput(), signal, rejected);
     if (hasExpired(session, format, Date.now())) {
       throw new CliError(
         'protocol',
         format === 'exec-credential' && session.id_token
-          ? `${settings.issuer} renewed the sign-in without a new ID token, and the stored one has expired; run \`authcli login\``
-          : `${settings.issuer} renewed the sign-in with a token that has already expired; is this machine's clock right?`,
+          ? `${describeSlot(slot)} renewed the sign-in without a new ID token, and the stored one has expired; run \`${loginCommand(slot)}\``
+          : `${describeSlot(slot)} renewed the sign-in with a token that has already expired; is this machine's clock right?`,
       );
     }
   }
@@ -93,16 +96,17 @@ export async function validSession(
 /**
  * `authcli token`: a valid token on stdout (`--json`, `--format
  * exec-credential`), refreshed under the session lock when it is about to
- * expire (see refreshedSession).
+ * expire (see validSession).
  */
 export async function token(flags: TokenFlags, signal?: AbortSignal): Promise<void> {
   const request = dpopRequest(flags);
   const format = tokenFormat(flags);
   const settings = await resolveSettings(flags);
+  const { slot } = settings;
   // --dpop: the key is looked for first, so a sign-in whose key is not here is refused before any refresh.
   const dpop = request ? await import('../dpop.js') : undefined;
   const session = await validSession(settings, format, signal, async (seen) => {
-    if (dpop && !(await dpop.keyOfSession(settings.issuer, seen))) throw bearerOnly(settings.issuer);
+    if (dpop && !(await dpop.keyOfSession(slot, seen))) throw bearerOnly(slot);
   });
   if (!request || !dpop) {
     process.stdout.write(renderToken(session, format, Date.now()));
@@ -111,8 +115,8 @@ export async function token(flags: TokenFlags, signal?: AbortSignal): Promise<vo
     return;
   }
   // The session as it is now (refreshed with the same key, or replaced by a login meanwhile) names its key.
-  const key = await dpop.keyOfSession(settings.issuer, session);
-  if (!key) throw bearerOnly(settings.issuer);
+  const key = await dpop.keyOfSession(settings.slot, session);
+  if (!key) throw bearerOnly(settings.slot);
   const proof = await dpop.dpopProof(key, { ...request, nonce: flags.nonce, accessToken: session.access_token });
   process.stdout.write(renderDpopHeaders(session, proof, request, format, Date.now()));
 }
@@ -127,30 +131,31 @@ export async function token(flags: TokenFlags, signal?: AbortSignal): Promise<vo
 export async function logout(flags: SettingFlags & { local?: boolean }, signal?: AbortSignal): Promise<void> {
   const out = terminalOutput();
   const settings = await resolveSettings(flags);
-  const { issuer } = settings;
-  const seen = await readSession(issuer);
+  const { issuer, slot } = settings;
+  const named = describeSlot(slot);
+  const seen = await readSession(slot);
   if (!seen) {
-    process.stdout.write(`Not signed in to ${issuer}.\n`);
+    process.stdout.write(`Not signed in to ${named}.\n`);
     return;
   }
   await withSessionLock(
-    issuer,
+    slot,
     [seen.client_id],
     async () => {
-      const session = await readSession(issuer);
+      const session = await readSession(slot);
       if (!session) {
-        process.stdout.write(`Not signed in to ${issuer}.\n`);
+        process.stdout.write(`Not signed in to ${named}.\n`);
         return;
       }
       if (flags.local) {
-        await deleteSession(issuer);
-        process.stdout.write(`Signed out of ${issuer} on this machine.\n`);
+        await deleteSession(slot);
+        process.stdout.write(`Signed out of ${named} on this machine.\n`);
         out.say(`The ${session.refresh_token ? 'refresh' : 'access'} token was not revoked: it stays valid at ${issuer} until it expires.`);
         return;
       }
       const [{ revokeSession }, { keyOfSession }] = await Promise.all([import('../revocation.js'), import('../dpop.js')]);
       // A bound sign-in's revocation carries a proof when its key is here; without the key it is revoked all the same.
-      const key = await keyOfSession(issuer, session).catch(() => undefined);
+      const key = await keyOfSession(slot, session).catch(() => undefined);
       try {
         if ((await revokeSession(settings, session, undefined, key)) === 'unsupported') {
           out.say(
@@ -161,13 +166,13 @@ export async function logout(flags: SettingFlags & { local?: boolean }, signal?:
         if (!(err instanceof CliError) || !['network', 'discovery', 'protocol'].includes(err.code)) throw err;
         throw new CliError(
           err.code,
-          `could not revoke the sign-in at ${issuer}: ${err.message}; still signed in here (\`authcli logout --local\` forgets it on this machine only, leaving the token valid at the server)`,
+          `could not revoke the sign-in at ${issuer}: ${err.message}; still signed in here (\`authcli logout --local${settings.profile === DEFAULT_PROFILE ? '' : ` --profile ${settings.profile}`}\` forgets it on this machine only, leaving the token valid at the server)`,
           { cause: err },
         );
       }
-      await deleteSession(issuer);
-      process.stdout.write(`Signed out of ${issuer}.\n`);
+      await deleteSession(slot);
+      process.stdout.write(`Signed out of ${named}.\n`);
     },
-    { signal, purpose: `using the sign-in to ${issuer}` },
+    { signal, purpose: `using the sign-in to ${named}` },
   );
 }

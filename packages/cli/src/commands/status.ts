@@ -1,5 +1,5 @@
 // Loads no HTTP or JOSE code: `authcli status` only reads the local credentials.
-import { resolveSettings, type SettingFlags } from '../config.js';
+import { DEFAULT_PROFILE, describeSlot, loginCommand, resolveSettings, type SettingFlags } from '../config.js';
 import { allSessions, describeStore, locateSession, type StoredSession } from '../credentials.js';
 import { readDpopKey } from '../storage/dpop.js';
 
@@ -35,9 +35,9 @@ const ACCESS_LINE: Record<Exclude<SessionState, 'signed_out'>, string> = {
 type KeyState = 'present' | 'missing' | 'unreadable';
 
 /** Whether this machine has the key a bound sign-in needs; `unreadable` when where it is kept cannot say (a locked keychain). */
-async function keyState(issuer: string, jkt: string): Promise<KeyState> {
+async function keyState(slot: string, jkt: string): Promise<KeyState> {
   try {
-    return (await readDpopKey(issuer, jkt)) ? 'present' : 'missing';
+    return (await readDpopKey(slot, jkt)) ? 'present' : 'missing';
   } catch {
     return 'unreadable';
   }
@@ -54,16 +54,36 @@ function tokenTypeLine(session: StoredSession, key: KeyState | undefined): strin
   return `DPoP-bound (RFC 9449); its key ${session.dpop_jkt} ${KEY_LINE[key]}`;
 }
 
+/**
+ * An instant in this machine's time zone (TZ), with the zone: `2026-11-26 16:04 GMT+1`, `2026-11-26 15:04 UTC`.
+ * `timeZone` is for tests; the zone's short name is the one Intl gives in English (`EST`, `GMT+1`).
+ */
+export function localTime(ms: number, timeZone?: string): string {
+  const parts = new Intl.DateTimeFormat('en-US', {
+    timeZone,
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    hourCycle: 'h23',
+    timeZoneName: 'short',
+  }).formatToParts(ms);
+  const part = (type: Intl.DateTimeFormatPartTypes) => parts.find((p) => p.type === type)?.value ?? '';
+  return `${part('year')}-${part('month')}-${part('day')} ${part('hour')}:${part('minute')} ${part('timeZoneName')}`;
+}
+
 /** `authcli status`: who is signed in where, expiry, scopes; exit code per {@link SessionState}. */
 export async function status(flags: SettingFlags & { json?: boolean }): Promise<void> {
   const settings = await resolveSettings(flags);
-  const { session, store, keychainError } = await locateSession(settings.issuer);
+  const { issuer, profile, slot } = settings;
+  const { session, store, keychainError } = await locateSession(slot);
   // A locked keyring may hide a session: say why only the file was read.
   if (keychainError && !session) process.stderr.write(`Only the file was read: ${keychainError}\n`);
   const now = Date.now();
   const state = sessionState(session, now);
   // A bound token is usable only with its key: say whether this machine has it (a read, no JOSE code).
-  const dpopKey = session?.dpop_jkt ? await keyState(settings.issuer, session.dpop_jkt) : undefined;
+  const dpopKey = session?.dpop_jkt ? await keyState(slot, session.dpop_jkt) : undefined;
   if (flags.json) {
     process.stdout.write(
       `${JSON.stringify(
@@ -71,7 +91,8 @@ export async function status(flags: SettingFlags & { json?: boolean }): Promise<
           ? {
               signed_in: true,
               state,
-              issuer: settings.issuer,
+              profile,
+              issuer,
               client_id: session.client_id,
               subject: session.subject,
               username: session.username,
@@ -83,15 +104,16 @@ export async function status(flags: SettingFlags & { json?: boolean }): Promise<
               refreshable: Boolean(session.refresh_token),
               storage: store,
             }
-          : { signed_in: false, state, issuer: settings.issuer, storage: store },
+          : { signed_in: false, state, profile, issuer, storage: store },
       )}\n`,
     );
   } else if (session && state !== 'signed_out') {
     process.stdout.write(
       [
-        `Signed in to ${settings.issuer}${session.username ? ` as ${session.username}` : ''}${session.subject ? ` (subject ${session.subject})` : ''}`,
+        `Signed in to ${issuer}${session.username ? ` as ${session.username}` : ''}${session.subject ? ` (subject ${session.subject})` : ''}`,
+        ...(profile === DEFAULT_PROFILE ? [] : [`  profile:      ${profile}`]),
         `  client:       ${session.client_id}`,
-        `  access token: ${ACCESS_LINE[state]}, expires ${new Date(session.expires_at).toISOString()} (${describeIn(session.expires_at - now)})`,
+        `  access token: ${ACCESS_LINE[state]}, expires ${localTime(session.expires_at)} (${describeIn(session.expires_at - now)})`,
         `  token type:   ${tokenTypeLine(session, dpopKey)}`,
         `  refresh:      ${session.refresh_token ? 'yes (`authcli token` renews the access token)' : 'no: sign in again when it expires'}`,
         `  scopes:       ${session.scope || '(none)'}`,
@@ -100,9 +122,9 @@ export async function status(flags: SettingFlags & { json?: boolean }): Promise<
       ].join('\n'),
     );
   } else {
-    const others = Object.keys(await allSessions());
+    const others = Object.keys(await allSessions()).map(describeSlot);
     process.stdout.write(
-      `Not signed in to ${settings.issuer}. Run \`authcli login\`.${others.length ? `\nSigned in elsewhere: ${others.join(', ')}` : ''}\n`,
+      `Not signed in to ${describeSlot(slot)}. Run \`${loginCommand(slot)}\`.${others.length ? `\nSigned in elsewhere: ${others.join(', ')} (\`authcli profiles\` lists them)` : ''}\n`,
     );
   }
   process.exitCode = STATUS_EXIT_CODES[state];

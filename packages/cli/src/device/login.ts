@@ -1,24 +1,10 @@
-import { DEVICE_CODE_GRANT_TYPE, type DeviceAuthorizationResponse, type TokenResponse } from '@authcli/protocol';
+import type { TokenResponse } from '@authcli/protocol';
 import type { ClientSettings } from '../config.js';
-import type { ServerMetadata } from '../discovery.js';
-import { CliError } from '../errors.js';
-import { clientAuth, oauthError, type Transport } from '../http.js';
+import type { Transport } from '../http.js';
+import { OAuthClient } from '../oauth/client.js';
+import type { ServerMetadata } from '../oauth/discovery.js';
 import type { Output } from '../output.js';
 import { pollForTokens, type Clock } from './poll.js';
-
-function asDeviceResponse(body: unknown): DeviceAuthorizationResponse {
-  const b = body as Partial<DeviceAuthorizationResponse> | undefined;
-  if (
-    !b ||
-    typeof b.device_code !== 'string' ||
-    typeof b.user_code !== 'string' ||
-    typeof b.verification_uri !== 'string' ||
-    typeof b.expires_in !== 'number'
-  ) {
-    throw new CliError('protocol', 'the device authorization response is incomplete');
-  }
-  return b as DeviceAuthorizationResponse;
-}
 
 /** The terminal QR code of `text` when it fits in `columns` (any width when unknown), else undefined. */
 async function fittingQr(text: string, columns: number | undefined): Promise<string | undefined> {
@@ -54,28 +40,8 @@ export async function deviceLogin(
     tokenTransport?: Transport | undefined;
   },
 ): Promise<TokenResponse> {
-  if (!meta.device_authorization_endpoint) {
-    throw new CliError('discovery', `${settings.issuer} does not offer the device flow; try \`authcli login --browser\``);
-  }
-  const auth = clientAuth(settings, { scope: opts.scope });
-  const res = await transport(meta.device_authorization_endpoint, { method: 'POST', headers: auth.headers, form: auth.form });
-  if (res.status !== 200) {
-    const e = oauthError(res);
-    if (e?.error === 'invalid_client' || e?.error === 'unauthorized_client') {
-      throw new CliError(
-        'invalid_client',
-        `the server refused this client for the device flow (${e.error}${e.description ? `: ${e.description}` : ''})`,
-        {
-          hint: `Check the client id (${settings.clientId}: --client-id, AUTHCLI_CLIENT_ID or config.json) and, for a confidential client, its secret.`,
-        },
-      );
-    }
-    throw new CliError(
-      'protocol',
-      `device authorization failed: ${e ? `${e.error}${e.description ? `: ${e.description}` : ''}` : `HTTP ${res.status}`}`,
-    );
-  }
-  const d = asDeviceResponse(res.body);
+  const client = new OAuthClient({ meta, settings, transport, tokenTransport: opts.tokenTransport });
+  const d = await client.deviceAuthorization(opts.scope);
   const expiresAt = opts.clock.now() + d.expires_in * 1000;
   const complete = d.verification_uri_complete ?? d.verification_uri;
 
@@ -98,10 +64,9 @@ export async function deviceLogin(
       }, 1000)
     : undefined;
   try {
-    const polled = clientAuth(settings, { grant_type: DEVICE_CODE_GRANT_TYPE, device_code: d.device_code });
     return await pollForTokens(
-      { tokenEndpoint: meta.token_endpoint, form: polled.form, headers: polled.headers, interval: d.interval ?? 5, expiresAt },
-      opts.tokenTransport ?? transport,
+      () => client.pollDeviceToken(d.device_code),
+      { interval: d.interval ?? 5, expiresAt },
       opts.clock,
       opts.signal,
       {

@@ -1,16 +1,17 @@
 // Where a sign-in's DPoP private key is kept (never in credentials.json): in the keychain, in an entry beside
 // the session's, when the keychain may be used; otherwise, or when that write fails, in dpop-keys.json beside
-// credentials.json (mode 0600, written atomically). Keys are found by issuer and by their thumbprint, which the
+// credentials.json (mode 0600, written atomically). Keys are found by slot (config.ts slotOf: the issuer, or
+// `<issuer>#<profile>`) and by their thumbprint, which the
 // session keeps as `dpop_jkt`. Also the servers' latest DPoP nonces, so the next process starts with one.
 import { join } from 'node:path';
 import type { JWK } from 'jose';
 import { configDir, readTextIfPresent } from '../config.js';
 import { CliError } from '../errors.js';
-import { writePrivateFile } from './file.js';
+import { underFileLock, writePrivateFile } from './file.js';
 import { deleteKeychainDpopKeys, keychainMayAnswer, readKeychainDpopKey, writeKeychainDpopKey } from './keychain.js';
 import { storageChoice, writesKeychain } from './select.js';
 
-/** issuer -> thumbprint -> private JWK */
+/** slot -> thumbprint -> private JWK */
 type Keys = Record<string, Record<string, JWK>>;
 
 export function dpopKeysPath(env: NodeJS.ProcessEnv = process.env): string {
@@ -31,7 +32,7 @@ async function readKeysFile(env: NodeJS.ProcessEnv): Promise<Keys> {
 }
 
 async function saveKeysFile(keys: Keys, env: NodeJS.ProcessEnv): Promise<void> {
-  for (const [issuer, byJkt] of Object.entries(keys)) if (Object.keys(byJkt).length === 0) delete keys[issuer];
+  for (const [slot, byJkt] of Object.entries(keys)) if (Object.keys(byJkt).length === 0) delete keys[slot];
   const text = Object.keys(keys).length === 0 ? undefined : `${JSON.stringify({ version: 1, keys }, null, 2)}\n`;
   await writePrivateFile(dpopKeysPath(env), text, env);
 }
@@ -42,32 +43,34 @@ function keychainSituation(env: NodeJS.ProcessEnv) {
 
 /** Stores a new sign-in's private key: the keychain when the sessions go there, else (or when it fails) the file. */
 export async function writeDpopKey(
-  issuer: string,
+  slot: string,
   jkt: string,
   jwk: JWK,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<'keychain' | 'file'> {
   if (writesKeychain(keychainSituation(env))) {
     try {
-      await writeKeychainDpopKey(issuer, jkt, JSON.stringify(jwk));
+      await writeKeychainDpopKey(slot, jkt, JSON.stringify(jwk));
       return 'keychain';
     } catch (err) {
       if (!(err instanceof CliError)) throw err;
     }
   }
-  const keys = await readKeysFile(env);
-  keys[issuer] = { ...keys[issuer], [jkt]: jwk };
-  await saveKeysFile(keys, env);
+  await underFileLock(dpopKeysPath(env), async () => {
+    const keys = await readKeysFile(env);
+    keys[slot] = { ...keys[slot], [jkt]: jwk };
+    await saveKeysFile(keys, env);
+  });
   return 'file';
 }
 
 /** The private key with this thumbprint, from the file or the keychain; undefined when this machine does not have it. */
-export async function readDpopKey(issuer: string, jkt: string, env: NodeJS.ProcessEnv = process.env): Promise<JWK | undefined> {
-  const inFile = (await readKeysFile(env))[issuer]?.[jkt];
+export async function readDpopKey(slot: string, jkt: string, env: NodeJS.ProcessEnv = process.env): Promise<JWK | undefined> {
+  const inFile = (await readKeysFile(env))[slot]?.[jkt];
   if (inFile) return inFile;
   const s = keychainSituation(env);
   if (s.choice === 'file' || !(s.choice === 'keychain' || s.keychainMayAnswer)) return undefined;
-  const text = await readKeychainDpopKey(issuer, jkt);
+  const text = await readKeychainDpopKey(slot, jkt);
   if (text === undefined) return undefined;
   try {
     return JSON.parse(text) as JWK;
@@ -76,17 +79,20 @@ export async function readDpopKey(issuer: string, jkt: string, env: NodeJS.Proce
   }
 }
 
-/** Removes the issuer's keys (but `keep`, the current sign-in's) from the file and, best effort, the keychain. */
-export async function deleteDpopKeys(issuer: string, env: NodeJS.ProcessEnv = process.env, keep?: string): Promise<void> {
-  const keys = await readKeysFile(env);
-  const mine = keys[issuer];
-  if (mine && Object.keys(mine).some((jkt) => jkt !== keep)) {
-    keys[issuer] = Object.fromEntries(Object.entries(mine).filter(([jkt]) => jkt === keep));
-    await saveKeysFile(keys, env);
+/** Removes the slot's keys (but `keep`, the current sign-in's) from the file and, best effort, the keychain. */
+export async function deleteDpopKeys(slot: string, env: NodeJS.ProcessEnv = process.env, keep?: string): Promise<void> {
+  const others = (keys: Keys) => Object.keys(keys[slot] ?? {}).some((jkt) => jkt !== keep);
+  if (others(await readKeysFile(env))) {
+    await underFileLock(dpopKeysPath(env), async () => {
+      const keys = await readKeysFile(env);
+      if (!others(keys)) return;
+      keys[slot] = Object.fromEntries(Object.entries(keys[slot]!).filter(([jkt]) => jkt === keep));
+      await saveKeysFile(keys, env);
+    });
   }
   if (!writesKeychain(keychainSituation(env))) return;
   // A key left in a keychain that cannot be changed now signs nothing: its session is gone.
-  await deleteKeychainDpopKeys(issuer, keep).catch(() => undefined);
+  await deleteKeychainDpopKeys(slot, keep).catch(() => undefined);
 }
 
 function noncesPath(env: NodeJS.ProcessEnv): string {

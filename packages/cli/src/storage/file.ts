@@ -15,7 +15,7 @@ export function credentialsPath(env: NodeJS.ProcessEnv = process.env): string {
   return join(configDir(env), 'credentials.json');
 }
 
-/** Every session in the file, by issuer; none when the file does not exist. A damaged file is an error, never "signed out". */
+/** Every session in the file, by slot (config.ts slotOf); none when there is no file. A damaged file is an error, never "signed out". */
 export async function readFileSessions(env: NodeJS.ProcessEnv): Promise<Record<string, StoredSession>> {
   const file = credentialsPath(env);
   const text = await readTextIfPresent(file);
@@ -68,17 +68,39 @@ async function save(sessions: Record<string, StoredSession>, env: NodeJS.Process
   await writePrivateFile(credentialsPath(env), text, env);
 }
 
-export async function writeFileSession(issuer: string, session: StoredSession, env: NodeJS.ProcessEnv): Promise<void> {
-  const sessions = await readFileSessions(env);
-  sessions[issuer] = session;
-  await save(sessions, env);
+/**
+ * Runs a read-modify-write of `file` holding the lock `<file>.lock`: the session lock is per slot, so
+ * processes storing other slots (other profiles, other issuers) at the same moment would otherwise each
+ * write back the file as they read it and drop the other's session. Held only around the write, never while
+ * taking another lock.
+ */
+export async function underFileLock<T>(file: string, fn: () => Promise<T>): Promise<T> {
+  const { acquireLock } = await import('../lock.js');
+  const lock = await acquireLock(`${file}.lock`, { purpose: `writing ${basename(file)}` });
+  try {
+    return await fn();
+  } finally {
+    await lock.release();
+  }
 }
 
-/** True when the file held a session for the issuer. */
-export async function deleteFileSession(issuer: string, env: NodeJS.ProcessEnv): Promise<boolean> {
-  const sessions = await readFileSessions(env);
-  if (!(issuer in sessions)) return false;
-  delete sessions[issuer];
-  await save(sessions, env);
-  return true;
+export async function writeFileSession(slot: string, session: StoredSession, env: NodeJS.ProcessEnv): Promise<void> {
+  await underFileLock(credentialsPath(env), async () => {
+    const sessions = await readFileSessions(env);
+    sessions[slot] = session;
+    await save(sessions, env);
+  });
+}
+
+/** True when the file held a session for the slot. */
+export async function deleteFileSession(slot: string, env: NodeJS.ProcessEnv): Promise<boolean> {
+  // Only a file that holds the slot's session is locked and written: a stat or a read when it does not.
+  if (!(slot in (await readFileSessions(env)))) return false;
+  return underFileLock(credentialsPath(env), async () => {
+    const sessions = await readFileSessions(env);
+    if (!(slot in sessions)) return false;
+    delete sessions[slot];
+    await save(sessions, env);
+    return true;
+  });
 }

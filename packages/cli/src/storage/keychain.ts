@@ -6,7 +6,10 @@ import { join } from 'node:path';
 import { CliError } from '../errors.js';
 import { parseSession, type StoredSession } from './session.js';
 
-/** The service name of every entry; the account is `<issuer> <client_id>`. */
+/**
+ * The service name of every entry; the account is `<slot> <client_id>`, the slot being the issuer for the default
+ * profile (as before profiles) and `<issuer>#<profile>` for the others (config.ts slotOf).
+ */
 export const KEYCHAIN_SERVICE = 'authcli';
 
 /** What the keychain is called on this platform, as people know it. */
@@ -63,25 +66,25 @@ function failure(action: string, err: unknown): KeychainError {
   return new KeychainError(`the keychain (${keychainName()}) could not ${action}: ${detail}`, false, { cause: err });
 }
 
-function account(issuer: string, clientId: string): string {
-  return `${issuer} ${clientId}`;
+function account(slot: string, clientId: string): string {
+  return `${slot} ${clientId}`;
 }
 
-/** Issuer URLs have no spaces, so the first space splits an account into issuer and client id. */
-function issuerOf(acct: string): string | undefined {
+/** Slots (issuer URLs, and a profile name after `#`) have no spaces, so the first space splits an account into slot and client id. */
+function slotOfAccount(acct: string): string | undefined {
   const space = acct.indexOf(' ');
   return space > 0 ? acct.slice(0, space) : undefined;
 }
 
-async function entry(issuer: string, clientId: string, service = KEYCHAIN_SERVICE) {
+async function entry(slot: string, clientId: string, service = KEYCHAIN_SERVICE) {
   const { AsyncEntry } = await keyring();
   // Pinned to the Secret Service on Linux: keyring-rs would otherwise fall back to the kernel keyring,
   // which forgets everything at reboot, and a session that vanishes then is worse than the announced file.
-  return new AsyncEntry(service, account(issuer, clientId), { linux: { store: 'secret-service' } });
+  return new AsyncEntry(service, account(slot, clientId), { linux: { store: 'secret-service' } });
 }
 
 interface Found {
-  issuer: string;
+  slot: string;
   clientId: string;
   session: StoredSession;
 }
@@ -90,14 +93,14 @@ async function findAll(): Promise<Found[]> {
   const { findCredentialsAsync } = await keyring();
   const found: Found[] = [];
   for (const { account: acct, password } of await findCredentialsAsync(KEYCHAIN_SERVICE)) {
-    const issuer = issuerOf(acct);
+    const slot = slotOfAccount(acct);
     const session = parseSession(password);
-    if (issuer && session) found.push({ issuer, clientId: acct.slice(issuer.length + 1), session });
+    if (slot && session) found.push({ slot, clientId: acct.slice(slot.length + 1), session });
   }
   return found;
 }
 
-/** Every authcli session in the keychain, by issuer (the newest when several clients of one issuer are there). */
+/** Every authcli session in the keychain, by slot (the newest when several clients of one slot are there). */
 export async function readKeychainSessions(): Promise<Record<string, StoredSession>> {
   let found: Found[];
   try {
@@ -107,35 +110,35 @@ export async function readKeychainSessions(): Promise<Record<string, StoredSessi
   }
   const sessions: Record<string, StoredSession> = {};
   for (const f of found) {
-    const current = sessions[f.issuer];
-    if (!current || f.session.obtained_at > current.obtained_at) sessions[f.issuer] = f.session;
+    const current = sessions[f.slot];
+    if (!current || f.session.obtained_at > current.obtained_at) sessions[f.slot] = f.session;
   }
   return sessions;
 }
 
-/** Stores the session under `<issuer> <client_id>` and removes the issuer's entries for other clients: one session per issuer. */
-export async function writeKeychainSession(issuer: string, session: StoredSession): Promise<void> {
+/** Stores the session under `<slot> <client_id>` and removes the slot's entries for other clients: one session per slot. */
+export async function writeKeychainSession(slot: string, session: StoredSession): Promise<void> {
   try {
-    await (await entry(issuer, session.client_id)).setPassword(JSON.stringify(session));
+    await (await entry(slot, session.client_id)).setPassword(JSON.stringify(session));
   } catch (err) {
     throw failure('store the credentials', err);
   }
   // Best effort once the session is stored: an entry left behind is older, and reads take the newer.
   try {
     for (const other of await findAll()) {
-      if (other.issuer === issuer && other.clientId !== session.client_id) await (await entry(issuer, other.clientId)).deleteCredential();
+      if (other.slot === slot && other.clientId !== session.client_id) await (await entry(slot, other.clientId)).deleteCredential();
     }
   } catch {
     // The session itself is stored; nothing is lost.
   }
 }
 
-/** True when the keychain held a session for the issuer. */
-export async function deleteKeychainSession(issuer: string): Promise<boolean> {
+/** True when the keychain held a session for the slot. */
+export async function deleteKeychainSession(slot: string): Promise<boolean> {
   try {
     let deleted = false;
     for (const f of await findAll()) {
-      if (f.issuer === issuer) deleted = (await (await entry(issuer, f.clientId)).deleteCredential()) || deleted;
+      if (f.slot === slot) deleted = (await (await entry(slot, f.clientId)).deleteCredential()) || deleted;
     }
     return deleted;
   } catch (err) {
@@ -143,34 +146,34 @@ export async function deleteKeychainSession(issuer: string): Promise<boolean> {
   }
 }
 
-/** The entries beside the sessions that keep their DPoP private keys (a JWK): account `<issuer> <jkt>`. */
+/** The entries beside the sessions that keep their DPoP private keys (a JWK): account `<slot> <jkt>`. */
 export const KEYCHAIN_DPOP_SERVICE = 'authcli-dpop';
 
-export async function writeKeychainDpopKey(issuer: string, jkt: string, jwk: string): Promise<void> {
+export async function writeKeychainDpopKey(slot: string, jkt: string, jwk: string): Promise<void> {
   try {
-    await (await entry(issuer, jkt, KEYCHAIN_DPOP_SERVICE)).setPassword(jwk);
+    await (await entry(slot, jkt, KEYCHAIN_DPOP_SERVICE)).setPassword(jwk);
   } catch (err) {
     throw failure('store the DPoP key', err);
   }
 }
 
-export async function readKeychainDpopKey(issuer: string, jkt: string): Promise<string | undefined> {
+export async function readKeychainDpopKey(slot: string, jkt: string): Promise<string | undefined> {
   try {
-    return (await (await entry(issuer, jkt, KEYCHAIN_DPOP_SERVICE)).getPassword()) ?? undefined;
+    return (await (await entry(slot, jkt, KEYCHAIN_DPOP_SERVICE)).getPassword()) ?? undefined;
   } catch (err) {
     throw failure('be read', err);
   }
 }
 
-/** Removes the issuer's DPoP keys but `keep`; true when one was there. */
-export async function deleteKeychainDpopKeys(issuer: string, keep?: string): Promise<boolean> {
+/** Removes the slot's DPoP keys but `keep`; true when one was there. */
+export async function deleteKeychainDpopKeys(slot: string, keep?: string): Promise<boolean> {
   try {
     const { findCredentialsAsync } = await keyring();
     let deleted = false;
     for (const { account: acct } of await findCredentialsAsync(KEYCHAIN_DPOP_SERVICE)) {
-      if (issuerOf(acct) !== issuer) continue;
-      const jkt = acct.slice(issuer.length + 1);
-      if (jkt !== keep) deleted = (await (await entry(issuer, jkt, KEYCHAIN_DPOP_SERVICE)).deleteCredential()) || deleted;
+      if (slotOfAccount(acct) !== slot) continue;
+      const jkt = acct.slice(slot.length + 1);
+      if (jkt !== keep) deleted = (await (await entry(slot, jkt, KEYCHAIN_DPOP_SERVICE)).deleteCredential()) || deleted;
     }
     return deleted;
   } catch (err) {
