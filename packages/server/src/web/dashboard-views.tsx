@@ -165,7 +165,7 @@ export function AppFormPage(props: {
           />
           <label>
             <input type="checkbox" name="backchannel_logout_session_required" value="1" checked={v.backchannelLogoutSessionRequired} />{' '}
-            Every logout names the session (<code>sid</code>)
+            Require the session ID (<code>sid</code>) in every logout token
           </label>
           <p id="backchannel-help" class="muted">
             Optional: https (or loopback http). When someone signed in to the application signs out here, the server posts a logout token to
