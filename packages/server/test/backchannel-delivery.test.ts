@@ -94,6 +94,18 @@ describe('back-channel logout delivery (§2.5, §2.8)', () => {
     }
   });
 
+  it('a transport that throws is an attempt without an answer: tried again, then failed, never an unhandled rejection', async () => {
+    const r = recorder();
+    let calls = 0;
+    const delivery = new BackchannelDelivery(SETTINGS, r.metrics, r.log, async () => {
+      calls++;
+      throw new Error('socket exploded');
+    });
+    expect(await delivery.send(JOB)).toEqual({ delivered: false, reason: 'socket exploded (after 4 attempts)' });
+    expect(calls).toBe(4);
+    expect(r.outcomes).toEqual(['retried', 'retried', 'retried', 'failed']);
+  });
+
   it('a failure is logged with the client id, the reason and the attempts, never the token', async () => {
     const d = scripted([status(500)]);
     await d.delivery.send(JOB);

@@ -112,6 +112,9 @@ export class BackchannelDelivery {
           signal: abort.signal,
         },
       );
+    } catch (err) {
+      // postForm never throws; whatever else does is one more way of not getting an answer.
+      outcome = { kind: 'unreachable', reason: (err as Error).message };
     } finally {
       this.inFlight.delete(abort);
     }
