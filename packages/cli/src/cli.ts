@@ -177,7 +177,12 @@ async function main(): Promise<void> {
 
 /** `authcli token` with a valid cached token, answered without commander, HTTP or JWT code: scripts and kubectl call it constantly. */
 async function cachedToken(): Promise<boolean> {
-  return process.argv[2] === 'token' && (await import('./commands/cached-token.js')).cachedToken(process.argv.slice(3));
+  if (process.argv[2] !== 'token') return false;
+  // One file built from commands/cached-token.ts (tsup.config.ts); from the sources (tests), the module itself.
+  // Built (cli.js beside token-fast.js), or the sources (cli.ts, in tests); a name the bundler cannot follow.
+  const specifier = import.meta.url.endsWith('.js') ? ['.', 'token-fast.js'].join('/') : './commands/cached-token.js';
+  const fast = (await import(specifier)) as typeof import('./commands/cached-token.js');
+  return fast.cachedToken(process.argv.slice(3));
 }
 
 if (!(await cachedToken())) await main();
