@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { BrowserContext, Browser as Chromium, Page } from 'playwright-core';
+import { createRemoteJWKSet, decodeJwt, jwtVerify } from 'jose';
 import { challengeS256, generateNonce, generateState, generateVerifier } from '@authcli/pkce';
 import { launchChromium, screenshotPath } from '@authcli/test-support/chromium';
 import { addApp, addUsers } from '@authcli/test-support/seed';
@@ -28,14 +29,24 @@ describe('OpenID Connect RP-Initiated Logout OP plan (oidcc-rp-initiated-logout-
   let redirectUri: string;
   let postLogoutRedirectUri: string;
   let rp: { client_id: string; client_secret: string };
+  /** The Back-Channel Logout plan's client: a backchannel_logout_uri on the relying party, sid required. */
+  let bc: { client_id: string; client_secret: string };
+  /** The form bodies POSTed to the relying party's back-channel logout URI. */
+  const backchannel: URLSearchParams[] = [];
   let meta: Record<string, unknown>;
   /** Every request the relying party got: its path and query. */
   const received: string[] = [];
 
   beforeAll(async () => {
     rpServer = createServer((req, res) => {
-      received.push(req.url ?? '');
-      res.writeHead(200, { 'content-type': 'text/plain' }).end('the client received it');
+      let body = '';
+      req.on('data', (d: Buffer) => (body += d.toString()));
+      req.on('end', () => {
+        received.push(req.url ?? '');
+        if (req.method === 'POST' && req.url === '/backchannel') backchannel.push(new URLSearchParams(body));
+        // §2.8: the RP answers 200 with Cache-Control: no-store.
+        res.writeHead(200, { 'content-type': 'text/plain', 'cache-control': 'no-store' }).end('the client received it');
+      });
     });
     await new Promise<void>((r) => rpServer.listen(0, '127.0.0.1', r));
     origin = `http://127.0.0.1:${(rpServer.address() as AddressInfo).port}`;
@@ -49,6 +60,15 @@ describe('OpenID Connect RP-Initiated Logout OP plan (oidcc-rp-initiated-logout-
       callbackUrls: [redirectUri],
       postLogoutRedirectUris: [postLogoutRedirectUri],
       scopes: ['openid', 'profile'],
+    })) as { client_id: string; client_secret: string };
+    bc = (await addApp(server.env, {
+      name: 'Back-channel conformance RP',
+      kind: 'confidential',
+      callbackUrls: [redirectUri],
+      postLogoutRedirectUris: [postLogoutRedirectUri],
+      scopes: ['openid', 'profile'],
+      backchannelLogoutUri: `${origin}/backchannel`,
+      backchannelLogoutSessionRequired: true,
     })) as { client_id: string; client_secret: string };
     await addUsers(server.env, [{ username: 'giles', password: PASSWORD }]);
     meta = (await (await fetch(`${server.issuer}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
@@ -67,12 +87,16 @@ describe('OpenID Connect RP-Initiated Logout OP plan (oidcc-rp-initiated-logout-
       .filter((u) => u.pathname === path);
 
   /** One authorization in `page`: `prompt` none or a sign-in and consent as asked; the callback URL the client got. */
-  async function authorize(page: Page, extra: Record<string, string> = {}): Promise<{ callback: URL; verifier: string }> {
+  async function authorize(
+    page: Page,
+    extra: Record<string, string> = {},
+    client: { client_id: string } = rp,
+  ): Promise<{ callback: URL; verifier: string }> {
     const verifier = generateVerifier();
     const state = generateState();
     const query = new URLSearchParams({
       response_type: 'code',
-      client_id: rp.client_id,
+      client_id: client.client_id,
       redirect_uri: redirectUri,
       scope: 'openid',
       state,
@@ -100,15 +124,15 @@ describe('OpenID Connect RP-Initiated Logout OP plan (oidcc-rp-initiated-logout-
   }
 
   /** Round 1: a signed-in browser (its own context) and the ID token the client got for it. */
-  async function signedIn(): Promise<{ context: BrowserContext; page: Page; idToken: string }> {
+  async function signedIn(client = rp): Promise<{ context: BrowserContext; page: Page; idToken: string }> {
     const context = await chromium.newContext();
     const page = await context.newPage();
-    const { callback, verifier } = await authorize(page);
+    const { callback, verifier } = await authorize(page, {}, client);
     const res = await fetch(meta.token_endpoint as string, {
       method: 'POST',
       headers: {
         'content-type': 'application/x-www-form-urlencoded',
-        authorization: `Basic ${Buffer.from(`${rp.client_id}:${rp.client_secret}`).toString('base64')}`,
+        authorization: `Basic ${Buffer.from(`${client.client_id}:${client.client_secret}`).toString('base64')}`,
       },
       body: new URLSearchParams({
         grant_type: 'authorization_code',
@@ -284,4 +308,51 @@ describe('OpenID Connect RP-Initiated Logout OP plan (oidcc-rp-initiated-logout-
       }
     });
   }
+
+  // ---- oidcc-backchannel-rp-initiated-logout-certification-test-plan -------------------------------------------
+
+  it('oidcc-backchannel-logout-discovery-endpoint-verification: back-channel logout and its sid advertised', () => {
+    expect(meta.backchannel_logout_supported).toBe(true);
+    expect(meta.backchannel_logout_session_supported).toBe(true);
+    expect(meta.end_session_endpoint).toBe(`${server.issuer}/oauth/logout`);
+  });
+
+  it("oidcc-backchannel-rp-initiated-logout: a logout token for the ID token's sid and sub POSTed to the client, the browser back, prompt=none fails", async () => {
+    const { context, page, idToken } = await signedIn(bc);
+    try {
+      const signedInAs = decodeJwt(idToken);
+      expect(signedInAs.sid, 'the ID token carries the session ID').toEqual(expect.any(String));
+      const from = received.length;
+      const before = backchannel.length;
+      const state = generateState();
+      await endSession(page, { id_token_hint: idToken, post_logout_redirect_uri: postLogoutRedirectUri, state });
+      expectPostLogoutRedirect(from, state);
+      await expect.poll(() => backchannel.length, { timeout: 10_000 }).toBeGreaterThan(before);
+      const [posted, ...more] = backchannel.slice(before);
+      expect(more).toEqual([]);
+      // The logout token (Back-Channel Logout §2.4, checked as the suite's RP does): signed by the issuer's key, typ
+      // logout+jwt, for this client, with iat, jti, the event, the ID token's sid and sub, and no nonce.
+      const { payload, protectedHeader } = await jwtVerify(
+        posted!.get('logout_token')!,
+        createRemoteJWKSet(new URL(meta.jwks_uri as string)),
+        {
+          issuer: server.issuer,
+          audience: bc.client_id,
+          typ: 'logout+jwt',
+        },
+      );
+      expect(protectedHeader.alg).not.toBe('none');
+      expect(payload).toMatchObject({
+        sid: signedInAs.sid,
+        sub: signedInAs.sub,
+        events: { 'http://schemas.openid.net/event/backchannel-logout': {} },
+      });
+      expect(payload.iat).toEqual(expect.any(Number));
+      expect(payload.jti).toEqual(expect.any(String));
+      expect(payload).not.toHaveProperty('nonce');
+      await expectLoggedOut(page);
+    } finally {
+      await context.close();
+    }
+  });
 });

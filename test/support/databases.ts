@@ -177,12 +177,19 @@ export const MIGRATIONS_AFTER_0008 = [
   '0014_passkeys',
   '0015_required_acr',
   '0016_connectors',
+  '0017_backchannel_logout',
   '0018_private_key_jwt',
 ];
 export async function undoMigrationsAfter0008(db: TestDatabase, dialect: DialectName): Promise<void> {
   // 0018: the keys of private_key_jwt clients, and the client assertions used.
   await execute(db, dialect, 'drop table client_assertions');
   await execute(db, dialect, 'alter table applications drop column client_keys');
+  // 0017: session IDs, on sessions and what they made, and where applications hear of logouts.
+  for (const index of ['authorization_codes_sid', 'grants_sid']) await execute(db, dialect, `drop index ${index}`);
+  for (const table of ['sessions', 'authorization_codes', 'grants']) await execute(db, dialect, `alter table ${table} drop column sid`);
+  for (const column of ['backchannel_logout_uri', 'backchannel_logout_session_required']) {
+    await execute(db, dialect, `alter table applications drop column ${column}`);
+  }
   // 0016: connectors, federated identities, their round trips' state, and a federated sign-in's class.
   for (const table of ['connector_states', 'federated_identities', 'connectors']) await execute(db, dialect, `drop table ${table}`);
   for (const table of ['sessions', 'authorization_codes', 'grants', 'device_authorizations']) {

@@ -35,6 +35,12 @@ export interface OtherProviderOptions {
    */
   webClient?: { clientId: string; clientSecret: string; redirectUri: string };
   /**
+   * OpenID Connect Back-Channel Logout 1.0 for `webClient`: logout tokens naming the session (`sid`, required) go
+   * to this URI, which may be on loopback (node-oidc-provider refuses special-use addresses by default: the
+   * plain `fetch` here lets its logout tokens reach a test's receiver), and RP-initiated logout ends the session.
+   */
+  backchannelLogoutUri?: string;
+  /**
    * A confidential web client that authenticates with private_key_jwt (RFC 7523 §2.2): its id, its public keys
    * (a JWK Set) and redirect URI; it gets a refresh token with every code.
    */
@@ -73,6 +79,10 @@ export async function startOtherProvider(
               grant_types: ['authorization_code'],
               response_types: ['code'],
               redirect_uris: [opts.webClient.redirectUri],
+              ...(opts.backchannelLogoutUri && {
+                backchannel_logout_uri: opts.backchannelLogoutUri,
+                backchannel_logout_session_required: true,
+              }),
             },
           ]
         : []),
@@ -96,7 +106,14 @@ export async function startOtherProvider(
       // Both are on by default in node-oidc-provider 9: the plain server turns them off.
       dPoP: dpop ? { enabled: true, nonceSecret: randomBytes(32), requireNonce: () => true } : { enabled: false },
       pushedAuthorizationRequests: { enabled: dpop },
+      backchannelLogout: { enabled: opts.backchannelLogoutUri !== undefined },
     },
+    ...(opts.backchannelLogoutUri && {
+      fetch: (url: URL | string, init: RequestInit & { dispatcher?: unknown }) => {
+        const { dispatcher: _ssrfGuard, ...plain } = init;
+        return fetch(url, plain);
+      },
+    }),
     // A refresh token for every sign-in of a client allowed the grant (not only with offline_access and consent).
     ...((dpop || opts.keyClient) && {
       issueRefreshToken: async (_ctx: unknown, client: { grantTypeAllowed(t: string): boolean }) =>

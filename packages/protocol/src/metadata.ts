@@ -93,4 +93,8 @@ export interface OpenIDProviderMetadata extends AuthorizationServerMetadata {
   prompt_values_supported?: string[];
   /** Where relying parties send the browser to log out (OIDC RP-Initiated Logout §2.1, {@link https://openid.net/specs/openid-connect-rpinitiated-1_0.html#OPMetadata}). */
   end_session_endpoint?: string;
+  /** Whether logout tokens are posted to `backchannel_logout_uri`s (OIDC Back-Channel Logout §2.1, {@link https://openid.net/specs/openid-connect-backchannel-1_0.html#BCSupport}). */
+  backchannel_logout_supported?: boolean;
+  /** Whether logout tokens and ID tokens carry `sid` (OIDC Back-Channel Logout §2.1). */
+  backchannel_logout_session_supported?: boolean;
 }

@@ -14,8 +14,10 @@ import { FormError, parseForm } from './http/form.js';
 import type { OAuthContext } from './oauth/context.js';
 import { DpopNonces } from './oauth/dpop.js';
 import { DpopKeys } from './oauth/dpop-signature.js';
+import { serverKeyRing } from './oauth/keys.js';
+import { BackchannelDelivery } from './oauth/backchannel-delivery.js';
+import { BackchannelLogout } from './oauth/backchannel-logout.js';
 import { ClientJwks } from './oauth/client-jwks.js';
-import { KeyRing } from './oauth/keys.js';
 import { AbuseLimits } from './oauth/limits.js';
 import { type Metrics, NO_METRICS } from './util/metrics.js';
 import { PasswordHasher } from './util/password-pool.js';
@@ -170,32 +172,8 @@ export interface AppOptions {
  */
 export async function buildApp(config: ServerConfig, store: Store, options: AppOptions = {}): Promise<FastifyInstance> {
   const { metrics, draining = () => false } = options;
-  const keys = new KeyRing(
-    store,
-    config.now,
-    Math.max(config.accessTokenTtlSeconds, config.idTokenTtlSeconds) * 1000,
-    config.keyEncryptionKey,
-  );
+  const keys = serverKeyRing(store, config);
   await keys.init();
-  const limits = new AbuseLimits(store, config.now, config.limits, metrics ?? NO_METRICS);
-  const ctx: WebContext = {
-    config,
-    store,
-    keys,
-    tokens: new TokenIssuer(config, keys, config.accessTokenAlg),
-    sessions: new Sessions(config, store),
-    passwords: new PasswordHasher(config.passwordHashThreads, scryptParams(config.passwordHashCost), {
-      deadlineMs: config.passwordHashQueueDeadlineMs,
-      perClient: config.passwordHashesPerClient,
-    }),
-    limits,
-    continuations: new Continuations(config, store.continuations, limits),
-    trustedDevices: await TrustedDevices.open(config, store),
-    metrics: metrics ?? NO_METRICS,
-    dpopNonces: await DpopNonces.open(store, config),
-    dpopKeys: new DpopKeys(),
-    clientJwks: new ClientJwks(config.now),
-  };
   const https = config.issuer.startsWith('https:');
 
   // Requests carry secrets in their query strings (an authorization code at a callback, a user code) and
@@ -222,10 +200,32 @@ export async function buildApp(config: ServerConfig, store: Store, options: AppO
     forceCloseConnections: 'idle',
     ...connectionLimits(config),
   });
-  app.addHook('onClose', async () => {
-    await ctx.passwords.close();
-    await ctx.clientJwks.close();
-  });
+  const limits = new AbuseLimits(store, config.now, config.limits, metrics ?? NO_METRICS);
+  // Logout tokens go out from here, in the background (oauth/backchannel-delivery.ts); failures go to the log.
+  const delivery = new BackchannelDelivery(config.backchannelLogout, metrics ?? NO_METRICS, app.log);
+  const backchannel = new BackchannelLogout({ config, store, keys }, delivery, app.log);
+  const ctx: WebContext = {
+    config,
+    store,
+    keys,
+    tokens: new TokenIssuer(config, keys, config.accessTokenAlg),
+    sessions: new Sessions(config, store, backchannel),
+    passwords: new PasswordHasher(config.passwordHashThreads, scryptParams(config.passwordHashCost), {
+      deadlineMs: config.passwordHashQueueDeadlineMs,
+      perClient: config.passwordHashesPerClient,
+    }),
+    limits,
+    continuations: new Continuations(config, store.continuations, limits),
+    trustedDevices: await TrustedDevices.open(config, store),
+    metrics: metrics ?? NO_METRICS,
+    dpopNonces: await DpopNonces.open(store, config),
+    dpopKeys: new DpopKeys(),
+    backchannel,
+    clientJwks: new ClientJwks(config.now),
+  };
+  app.addHook('onClose', async () => ctx.passwords.close());
+  // Logouts still being posted get the shutdown grace to finish; what cannot is logged and counted failed.
+  app.addHook('onClose', async () => delivery.close(config.shutdownGraceMs));
   // Past the cap Node closes each new connection as soon as it is accepted: a flood of connections costs the
   // server no more descriptors than this, and /readyz and the clients already connected keep being served.
   app.server.maxConnections = config.maxConnections;

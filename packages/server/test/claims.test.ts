@@ -278,6 +278,8 @@ describe.each(dialects())('userinfo releases exactly the claims of each scope; t
     expect([...meta.claims_supported!].sort()).toEqual(
       [
         ...['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'azp', 'at_hash', 'acr', 'amr', 'preferred_username', 'updated_at'],
+        // OpenID Connect Back-Channel Logout 1.0 §2.1: the session ID in ID tokens from a browser session.
+        'sid',
         ...Object.keys(all),
       ].sort(),
     );

@@ -15,6 +15,7 @@ import { loadConfig, type ServerConfig } from '../src/config/config.js';
 import { openStore } from '../src/store/open.js';
 import type { Store } from '../src/store/store.js';
 import { Sessions } from '../src/web/session.js';
+import type { Metrics } from '../src/util/metrics.js';
 import { freshPostgresSchema } from '@authcli/test-support/databases';
 import { approveInBrowser, Browser, freePort, hidden, signInFields, type Res } from '@authcli/test-support/http';
 
@@ -128,12 +129,12 @@ async function seedSigningKeys(store: Store, now: number): Promise<void> {
  * The real server, listening on a loopback port, over a fresh store. Its signing keys are seeded (see
  * seedSigningKeys); with a key-encryption key, or `generateKeys`, it makes its own at start as a new server does.
  * `issuerHost`: the issuer's host instead of 127.0.0.1 (`localhost`: passkeys need a host name); the server
- * still listens on 127.0.0.1.
+ * still listens on 127.0.0.1. `metrics`: what the server counts into (off otherwise, as in production).
  */
 export async function startServer(
   dialect: DialectName,
   overrides: Partial<ServerConfig> = {},
-  options: { generateKeys?: boolean; issuerHost?: string } = {},
+  options: { generateKeys?: boolean; issuerHost?: string; metrics?: Metrics } = {},
 ): Promise<TestServer> {
   const { store, url: storeUrl, cleanup } = await freshStore(dialect);
   const port = await freePort();
@@ -147,7 +148,7 @@ export async function startServer(
   );
   await bootstrapStore(store, clock.now());
   if (!config.keyEncryptionKey && !options.generateKeys) await seedSigningKeys(store, clock.now());
-  const app = await buildApp(config, store);
+  const app = await buildApp(config, store, { metrics: options.metrics });
   await app.listen({ port, host: '127.0.0.1' });
   return {
     url: config.issuer,

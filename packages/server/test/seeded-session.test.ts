@@ -55,7 +55,10 @@ describe.each(dialects())('a seeded session (%s)', (dialect) => {
     expect(seeded.cookies.get('authcli_session')).toMatch(/^[\w-]{43}$/);
     const [real, ours] = [await sessionRow(form), await sessionRow(seeded)];
     expect(real).toBeDefined();
-    expect({ ...ours, id_hash: real!.id_hash }).toEqual(real);
+    // Each session has a session ID of its own (random, as the id is), in the same form.
+    expect(ours!.sid).toMatch(/^[\w-]{22}$/);
+    expect(real!.sid).toMatch(/^[\w-]{22}$/);
+    expect({ ...ours, id_hash: real!.id_hash, sid: real!.sid }).toEqual(real);
     expect(ours!.expires_at - ours!.auth_time).toBe(server.config.sessionTtlSeconds * 1000);
   });
 

@@ -22,7 +22,7 @@ import { claimsOf, Store, StoreError, type DeviceAuthorization } from '../src/st
 import { generateSigningKey } from '../src/oauth/keys.js';
 import { sha256Hex } from '../src/util/crypto.js';
 import { dialects, freshStore, TEST_SCRYPT } from './helpers.js';
-import { Migrator, type MigrationProvider, type MigrationResultSet, sql } from 'kysely';
+import { Migrator, type MigrationResultSet, sql } from 'kysely';
 import { freshPostgresSchema } from '@authcli/test-support/databases';
 import { migrationProvider } from '../src/store/migrations.js';
 import type { Past } from '../src/store/migrations/past.js';
@@ -141,6 +141,7 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     dpop_jkt: null,
     amr: null,
     acr: null,
+    sid: null as string | null,
   });
   const refreshRow = (hash: string, grantId: string, expiresAt = now + 1000) => ({
     token_hash: hash,
@@ -278,6 +279,26 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     await expect(store.applications.update(unique('missing'), { name: 'x' }, now)).rejects.toMatchObject({ code: 'not_found' });
   });
 
+  it('applications: the back-channel logout URI and its sid requirement round-trip; none by default, cleared by null', async () => {
+    const { app } = await userAndApp();
+    expect(app).toMatchObject({ backchannelLogoutUri: null, backchannelLogoutSessionRequired: false });
+    const set = await store.applications.update(
+      app.clientId,
+      { backchannelLogoutUri: 'https://rp.example/bcl', backchannelLogoutSessionRequired: true },
+      now,
+    );
+    expect(set).toMatchObject({ backchannelLogoutUri: 'https://rp.example/bcl', backchannelLogoutSessionRequired: true });
+    expect((await store.applications.list()).find((a) => a.clientId === app.clientId)).toMatchObject({
+      backchannelLogoutUri: 'https://rp.example/bcl',
+    });
+    const cleared = await store.applications.update(
+      app.clientId,
+      { backchannelLogoutUri: null, backchannelLogoutSessionRequired: false },
+      now,
+    );
+    expect(cleared).toMatchObject({ backchannelLogoutUri: null, backchannelLogoutSessionRequired: false });
+  });
+
   it('applications: a change conditioned on the registration access token happens once (RFC 7592), others are not_found', async () => {
     const { app } = await registerApplication(
       store,
@@ -390,6 +411,76 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     expect(await store.sessions.find(idHash, now + 1000)).toBeUndefined();
     await store.users.setDisabled(user.username, now);
     expect(await store.sessions.find(idHash, now)).toBeUndefined();
+  });
+
+  it('sessions: each has a session ID (sid) that is neither its id hash nor derived from nothing; deleting returns the row once', async () => {
+    const { user } = await userAndApp();
+    const idHash = unique('session');
+    await store.sessions.create({
+      id_hash: idHash,
+      user_id: user.id,
+      auth_time: now,
+      created_at: now,
+      expires_at: now + 1000,
+      sid: 'sid-1',
+    });
+    expect((await store.sessions.find(idHash, now))?.session.sid).toBe('sid-1');
+    // A session stored before sessions had a sid gets one derived from its id hash, stable and unlike it.
+    const legacy = unique('legacy');
+    await store.sessions.create({ id_hash: legacy, user_id: user.id, auth_time: now, created_at: now, expires_at: now + 1000 });
+    const derived = (await store.sessions.find(legacy, now))?.session.sid;
+    expect(derived).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(derived).not.toContain(legacy);
+    expect((await store.sessions.find(legacy, now))?.session.sid).toBe(derived);
+    expect(await store.sessions.delete(idHash)).toMatchObject({ id_hash: idHash, user_id: user.id, sid: 'sid-1' });
+    expect(await store.sessions.delete(idHash)).toBeUndefined();
+  });
+
+  it('backchannel logout §2.7 ending a session: its pending codes expire, its grants without offline_access are revoked, the rest kept', async () => {
+    const f = await userAndApp();
+    const { app: other } = await registerApplication(
+      store,
+      { name: unique('other'), kind: 'public', callbackUrls: ['http://127.0.0.1/cb'], scopes: ['openid', 'offline_access'] },
+      now,
+    );
+    const g = { ...f, app: other };
+    const sid = unique('sid');
+    const [pending, redeemed, elsewhere] = [unique('c'), unique('c'), unique('c')];
+    await store.codes.insert({ ...codeRow(f, pending), sid });
+    await store.codes.insert({ ...codeRow(g, redeemed), sid });
+    await store.codes.insert({ ...codeRow(f, elsewhere), sid: unique('sid') });
+    const [online, offline, device, otherSession] = [unique('g'), unique('g'), unique('g'), unique('g')];
+    expect(await store.codes.redeem(redeemed, { ...grantRow(g, offline), scope: 'openid offline_access', sid }, now)).toBe(true);
+    await store.grants.insert({ ...grantRow(f, online), sid });
+    await store.grants.insert(grantRow(f, device));
+    await store.grants.insert({ ...grantRow(f, otherSession), sid: unique('sid') });
+    expect((await store.grants.endSession(sid, now + 1)).sort()).toEqual([f.app.clientId, other.clientId].sort());
+    expect((await store.codes.find(pending))?.expires_at).toBe(now + 1);
+    expect((await store.codes.find(elsewhere))?.expires_at).toBe(now + 60_000);
+    expect((await store.grants.find(online))?.revoked_at).toBe(now + 1);
+    expect((await store.grants.find(offline))?.revoked_at).toBeNull();
+    expect((await store.grants.find(device))?.revoked_at).toBeNull();
+    expect((await store.grants.find(otherSession))?.revoked_at).toBeNull();
+    // Again: the same applications, nothing revoked twice.
+    expect((await store.grants.endSession(sid, now + 2)).sort()).toEqual([f.app.clientId, other.clientId].sort());
+    expect((await store.grants.find(online))?.revoked_at).toBe(now + 1);
+    expect(await store.grants.endSession(unique('sid'), now)).toEqual([]);
+  });
+
+  it("backchannel logout: a user's live grants by application and session, each pair once; revoked and expired ones left out", async () => {
+    const f = await userAndApp();
+    const [s1, s2] = [unique('sid'), unique('sid')];
+    await store.grants.insert({ ...grantRow(f, unique('g')), sid: s1 });
+    await store.grants.insert({ ...grantRow(f, unique('g')), sid: s1 });
+    await store.grants.insert({ ...grantRow(f, unique('g')), sid: s2 });
+    await store.grants.insert(grantRow(f, unique('g')));
+    const revoked = unique('g');
+    await store.grants.insert({ ...grantRow(f, revoked), sid: unique('sid') });
+    await store.grants.revoke(revoked, now);
+    await store.grants.insert({ ...grantRow(f, unique('g'), now), sid: unique('sid') });
+    const holders = await store.grants.holders(f.user.id, now);
+    const key = (h: { clientId: string; sid: string | null }) => `${h.clientId} ${h.sid}`;
+    expect(holders.map(key).sort()).toEqual([s1, s2, null].map((sid) => key({ clientId: f.app.clientId, sid })).sort());
   });
 
   it('consent is remembered per user, application and scope set', async () => {
@@ -907,11 +998,11 @@ describe.each(dialects())('migrations from an older store (%s)', (dialect) => {
     return { url: join(dir, 'old.db'), cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
   }
 
-  /** Kysely's migrator over `engine`, with `provider`'s migrations (this version's unless given), as the engines run it. */
-  async function migrator(engine: Awaited<ReturnType<typeof openEngine>>, provider: MigrationProvider = migrationProvider) {
+  /** Kysely's migrator over `engine`, with this version's migrations, as the engines run it. */
+  async function migrator(engine: Awaited<ReturnType<typeof openEngine>>) {
     const schema =
       dialect === 'postgres' ? (await sql<{ s: string }>`select current_schema() as s`.execute(engine.db)).rows[0]!.s : undefined;
-    return new Migrator({ db: engine.db, provider, ...(schema && { migrationTableSchema: schema }) });
+    return new Migrator({ db: engine.db, provider: migrationProvider, ...(schema && { migrationTableSchema: schema }) });
   }
 
   /**
@@ -927,7 +1018,7 @@ describe.each(dialects())('migrations from an older store (%s)', (dialect) => {
     }
   }
 
-  it('a store at 0016 with a confidential application migrates to 0018: the application keeps its secret and has no keys', async () => {
+  it('a store at 0016 with a confidential application migrates through 0017 to 0018: it keeps its secret and has no keys', async () => {
     const db = await emptyDatabase();
     const engine = await openEngine(db.url);
     try {
@@ -951,19 +1042,11 @@ describe.each(dialects())('migrations from an older store (%s)', (dialect) => {
           updated_at: 1,
         })
         .execute();
-      // A migration of another branch numbered between (0017) runs first, in name order, whichever lands first.
-      const withSeventeen: MigrationProvider = {
-        async getMigrations() {
-          return {
-            ...(await migrationProvider.getMigrations()),
-            '0017_between': { up: async (db) => void (await db.schema.alterTable('applications').addColumn('between', 'text').execute()) },
-          };
-        },
-      };
-      const latest = await migrator(engine, withSeventeen);
+      // 0017 (back-channel logout, made on another branch) runs first, then 0018: name order.
+      const latest = await migrator(engine);
       const { error, results } = await run(() => latest.migrateToLatest());
       expect(error).toBeUndefined();
-      expect(results?.map((r) => r.migrationName)).toEqual(['0017_between', '0018_private_key_jwt']);
+      expect(results?.map((r) => r.migrationName)).toEqual(['0017_backchannel_logout', '0018_private_key_jwt']);
       const store = new Store(engine);
       expect(await store.schemaIsCurrent()).toBe(true);
       expect(await store.applications.get('old-backend')).toMatchObject({ secretHash: sha256Hex(secret), clientKeys: null });

@@ -55,11 +55,6 @@ export const CLIENT_JWKS_CACHE_BOUNDS_MS = { min: MINUTE, max: DAY } as const;
  * 30 s from each instance, never one per token request; a client that rotated its key waits at most this long.
  */
 export const CLIENT_JWKS_REFETCH_COOLDOWN_MS = 30 * SECOND;
-/**
- * Connections one instance keeps open to one jwks_uri host: a fetch happens once per cache time or cooldown
- * per jwks_uri, so a few cover clients that share a key server; more would only be sockets held open.
- */
-export const CLIENT_JWKS_CONNECTIONS_PER_HOST = 4;
 /** JWK Sets one instance keeps fetched (by jwks_uri); past it the cache starts over. */
 export const CLIENT_JWKS_CACHED = 1000;
 /**

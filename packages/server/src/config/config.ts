@@ -74,6 +74,11 @@ export interface ServerConfig {
    */
   dpopNonce: boolean;
   /**
+   * Posting logout tokens to applications (OpenID Connect Back-Channel Logout 1.0 §2.5): each attempt's timeout
+   * (`AUTHCLI_BACKCHANNEL_LOGOUT_TIMEOUT`), the waits before each retry, attempts at once, and the most waiting.
+   */
+  backchannelLogout: D.BackchannelLogoutSettings;
+  /**
    * The FAPI 2.0 Security Profile's rules for client assertions (`AUTHCLI_FAPI2`, on/off, default off): RS256
    * is refused (PS256, ES256, EdDSA only) and `aud` must be the issuer identifier alone (oauth/client-assertion.ts).
    */
@@ -370,6 +375,17 @@ export function loadConfig(
     registration: registration as D.RegistrationMode,
     requirePushedAuthorizationRequests: envFlag(env, 'AUTHCLI_REQUIRE_PAR', D.REQUIRE_PAR),
     dpopNonce: dpopNonce === 'on',
+    backchannelLogout: {
+      timeoutMs: envSeconds(
+        env,
+        'AUTHCLI_BACKCHANNEL_LOGOUT_TIMEOUT',
+        D.BACKCHANNEL_LOGOUT_TIMEOUT_MS,
+        D.BACKCHANNEL_LOGOUT_TIMEOUT_BOUNDS.max,
+      ),
+      retryDelaysMs: D.BACKCHANNEL_LOGOUT_RETRY_DELAYS_MS,
+      concurrency: D.BACKCHANNEL_LOGOUT_CONCURRENCY,
+      queueMax: D.BACKCHANNEL_LOGOUT_QUEUE_MAX,
+    },
     fapi2: envFlag(env, 'AUTHCLI_FAPI2', D.FAPI2),
     accessTokenAlg,
     logLevel,

@@ -7,8 +7,10 @@
 import { DAY, MINUTE, SECOND } from './units.js';
 
 // The abuse limits (LIMITS, counted in the store) are a section of their own: abuse-limits.ts; so are the
-// connectors' numbers: connector-defaults.ts, and those of client assertions: client-assertion-defaults.ts.
+// connectors' numbers: connector-defaults.ts, back-channel logout's: backchannel-defaults.ts, and those of client
+// assertions: client-assertion-defaults.ts.
 export * from './abuse-limits.js';
+export * from './backchannel-defaults.js';
 export * from './connector-defaults.js';
 export * from './client-assertion-defaults.js';
 

@@ -154,6 +154,16 @@ export function describeConfig(config: ServerConfig, flags: ConfigInput, env: No
     { name: 'shutdown_drain', value: seconds(config.shutdownDrainMs), source: from(undefined, 'AUTHCLI_SHUTDOWN_DRAIN') },
     { name: 'shutdown_grace', value: seconds(config.shutdownGraceMs), source: from(undefined, 'AUTHCLI_SHUTDOWN_GRACE') },
     { name: 'store_retry_after', value: `${D.STORE_RETRY_AFTER_SECONDS} s`, source: 'built-in' },
+    // back-channel logout (OpenID Connect Back-Channel Logout 1.0)
+    {
+      name: 'backchannel_logout_timeout',
+      value: seconds(config.backchannelLogout.timeoutMs),
+      source: from(undefined, 'AUTHCLI_BACKCHANNEL_LOGOUT_TIMEOUT'),
+    },
+    { name: 'backchannel_logout_retries', value: config.backchannelLogout.retryDelaysMs.map(seconds).join(', '), source: 'built-in' },
+    { name: 'backchannel_logout_concurrency', value: String(config.backchannelLogout.concurrency), source: 'built-in' },
+    { name: 'backchannel_logout_queue_max', value: `${config.backchannelLogout.queueMax} deliveries`, source: 'built-in' },
+    { name: 'logout_token_ttl', value: `${D.LOGOUT_TOKEN_TTL_SECONDS} s`, source: 'built-in' },
     { name: 'ready_timeout', value: seconds(D.READY_TIMEOUT_MS), source: 'built-in' },
     // the store
     { name: 'application_cache_size', value: `${D.APPLICATION_CACHE_SIZE} applications`, source: 'built-in' },

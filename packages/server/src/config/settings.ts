@@ -199,6 +199,14 @@ export const SERVER_SETTINGS: readonly Setting[] = [
     meaning: 'Seconds that requests in flight get to finish on SIGTERM or SIGINT, after the drain.',
   },
   {
+    env: 'AUTHCLI_BACKCHANNEL_LOGOUT_TIMEOUT',
+    default: seconds(D.BACKCHANNEL_LOGOUT_TIMEOUT_MS),
+    loaded: (c) => seconds(c.backchannelLogout.timeoutMs),
+    range: D.BACKCHANNEL_LOGOUT_TIMEOUT_BOUNDS,
+    meaning:
+      'Seconds each POST of a logout token to an application may take (OpenID Connect Back-Channel Logout; tried again after 1, 4 and 16 s when it gets no answer, 408, 429 or 5xx). See [endpoints](endpoints.md#back-channel-logout).',
+  },
+  {
     env: 'AUTHCLI_SHUTDOWN_DRAIN',
     default: seconds(D.SHUTDOWN_DRAIN_MS),
     loaded: (c) => seconds(c.shutdownDrainMs),

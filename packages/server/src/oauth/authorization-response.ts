@@ -78,6 +78,7 @@ export async function issueCode(ctx: OAuthContext, req: AuthorizationRequest, si
     auth_time: authTime,
     amr: signedIn.amr ?? null,
     acr: signedIn.acr ?? null,
+    sid: signedIn.sid ?? null,
     created_at: now,
     expires_at: now + ctx.config.codeTtlSeconds * 1000,
   });

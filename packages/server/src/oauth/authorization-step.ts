@@ -21,6 +21,8 @@ export interface Authentication {
   amr?: string | null | undefined;
   /** The class of a federated sign-in, as stored; null or absent: derived from `amr`. */
   acr?: string | null | undefined;
+  /** The browser session's ID (Back-Channel Logout 1.0 §2.1), recorded with the codes it issues. */
+  sid?: string | undefined;
 }
 
 /** What the authorization endpoint does next with a validated request. */

@@ -14,12 +14,11 @@ import {
   CLIENT_JWKS_CACHE_BOUNDS_MS,
   CLIENT_JWKS_CACHE_MS,
   CLIENT_JWKS_CACHED,
-  CLIENT_JWKS_CONNECTIONS_PER_HOST,
   CLIENT_JWKS_MAX_BYTES,
   CLIENT_JWKS_REFETCH_COOLDOWN_MS,
   CLIENT_JWKS_TIMEOUT_MS,
 } from '../config/defaults.js';
-import { OutboundError, OutboundJson } from '../http/outbound.js';
+import { type FetchedJson, FetchJsonError, fetchJson } from '../http/fetch-json.js';
 import type { ClientKeys } from '../store/store.js';
 import { InputError } from '../util/input-error.js';
 import { jwkSetOf } from './client-keys.js';
@@ -67,11 +66,9 @@ export class ClientJwks {
 
   constructor(
     private readonly now: () => number,
-    private readonly outbound: OutboundJson = new OutboundJson({
-      timeoutMs: CLIENT_JWKS_TIMEOUT_MS,
-      maxBytes: CLIENT_JWKS_MAX_BYTES,
-      connectionsPerHost: CLIENT_JWKS_CONNECTIONS_PER_HOST,
-    }),
+    /** One fetch of a JWK Set (http/fetch-json.ts); `publicOnly` for a jwks_uri the operator did not set. */
+    private readonly fetchSet: (uri: string, publicOnly: boolean) => Promise<FetchedJson> = (uri, publicOnly) =>
+      fetchJson(uri, { timeoutMs: CLIENT_JWKS_TIMEOUT_MS, maxBytes: CLIENT_JWKS_MAX_BYTES, publicOnly }),
   ) {}
 
   /**
@@ -124,19 +121,14 @@ export class ClientJwks {
   private async fetch(entry: Fetched, uri: string, anyAddress: boolean): Promise<void> {
     entry.triedAt = this.now();
     try {
-      const { json, cacheControl } = await this.outbound.get(uri, anyAddress);
+      const { json, cacheControl } = await this.fetchSet(uri, !anyAddress);
       const set = jwkSetOf(json, 'the JWK Set');
       entry.getKey = createLocalJWKSet(set as unknown as JSONWebKeySet);
       entry.freshUntil = this.now() + keepFor(cacheControl);
       entry.failure = undefined;
     } catch (err) {
-      if (!(err instanceof OutboundError || err instanceof InputError)) throw err;
-      entry.failure = err instanceof OutboundError ? err.reason : err.message;
+      if (!(err instanceof FetchJsonError || err instanceof InputError)) throw err;
+      entry.failure = err instanceof FetchJsonError ? err.reason : err.message;
     }
-  }
-
-  /** Closes the connections kept to jwks_uri hosts. */
-  close(): Promise<void> {
-    return this.outbound.close();
   }
 }

@@ -175,6 +175,10 @@ export function parseMetadata(body: unknown, clientId: string): ParsedMetadata {
       requireDpop: optionalBoolean(body, 'dpop_bound_access_tokens') ?? false,
       requirePushedAuthorizationRequests: optionalBoolean(body, 'require_pushed_authorization_requests') ?? false,
       requireAcr: requiredAcrOf(optionalStrings(body, 'default_acr_values', metadataError)),
+      // OpenID Connect Back-Channel Logout 1.0 §2.2, held to the rules of a self-registered client (backchannel-uri.ts).
+      backchannelLogoutUri: optionalString(body, 'backchannel_logout_uri', URI_MAX),
+      backchannelLogoutSessionRequired: optionalBoolean(body, 'backchannel_logout_session_required'),
+      selfRegistered: true,
     });
   } catch (err) {
     if (!(err instanceof InputError)) throw err;

@@ -1,4 +1,5 @@
 import type { ServerConfig } from '../config/config.js';
+import type { BackchannelLogout } from './backchannel-logout.js';
 import type { Store } from '../store/store.js';
 import type { ProtocolMetrics } from '../util/metrics.js';
 import type { ClientJwks } from './client-jwks.js';
@@ -26,6 +27,8 @@ export interface OAuthContext {
   dpopNonces: DpopNonces;
   /** DPoP proof keys imported once (RFC 9449 §4.3 (6)), per instance. */
   dpopKeys: DpopKeys;
+  /** Telling applications of logouts (OpenID Connect Back-Channel Logout 1.0). */
+  backchannel: BackchannelLogout;
   /** The JWK Sets of private_key_jwt clients, a jwks_uri's fetched and kept per instance. */
   clientJwks: ClientJwks;
 }

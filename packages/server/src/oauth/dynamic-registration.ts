@@ -48,6 +48,10 @@ function clientInformation(ctx: OAuthContext, app: Application, registrationAcce
     ...(app.requireDpop && { dpop_bound_access_tokens: true }),
     ...(app.requirePushedAuthorizationRequests && { require_pushed_authorization_requests: true }),
     ...(app.requireAcr !== null && { default_acr_values: [app.requireAcr] }),
+    ...(app.backchannelLogoutUri !== null && {
+      backchannel_logout_uri: app.backchannelLogoutUri,
+      backchannel_logout_session_required: app.backchannelLogoutSessionRequired,
+    }),
     ...keysMetadata(app.clientKeys),
     ...informational,
   };

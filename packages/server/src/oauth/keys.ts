@@ -1,7 +1,7 @@
 import { createPrivateKey, generateKeyPair, sign, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
 import { calculateJwkThumbprint, createLocalJWKSet, type JWK } from 'jose';
-import { ConfigError } from '../config/config.js';
+import { ConfigError, type ServerConfig } from '../config/config.js';
 import { KEY_ACTIVATION_DELAY_MS, KEY_REFRESH_MS } from '../config/defaults.js';
 import type { Store, SigningKeyRow } from '../store/store.js';
 import { decryptPrivateJwk, encryptPrivateJwk, isEncryptedPrivateJwk, MISSING_KEK_MESSAGE } from './key-encryption.js';
@@ -229,4 +229,9 @@ export async function jwsSignature(alg: SigningAlg, privateKey: KeyObject, signi
       ? sign('sha256', data, { key: privateKey, dsaEncoding: 'ieee-p1363' })
       : await new Promise<Buffer>((resolve, reject) => sign('sha256', data, privateKey, (err, sig) => (err ? reject(err) : resolve(sig))));
   return signature.toString('base64url');
+}
+
+/** The key ring of a server, or of an operator command that signs as it does: retired keys stay published as long as the longest token lives. */
+export function serverKeyRing(store: Store, config: ServerConfig): KeyRing {
+  return new KeyRing(store, config.now, Math.max(config.accessTokenTtlSeconds, config.idTokenTtlSeconds) * 1000, config.keyEncryptionKey);
 }

@@ -37,6 +37,9 @@ export function isLoopbackRedirect(uri: string): boolean {
 const DNS_NAME = /^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$/;
 const IPV6_LITERAL = /^\[[0-9a-f:.]+\]$/;
 
+/** Whether a URL's host is a DNS name of letters, digits and hyphens, or an IP literal (no `*`, `_` or anything else). */
+export const isHostName = (hostname: string) => DNS_NAME.test(hostname) || IPV6_LITERAL.test(hostname);
+
 /**
  * A private-use URI scheme in reverse-domain form (RFC 8252 §7.1, §8.4): `com.example.app`, a scheme with
  * a dot, so never `http`, `https`, `javascript`, `data`, `file` or any other scheme a browser acts on itself.
@@ -91,7 +94,7 @@ export function callbackUrlProblem(value: string): string | undefined {
     if (url.href !== value) return `${value} is not in its normal form; register it as ${url.href}`;
     return undefined;
   }
-  if (!DNS_NAME.test(url.hostname) && !IPV6_LITERAL.test(url.hostname)) {
+  if (!isHostName(url.hostname)) {
     return `${url.hostname} in ${value} is not a host name (letters, digits, hyphens and dots; no wildcards)`;
   }
   if (url.href !== value && url.href !== `${value}/`) return `${value} is not in its normal form; register it as ${url.href}`;

@@ -44,6 +44,8 @@ export function newGrant(
     amr?: string | null | undefined;
     acr?: string | null | undefined;
     dpopJkt?: string | undefined;
+    /** The browser session whose code it redeems (Back-Channel Logout §2.1); none for a device's grant. */
+    sid?: string | null | undefined;
   },
   now: number,
 ): Grant {
@@ -60,5 +62,6 @@ export function newGrant(
     dpop_jkt: input.dpopJkt ?? null,
     amr: input.amr ?? null,
     acr: input.acr ?? null,
+    sid: input.sid ?? null,
   };
 }

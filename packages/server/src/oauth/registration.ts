@@ -19,6 +19,7 @@ import { APPLICATION_NAME_MAX } from '../config/defaults.js';
 import { randomToken, sha256Hex } from '../util/crypto.js';
 import { InputError } from '../util/input-error.js';
 import { callbackUrlProblem } from './redirect-uri.js';
+import { backchannelFields, type BackchannelFields } from './backchannel-uri.js';
 import { SUPPORTED_SCOPES } from './scopes.js';
 
 /** The CLI's own public application, created on the first start of an empty store. */
@@ -76,6 +77,11 @@ export interface NewAppInput {
   clientId?: string;
   registrationTokenHash?: string;
   registrationMetadata?: string;
+  /** OpenID Connect Back-Channel Logout 1.0 §2.2 (backchannel-uri.ts); none when not given. */
+  backchannelLogoutUri?: string | null;
+  backchannelLogoutSessionRequired?: boolean;
+  /** The application registered itself over the network (RFC 7591): held to backchannel-uri.ts's public-address rule. */
+  selfRegistered?: boolean;
   /** A confidential application's keys (private_key_jwt, RFC 7523), checked already (client-keys.ts): then it gets no secret. */
   clientKeys?: ClientKeys | null;
 }
@@ -83,7 +89,7 @@ export interface NewAppInput {
 /** The field names of {@link InputError}s about redirect URIs (RFC 7591 §3.2.2 answers them as invalid_redirect_uri). */
 export const CALLBACK_URLS_FIELD = 'callbackUrls';
 
-export interface ApplicationFields {
+export interface ApplicationFields extends BackchannelFields {
   name: string;
   callbackUrls: string[];
   scopes: string[];
@@ -178,6 +184,7 @@ export function validateApplicationFields(input: Omit<NewAppInput, 'kind' | 'own
     requireDpop: input.requireDpop ?? false,
     requirePushedAuthorizationRequests: input.requirePushedAuthorizationRequests ?? false,
     requireAcr: checkRequiredAcr(input.requireAcr),
+    ...backchannelFields(input, input.selfRegistered ?? input.registrationTokenHash !== undefined),
   };
 }
 

@@ -24,6 +24,8 @@ export interface TokenContext {
   claims?: ClaimsRequest | undefined;
   /** RFC 9449 §6.1: the JWK thumbprint of the DPoP key the access token is bound to, if any. */
   jkt?: string | undefined;
+  /** The browser session the sign-in was made in (Back-Channel Logout 1.0 §2.1 `sid`); none for a device's. */
+  sid?: string | null | undefined;
 }
 
 /** OIDC Core §3.1.3.6: at_hash is the left half of SHA-256 of the access token, base64url. */
@@ -62,7 +64,8 @@ export class TokenIssuer {
 
   /**
    * OIDC Core §2 ID token, with nonce, azp, at_hash (§3.1.3.6), acr and amr
-   * (RFC 8176); signed with the application's algorithm. An access token is
+   * (RFC 8176), and `sid` when it comes from a browser session (OpenID Connect
+   * Back-Channel Logout 1.0 §2.1); signed with the application's algorithm. An access token is
    * always issued with it, so the claims of the requested scopes are the
    * UserInfo response's (§5.4), not the ID token's; it carries only the
    * claims the `claims` request names for it (§5.5).
@@ -82,6 +85,7 @@ export class TokenIssuer {
       acr: acrFor(amr, essentialAcrValues(ctx.claims), ctx.acr),
       // OIDC Core §2: optional; left out when nothing is known of how the person signed in (a federated upstream that said nothing).
       ...(amr.length > 0 && { amr }),
+      ...(ctx.sid && { sid: ctx.sid }),
       ...pickClaims(standardClaims(ctx.user, CLAIM_SCOPE_NAMES), ctx.claims?.id_token),
     });
   }

@@ -38,11 +38,35 @@ function appJson(a: Application) {
     dpop_bound_access_tokens: a.requireDpop,
     require_pushed_authorization_requests: a.requirePushedAuthorizationRequests,
     require_acr: a.requireAcr,
+    backchannel_logout_uri: a.backchannelLogoutUri,
+    backchannel_logout_session_required: a.backchannelLogoutSessionRequired,
   };
 }
 
+const BACKCHANNEL_HELP = 'where logouts are posted (OpenID Connect Back-Channel Logout): https, or http on loopback';
+const SESSION_REQUIRED_HELP = 'every logout token it gets names the session (sid)';
+
 const REQUIRE_ACR_HELP =
   'the class every sign-in for it must meet: phr (a passkey); the code flow, PAR and device approvals step a password sign-in up';
+
+/**
+ * The back-channel settings `apps update` leaves the application with: `none` clears the URI (and with it the
+ * sid requirement, unless asked for again, which is then refused); a self-registered application is held to
+ * the public-address rule whoever changes it.
+ */
+function backchannelUpdate(app: Application, opts: { backchannelLogoutUri?: string; backchannelLogoutSessionRequired?: boolean }) {
+  const uri =
+    opts.backchannelLogoutUri === undefined
+      ? app.backchannelLogoutUri
+      : opts.backchannelLogoutUri === 'none'
+        ? null
+        : opts.backchannelLogoutUri;
+  return {
+    backchannelLogoutUri: uri,
+    backchannelLogoutSessionRequired: opts.backchannelLogoutSessionRequired ?? (uri !== null && app.backchannelLogoutSessionRequired),
+    selfRegistered: app.registrationTokenHash !== null,
+  };
+}
 
 /** `authcli-server apps ...`: client applications (add, update, list). */
 export function appsCommand(cli: Command): void {
@@ -65,6 +89,8 @@ export function appsCommand(cli: Command): void {
     .option('--require-dpop', 'every token request must carry a DPoP proof (RFC 9449)')
     .option('--require-par', 'authorization requests must be pushed first (RFC 9126)')
     .option('--require-acr <class>', REQUIRE_ACR_HELP)
+    .option('--backchannel-logout-uri <url>', BACKCHANNEL_HELP)
+    .option('--backchannel-logout-session-required', SESSION_REQUIRED_HELP)
     .option('--jwks-uri <url>', JWKS_URI_HELP)
     .option('--jwks <file>', JWKS_HELP)
     .option('--assertion-alg <alg>', ASSERTION_ALG_HELP)
@@ -84,6 +110,8 @@ export function appsCommand(cli: Command): void {
           requireDpop?: boolean;
           requirePar?: boolean;
           requireAcr?: string;
+          backchannelLogoutUri?: string;
+          backchannelLogoutSessionRequired?: boolean;
           json?: boolean;
           database?: string;
         } & KeyOptions,
@@ -104,6 +132,8 @@ export function appsCommand(cli: Command): void {
               requireDpop: opts.requireDpop === true,
               requirePushedAuthorizationRequests: opts.requirePar === true,
               requireAcr: opts.requireAcr ?? null,
+              backchannelLogoutUri: opts.backchannelLogoutUri ?? null,
+              backchannelLogoutSessionRequired: opts.backchannelLogoutSessionRequired === true,
               ...(clientKeys && { clientKeys }),
             },
             Date.now(),
@@ -137,6 +167,9 @@ export function appsCommand(cli: Command): void {
     .option('--require-par', 'authorization requests must be pushed first (RFC 9126)')
     .option('--no-require-par', 'authorization requests may be sent directly')
     .option('--require-acr <class>', `${REQUIRE_ACR_HELP}; none for any sign-in`)
+    .option('--backchannel-logout-uri <url>', `${BACKCHANNEL_HELP}; none to stop telling it`)
+    .option('--backchannel-logout-session-required', SESSION_REQUIRED_HELP)
+    .option('--no-backchannel-logout-session-required', 'logout tokens may leave the session out')
     .option('--jwks-uri <url>', `${JWKS_URI_HELP}; its secret stops working`)
     .option('--jwks <file>', `${JWKS_HELP}; its secret stops working`)
     .option('--assertion-alg <alg>', ASSERTION_ALG_HELP)
@@ -157,6 +190,8 @@ export function appsCommand(cli: Command): void {
           requireDpop?: boolean;
           requirePar?: boolean;
           requireAcr?: string;
+          backchannelLogoutUri?: string;
+          backchannelLogoutSessionRequired?: boolean;
           clientSecret?: boolean;
           json?: boolean;
           database?: string;
@@ -184,6 +219,7 @@ export function appsCommand(cli: Command): void {
               requireDpop: opts.requireDpop ?? app.requireDpop,
               requirePushedAuthorizationRequests: opts.requirePar ?? app.requirePushedAuthorizationRequests,
               requireAcr: opts.requireAcr ?? app.requireAcr,
+              ...backchannelUpdate(app, opts),
             },
             clientId,
           );

@@ -1,6 +1,6 @@
 import { printJson, printTable, say } from './output.js';
 import { readFile } from 'node:fs/promises';
-import { collect, promptHidden, readAll, withStore } from './shared.js';
+import { collect, promptHidden, readAll, warn, withStore } from './shared.js';
 import type { Command } from 'commander';
 import { addUser, resetUserPassword, updateUserClaims } from '../oauth/accounts.js';
 import { claimAssignment, claimRemoval, mergePatches, parseClaimsJson, standardClaims, type ClaimsPatch } from '../oauth/claims.js';
@@ -9,6 +9,7 @@ import { accountCounterKeys } from '../oauth/limits.js';
 import { claimsOf } from '../store/store.js';
 import { scryptParams } from '../config/defaults.js';
 import { passkeyCommands } from './passkeys.js';
+import { logoutDisabledUser } from './backchannel.js';
 
 /** `authcli-server users ...`: end users (add, list, reset-password, disable, enable, passkeys, reset-passkeys, unlock). */
 export function usersCommand(cli: Command): void {
@@ -140,12 +141,27 @@ export function usersCommand(cli: Command): void {
     });
   users
     .command('disable <username>')
-    .description('disable a user: sign-in and token redemption are refused')
+    .description(
+      'disable a user: sign-in and token redemption are refused; applications with a back-channel logout URI are told (and waited for)',
+    )
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(async (username: string, opts: { database?: string }) => {
-      await withStore(opts.database, async (store) => {
+      await withStore(opts.database, async (store, config) => {
         await store.users.setDisabled(username, Date.now());
         say(`disabled user ${username}`);
+        const user = await store.users.findByUsername(username);
+        if (!user) return;
+        try {
+          const told = await logoutDisabledUser(store, config, user.id, {
+            warn: (fields, message) => warn(`${message}: ${String(fields.clientId ?? '')} (${String(fields.reason ?? '')})`),
+          });
+          const total = told.delivered + told.failed;
+          if (total > 0) say(`back-channel logout: ${told.delivered} of ${total} logout token${total === 1 ? '' : 's'} delivered`);
+        } catch (err) {
+          // The user is disabled whatever happens here; only the telling failed (no signing key this process can open, say).
+          warn(`the user is disabled, but applications could not be told: ${(err as Error).message}`);
+          process.exitCode = 1;
+        }
       });
     });
   users

@@ -9,6 +9,7 @@ import { deviceOrigin } from './migrations/0013_device_origin.js';
 import { passkeys } from './migrations/0014_passkeys.js';
 import { requiredAcr } from './migrations/0015_required_acr.js';
 import { connectors } from './migrations/0016_connectors.js';
+import { backchannelLogout } from './migrations/0017_backchannel_logout.js';
 import { privateKeyJwt } from './migrations/0018_private_key_jwt.js';
 import type { Past } from './migrations/past.js';
 
@@ -333,6 +334,7 @@ const migrations: Record<string, Migration> = {
   '0014_passkeys': passkeys,
   '0015_required_acr': requiredAcr,
   '0016_connectors': connectors,
+  '0017_backchannel_logout': backchannelLogout,
   '0018_private_key_jwt': privateKeyJwt,
 };
 

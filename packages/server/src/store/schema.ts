@@ -60,6 +60,10 @@ export interface ApplicationsTable {
   require_par: ColumnType<number, number | undefined, number>;
   /** The class (`acr`) every sign-in for it must meet, e.g. `phr`; null for any. */
   require_acr: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Where logouts are posted (OpenID Connect Back-Channel Logout 1.0 §2.2); null: not told. */
+  backchannel_logout_uri: ColumnType<string | null, string | null | undefined, string | null>;
+  /** 1 when every logout token it gets must carry `sid` (§2.2 `backchannel_logout_session_required`). */
+  backchannel_logout_session_required: ColumnType<number, number | undefined, number>;
 }
 
 /** Initial access tokens (RFC 7591 §3) the operator created for `AUTHCLI_REGISTRATION=token`; each registers one client. */
@@ -88,6 +92,11 @@ export interface SessionsTable {
   amr: ColumnType<string | null, string | null | undefined, string | null>;
   /** The class of a federated sign-in (its connector's, or `phr` the upstream asserted); null: derived from `amr`. */
   acr: ColumnType<string | null, string | null | undefined, string | null>;
+  /**
+   * The session ID (OpenID Connect Back-Channel Logout 1.0 §2.1): random, not a secret, kept when the same user
+   * signs in again in this browser; null for sessions made before it was kept (repositories/sessions.ts `sidOf`).
+   */
+  sid: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface ConsentsTable {
@@ -137,6 +146,8 @@ export interface AuthorizationCodesTable {
   amr: ColumnType<string | null, string | null | undefined, string | null>;
   /** The class of a federated sign-in (its connector's, or `phr` the upstream asserted); null: derived from `amr`. */
   acr: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The browser session it was issued in (its `sid`); null before sessions had one. */
+  sid: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface GrantsTable {
@@ -156,6 +167,8 @@ export interface GrantsTable {
   amr: ColumnType<string | null, string | null | undefined, string | null>;
   /** The class of a federated sign-in (its connector's, or `phr` the upstream asserted); null: derived from `amr`. */
   acr: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The browser session whose code made it (its `sid`); null for a device's grant and grants made before. */
+  sid: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface SigningKeysTable {

@@ -43,7 +43,7 @@ export type { SigningKeyRow } from './repositories/keys.js';
 export type { Passkey, WebauthnChallenge } from './repositories/passkeys.js';
 export type { ConnectorRow, ConnectorState } from './repositories/connectors.js';
 export type { RateLimitRow } from './repositories/rate-limits.js';
-export type { Session } from './repositories/sessions.js';
+export { sidOf, type Session } from './repositories/sessions.js';
 export type { NewSignInEvent, SignInEvent, SignInKind } from './repositories/signin-events.js';
 export { claimsOf, serializeClaims, type AddressClaim, type NewUser, type User, type UserClaims } from './repositories/users.js';
 

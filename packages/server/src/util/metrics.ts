@@ -26,13 +26,20 @@ export interface ProtocolMetrics {
   tokenError(error: string): void;
   /** An attempt past an abuse limit (oauth/limits.ts), by the counter it went past. */
   rateLimited(kind: CounterKind): void;
+  /** A logout token delivered, given up on, or about to be sent again (oauth/backchannel-delivery.ts). */
+  backchannelLogout(outcome: BackchannelOutcome): void;
 }
+
+/** What became of a back-channel logout delivery, or of one of its attempts (`retried`). */
+export const BACKCHANNEL_OUTCOMES = ['delivered', 'failed', 'retried'] as const;
+export type BackchannelOutcome = (typeof BACKCHANNEL_OUTCOMES)[number];
 
 /** Metrics off: every report is a call that does nothing. */
 export const NO_METRICS: ProtocolMetrics = {
   tokenIssued: () => undefined,
   tokenError: () => undefined,
   rateLimited: () => undefined,
+  backchannelLogout: () => undefined,
 };
 
 /** The route label of a request no route matched (any path: one series, whatever is asked). */
@@ -109,6 +116,7 @@ export class Metrics implements ProtocolMetrics {
   private readonly tokensIssued: TalliedCounter;
   private readonly tokenErrors: TalliedCounter;
   private readonly rateLimits: TalliedCounter;
+  private readonly backchannel = new Map<string, Tally>();
   private readonly storeDuration: Histogram<'engine' | 'operation'>;
   // The series, kept: a request costs a few map look-ups and additions, and one prom-client observe per
   // histogram it touches (which hashes the label values: the histograms' buckets stay prom-client's own).
@@ -175,6 +183,13 @@ export class Metrics implements ProtocolMetrics {
     });
     for (const grantType of options.grantTypes) this.series(this.grants, this.tokensIssued, grantLabel(grantType));
     for (const kind of Object.keys(LIMITS)) this.series(this.limits, this.rateLimits, kind);
+    const logouts = new TalliedCounter({
+      name: 'authcli_backchannel_logout_total',
+      help: 'Logout tokens posted to applications (OpenID Connect Back-Channel Logout): delivered, failed (given up), retried (each retry)',
+      labelNames: ['outcome'],
+      registers,
+    });
+    for (const outcome of BACKCHANNEL_OUTCOMES) this.backchannel.set(outcome, logouts.series(outcome));
   }
 
   private series(cache: Map<string, Tally>, counter: TalliedCounter, label: string): Tally {
@@ -219,6 +234,10 @@ export class Metrics implements ProtocolMetrics {
 
   rateLimited(kind: CounterKind): void {
     this.series(this.limits, this.rateLimits, kind).count++;
+  }
+
+  backchannelLogout(outcome: BackchannelOutcome): void {
+    this.backchannel.get(outcome)!.count++;
   }
 
   /** One store operation and how long it took (store/timed-engine.ts). */

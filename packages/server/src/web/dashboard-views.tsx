@@ -74,6 +74,9 @@ export interface AppFormValues {
   requirePushedAuthorizationRequests: boolean;
   /** Every sign-in for it must be with a passkey (`acr` phr). */
   requirePasskey: boolean;
+  /** Where logouts are posted (OpenID Connect Back-Channel Logout 1.0); empty: none. */
+  backchannelLogoutUri: string;
+  backchannelLogoutSessionRequired: boolean;
   /** private_key_jwt (RFC 7523): where its keys are, or the JWK Set itself; both empty for a client secret. */
   jwksUri: string;
   jwks: string;
@@ -152,6 +155,24 @@ export function AppFormPage(props: {
           <p id="post-logout-help" class="muted">
             Optional, one per line, the same rules: where signing out from the application (RP-initiated logout) may return to, matched
             exactly.
+          </p>
+          <label for="backchannel_logout_uri">Back-channel logout URI</label>
+          <input
+            id="backchannel_logout_uri"
+            name="backchannel_logout_uri"
+            type="url"
+            class="mono"
+            maxLength={2048}
+            value={v.backchannelLogoutUri}
+            aria-describedby="backchannel-help"
+          />
+          <label>
+            <input type="checkbox" name="backchannel_logout_session_required" value="1" checked={v.backchannelLogoutSessionRequired} />{' '}
+            Require the session ID (<code>sid</code>) in every logout token
+          </label>
+          <p id="backchannel-help" class="muted">
+            Optional: https (or loopback http). When someone signed in to the application signs out here, the server posts a logout token to
+            it (OpenID Connect Back-Channel Logout), so it can end its own session.
           </p>
           <fieldset>
             <legend>Allowed scopes</legend>

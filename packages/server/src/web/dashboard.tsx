@@ -53,6 +53,8 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
       requireDpop: one('require_dpop') === '1',
       requirePushedAuthorizationRequests: one('require_par') === '1',
       requirePasskey: one('require_acr') === PHISHING_RESISTANT_ACR,
+      backchannelLogoutUri: one('backchannel_logout_uri'),
+      backchannelLogoutSessionRequired: one('backchannel_logout_session_required') === '1',
       jwksUri: one('jwks_uri'),
       jwks: one('jwks'),
     };
@@ -90,6 +92,8 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
     requireDpop: v.requireDpop,
     requirePushedAuthorizationRequests: v.requirePushedAuthorizationRequests,
     requireAcr: v.requirePasskey ? PHISHING_RESISTANT_ACR : null,
+    backchannelLogoutUri: v.backchannelLogoutUri,
+    backchannelLogoutSessionRequired: v.backchannelLogoutSessionRequired,
   });
   const valuesOf = (a: Application): AppFormValues => ({
     name: a.name,
@@ -103,6 +107,8 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
     requireDpop: a.requireDpop,
     requirePushedAuthorizationRequests: a.requirePushedAuthorizationRequests,
     requirePasskey: a.requireAcr === PHISHING_RESISTANT_ACR,
+    backchannelLogoutUri: a.backchannelLogoutUri ?? '',
+    backchannelLogoutSessionRequired: a.backchannelLogoutSessionRequired,
     jwksUri: a.clientKeys?.jwksUri ?? '',
     jwks: a.clientKeys?.jwks ? JSON.stringify(a.clientKeys.jwks, null, 2) : '',
   });
@@ -136,6 +142,8 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
       requireDpop: false,
       requirePushedAuthorizationRequests: false,
       requirePasskey: false,
+      backchannelLogoutUri: '',
+      backchannelLogoutSessionRequired: false,
       jwksUri: '',
       jwks: '',
     };
@@ -206,7 +214,8 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
       // Keys replace the secret; an application that had keys and is given none goes back to a (new) secret.
       const secret = !clientKeys && a.clientKeys ? newClientSecret() : undefined;
       const authentication = clientKeys ? { clientKeys, secretHash: null } : secret ? { clientKeys: null, secretHash: secret.hash } : {};
-      const fields = validateApplicationFields(fieldsOf(values), a.clientId);
+      // An administrator editing a self-registered application holds it to the rules it registered under.
+      const fields = validateApplicationFields({ ...fieldsOf(values), selfRegistered: a.registrationTokenHash !== null }, a.clientId);
       await store.applications.update(a.clientId, { ...fields, ...authentication }, config.now());
       if (secret) {
         flash.put(c.session.id_hash, { kind: 'secret', clientId: a.clientId, secret: secret.secret, rotated: true });

@@ -93,6 +93,7 @@ export async function authorizationCodeGrant(
       amr: row.amr,
       acr: row.acr,
       dpopJkt: refreshBinding(app, dpop),
+      sid: row.sid,
     },
     now,
   );
@@ -117,6 +118,7 @@ export async function authorizationCodeGrant(
       nonce: row.nonce,
       claims: storedClaimsRequest(row.claims),
       jkt: dpop?.jkt,
+      sid: row.sid,
     },
     refresh ? { refreshToken: refresh.token } : {},
   );

@@ -79,6 +79,7 @@ export async function refreshTokenGrant(
       acr: grant.acr,
       claims: storedClaimsRequest(grant.claims),
       jkt: dpop?.jkt,
+      sid: grant.sid,
     },
     { refreshToken: successor.token },
   );

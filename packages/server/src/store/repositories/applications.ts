@@ -70,6 +70,10 @@ export interface Application {
   requirePushedAuthorizationRequests: boolean;
   /** The authentication context class every sign-in for it must meet (`phr`: a passkey); null for any. */
   requireAcr: string | null;
+  /** Where logouts are posted (OpenID Connect Back-Channel Logout 1.0 §2.2); null: it is not told. */
+  backchannelLogoutUri: string | null;
+  /** Every logout token it gets must carry `sid` (§2.2 `backchannel_logout_session_required`). */
+  backchannelLogoutSessionRequired: boolean;
 }
 
 /** The settings a new application may leave out, with their defaults. */
@@ -81,7 +85,9 @@ type Defaulted =
   | 'introspection'
   | 'requireDpop'
   | 'requirePushedAuthorizationRequests'
-  | 'requireAcr';
+  | 'requireAcr'
+  | 'backchannelLogoutUri'
+  | 'backchannelLogoutSessionRequired';
 
 export type NewApplication = Omit<Application, 'updatedAt' | Defaulted> & Partial<Pick<Application, Defaulted>>;
 
@@ -103,6 +109,8 @@ export type ApplicationPatch = Partial<
     | 'requireDpop'
     | 'requirePushedAuthorizationRequests'
     | 'requireAcr'
+    | 'backchannelLogoutUri'
+    | 'backchannelLogoutSessionRequired'
   >
 >;
 
@@ -174,6 +182,8 @@ function toApplication(row: ApplicationRow): Application {
     requireDpop: row.require_dpop === 1,
     requirePushedAuthorizationRequests: row.require_par === 1,
     requireAcr: row.require_acr,
+    backchannelLogoutUri: row.backchannel_logout_uri,
+    backchannelLogoutSessionRequired: row.backchannel_logout_session_required === 1,
   };
 }
 
@@ -212,6 +222,8 @@ export class KyselyApplications implements Applications {
           require_dpop: app.requireDpop ? 1 : 0,
           require_par: app.requirePushedAuthorizationRequests ? 1 : 0,
           require_acr: app.requireAcr ?? null,
+          backchannel_logout_uri: app.backchannelLogoutUri ?? null,
+          backchannel_logout_session_required: app.backchannelLogoutSessionRequired ? 1 : 0,
         })
         .execute();
     } catch (err) {
@@ -266,6 +278,10 @@ export class KyselyApplications implements Applications {
         ...(patch.requireDpop !== undefined && { require_dpop: patch.requireDpop ? 1 : 0 }),
         ...(patch.requirePushedAuthorizationRequests !== undefined && { require_par: patch.requirePushedAuthorizationRequests ? 1 : 0 }),
         ...(patch.requireAcr !== undefined && { require_acr: patch.requireAcr }),
+        ...(patch.backchannelLogoutUri !== undefined && { backchannel_logout_uri: patch.backchannelLogoutUri }),
+        ...(patch.backchannelLogoutSessionRequired !== undefined && {
+          backchannel_logout_session_required: patch.backchannelLogoutSessionRequired ? 1 : 0,
+        }),
         updated_at: now,
       })
       .where('client_id', '=', clientId);

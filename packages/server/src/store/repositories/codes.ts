@@ -23,10 +23,11 @@ export interface Codes {
   redeem(codeHash: string, grant: Grant, now: number, refresh?: RefreshToken): Promise<boolean>;
 }
 
-/** A code as issued: not yet redeemed; `amr` null or absent for a password sign-in. */
-export type NewAuthorizationCode = Omit<AuthorizationCode, 'consumed_at' | 'grant_id' | 'amr' | 'acr'> & {
+/** A code as issued: not yet redeemed; `amr` null or absent for a password sign-in; `sid` its browser session's. */
+export type NewAuthorizationCode = Omit<AuthorizationCode, 'consumed_at' | 'grant_id' | 'amr' | 'acr' | 'sid'> & {
   amr?: string | null;
   acr?: string | null;
+  sid?: string | null;
 };
 
 /** {@link Codes} on Kysely; lookup and redemption are prepared (the code exchange is a hot path). */

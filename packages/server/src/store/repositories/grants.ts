@@ -38,6 +38,18 @@ export interface Grants {
    * How many grants it revoked.
    */
   revokeForUser(userId: string, now: number, clientId?: string): Promise<number>;
+  /**
+   * A browser session ended (OpenID Connect Back-Channel Logout 1.0 §2.7), in one transaction: the codes it
+   * issued that are not yet redeemed expire, and its grants are revoked, with every token issued under them,
+   * except those holding `offline_access`, which outlive the session by design. Returns the applications the
+   * session signed in to (a code or a grant made in it, revoked or kept), each once.
+   */
+  endSession(sid: string, now: number): Promise<string[]>;
+  /**
+   * The live grants of a user, each application once per session it signed in from (`sid` null: a grant of no
+   * browser session, a device's): whom to tell when the user is disabled.
+   */
+  holders(userId: string, now: number): Promise<{ clientId: string; sid: string | null }[]>;
   /** Records an access token as revoked until it expires (RFC 7009 §2). Idempotent. */
   revokeAccessToken(jti: string, expiresAt: number): Promise<void>;
   isAccessTokenRevoked(jti: string): Promise<boolean>;
@@ -63,6 +75,7 @@ export function grantStatements() {
       'dpop_jkt',
       'amr',
       'acr',
+      'sid',
     ] as const),
     insertRefreshToken: insertRow('refresh_tokens', ['token_hash', 'grant_id', 'created_at', 'expires_at', 'used_at'] as const),
   };
@@ -154,6 +167,39 @@ export class KyselyGrants implements Grants {
       await devices.execute();
       return Number((await grants.executeTakeFirst()).numUpdatedRows);
     });
+  }
+
+  async endSession(sid: string, now: number): Promise<string[]> {
+    return this.engine.transaction(async (trx) => {
+      // Codes first, as in revokeForUser: on PostgreSQL the update waits for a redemption under way, whose grant
+      // the select below then sees.
+      await trx
+        .updateTable('authorization_codes')
+        .set({ expires_at: now })
+        .where('sid', '=', sid)
+        .where('consumed_at', 'is', null)
+        .where('expires_at', '>', now)
+        .execute();
+      const codes = await trx.selectFrom('authorization_codes').select('client_id').where('sid', '=', sid).execute();
+      const grants = await trx.selectFrom('grants').select(['id', 'client_id', 'scope', 'revoked_at']).where('sid', '=', sid).execute();
+      const ending = grants.filter((g) => g.revoked_at === null && !g.scope.split(' ').includes('offline_access')).map((g) => g.id);
+      if (ending.length > 0) {
+        await trx.updateTable('grants').set({ revoked_at: now }).where('id', 'in', ending).where('revoked_at', 'is', null).execute();
+      }
+      return [...new Set([...codes, ...grants].map((r) => r.client_id))];
+    });
+  }
+
+  async holders(userId: string, now: number): Promise<{ clientId: string; sid: string | null }[]> {
+    const rows = await this.engine.db
+      .selectFrom('grants')
+      .select(['client_id', 'sid'])
+      .distinct()
+      .where('user_id', '=', userId)
+      .where('revoked_at', 'is', null)
+      .where('expires_at', '>', now)
+      .execute();
+    return rows.map((r) => ({ clientId: r.client_id, sid: r.sid }));
   }
 
   async revoke(id: string, now: number): Promise<void> {

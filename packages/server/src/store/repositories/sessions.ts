@@ -1,14 +1,25 @@
+import { hash } from 'node:crypto';
 import type { Engine } from '../engine.js';
 import type { NewSession, Session, User } from '../schema.js';
 
 export type { Session } from '../schema.js';
+
+/**
+ * The session ID of a session (OpenID Connect Back-Channel Logout 1.0 §2.1, the `sid` claim): its own random
+ * one, or for a session made before sessions had one, one derived from its id hash by SHA-256 under a label of
+ * its own (the id hash, which opens nothing by itself, cannot be found from it either).
+ */
+export function sidOf(session: Pick<Session, 'sid' | 'id_hash'>): string {
+  return session.sid ?? hash('sha256', `authcli session id\0${session.id_hash}`, 'base64url');
+}
 
 /** Browser sessions, stored by the cookie value's SHA-256 only. */
 export interface Sessions {
   create(session: NewSession): Promise<void>;
   /** The live session with this id hash, with its (enabled) user. */
   find(idHash: string, now: number): Promise<{ session: Session; user: User } | undefined>;
-  delete(idHash: string): Promise<void>;
+  /** Deletes a session; the row it deleted, if there was one (live or not). */
+  delete(idHash: string): Promise<Session | undefined>;
 }
 
 /** {@link Sessions} on Kysely. */
@@ -48,6 +59,7 @@ export class KyselySessions implements Sessions {
         expires_at: row.expires_at,
         amr: row.amr,
         acr: row.acr,
+        sid: sidOf(row),
       },
       user: {
         id: row.u_id,
@@ -62,7 +74,7 @@ export class KyselySessions implements Sessions {
     };
   }
 
-  async delete(idHash: string): Promise<void> {
-    await this.engine.db.deleteFrom('sessions').where('id_hash', '=', idHash).execute();
+  async delete(idHash: string): Promise<Session | undefined> {
+    return this.engine.db.deleteFrom('sessions').where('id_hash', '=', idHash).returningAll().executeTakeFirst();
   }
 }

@@ -1,0 +1,124 @@
+/**
+ * OpenID Connect Back-Channel Logout 1.0, the OP's side: when a browser session ends (the person signs out at
+ * /signout, logs out through an application, or signs in as someone else over it) or an operator disables
+ * the person, every application that signed in through it and registered a `backchannel_logout_uri` gets a
+ * logout token (§2.4) posted to it (§2.5, backchannel-delivery.ts). The session ID it names (§2.1 `sid`) is
+ * the one its ID tokens carried.
+ */
+import type { ServerConfig } from '../config/config.js';
+import { LOGOUT_TOKEN_TTL_SECONDS } from '../config/defaults.js';
+import type { Application, Store } from '../store/store.js';
+import { randomToken } from '../util/crypto.js';
+import type { BackchannelDelivery, DeliveryLog, DeliveryResult } from './backchannel-delivery.js';
+import type { KeyRing } from './keys.js';
+
+/** §2.4: the member of `events` that makes a JWT a logout token. */
+export const BACKCHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
+/** §2.4: the `typ` header of a logout token (OpenID Connect Back-Channel Logout 1.0, as RFC 8725 §3.11 advises). */
+export const LOGOUT_TOKEN_TYP = 'logout+jwt';
+
+/** What making and sending logout tokens needs. */
+export interface LogoutContext {
+  config: ServerConfig;
+  store: Store;
+  keys: KeyRing;
+}
+
+/**
+ * A logout token (§2.4) for `app`: signed as its ID tokens are (its `id_token_signed_response_alg`, the
+ * server's key), `typ` logout+jwt; `iss`, `aud` (the client id), `iat`, `exp` (LOGOUT_TOKEN_TTL_SECONDS),
+ * `jti`, `sub`, `sid` when a session is named, the back-channel logout event; never a `nonce` (§2.4 forbids
+ * one, so a logout token cannot pass for an ID token).
+ */
+export async function logoutToken(
+  ctx: Pick<LogoutContext, 'config' | 'keys'>,
+  app: Application,
+  sub: string,
+  sid?: string,
+): Promise<string> {
+  const iat = Math.floor(ctx.config.now() / 1000);
+  return ctx.keys.signJwt(app.idTokenAlg, LOGOUT_TOKEN_TYP, {
+    iss: ctx.config.issuer,
+    sub,
+    aud: app.clientId,
+    iat,
+    exp: iat + LOGOUT_TOKEN_TTL_SECONDS,
+    jti: randomToken(16),
+    ...(sid !== undefined && { sid }),
+    events: { [BACKCHANNEL_LOGOUT_EVENT]: {} },
+  });
+}
+
+/** Whom to tell: an application, and the session to name (none: every session of the user there). */
+interface Target {
+  clientId: string;
+  sid?: string | undefined;
+}
+
+/** The OP's side of back-channel logout, one per server (or operator command). */
+export class BackchannelLogout {
+  constructor(
+    private readonly ctx: LogoutContext,
+    private readonly delivery: BackchannelDelivery,
+    private readonly log: DeliveryLog,
+  ) {}
+
+  /**
+   * A browser session of `userId` ended. Its unredeemed codes expire and its grants without `offline_access`
+   * are revoked (§2.7; grants.ts `endSession`), then each application it signed in to that wants to know is
+   * sent a logout token naming the session. Returns once the tokens are queued, with their outcomes to come;
+   * never throws (the person is signed out whatever becomes of this), a failure is logged.
+   */
+  async sessionEnded(userId: string, sid: string): Promise<Promise<DeliveryResult>[]> {
+    try {
+      const clientIds = await this.ctx.store.grants.endSession(sid, this.ctx.config.now());
+      return await this.notify(
+        userId,
+        clientIds.map((clientId) => ({ clientId, sid })),
+      );
+    } catch (err) {
+      this.log.warn({ reason: (err as Error).message }, 'back-channel logout of an ended session failed');
+      return [];
+    }
+  }
+
+  /**
+   * An operator disabled `userId`: every application holding a live grant of the user and wanting to know is
+   * told, once without `sid` (every session of the user there), or, when it requires `sid`, once per session
+   * its grants came from (a device's grant, of no browser session, cannot be named to it).
+   */
+  async userDisabled(userId: string): Promise<Promise<DeliveryResult>[]> {
+    const bySession = new Map<string, Set<string>>();
+    for (const h of await this.ctx.store.grants.holders(userId, this.ctx.config.now())) {
+      const sids = bySession.get(h.clientId) ?? new Set<string>();
+      bySession.set(h.clientId, sids);
+      if (h.sid !== null) sids.add(h.sid);
+    }
+    const targets: Target[] = [];
+    for (const [clientId, sids] of bySession) {
+      const app = await this.ctx.store.applications.get(clientId);
+      if (app?.backchannelLogoutSessionRequired) for (const sid of sids) targets.push({ clientId, sid });
+      else targets.push({ clientId });
+    }
+    return this.notify(userId, targets);
+  }
+
+  private async notify(sub: string, targets: readonly Target[]): Promise<Promise<DeliveryResult>[]> {
+    const sent: Promise<DeliveryResult>[] = [];
+    for (const t of targets) {
+      const app = await this.ctx.store.applications.get(t.clientId);
+      if (!app?.backchannelLogoutUri) continue;
+      if (app.backchannelLogoutSessionRequired && t.sid === undefined) continue;
+      const token = await logoutToken(this.ctx, app, sub, t.sid);
+      sent.push(
+        this.delivery.send({
+          clientId: app.clientId,
+          uri: app.backchannelLogoutUri,
+          token,
+          publicOnly: app.registrationTokenHash !== null,
+        }),
+      );
+    }
+    return sent;
+  }
+}

@@ -1,0 +1,393 @@
+import { createServer, type Server } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRemoteJWKSet, decodeProtectedHeader, type JWTPayload, jwtVerify } from 'jose';
+import * as client from 'openid-client';
+import type { Browser as Chromium } from 'playwright-core';
+import { launchChromium } from '@authcli/test-support/chromium';
+import { approveInBrowser, Browser, freePort, hidden } from '@authcli/test-support/http';
+import { startLogoutReceiver } from '@authcli/test-support/logout-receiver';
+import { approveAtOtherProvider, startOtherProvider } from '@authcli/test-support/other-op';
+import { addUsers } from '@authcli/test-support/seed';
+import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
+
+const PASSWORD = 'back-channel e2e password';
+const EVENT = 'http://schemas.openid.net/event/backchannel-logout';
+const OTHER = { clientId: 'bcl-rp', clientSecret: 'bcl-rp-secret-bcl-rp-secret-0000' };
+
+/** What the relying party made of one logout request: the claims it accepted, or why it refused. */
+type Verdict = { path: string; token: string; claims?: JWTPayload; alg?: string; refused?: string };
+
+/**
+ * A relying party's back-channel logout endpoint (§2.6, §2.8), the way an RP built on jose writes one: the token is
+ * verified against its OP's JWKS with `typ: 'logout+jwt'`, issuer and audience, then the logout event, `sub` or
+ * `sid`, and no `nonce`; 200 when it is accepted, 400 when not. Which OP and client a path belongs to is set
+ * with `expect(path, op)`. It is also the RP's redirect URI (`/cb`, answering 200).
+ */
+async function relyingParty() {
+  const port = await freePort();
+  const ops = new Map<string, { issuer: string; clientId: string; jwks: ReturnType<typeof createRemoteJWKSet> }>();
+  const verdicts: Verdict[] = [];
+  const waiting: (() => void)[] = [];
+  async function verify(path: string, token: string): Promise<Verdict> {
+    const op = ops.get(path);
+    if (!op) return { path, token, refused: 'unknown path' };
+    try {
+      const { payload, protectedHeader } = await jwtVerify(token, op.jwks, {
+        issuer: op.issuer,
+        audience: op.clientId,
+        typ: 'logout+jwt',
+        requiredClaims: ['iat', 'exp', 'jti', 'events'],
+      });
+      const event = (payload.events as Record<string, unknown> | undefined)?.[EVENT];
+      if (typeof event !== 'object' || event === null) return { path, token, refused: 'no back-channel logout event' };
+      if (payload.sub === undefined && payload.sid === undefined) return { path, token, refused: 'neither sub nor sid' };
+      if ('nonce' in payload) return { path, token, refused: 'a nonce' };
+      return { path, token, claims: payload, alg: protectedHeader.alg };
+    } catch (err) {
+      return { path, token, refused: (err as Error).message };
+    }
+  }
+  const server: Server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (d: Buffer) => (body += d.toString()));
+    req.on('end', () => {
+      const path = (req.url ?? '/').split('?')[0]!;
+      if (req.method !== 'POST') return void res.writeHead(200, { 'content-type': 'text/plain' }).end('signed in');
+      const form = new URLSearchParams(body);
+      const token = form.get('logout_token') ?? '';
+      void verify(path, req.headers['content-type'] === 'application/x-www-form-urlencoded' ? token : '').then((v) => {
+        verdicts.push(v);
+        for (const w of waiting.splice(0)) w();
+        res.writeHead(v.claims ? 200 : 400, { 'cache-control': 'no-store' }).end();
+      });
+    });
+  });
+  await new Promise<void>((r) => server.listen(port, '127.0.0.1', r));
+  const base = `http://127.0.0.1:${port}`;
+  return {
+    base,
+    redirectUri: `${base}/cb`,
+    verdicts,
+    async expect(path: string, op: { issuer: string; clientId: string }) {
+      const meta = (await (await fetch(`${op.issuer}/.well-known/openid-configuration`)).json()) as { jwks_uri: string };
+      ops.set(path, { ...op, jwks: createRemoteJWKSet(new URL(meta.jwks_uri)) });
+      return `${base}${path}`;
+    },
+    async next(path: string, timeoutMs = 10_000): Promise<Verdict> {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const v = verdicts.find((x) => x.path === path);
+        if (v) return v;
+        if (Date.now() > deadline) throw new Error(`no logout token at ${path} within ${timeoutMs} ms`);
+        await new Promise<void>((resolve) => {
+          waiting.push(resolve);
+          setTimeout(resolve, 100);
+        });
+      }
+    },
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
+}
+
+type Rp = Awaited<ReturnType<typeof relyingParty>>;
+
+/** `apps add` as an operator types it; the client id and secret it prints. */
+async function appsAdd(server: ServerProcess, name: string, extra: string[]): Promise<{ client_id: string; client_secret: string }> {
+  const added = await serverCommand(
+    [
+      'apps',
+      'add',
+      '--name',
+      name,
+      '--kind',
+      'confidential',
+      '--callback',
+      'http://127.0.0.1:9/cb',
+      '--scope',
+      'openid profile',
+      '--json',
+      ...extra,
+    ],
+    server.env,
+  );
+  expect(added.code, added.stderr).toBe(0);
+  return JSON.parse(added.stdout) as { client_id: string; client_secret: string };
+}
+
+/** Signs `username` in to `app` through the code flow in a cookie-keeping browser (no Chromium), as a relying party would. */
+async function signInTo(
+  server: ServerProcess,
+  b: Browser,
+  app: { client_id: string; client_secret: string },
+  username: string,
+  redirectUri = 'http://127.0.0.1:9/cb',
+) {
+  const config = await client.discovery(new URL(server.issuer), app.client_id, app.client_secret, undefined, {
+    execute: [client.allowInsecureRequests],
+  });
+  const verifier = client.randomPKCECodeVerifier();
+  const url = client.buildAuthorizationUrl(config, {
+    redirect_uri: redirectUri,
+    scope: 'openid',
+    code_challenge: await client.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+  });
+  const callback = await approveInBrowser(b, url.href, username, PASSWORD);
+  return client.authorizationCodeGrant(config, new URL(callback), { pkceCodeVerifier: verifier, idTokenExpected: true });
+}
+
+/**
+ * OpenID Connect Back-Channel Logout 1.0 end to end: a started authcli-server process, applications added with the
+ * real `apps add`, and a relying party that verifies each logout token with jose. The same RP checks run against
+ * node-oidc-provider's logout tokens first-hand, so they are the standard's, not this server's.
+ */
+describe('back-channel logout: a started server, a relying party verifying with jose, node-oidc-provider as the oracle', () => {
+  let server: ServerProcess;
+  let other: Awaited<ReturnType<typeof startOtherProvider>>;
+  let rp: Rp;
+  let chromium: Chromium;
+  let metricsBase: string;
+  let ours: { client_id: string; client_secret: string };
+
+  beforeAll(async () => {
+    rp = await relyingParty();
+    const metricsPort = await freePort();
+    metricsBase = `http://127.0.0.1:${metricsPort}`;
+    [server, other, chromium] = await Promise.all([
+      startServerProcess({ env: { AUTHCLI_METRICS_PORT: String(metricsPort), AUTHCLI_BACKCHANNEL_LOGOUT_TIMEOUT: '2' } }),
+      startOtherProvider({
+        webClient: { ...OTHER, redirectUri: rp.redirectUri },
+        backchannelLogoutUri: `${rp.base}/other`,
+      }),
+      launchChromium(),
+    ]);
+    await addUsers(
+      server.env,
+      ['ada', 'bob', 'cy', 'eve'].map((username) => ({ username, password: PASSWORD })),
+    );
+    await rp.expect('/other', { issuer: other.issuer, clientId: OTHER.clientId });
+    const added = await serverCommand(
+      [
+        'apps',
+        'add',
+        '--name',
+        'Back-channel RP',
+        '--kind',
+        'confidential',
+        '--callback',
+        rp.redirectUri,
+        '--scope',
+        'openid profile',
+        '--id-token-alg',
+        'ES256',
+        '--backchannel-logout-uri',
+        `${rp.base}/ours`,
+        '--backchannel-logout-session-required',
+        '--json',
+      ],
+      server.env,
+    );
+    expect(added.code, added.stderr).toBe(0);
+    ours = JSON.parse(added.stdout) as { client_id: string; client_secret: string };
+    await rp.expect('/ours', { issuer: server.issuer, clientId: ours.client_id });
+  });
+  afterAll(async () => {
+    await chromium?.close();
+    await other?.close();
+    await server?.stop();
+    await rp?.close();
+  });
+
+  for (const which of ['node-oidc-provider', 'authcli-server'] as const) {
+    it(`${which}: RP-initiated logout in Chromium posts a logout token the relying party accepts, naming the ID token's sub and sid`, async () => {
+      const isOurs = which === 'authcli-server';
+      const issuer = isOurs ? server.issuer : other.issuer;
+      const [id, secret] = isOurs ? [ours.client_id, ours.client_secret] : [OTHER.clientId, OTHER.clientSecret];
+      const path = isOurs ? '/ours' : '/other';
+      const config = await client.discovery(new URL(issuer), id, secret, client.ClientSecretBasic(secret), {
+        execute: [client.allowInsecureRequests],
+      });
+      expect(config.serverMetadata().backchannel_logout_supported).toBe(true);
+      expect(config.serverMetadata().backchannel_logout_session_supported).toBe(true);
+      const verifier = client.randomPKCECodeVerifier();
+      const state = client.randomState();
+      const url = client.buildAuthorizationUrl(config, {
+        redirect_uri: rp.redirectUri,
+        scope: 'openid',
+        code_challenge: await client.calculatePKCECodeChallenge(verifier),
+        code_challenge_method: 'S256',
+        state,
+      });
+      const page = await chromium.newPage();
+      try {
+        await page.goto(url.href);
+        if (isOurs) {
+          await page.getByLabel('Username').fill('ada');
+          await page.getByLabel('Password').fill(PASSWORD);
+          await page.getByRole('button', { name: 'Sign in' }).click();
+          await page.getByRole('button', { name: 'Approve' }).click();
+        } else {
+          await approveAtOtherProvider(page, 'ada');
+        }
+        await page.waitForURL(`${rp.redirectUri}?**`);
+        const tokens = await client.authorizationCodeGrant(config, new URL(page.url()), {
+          pkceCodeVerifier: verifier,
+          expectedState: state,
+        });
+        const idToken = tokens.claims()!;
+        expect(idToken.sid).toBeTypeOf('string');
+        expect(rp.verdicts.filter((v) => v.path === path)).toEqual([]);
+        await page.goto(client.buildEndSessionUrl(config, { id_token_hint: tokens.id_token! }).href);
+        // node-oidc-provider asks first; this server signs the hinted user out at once.
+        if (isOurs) await page.getByText('You are signed out of this browser.').waitFor();
+        else await page.getByRole('button', { name: /sign me out/i }).click();
+        const verdict = await rp.next(path);
+        expect(verdict.refused).toBeUndefined();
+        expect(verdict.claims).toMatchObject({ iss: issuer, aud: id, sub: idToken.sub, sid: idToken.sid, events: { [EVENT]: {} } });
+        expect(verdict.claims!.exp! - verdict.claims!.iat!).toBeGreaterThan(0);
+        expect(verdict.claims!.exp! - verdict.claims!.iat!).toBeLessThanOrEqual(300);
+        expect(verdict.alg).toBe(decodeProtectedHeader(tokens.id_token!).alg);
+      } finally {
+        await page.close();
+      }
+    });
+  }
+
+  it('the relying party refuses what is not a logout token from its OP (an ID token, a token of another OP): the checks can fail', async () => {
+    // Signed in at the registered callback (the RP's), for an ID token to pass off as a logout token.
+    const tokens = await signInTo(server, new Browser(server.issuer), ours, 'cy', rp.redirectUri);
+    // A path of its own, for the same OP and client as /ours: what is refused here is not mistaken for a logout there.
+    await rp.expect('/forged', { issuer: server.issuer, clientId: ours.client_id });
+    const post = (token: string) =>
+      fetch(`${rp.base}/forged`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ logout_token: token }),
+      });
+    expect((await post(tokens.id_token!)).status).toBe(400);
+    expect(rp.verdicts.find((v) => v.path === '/forged' && v.token === tokens.id_token)?.refused).toMatch(/typ/);
+    // A genuine logout token, but of node-oidc-provider: another issuer, another key.
+    const otherToken = rp.verdicts.find((v) => v.path === '/other' && v.claims)?.token;
+    if (otherToken) expect((await post(otherToken)).status).toBe(400);
+  });
+
+  it('authcli-server users disable tells every application with a live grant of the user, and says so', async () => {
+    const plain = await appsAdd(server, 'Plain RP', ['--backchannel-logout-uri', `${rp.base}/plain`]);
+    await rp.expect('/plain', { issuer: server.issuer, clientId: plain.client_id });
+    const perSession = await appsAdd(server, 'Per-session RP', [
+      '--backchannel-logout-uri',
+      `${rp.base}/per-session`,
+      '--backchannel-logout-session-required',
+    ]);
+    await rp.expect('/per-session', { issuer: server.issuer, clientId: perSession.client_id });
+    const sids: unknown[] = [];
+    for (const b of [new Browser(server.issuer), new Browser(server.issuer)]) {
+      const plainTokens = await signInTo(server, b, plain, 'bob');
+      sids.push((await signInTo(server, b, perSession, 'bob')).claims()!.sid);
+      expect(plainTokens.claims()!.sid).toBe(sids.at(-1));
+    }
+    const disabled = await serverCommand(['users', 'disable', 'bob'], server.env);
+    expect(disabled.code, disabled.stderr).toBe(0);
+    expect(disabled.stdout).toContain('disabled user bob');
+    expect(disabled.stdout).toContain('back-channel logout: 3 of 3 logout tokens delivered');
+    const byUser = rp.verdicts.filter((v) => v.path === '/plain');
+    expect(byUser).toHaveLength(1);
+    expect(byUser[0]!.claims).toBeDefined();
+    expect(byUser[0]!.claims).not.toHaveProperty('sid');
+    const named = rp.verdicts.filter((v) => v.path === '/per-session');
+    expect(named.every((v) => v.claims !== undefined)).toBe(true);
+    expect(new Set(named.map((v) => v.claims!.sid))).toEqual(new Set(sids));
+  });
+
+  it('apps add|update: the URI is checked; none clears it; apps list --json shows both settings', async () => {
+    const badApp = (...extra: string[]) =>
+      serverCommand(
+        ['apps', 'add', '--name', 'Bad', '--kind', 'public', '--callback', 'http://127.0.0.1:9/cb', '--scope', 'openid', ...extra],
+        server.env,
+      );
+    const refused = await badApp('--backchannel-logout-uri', 'http://rp.example/bcl');
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('back-channel logout URI must be https');
+    expect(refused.stderr).not.toContain('    at ');
+    const alone = await badApp('--backchannel-logout-session-required');
+    expect(alone.code).toBe(1);
+    expect(alone.stderr).toContain('needs a back-channel logout URI');
+    const app = await appsAdd(server, 'Cleared RP', [
+      '--backchannel-logout-uri',
+      'https://rp.example/bcl',
+      '--backchannel-logout-session-required',
+    ]);
+    const listed = async () => {
+      const list = await serverCommand(['apps', 'list', '--json'], server.env);
+      return (JSON.parse(list.stdout) as Record<string, unknown>[]).find((a) => a.client_id === app.client_id);
+    };
+    expect(await listed()).toMatchObject({ backchannel_logout_uri: 'https://rp.example/bcl', backchannel_logout_session_required: true });
+    const bad = await serverCommand(['apps', 'update', app.client_id, '--backchannel-logout-uri', 'https://rp.example/bcl#x'], server.env);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain('fragment');
+    const cleared = await serverCommand(['apps', 'update', app.client_id, '--backchannel-logout-uri', 'none'], server.env);
+    expect(cleared.code, cleared.stderr).toBe(0);
+    expect(await listed()).toMatchObject({ backchannel_logout_uri: null, backchannel_logout_session_required: false });
+  });
+
+  it('/metrics counts the deliveries: authcli_backchannel_logout_total by outcome', async () => {
+    const delivered = async () => {
+      const text = await (await fetch(`${metricsBase}/metrics`)).text();
+      return Number(/^authcli_backchannel_logout_total\{outcome="delivered"\} (\d+)$/m.exec(text)?.[1]);
+    };
+    const before = await delivered();
+    const app = await appsAdd(server, 'Counted RP', ['--backchannel-logout-uri', `${rp.base}/counted`]);
+    await rp.expect('/counted', { issuer: server.issuer, clientId: app.client_id });
+    const b = new Browser(server.issuer);
+    await signInTo(server, b, app, 'eve');
+    const page = await b.get('/signout');
+    expect((await b.postForm('/signout', { _csrf: hidden(page.text, '_csrf') })).status).toBe(200);
+    expect((await rp.next('/counted')).claims).toBeDefined();
+    // Counted once the RP's answer is in: a moment after the RP saw the token.
+    for (let i = 0; i < 50 && (await delivered()) === before; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(await delivered()).toBe(before + 1);
+    const text = await (await fetch(`${metricsBase}/metrics`)).text();
+    expect(text).toMatch(/^authcli_backchannel_logout_total\{outcome="failed"\} \d+$/m);
+    expect(text).toMatch(/^authcli_backchannel_logout_total\{outcome="retried"\} \d+$/m);
+  });
+});
+
+describe('back-channel logout and the server process: a receiver that hangs', () => {
+  it('never holds the signout page; on SIGTERM the delivery still waiting is dropped within the grace, logged with its client id and reason, never the token', async () => {
+    const receiver = await startLogoutReceiver();
+    const server = await startServerProcess({
+      env: { AUTHCLI_BACKCHANNEL_LOGOUT_TIMEOUT: '5', AUTHCLI_SHUTDOWN_GRACE: '1', AUTHCLI_SHUTDOWN_DRAIN: '0', LOG_LEVEL: 'warn' },
+    });
+    try {
+      receiver.answer('/hang', 'hang');
+      await addUsers(server.env, [{ username: 'dee', password: PASSWORD }]);
+      const app = await appsAdd(server, 'Hanging RP', ['--backchannel-logout-uri', `${receiver.url}/hang`]);
+      const b = new Browser(server.issuer);
+      await signInTo(server, b, app, 'dee');
+      const page = await b.get('/signout');
+      const started = performance.now();
+      const res = await b.postForm('/signout', { _csrf: hidden(page.text, '_csrf') });
+      expect(res.status).toBe(200);
+      expect(performance.now() - started).toBeLessThan(1000);
+      const [got] = await receiver.waitFor('/hang', 1);
+      const exited = new Promise<number>((resolve) => server.child.once('exit', () => resolve(performance.now())));
+      const signalled = performance.now();
+      server.child.kill('SIGTERM');
+      expect((await exited) - signalled).toBeLessThan(4000);
+      const line = server
+        .output()
+        .split('\n')
+        .find((l) => l.includes('back-channel logout not delivered'));
+      expect(line, server.output()).toBeDefined();
+      expect(JSON.parse(line!)).toMatchObject({ clientId: app.client_id, reason: expect.stringMatching(/shut/) });
+      expect(server.output()).not.toContain(got!.fields.logout_token!);
+    } finally {
+      await server.stop();
+      await receiver.close();
+    }
+  });
+});
