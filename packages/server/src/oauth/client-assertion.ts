@@ -127,7 +127,7 @@ export async function verifyClientAssertion(
       claims = (await jwtVerify(presented.assertion, keySet.getKey, options)).payload;
     }
   } catch (err) {
-    if (err instanceof KeySetUnavailable) throw fail(err.reason);
+    if (err instanceof KeySetUnavailable) throw fail(err.message);
     if (err instanceof errors.JWTClaimValidationFailed || err instanceof errors.JWTExpired) throw fail(claimProblem(err, ctx));
     // Web Crypto refusing a key of the set (a point off the curve, a modulus too short for jose).
     if (err instanceof DOMException || (err instanceof TypeError && /modulusLength|key/i.test(err.message))) {

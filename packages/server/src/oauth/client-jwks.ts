@@ -23,12 +23,9 @@ import type { ClientKeys } from '../store/store.js';
 import { InputError } from '../util/input-error.js';
 import { jwkSetOf } from './client-keys.js';
 
-/** A client's key set could not be had: `reason` is fixed text for the error description. */
+/** A client's key set could not be had: the message is fixed text for the error description. */
 export class KeySetUnavailable extends Error {
   override name = 'KeySetUnavailable';
-  constructor(readonly reason: string) {
-    super(reason);
-  }
 }
 
 /** A key set to verify with; `fetchedNow`: it was just fetched, so fetching again would find nothing newer. */
