@@ -2,7 +2,6 @@
 // `authcli token` constantly, so with a valid cached token it loads only the settings, the
 // credentials and the output format (no commander, HTTP, JOSE or lock code).
 import { createRequire } from 'node:module';
-import { parseArgs } from 'node:util';
 import { resolveSettings } from '../config.js';
 import { readSession } from '../credentials.js';
 import { boundTokenNotice, needsRefresh, renderToken, tokenFormat } from '../token-output.js';
@@ -16,6 +15,8 @@ import { boundTokenNotice, needsRefresh, renderToken, tokenFormat } from '../tok
  */
 export async function cachedToken(argv: string[]): Promise<boolean> {
   try {
+    // Through require, as node:fs below: an ES import of node:util reads its whole namespace.
+    const { parseArgs } = createRequire(import.meta.url)('node:util') as typeof import('node:util');
     const { values } = parseArgs({
       args: argv,
       options: {

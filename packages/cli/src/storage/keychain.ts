@@ -1,10 +1,16 @@
 // The OS keychain backend through @napi-rs/keyring (keyring-rs): macOS Keychain, Windows Credential Manager,
 // the Secret Service (gnome-keyring, KWallet, KeePassXC) on Linux and the BSDs. The native module is imported
 // only when this backend is used, so commands that never touch the keychain do not pay for loading it.
-import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { CliError } from '../errors.js';
 import { parseSession, type StoredSession } from './session.js';
+
+/**
+ * fs.existsSync through require: an ES import of node:fs reads every export of its namespace, loading the
+ * stream classes, which costs `authcli token`'s fast path about a millisecond for one stat.
+ */
+const existsSync = (path: string): boolean => (createRequire(import.meta.url)('node:fs') as typeof import('node:fs')).existsSync(path);
 
 /**
  * The service name of every entry; the account is `<slot> <client_id>`, the slot being the issuer for the default
