@@ -8,7 +8,7 @@ import { addUsers } from '@authcli/test-support/seed';
 import { startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 const PASSWORD = 'oidc-agent e2e password';
-/** Debian's oidc-agent-cli (scripts/ensure-oidc-agent.mjs installs it; in CI its absence fails the run there). */
+/** Debian's oidc-agent-cli (scripts/ensure-third-party-clients.mjs installs it; in CI its absence fails the run there). */
 const OIDC_GEN = '/usr/bin/oidc-gen';
 
 /**
