@@ -1,5 +1,4 @@
 // The file backend: one JSON file, mode 0600 in a 0700 folder, replaced atomically on every write.
-import { chmod, mkdir, open, rename, unlink } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { configDir, readTextIfPresent } from '../config.js';
 import { CliError } from '../errors.js';
@@ -34,8 +33,9 @@ export async function readFileSessions(env: NodeJS.ProcessEnv): Promise<Record<s
  * leaves the old file or the new one, never half of one. `text` undefined removes the file instead.
  */
 export async function writePrivateFile(file: string, text: string | undefined, env: NodeJS.ProcessEnv): Promise<void> {
-  // Loaded here, not at the top: node:crypto costs every `authcli token` ~3 ms to load, and only writes need it.
-  const { randomBytes } = await import('node:crypto');
+  // Loaded here, not at the top: node:crypto (~3 ms) and node:fs/promises cost every `authcli token` their load,
+  // and only writes need them.
+  const [{ randomBytes }, { chmod, mkdir, open, rename, unlink }] = await Promise.all([import('node:crypto'), import('node:fs/promises')]);
   if (text === undefined) {
     await unlink(file).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== 'ENOENT') throw err;

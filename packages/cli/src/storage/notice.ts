@@ -1,6 +1,5 @@
 // The marker that the file fallback was announced, so it is said once per config folder, not on every call.
 import { createRequire } from 'node:module';
-import { mkdir, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { configDir } from '../config.js';
 
@@ -21,6 +20,8 @@ export function fallbackAnnounced(env: NodeJS.ProcessEnv): boolean {
 
 /** Remembers that the user was told; the text says what the file is for whoever finds it. */
 export async function rememberAnnounced(env: NodeJS.ProcessEnv, message: string): Promise<void> {
+  // Loaded here, not at the top: `authcli token` reads, and only writes need it.
+  const { mkdir, writeFile } = await import('node:fs/promises');
   await mkdir(configDir(env), { recursive: true, mode: 0o700 });
   await writeFile(
     markerPath(env),
@@ -31,6 +32,7 @@ export async function rememberAnnounced(env: NodeJS.ProcessEnv, message: string)
 
 /** After a keychain write: a later fallback is news again. */
 export async function forgetAnnounced(env: NodeJS.ProcessEnv): Promise<void> {
+  const { unlink } = await import('node:fs/promises');
   await unlink(markerPath(env)).catch((err: NodeJS.ErrnoException) => {
     if (err.code !== 'ENOENT') throw err;
   });
