@@ -189,8 +189,8 @@ describe('authcli login as a person sees it', () => {
   it('a 38-column terminal: no QR code (it would wrap) but the complete URL; prose wrapped at words; the countdown one line', async () => {
     const login = runInTerminal(['login'], envFor(tempConfigHome()), { columns: 38 });
     await login.waitFor(/Waiting/);
-    // Two redraws of the countdown at least.
-    await new Promise((r) => setTimeout(r, 2200));
+    // Two redraws of the countdown at least (it ticks each second), on one row: waited for, not slept.
+    await login.waitFor(/Waiting… expires in \d+:\d\d[^\n]*\r[^\n]*Waiting… expires in \d+:\d\d/);
     const screen = login.screen();
     expect(screen).not.toMatch(/[▀▄█]/);
     expect(screen).toMatch(/http:\/\/127\.0\.0\.1:\d+\/device\?user_code=[A-Z]{4}-[A-Z]{4}/);

@@ -127,7 +127,9 @@ async function send(req: ApiRequest, credentials: Record<string, string>, signal
     if (signal?.aborted) throw new CliError('cancelled', 'request cancelled');
     throw networkError(req.url, err);
   } finally {
+    // Past the headers, neither the limit nor Ctrl-C's listener is this attempt's any more (the body streams on).
     timeout.removeEventListener('abort', abort);
+    signal?.removeEventListener('abort', abort);
   }
 }
 
