@@ -8,6 +8,7 @@ import { resolveSettings, type ProfileSettings, type SettingFlags } from '../con
 import type { StoredSession } from '../credentials.js';
 import { CliError } from '../errors.js';
 import { agent, networkError, REQUEST_TIMEOUT_MS } from '../http.js';
+import { challengeError } from '../oauth/userinfo.js';
 import { validSession } from './session.js';
 
 export interface ApiFlags extends SettingFlags {
@@ -133,9 +134,9 @@ async function send(req: ApiRequest, credentials: Record<string, string>, signal
   }
 }
 
-/** The `error` parameter of a `WWW-Authenticate: Bearer|DPoP ... error="..."` challenge (RFC 6750 §3, RFC 9449 §7.1). */
-function challengeError(res: Answer): string | undefined {
-  return /\berror="([^"]*)"/.exec(res.headers.get('www-authenticate') ?? '')?.[1];
+/** The `error` of the answer's `WWW-Authenticate: Bearer|DPoP ... error="..."` challenge (RFC 6750 §3, RFC 9449 §7.1). */
+function refusal(res: Answer): string | undefined {
+  return challengeError(res.headers.get('www-authenticate'))?.error;
 }
 
 /** The answer to the request with the session's token, after at most one nonce retry. */
@@ -158,7 +159,7 @@ async function withToken(req: ApiRequest, settings: ProfileSettings, session: St
   };
   const first = await attempt();
   // RFC 9449 §9: once, and only with a nonce it did not have.
-  if (first.res.status === 401 && challengeError(first.res) === 'use_dpop_nonce' && first.fresh) {
+  if (first.res.status === 401 && refusal(first.res) === 'use_dpop_nonce' && first.fresh) {
     await first.res.body?.cancel();
     return (await attempt()).res;
   }
@@ -189,7 +190,7 @@ export async function api(
   let session = await validSession(settings, 'token', signal);
   let res = await withToken(req, settings, session, signal);
   // RFC 6750 §3.1: the token was refused (revoked, or expired early): renewed once, and the request sent again.
-  if (res.status === 401 && challengeError(res) === 'invalid_token' && session.refresh_token) {
+  if (res.status === 401 && refusal(res) === 'invalid_token' && session.refresh_token) {
     await res.body?.cancel();
     session = await validSession(settings, 'token', signal, undefined, session.access_token);
     res = await withToken(req, settings, session, signal);

@@ -4,7 +4,7 @@ import { oauthErrorOf, ProtocolError } from './errors.js';
 import { asUserInfo, type UserInfo } from './responses.js';
 
 /** The error of an RFC 6750 §3 challenge: `Bearer error="invalid_token", error_description="..."`. */
-function challengeError(header: string | null): { error: string; description: string | undefined } | undefined {
+export function challengeError(header: string | null): { error: string; description: string | undefined } | undefined {
   const error = header && /\berror="([^"]*)"/.exec(header)?.[1];
   return error ? { error, description: /\berror_description="([^"]*)"/.exec(header)?.[1] } : undefined;
 }
