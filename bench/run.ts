@@ -499,7 +499,7 @@ async function main() {
     }
     raw.bareRoute = bareRoute;
     if (SCENARIOS.has('cli')) {
-      const startup = cliStartup(join(here, '../packages/cli/dist/cli.js'));
+      const startup = cliStartup(join(here, '../packages/cli/bin/authcli.cjs'));
       for (const s of startup) {
         const target =
           s.name === 'authcli --help'

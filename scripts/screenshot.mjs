@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const OUT = join(root, 'docs/images/device-confirmation.png');
 const SERVER = join(root, 'packages/server/bin/authcli-server.cjs');
-const CLI = join(root, 'packages/cli/bin/authcli.js');
+const CLI = join(root, 'packages/cli/bin/authcli.cjs');
 const { chromium } = createRequire(join(root, 'test/package.json'))('playwright-core');
 
 const USER = 'alice';

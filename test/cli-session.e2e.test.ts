@@ -312,6 +312,7 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
       expect(run.code, run.stderr.slice(-2000)).toBe(0);
       return {
         token: run.stdout,
+        debug: run.stderr,
         packages: new Set(
           [...run.stderr.matchAll(/node_modules\/(?:\.pnpm\/[^/]+\/node_modules\/)?((?:@[^/]+\/)?[^/"]+)/g)].map((m) => m[1]),
         ),
@@ -320,6 +321,11 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
     const cached = await packagesLoaded(['token']);
     expect(cached.token).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+\n$/);
     expect([...cached.packages]).toEqual([]);
+    // Through the CommonJS bin and dist/token-fast.cjs alone: no ES module, so Node's ESM loader never starts
+    // (bench/README.md, "CLI cold start"), and no node:tty (with net and the streams) for a Bearer token.
+    expect(cached.debug).toContain('dist/token-fast.cjs');
+    expect(cached.debug).not.toMatch(/^ESM \d+:/m);
+    expect(cached.debug).not.toContain('node:tty');
     expireAccessToken(home);
     const refreshed = await packagesLoaded(['token']);
     expect(refreshed.token).not.toBe(cached.token);

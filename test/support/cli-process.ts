@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { onTestFinished } from 'vitest';
 
 const root = resolve(fileURLToPath(new URL('.', import.meta.url)), '../..');
-export const CLI_BIN = join(root, 'packages/cli/dist/cli.js');
+export const CLI_BIN = join(root, 'packages/cli/bin/authcli.cjs');
 
 /** A config home of its own for the running test (tests never touch the real ~/.config), removed after it. */
 export function tempConfigHome(): string {

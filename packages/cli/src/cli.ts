@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Only commander and the small output and error modules load at start; each command imports its modules when it runs, so `--help` stays fast.
-// `authcli token` with a valid cached token answers before any of them loads (see the last line).
+// `authcli token` with a valid cached token is answered before this module loads (bin/authcli.cjs, the last line).
 import { createRequire } from 'node:module';
 import type { Command, CommanderError } from 'commander';
 import type { Output } from './output.js';
@@ -175,14 +175,6 @@ async function main(): Promise<void> {
   setTimeout(() => process.exit(), 200).unref();
 }
 
-/** `authcli token` with a valid cached token, answered without commander, HTTP or JWT code: scripts and kubectl call it constantly. */
-async function cachedToken(): Promise<boolean> {
-  if (process.argv[2] !== 'token') return false;
-  // One file built from commands/cached-token.ts (tsup.config.ts); from the sources (tests), the module itself.
-  // Built (cli.js beside token-fast.js), or the sources (cli.ts, in tests); a name the bundler cannot follow.
-  const specifier = import.meta.url.endsWith('.js') ? ['.', 'token-fast.js'].join('/') : './commands/cached-token.js';
-  const fast = (await import(specifier)) as typeof import('./commands/cached-token.js');
-  return fast.cachedToken(process.argv.slice(3));
-}
-
-if (!(await cachedToken())) await main();
+// `authcli token` with a valid cached token never gets here: bin/authcli.cjs answers it from dist/token-fast.cjs
+// (commands/cached-token.ts, one CommonJS file) before this ES module loads, and comes here only when it cannot.
+await main();

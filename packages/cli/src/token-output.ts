@@ -15,8 +15,9 @@ export const BOUND_TOKEN_USE =
  * The line `authcli token` adds on stderr when it prints a bound token and a person may be reading (stderr is a
  * terminal): `Authorization: Bearer $(authcli token)` would be refused, so it says what works instead.
  */
-export function boundTokenNotice(session: StoredSession, format: TokenFormat, stderrIsTerminal: boolean): string | undefined {
-  return stderrIsTerminal && format === 'token' && session.dpop_jkt ? `authcli: ${BOUND_TOKEN_USE}\n` : undefined;
+export function boundTokenNotice(session: StoredSession, format: TokenFormat, stderrIsTerminal: () => boolean): string | undefined {
+  // Asked last: on the fast path the answer loads node:tty (and with it net and the stream classes).
+  return format === 'token' && session.dpop_jkt && stderrIsTerminal() ? `authcli: ${BOUND_TOKEN_USE}\n` : undefined;
 }
 
 export const TOKEN_FORMATS = ['token', 'json', 'exec-credential'] as const;

@@ -38,7 +38,9 @@ export async function cachedToken(argv: string[]): Promise<boolean> {
     if (!session || needsRefresh(session, format, now)) return false;
     const fs = createRequire(import.meta.url)('node:fs') as typeof import('node:fs');
     writeOut(fs, 1, renderToken(session, format, now));
-    const notice = boundTokenNotice(session, format, (createRequire(import.meta.url)('node:tty') as typeof import('node:tty')).isatty(2));
+    const notice = boundTokenNotice(session, format, () =>
+      (createRequire(import.meta.url)('node:tty') as typeof import('node:tty')).isatty(2),
+    );
     if (notice) writeOut(fs, 2, notice);
     return true;
   } catch {

@@ -110,7 +110,7 @@ export async function token(flags: TokenFlags, signal?: AbortSignal): Promise<vo
   });
   if (!request || !dpop) {
     process.stdout.write(renderToken(session, format, Date.now()));
-    const notice = boundTokenNotice(session, format, process.stderr.isTTY === true);
+    const notice = boundTokenNotice(session, format, () => process.stderr.isTTY === true);
     if (notice) process.stderr.write(notice);
     return;
   }
