@@ -50,7 +50,11 @@ const dir = mkdtempSync(join(tmpdir(), 'authcli-screenshot-'));
 const env = { ...process.env, DATABASE_URL: join(dir, 'authcli.db'), XDG_CONFIG_HOME: join(dir, 'config'), AUTHCLI_STORAGE: 'file' };
 const port = await freePort();
 const issuer = `http://127.0.0.1:${port}`;
-const server = spawn(process.execPath, [SERVER, 'start', '--port', String(port)], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+// The server's own default issuer is http://localhost:<port>; the CLI insists on the issuer discovery names.
+const server = spawn(process.execPath, [SERVER, 'start', '--port', String(port)], {
+  env: { ...env, AUTHCLI_ISSUER: issuer },
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
 let login;
 let browser;
 try {
