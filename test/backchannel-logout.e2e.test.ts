@@ -167,7 +167,7 @@ describe('back-channel logout: a started server, a relying party verifying with 
     ]);
     await addUsers(
       server.env,
-      ['ada', 'bob', 'cy', 'eve'].map((username) => ({ username, password: PASSWORD })),
+      ['ada', 'bob', 'cy', 'eve', 'flo'].map((username) => ({ username, password: PASSWORD })),
     );
     await rp.expect('/other', { issuer: other.issuer, clientId: OTHER.clientId });
     const added = await serverCommand(
@@ -301,6 +301,29 @@ describe('back-channel logout: a started server, a relying party verifying with 
     const named = rp.verdicts.filter((v) => v.path === '/per-session');
     expect(named.every((v) => v.claims !== undefined)).toBe(true);
     expect(new Set(named.map((v) => v.claims!.sid))).toEqual(new Set(sids));
+  });
+
+  it('authcli-server users reset-password tells the applications of the sessions it ends, naming each, and says so', async () => {
+    const app = await appsAdd(server, 'Reset RP', [
+      '--backchannel-logout-uri',
+      `${rp.base}/reset`,
+      '--backchannel-logout-session-required',
+    ]);
+    await rp.expect('/reset', { issuer: server.issuer, clientId: app.client_id });
+    const sids = new Set<unknown>();
+    for (const b of [new Browser(server.issuer), new Browser(server.issuer)])
+      sids.add((await signInTo(server, b, app, 'flo')).claims()!.sid);
+    const reset = await serverCommand(
+      ['users', 'reset-password', 'flo', '--password-stdin'],
+      server.env,
+      'a password the operator chose\n',
+    );
+    expect(reset.code, reset.stderr).toBe(0);
+    expect(reset.stdout).toContain('reset the password of flo (2 sessions ended');
+    expect(reset.stdout).toContain('back-channel logout: 2 of 2 logout tokens delivered');
+    const named = rp.verdicts.filter((v) => v.path === '/reset');
+    expect(named.every((v) => v.claims !== undefined)).toBe(true);
+    expect(new Set(named.map((v) => v.claims!.sid))).toEqual(sids);
   });
 
   it('apps add|update: the URI is checked; none clears it; apps list --json shows both settings', async () => {

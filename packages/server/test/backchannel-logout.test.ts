@@ -1,15 +1,14 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, type JSONWebKeySet, jwtVerify } from 'jose';
+import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { approveInBrowser } from '@authcli/test-support/http';
 import { type LogoutReceiver, startLogoutReceiver } from '@authcli/test-support/logout-receiver';
 import { registerApplication } from '../src/oauth/registration.js';
-import { logoutDisabledUser } from '../src/operator/backchannel.js';
+import { tellApplications } from '../src/operator/backchannel.js';
+import { backchannelParties, FAST, REDIRECT } from './backchannel-parties.js';
 import { sha256Hex } from '../src/util/crypto.js';
 import {
   authorizeUrl,
   basic,
-  type Browser,
   decideOnDevicePage,
   DEVICE_GRANT,
   deviceAuthorization,
@@ -18,26 +17,12 @@ import {
   PASSWORD,
   poll,
   seedApp,
-  seedUser,
   signedInBrowser,
   signIn,
   startServer,
   tokenRequest,
   type TestServer,
 } from './helpers.js';
-
-/** The event member of every logout token (OpenID Connect Back-Channel Logout 1.0 §2.4). */
-const EVENT = 'http://schemas.openid.net/event/backchannel-logout';
-const REDIRECT = 'https://rp.example/callback';
-const NATIVE_REDIRECT = 'http://127.0.0.1/callback';
-/** Short waits, so a receiver that fails is given up on within a test. */
-const FAST = { timeoutMs: 1500, retryDelaysMs: [50, 100], concurrency: 4, queueMax: 1000 };
-
-interface Client {
-  id: string;
-  secret?: string;
-  path: string;
-}
 
 /**
  * OpenID Connect Back-Channel Logout 1.0 against the real server over loopback, on SQLite and PostgreSQL: the
@@ -46,120 +31,20 @@ interface Client {
 describe.each(dialects())('back-channel logout (%s)', (dialect) => {
   let server: TestServer;
   let receiver: LogoutReceiver;
-  let jwks: ReturnType<typeof createLocalJWKSet>;
 
   beforeAll(async () => {
     receiver = await startLogoutReceiver();
     server = await startServer(dialect, { backchannelLogout: FAST });
-    jwks = createLocalJWKSet((await (await fetch(`${server.url}/oauth/jwks`)).json()) as JSONWebKeySet);
   });
   afterAll(async () => {
     await server.close();
     await receiver.close();
   });
 
-  /** A user of this test alone (each test's sessions and grants are its own). */
-  async function newUser(): Promise<string> {
-    const username = `u${randomUUID().slice(0, 8)}`;
-    await seedUser(server, username);
-    return username;
-  }
-
-  /** A confidential web application; with `backchannel`, it is told of logouts at a receiver path of its own. */
-  async function webApp(opts: { backchannel?: boolean; sessionRequired?: boolean; alg?: 'RS256' | 'ES256' } = {}): Promise<Client> {
-    const path = `/bcl/${randomUUID()}`;
-    const { app, clientSecret } = await registerApplication(
-      server.store,
-      {
-        name: 'Web RP',
-        kind: 'confidential',
-        callbackUrls: [REDIRECT],
-        scopes: ['openid', 'profile', 'offline_access'],
-        idTokenAlg: opts.alg ?? 'RS256',
-        ...(opts.backchannel !== false && { backchannelLogoutUri: `${receiver.url}${path}` }),
-        backchannelLogoutSessionRequired: opts.sessionRequired ?? false,
-      },
-      server.clock.now(),
-    );
-    return { id: app.clientId, secret: clientSecret!, path };
-  }
-
-  /** A public native application (loopback redirect): it gets a refresh token without offline_access. */
-  async function nativeApp(): Promise<Client> {
-    const path = `/bcl/${randomUUID()}`;
-    const { app } = await registerApplication(
-      server.store,
-      {
-        name: 'Native RP',
-        kind: 'public',
-        callbackUrls: [NATIVE_REDIRECT],
-        scopes: ['openid', 'offline_access'],
-        backchannelLogoutUri: `${receiver.url}${path}`,
-      },
-      server.clock.now(),
-    );
-    return { id: app.clientId, path };
-  }
-
-  /** Signs the browser's user in to `client` through the code flow; the token response. */
-  async function signInTo(b: Browser, client: Client, scope = 'openid offline_access') {
-    const redirectUri = client.secret ? REDIRECT : NATIVE_REDIRECT;
-    const { url, verifier } = await authorizeUrl({ clientId: client.id, redirectUri, scope });
-    const callback = new URL(await approveInBrowser(b, server.url + url, 'nobody', PASSWORD));
-    const res = await tokenRequest(
-      server,
-      {
-        grant_type: 'authorization_code',
-        code: callback.searchParams.get('code')!,
-        redirect_uri: redirectUri,
-        code_verifier: verifier,
-        ...(!client.secret && { client_id: client.id }),
-      },
-      client.secret ? { authorization: basic(client.id, client.secret) } : {},
-    );
-    expect(res.status, JSON.stringify(res.json)).toBe(200);
-    return res.json as { id_token: string; refresh_token?: string; access_token: string };
-  }
-
-  const refresh = (client: Client, token: string) =>
-    tokenRequest(
-      server,
-      { grant_type: 'refresh_token', refresh_token: token, ...(!client.secret && { client_id: client.id }) },
-      client.secret ? { authorization: basic(client.id, client.secret) } : {},
-    );
-
-  async function signOut(b: Browser) {
-    const page = await b.get('/signout');
-    expect(page.status).toBe(200);
-    const started = performance.now();
-    const res = await b.postForm('/signout', { _csrf: hidden(page.text, '_csrf') });
-    expect(res.status).toBe(200);
-    expect(res.text).toContain('signed out');
-    return performance.now() - started;
-  }
-
-  /** Verifies a logout token as a relying party must (§2.6) with jose against the server's JWKS; its claims. */
-  async function verifyLogoutToken(token: string, client: Client) {
-    const { payload, protectedHeader } = await jwtVerify(token, jwks, {
-      issuer: server.url,
-      audience: client.id,
-      typ: 'logout+jwt',
-      currentDate: new Date(server.clock.now()),
-      requiredClaims: ['iat', 'exp', 'jti', 'sub', 'events'],
-    });
-    expect(protectedHeader.kid).toBeTypeOf('string');
-    expect(payload.events).toEqual({ [EVENT]: {} });
-    expect(payload).not.toHaveProperty('nonce');
-    expect(payload.iat).toBe(Math.floor(server.clock.now() / 1000));
-    expect(payload.exp! - payload.iat!).toBe(120);
-    return payload;
-  }
-
-  /** Waits a little for anything late, then the tokens `path` got. */
-  async function settled(path: string): Promise<string[]> {
-    await new Promise((r) => setTimeout(r, 150));
-    return receiver.tokens(path);
-  }
+  const { newUser, webApp, nativeApp, signInTo, refresh, signOut, verifyLogoutToken, settled } = backchannelParties(() => ({
+    server,
+    receiver,
+  }));
 
   it('discovery §2.1 advertises back-channel logout with sessions, and sid among the claims', async () => {
     const doc = (await (await fetch(`${server.url}/.well-known/openid-configuration`)).json()) as Record<string, unknown>;
@@ -333,7 +218,10 @@ describe.each(dialects())('back-channel logout (%s)', (dialect) => {
     const userId = (await server.store.users.findByUsername(user))!.id;
     await server.store.users.setDisabled(user, server.clock.now());
     const failures: unknown[] = [];
-    const told = await logoutDisabledUser(server.store, server.config, userId, { warn: (f) => failures.push(f) });
+    const holders = await server.store.grants.holders(userId, server.clock.now());
+    const told = await tellApplications(server.store, server.config, { warn: (f) => failures.push(f) }, (bc) =>
+      bc.accessEnded(userId, holders),
+    );
     expect(told).toEqual({ delivered: 3, failed: 0 });
     expect(failures).toEqual([]);
     const [byUser] = receiver.tokens(plain.path);

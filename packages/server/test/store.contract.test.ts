@@ -8,6 +8,7 @@ import { bootstrapStore, registerApplication } from '../src/oauth/registration.j
 import { openEngine, openStore, parseDatabaseUrl, type OpenOptions } from '../src/store/open.js';
 import { SqliteEngine, syncConnection } from '../src/store/sqlite-engine.js';
 import { BackgroundCheckpointer } from '../src/store/checkpointer.js';
+import { sidOf } from '../src/store/repositories/sessions.js';
 import { GroupCommit } from '../src/store/group-commit.js';
 import {
   APPLICATION_CACHE_MS,
@@ -256,7 +257,8 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     ] as const) {
       await store.sessions.create({ id_hash: id, user_id: u.id, auth_time: now, created_at: now, expires_at: now + 1000 });
     }
-    expect(await store.users.changePassword(user.id, 'scrypt$new', mine)).toBe(1);
+    // The ended session's ID (`sid`), as its ID tokens named it (sidOf: a session stored without one derives it).
+    expect(await store.users.changePassword(user.id, 'scrypt$new', mine)).toEqual([sidOf({ id_hash: elsewhere, sid: null })]);
     expect((await store.users.findById(user.id))!.password_hash).toBe('scrypt$new');
     expect(await store.sessions.find(mine, now)).toBeDefined();
     expect(await store.sessions.find(elsewhere, now)).toBeUndefined();

@@ -46,20 +46,31 @@ export async function updateUserClaims(store: Store, username: string, patch: Cl
 
 /**
  * The operator's password reset: checks the new password as `users add`
- * does, stores its scrypt hash and ends the user's sessions. Returns how many
- * sessions were ended; the caller clears the failed sign-in counters.
+ * does, stores its scrypt hash and ends the user's sessions; with
+ * `revokeTokens`, revokes every grant of the user too. Returns the session IDs
+ * (`sid`) of the sessions ended and, with `revokeTokens`, the grants' holders
+ * as they were before (both for back-channel logout); the caller clears the
+ * failed sign-in counters.
  */
 export async function resetUserPassword(
   store: Store,
   username: string,
   password: string,
   options: { revokeTokens?: boolean; now?: number; params?: ScryptParams } = {},
-): Promise<{ username: string; sessionsEnded: number; grantsRevoked: number }> {
+): Promise<{
+  userId: string;
+  username: string;
+  sessionsEnded: string[];
+  grantsRevoked: number;
+  holders: { clientId: string; sid: string | null }[];
+}> {
   if (password.length < MIN_PASSWORD_LENGTH) throw new InputError(`password must be at least ${MIN_PASSWORD_LENGTH} characters`);
   const user = await store.users.findByUsername(username);
   if (!user) throw new StoreError('not_found', `no user ${username}`);
+  const now = options.now ?? Date.now();
   const sessionsEnded = await store.users.resetPassword(user.id, await hashPassword(password, options.params));
   // After a leaked password: the applications' refresh and access tokens of the user stop working too.
-  const grantsRevoked = options.revokeTokens ? await store.grants.revokeForUser(user.id, options.now ?? Date.now()) : 0;
-  return { username: user.username, sessionsEnded, grantsRevoked };
+  const holders = options.revokeTokens ? await store.grants.holders(user.id, now) : [];
+  const grantsRevoked = options.revokeTokens ? await store.grants.revokeForUser(user.id, now) : 0;
+  return { userId: user.id, username: user.username, sessionsEnded, grantsRevoked, holders };
 }

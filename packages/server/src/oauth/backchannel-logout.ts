@@ -83,13 +83,23 @@ export class BackchannelLogout {
   }
 
   /**
-   * An operator disabled `userId`: every application holding a live grant of the user and wanting to know is
-   * told, once without `sid` (every session of the user there), or, when it requires `sid`, once per session
-   * its grants came from (a device's grant, of no browser session, cannot be named to it).
+   * Several browser sessions of `userId` ended at once (a password changed or reset, the passkeys reset): each
+   * as {@link sessionEnded}.
    */
-  async userDisabled(userId: string): Promise<Promise<DeliveryResult>[]> {
+  async sessionsEnded(userId: string, sids: readonly string[]): Promise<Promise<DeliveryResult>[]> {
+    return (await Promise.all(sids.map((sid) => this.sessionEnded(userId, sid)))).flat();
+  }
+
+  /**
+   * Every sign-in of `userId` ends at the applications holding `holders` (the user's live grants as
+   * `grants.holders` read them before they were revoked): an operator disabled the user, or the person signed
+   * every application out, or removed one application's access. Each application that wants to know is told,
+   * once without `sid` (every session of the user there), or, when it requires `sid`, once per session its
+   * grants came from (a device's grant, of no browser session, cannot be named to it).
+   */
+  async accessEnded(userId: string, holders: readonly { clientId: string; sid: string | null }[]): Promise<Promise<DeliveryResult>[]> {
     const bySession = new Map<string, Set<string>>();
-    for (const h of await this.ctx.store.grants.holders(userId, this.ctx.config.now())) {
+    for (const h of holders) {
       const sids = bySession.get(h.clientId) ?? new Set<string>();
       bySession.set(h.clientId, sids);
       if (h.sid !== null) sids.add(h.sid);

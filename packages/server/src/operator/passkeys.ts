@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { InputError } from '../util/input-error.js';
 import { printJson, printTable, say } from './output.js';
 import { withStore } from './shared.js';
+import { tellApplicationsAndSay } from './backchannel.js';
 
 /** `authcli-server users passkeys <username>` and `users reset-passkeys <username>`. */
 export function passkeyCommands(users: Command): void {
@@ -40,12 +41,14 @@ export function passkeyCommands(users: Command): void {
     .description('remove every passkey of a user (a lost device) and end the browser sessions signed in with one; the password still works')
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(async (username: string, opts: { database?: string }) => {
-      await withStore(opts.database, async (store) => {
+      await withStore(opts.database, async (store, config) => {
         const user = await store.users.findByUsername(username);
         if (!user) throw new InputError(`no user ${username}`);
         const { passkeys, sessions } = await store.passkeys.deleteAll(user.id);
-        const ended = sessions === 0 ? '' : `; ended ${sessions} browser session${sessions === 1 ? '' : 's'} signed in with one`;
+        const n = sessions.length;
+        const ended = n === 0 ? '' : `; ended ${n} browser session${n === 1 ? '' : 's'} signed in with one`;
         say(`removed ${passkeys} passkey${passkeys === 1 ? '' : 's'} of ${user.username}${ended}`);
+        if (n > 0) await tellApplicationsAndSay(store, config, 'the passkeys are removed', (b) => b.sessionsEnded(user.id, sessions));
       });
     });
 }

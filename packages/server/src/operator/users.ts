@@ -1,6 +1,6 @@
 import { printJson, printTable, say } from './output.js';
 import { readFile } from 'node:fs/promises';
-import { collect, promptHidden, readAll, warn, withStore } from './shared.js';
+import { collect, promptHidden, readAll, withStore } from './shared.js';
 import type { Command } from 'commander';
 import { addUser, resetUserPassword, updateUserClaims } from '../oauth/accounts.js';
 import { claimAssignment, claimRemoval, mergePatches, parseClaimsJson, standardClaims, type ClaimsPatch } from '../oauth/claims.js';
@@ -9,7 +9,7 @@ import { accountCounterKeys } from '../oauth/limits.js';
 import { claimsOf } from '../store/store.js';
 import { scryptParams } from '../config/defaults.js';
 import { passkeyCommands } from './passkeys.js';
-import { logoutDisabledUser } from './backchannel.js';
+import { tellApplicationsAndSay } from './backchannel.js';
 
 /** `authcli-server users ...`: end users (add, list, reset-password, disable, enable, passkeys, reset-passkeys, unlock). */
 export function usersCommand(cli: Command): void {
@@ -134,9 +134,17 @@ export function usersCommand(cli: Command): void {
             reset.username,
           ),
         );
+        const ended = reset.sessionsEnded.length;
         say(
-          `reset the password of ${reset.username} (${reset.sessionsEnded} session${reset.sessionsEnded === 1 ? '' : 's'} ended, ${cleared} failed sign-in counter${cleared === 1 ? '' : 's'} cleared${opts.revokeTokens ? `, ${reset.grantsRevoked} application sign-in${reset.grantsRevoked === 1 ? '' : 's'} ended` : ''})`,
+          `reset the password of ${reset.username} (${ended} session${ended === 1 ? '' : 's'} ended, ${cleared} failed sign-in counter${cleared === 1 ? '' : 's'} cleared${opts.revokeTokens ? `, ${reset.grantsRevoked} application sign-in${reset.grantsRevoked === 1 ? '' : 's'} ended` : ''})`,
         );
+        // Back-channel logout: with --revoke-tokens every application the user signed in to; else those of the
+        // sessions ended (their grants without offline_access end with them, as at /signout).
+        if (ended + reset.holders.length > 0) {
+          await tellApplicationsAndSay(store, config, 'the password is reset', (b) =>
+            opts.revokeTokens ? b.accessEnded(reset.userId, reset.holders) : b.sessionsEnded(reset.userId, reset.sessionsEnded),
+          );
+        }
       });
     });
   users
@@ -151,17 +159,8 @@ export function usersCommand(cli: Command): void {
         say(`disabled user ${username}`);
         const user = await store.users.findByUsername(username);
         if (!user) return;
-        try {
-          const told = await logoutDisabledUser(store, config, user.id, {
-            warn: (fields, message) => warn(`${message}: ${String(fields.clientId ?? '')} (${String(fields.reason ?? '')})`),
-          });
-          const total = told.delivered + told.failed;
-          if (total > 0) say(`back-channel logout: ${told.delivered} of ${total} logout token${total === 1 ? '' : 's'} delivered`);
-        } catch (err) {
-          // The user is disabled whatever happens here; only the telling failed (no signing key this process can open, say).
-          warn(`the user is disabled, but applications could not be told: ${(err as Error).message}`);
-          process.exitCode = 1;
-        }
+        const holders = await store.grants.holders(user.id, Date.now());
+        await tellApplicationsAndSay(store, config, 'the user is disabled', (b) => b.accessEnded(user.id, holders));
       });
     });
   users

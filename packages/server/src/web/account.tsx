@@ -219,11 +219,23 @@ function AccountPage(props: {
  * with the problem next to its field.
  */
 export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Promise<void> {
-  const { store, config, limits, passwords, trustedDevices } = ctx;
+  const { store, config, limits, passwords, trustedDevices, backchannel } = ctx;
   const flash = new Flash(() => config.now());
   const passkeys = passkeyAvailability(config.issuer);
   await passkeyRoutes(app, { ...ctx, flash });
   const signedIn = (req: FastifyRequest, reply: FastifyReply) => requireSignIn(ctx, req, reply, ACCOUNT);
+  /**
+   * Back-channel logout to the applications holding the user's grants (`only`: one application), queued in the
+   * background; the person's page never waits for, or fails with, the telling (logged when it cannot be done).
+   */
+  const tellAccessEnded = async (userId: string, only?: string): Promise<void> => {
+    try {
+      const holders = await store.grants.holders(userId, config.now());
+      await backchannel.accessEnded(userId, only === undefined ? holders : holders.filter((h) => h.clientId === only));
+    } catch (err) {
+      app.log.warn({ reason: (err as Error).message }, 'back-channel logout of ended sign-ins failed');
+    }
+  };
   /** The applications with access to the user's account, by name: consented to, or holding working tokens. */
   const applicationsOf = async (userId: string): Promise<ConnectedApplication[]> => {
     const [consents, live] = await Promise.all([
@@ -335,9 +347,15 @@ export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Prom
     }
     if (hash === undefined) return refuse('The current password is wrong.', 403);
     await admission.giveBack();
-    await store.users.changePassword(c.user.id, hash, c.session.id_hash);
-    if (form.sign_out_apps !== 'on') return saved(reply, c, 'Password changed');
-    // After a password that may have leaked: every application's refresh and access tokens stop working too.
+    const otherSessions = await store.users.changePassword(c.user.id, hash, c.session.id_hash);
+    if (form.sign_out_apps !== 'on') {
+      // The applications signed in through the browser sessions just ended hear of it (back-channel logout).
+      await backchannel.sessionsEnded(c.user.id, otherSessions);
+      return saved(reply, c, 'Password changed');
+    }
+    // After a password that may have leaked: every application's refresh and access tokens stop working too,
+    // and every application the person signed in to hears of it (read before the grants are revoked).
+    await tellAccessEnded(c.user.id);
     const ended = await store.grants.revokeForUser(c.user.id, config.now());
     return saved(reply, c, ended === 0 ? 'Password changed' : `Password changed; ${signInsText(ended)} ended`);
   });
@@ -347,6 +365,8 @@ export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Prom
     if (!c) return reply;
     const clientId = pageForm(req).client_id ?? '';
     const known = clientId === '' ? undefined : await store.applications.get(clientId);
+    // The application hears of it (back-channel logout), told before its grants are revoked: it finds them by those.
+    if (known) await tellAccessEnded(c.user.id, known.clientId);
     // Idempotent: an application without access (or removed already, or unknown) changes nothing.
     const [ended, forgotten] = await Promise.all([
       store.grants.revokeForUser(c.user.id, config.now(), clientId),

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Engine } from '../engine.js';
 import type { Passkey, WebauthnChallengesTable } from '../schema.js';
+import { sidOf } from './sessions.js';
 
 export type { Passkey } from '../schema.js';
 export type WebauthnChallenge = WebauthnChallengesTable;
@@ -21,9 +22,10 @@ export interface Passkeys {
   delete(userId: string, credentialId: string): Promise<boolean>;
   /**
    * Removes every passkey of a user (a lost device) and ends the browser sessions signed in with one (the device
-   * may have one open); how many of each there were.
+   * may have one open): how many passkeys there were, and the session IDs (`sid`) of the sessions ended, for
+   * back-channel logout.
    */
-  deleteAll(userId: string): Promise<{ passkeys: number; sessions: number }>;
+  deleteAll(userId: string): Promise<{ passkeys: number; sessions: string[] }>;
   /** Stores a ceremony's challenge (by its hash). */
   addChallenge(challenge: WebauthnChallenge): Promise<void>;
   /** Uses a challenge up: the row if it was live, of that purpose and this browser, and nobody used it before. */
@@ -73,7 +75,7 @@ export class KyselyPasskeys implements Passkeys {
     return Number(r.numDeletedRows) === 1;
   }
 
-  deleteAll(userId: string): Promise<{ passkeys: number; sessions: number }> {
+  deleteAll(userId: string): Promise<{ passkeys: number; sessions: string[] }> {
     return this.engine.transaction(async (trx) => {
       const p = await trx.deleteFrom('passkeys').where('user_id', '=', userId).executeTakeFirst();
       const s = await trx
@@ -81,8 +83,9 @@ export class KyselyPasskeys implements Passkeys {
         .where('user_id', '=', userId)
         .where('amr', 'is not', null)
         .where('amr', '!=', 'pwd')
-        .executeTakeFirst();
-      return { passkeys: Number(p.numDeletedRows), sessions: Number(s.numDeletedRows) };
+        .returning(['id_hash', 'sid'])
+        .execute();
+      return { passkeys: Number(p.numDeletedRows), sessions: s.map(sidOf) };
     });
   }
 

@@ -4,6 +4,7 @@ import type { Engine } from '../engine.js';
 import { isUniqueViolation, StoreError } from '../errors.js';
 import { Prepared } from '../prepared.js';
 import type { NewUser, User } from '../schema.js';
+import { sidOf } from './sessions.js';
 
 export type { NewUser, User } from '../schema.js';
 
@@ -80,9 +81,10 @@ export interface Users {
   /**
    * A password reset by the operator: the new hash, and every session of the
    * user ended in the same transaction, so whoever knew the old password is
-   * signed out of the browser where they used it. Returns the sessions ended.
+   * signed out of the browser where they used it. Returns the session IDs (`sid`) of the sessions ended, for
+   * back-channel logout.
    */
-  resetPassword(userId: string, passwordHash: string): Promise<number>;
+  resetPassword(userId: string, passwordHash: string): Promise<string[]>;
   /**
    * Replaces a user's claims with what `change` makes of the current ones,
    * and sets `claims_updated_at` to `now` when they differ. A read and a
@@ -95,9 +97,9 @@ export interface Users {
   /**
    * A password change by the user: the new hash, and every other session of
    * the user (all but `keepSession`, an id hash) ended in the same
-   * transaction. Returns the sessions ended.
+   * transaction. Returns the session IDs (`sid`) of the sessions ended, for back-channel logout.
    */
-  changePassword(userId: string, passwordHash: string, keepSession: string): Promise<number>;
+  changePassword(userId: string, passwordHash: string, keepSession: string): Promise<string[]>;
 }
 
 /** {@link Users} on Kysely; the lookup by id is prepared (the code exchange makes it). */
@@ -153,19 +155,24 @@ export class KyselyUsers implements Users {
     await q.execute();
   }
 
-  async resetPassword(userId: string, passwordHash: string): Promise<number> {
+  async resetPassword(userId: string, passwordHash: string): Promise<string[]> {
     return this.engine.transaction(async (trx) => {
       await trx.updateTable('users').set({ password_hash: passwordHash }).where('id', '=', userId).execute();
-      const r = await trx.deleteFrom('sessions').where('user_id', '=', userId).executeTakeFirst();
-      return Number(r.numDeletedRows);
+      const ended = await trx.deleteFrom('sessions').where('user_id', '=', userId).returning(['id_hash', 'sid']).execute();
+      return ended.map(sidOf);
     });
   }
 
-  async changePassword(userId: string, passwordHash: string, keepSession: string): Promise<number> {
+  async changePassword(userId: string, passwordHash: string, keepSession: string): Promise<string[]> {
     return this.engine.transaction(async (trx) => {
       await trx.updateTable('users').set({ password_hash: passwordHash }).where('id', '=', userId).execute();
-      const r = await trx.deleteFrom('sessions').where('user_id', '=', userId).where('id_hash', '!=', keepSession).executeTakeFirst();
-      return Number(r.numDeletedRows);
+      const ended = await trx
+        .deleteFrom('sessions')
+        .where('user_id', '=', userId)
+        .where('id_hash', '!=', keepSession)
+        .returning(['id_hash', 'sid'])
+        .execute();
+      return ended.map(sidOf);
     });
   }
 
