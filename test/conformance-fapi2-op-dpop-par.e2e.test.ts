@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { alphanumeric, DpopKey, formPost, type ProofOptions } from '@authcli/test-support/fapi2-client';
-import { checkClientError, checkEndpointError, checkParResponse } from '@authcli/test-support/fapi2-harness';
+import { checkClientError, checkEndpointError, checkParResponse } from '@authcli/test-support/fapi2-checks';
 import { approveInBrowser, Browser } from '@authcli/test-support/http';
 import { type Fapi2Setup, startFapi2Server, USER } from '@authcli/test-support/fapi2-server';
 
@@ -172,11 +172,17 @@ describe.each(['openid_connect', 'plain_oauth'] as const)('FAPI 2.0 Security Pro
   for (const [name, edit] of [
     [
       'fapi2-security-profile-final-par-ensure-pkce-required',
-      (p: Record<string, string>) => (delete p.code_challenge, delete p.code_challenge_method),
+      (p: Record<string, string>) => {
+        delete p.code_challenge;
+        delete p.code_challenge_method;
+      },
     ],
     [
       'fapi2-security-profile-final-par-plain-pkce-rejected',
-      (p: Record<string, string>) => ((p.code_challenge = alphanumeric(43)), (p.code_challenge_method = 'plain')),
+      (p: Record<string, string>) => {
+        p.code_challenge = alphanumeric(43);
+        p.code_challenge_method = 'plain';
+      },
     ],
   ] as const) {
     it(name, async () => {
@@ -255,7 +261,12 @@ describe.each(['openid_connect', 'plain_oauth'] as const)('FAPI 2.0 Security Pro
     expect([400, 401]).toContain(res.status);
     await refused('not a well-formed JWT', { after: (p) => p.split('.').slice(0, 2).join('.') });
     await refused('no typ', { header: { typ: undefined } });
-    await refused('no alg', { after: swapSegment(0, (hd) => ((hd.alg2 = hd.alg), delete hd.alg)) });
+    await refused('no alg', {
+      after: swapSegment(0, (hd) => {
+        hd.alg2 = hd.alg;
+        delete hd.alg;
+      }),
+    });
     await refused('no jwk', { header: { jwk: undefined } });
     for (const claim of ['jti', 'htm', 'htu', 'iat', 'ath']) await refused(`no ${claim}`, { claims: { [claim]: undefined } });
     await refused('wrong typ', { header: { typ: 'dpop+jwt+wrongyousee' } });
@@ -276,7 +287,7 @@ describe.each(['openid_connect', 'plain_oauth'] as const)('FAPI 2.0 Security Pro
     const jti = alphanumeric(15);
     await accepted('first use of a jti', { claims: { jti } });
     await refused('second use of the jti (a warning)', { claims: { jti } });
-    await refused('ath of another token', { ath: 'Ag'.repeat(21) + 'A' });
+    await refused('ath of another token', { ath: `${'Ag'.repeat(21)}A` });
     const otherKey = await DpopKey.create('PS256');
     const otherProof = await otherKey.proof('GET', url, { ath });
     await refused('signed with another key', {}, { noProof: true, headers: { dpop: otherProof } });

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeJwt } from 'jose';
 import { DpopKey, type FapiClient } from '@authcli/test-support/fapi2-client';
-import { checkClientError, checkEndpointError, expectSecret, type Fapi2Harness } from '@authcli/test-support/fapi2-harness';
+import { checkClientError, checkEndpointError, expectSecret } from '@authcli/test-support/fapi2-checks';
+import type { Fapi2Harness } from '@authcli/test-support/fapi2-harness';
 import { type Fapi2Setup, startFapi2Server } from '@authcli/test-support/fapi2-server';
 
 /**
@@ -149,7 +150,7 @@ describe.each(['openid_connect', 'plain_oauth'] as const)('FAPI 2.0 Security Pro
     const first: { client: FapiClient; refresh: string; accessToken: string; key: DpopKey }[] = [];
     for (const client of [c1, c2]) {
       const flow = await h.authorize(client, { edit: (p) => (p.prompt = 'consent') });
-      const { tokens, idToken, accessToken, key } = await h.complete(flow);
+      const { tokens, idToken, accessToken } = await h.complete(flow);
       const refresh = tokens.body.refresh_token as string;
       // EnsureServerConfigurationSupportsRefreshToken (a warning), EnsureRefreshTokenContainsAllowedCharactersOnly
       expect(setup.meta.grant_types_supported).toContain('refresh_token');

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { alphanumeric, DpopKey } from '@authcli/test-support/fapi2-client';
-import { checkCallbackError, checkEndpointError, FAPI2_ALGS, type Flow } from '@authcli/test-support/fapi2-harness';
+import { checkCallbackError, checkEndpointError } from '@authcli/test-support/fapi2-checks';
+import { FAPI2_ALGS, type Flow } from '@authcli/test-support/fapi2-harness';
 import { CLAIMS, type Fapi2Setup, REJECTER, startFapi2Server } from '@authcli/test-support/fapi2-server';
 import { METADATA_NAMES } from '@authcli/test-support/fapi2-metadata';
 
