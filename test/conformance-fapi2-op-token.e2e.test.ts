@@ -36,8 +36,14 @@ describe.each(['openid_connect', 'plain_oauth'] as const)('FAPI 2.0 Security Pro
     const { h, c1, c2 } = v();
     // Client 1's code; client_id and an assertion of client 2, signed with client 1's key: invalid_client or invalid_grant.
     const flow = await signedIn(h, c1);
-    const assertionAs2 = { ...c2, key: c1.key };
-    const res = await h.exchange(flow, await DpopKey.create('ES256'), { as: assertionAs2 });
+    const fields = {
+      grant_type: 'authorization_code',
+      code: flow.callback!.searchParams.get('code')!,
+      redirect_uri: c1.redirectUri,
+      code_verifier: flow.verifier,
+      client_id: c2.client_id,
+    };
+    const res = await h.token(c1, fields, { dpop: await DpopKey.create('ES256'), as: { ...c2, key: c1.key } });
     checkClientError(res, ['invalid_client', 'invalid_grant']);
   });
 
