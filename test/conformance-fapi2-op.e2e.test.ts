@@ -4,6 +4,7 @@ import { checkCallbackError, checkEndpointError } from '@authcli/test-support/fa
 import { FAPI2_ALGS, type Flow } from '@authcli/test-support/fapi2-harness';
 import { CLAIMS, type Fapi2Setup, REJECTER, startFapi2Server } from '@authcli/test-support/fapi2-server';
 import { METADATA_NAMES } from '@authcli/test-support/fapi2-metadata';
+import { ID_TOKEN_CLAIMS, OIDC_STANDARD_CLAIMS } from '@authcli/test-support/suite-oracle';
 
 /**
  * The OpenID Foundation's FAPI 2.0 Security Profile (Final) server plan, `fapi2-security-profile-final-test-plan`
@@ -268,28 +269,7 @@ describe.each(['openid_connect', 'plain_oauth'] as const)('FAPI 2.0 Security Pro
     const { h, c1 } = v();
     // AddAllSupportedStandardClaimsToAuthorizationEndpointRequestIdTokenAndUserinfoClaims (the standard claims of
     // claims_supported in both members, in the suite's several forms) and AddRandomLocationClaims (to be ignored).
-    const standard = [
-      'sub',
-      'name',
-      'given_name',
-      'family_name',
-      'middle_name',
-      'nickname',
-      'preferred_username',
-      'profile',
-      'picture',
-      'website',
-      'email',
-      'email_verified',
-      'gender',
-      'birthdate',
-      'zoneinfo',
-      'locale',
-      'phone_number',
-      'phone_number_verified',
-      'address',
-      'updated_at',
-    ];
+    const standard = OIDC_STANDARD_CLAIMS;
     expect(setup.meta.claims_parameter_supported).toBe(true);
     const requested = standard.filter((c) => (setup.meta.claims_supported as unknown as string[]).includes(c));
     const forms = [null, { essential: true }, { essential: false }];
@@ -307,22 +287,7 @@ describe.each(['openid_connect', 'plain_oauth'] as const)('FAPI 2.0 Security Pro
     expect(requested.filter((c) => !(c in identity))).toEqual([]);
     expect(info.body).toMatchObject({ name: CLAIMS.name, email: CLAIMS.email, address: CLAIMS.address });
     // CheckForUnexpectedClaimsInUserinfo / ...InIdToken (warnings): only known claims
-    const known = new Set([
-      ...standard,
-      'iss',
-      'aud',
-      'exp',
-      'iat',
-      'auth_time',
-      'nonce',
-      'acr',
-      'amr',
-      'azp',
-      'at_hash',
-      'sid',
-      'jti',
-      'nbf',
-    ]);
+    const known = new Set([...OIDC_STANDARD_CLAIMS, ...ID_TOKEN_CLAIMS]);
     expect(Object.keys(info.body).filter((c) => !known.has(c))).toEqual([]);
     expect(Object.keys(idToken!).filter((c) => !known.has(c))).toEqual([]);
     // EnsureUserInfoUpdatedAtValid / EnsureIdTokenUpdatedAtValid: a number of seconds when present

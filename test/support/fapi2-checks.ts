@@ -5,17 +5,10 @@
 import { expect } from 'vitest';
 import type { Answer } from './fapi2-client.js';
 import type { Flow } from './fapi2-harness.js';
+import { entropyBits } from './suite-oracle.js';
 
 /** RFC 6749 §5.2 error_description: the suite fails anything outside this set and warns on tab, CR, LF. */
 const ERROR_DESCRIPTION = /^[\x20-\x21\x23-\x5B\x5D-\x7E]+$/;
-/** Shannon entropy of a string times its length, as the suite estimates it (AbstractEnsureMinimumEntropy). */
-export function entropyBits(s: string): number {
-  const counts = new Map<string, number>();
-  for (const c of s) counts.set(c, (counts.get(c) ?? 0) + 1);
-  let perChar = 0;
-  for (const n of counts.values()) perChar -= (n / s.length) * Math.log2(n / s.length);
-  return perChar * s.length;
-}
 
 /** EnsureMinimum*Length (128 bits of bytes) and EnsureMinimum*Entropy (96 bits, the suite's slop for 128). */
 export function expectSecret(value: unknown, what: string): void {
