@@ -36,7 +36,7 @@ import { ID_TOKEN_CLAIMS, OIDC_STANDARD_CLAIMS } from '@authcli/test-support/sui
  *
  * TLS (EnsureTLS12RequireBCP195Ciphers, DisallowTLS10/11 and the cipher checks of happy-flow and
  * holder-of-key-required) is the deployment's TLS terminator's, not the server's: the server speaks plain HTTP on
- * loopback behind it (docs/deploying.md), and so do these tests. The https checks of discovery are met through
+ * loopback behind it (docs/deployment.md), and so do these tests. The https checks of discovery are met through
  * the issuer: every endpoint is on the issuer's origin.
  *
  * Every test makes its own pushes, sign-ins and codes: none depends on another's, in any order.
