@@ -8,6 +8,7 @@ import { challengeS256, generateNonce, generateState, generateVerifier } from '@
 import { launchChromium, screenshotPath } from '@authcli/test-support/chromium';
 import { addApp, addUsers } from '@authcli/test-support/seed';
 import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
+import { entropyBits, ID_TOKEN_CLAIMS } from '@authcli/test-support/suite-oracle';
 
 /**
  * The OpenID Foundation's Basic OP certification plan
@@ -85,26 +86,6 @@ const SCOPE_CLAIMS: Record<string, string[]> = {
   offline_access: [],
 };
 
-/** Claims an ID token may carry unasked (EnsureIdTokenDoesNotContainNonRequestedClaims). */
-const ID_TOKEN_CLAIMS = [
-  'iss',
-  'sub',
-  'aud',
-  'exp',
-  'iat',
-  'auth_time',
-  'nonce',
-  'acr',
-  'amr',
-  'azp',
-  'at_hash',
-  'c_hash',
-  'nbf',
-  'jti',
-  'sid',
-  's_hash',
-];
-
 /**
  * RFC 6749 §4.1.2.1, §5.2 `error_description`: the suite fails anything outside `%x09-0A / %x0D / %x20-21 /
  * %x23-5B / %x5D-7E` (ValidateErrorDescriptionFrom*ResponseError) and warns on tab, CR or LF
@@ -150,15 +131,6 @@ interface TokenAnswer {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Shannon entropy of a string times its length, as the suite estimates it (AbstractEnsureMinimumEntropy). */
-function entropyBits(s: string): number {
-  const counts = new Map<string, number>();
-  for (const c of s) counts.set(c, (counts.get(c) ?? 0) + 1);
-  let perChar = 0;
-  for (const n of counts.values()) perChar -= (n / s.length) * Math.log2(n / s.length);
-  return perChar * s.length;
-}
 
 /** OIDC Core §3.1.3.6 at_hash for an RS256/ES256 token (AbstractValidateHash). */
 const leftHalfSha256 = (value: string) => createHash('sha256').update(value, 'ascii').digest().subarray(0, 16).toString('base64url');

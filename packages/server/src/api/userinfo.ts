@@ -2,7 +2,7 @@ import { headerValues } from '../http/header-values.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isParsedForm } from '../http/form.js';
 import type { OAuthContext } from '../oauth/context.js';
-import { DPOP_NONCE_HEADER, DPOP_SIGNING_ALGS } from '../oauth/dpop.js';
+import { DPOP_NONCE_HEADER, dpopAlgs } from '../oauth/dpop.js';
 import { dpopChallenge } from '../oauth/errors.js';
 import { userinfo } from '../oauth/userinfo.js';
 
@@ -39,7 +39,7 @@ export async function userinfoRoutes(app: FastifyInstance, ctx: OAuthContext): P
     }
     const challenge = reply.getHeader('www-authenticate');
     if (typeof challenge === 'string' && !challenge.startsWith('DPoP ')) {
-      reply.header('www-authenticate', `${challenge}, ${dpopChallenge(DPOP_SIGNING_ALGS)}`);
+      reply.header('www-authenticate', `${challenge}, ${dpopChallenge(dpopAlgs(ctx.config.fapi2))}`);
     }
     return payload;
   });

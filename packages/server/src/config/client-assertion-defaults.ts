@@ -58,7 +58,10 @@ export const CLIENT_JWKS_REFETCH_COOLDOWN_MS = 30 * SECOND;
 /** JWK Sets one instance keeps fetched (by jwks_uri); past it the cache starts over. */
 export const CLIENT_JWKS_CACHED = 1000;
 /**
- * The FAPI 2.0 Security Profile's client assertion algorithms (env AUTHCLI_FAPI2, on/off): off by default, so
- * RS256 assertions (what most client libraries sign with RSA keys) are accepted besides PS256, ES256 and EdDSA.
+ * The FAPI 2.0 Security Profile (env AUTHCLI_FAPI2, on/off): off by default, so RS256 assertions and DPoP proofs
+ * (what most client libraries sign with RSA keys) are accepted besides PS256, ES256 and EdDSA (§5.4.1), and every
+ * refresh token is rotated (RFC 9700 §4.14.2). On, RS256 is refused, an assertion's `aud` must be the issuer alone,
+ * and a confidential client's refresh token stays the same: §5.3.2.1 asks for no rotation, as the client
+ * authenticates each refresh (and a lost answer then costs it nothing).
  */
 export const FAPI2 = false;

@@ -79,8 +79,10 @@ export interface ServerConfig {
    */
   backchannelLogout: D.BackchannelLogoutSettings;
   /**
-   * The FAPI 2.0 Security Profile's rules for client assertions (`AUTHCLI_FAPI2`, on/off, default off): RS256
-   * is refused (PS256, ES256, EdDSA only) and `aud` must be the issuer identifier alone (oauth/client-assertion.ts).
+   * The FAPI 2.0 Security Profile's rules (`AUTHCLI_FAPI2`, on/off, default off): client assertions and DPoP
+   * proofs signed RS256 are refused (PS256, ES256, EdDSA only; oauth/client-assertion.ts, oauth/dpop.ts), an
+   * assertion's `aud` must be the issuer identifier alone, and a confidential client's refresh token is not
+   * rotated (oauth/grants/refresh-token.ts).
    */
   fapi2: boolean;
   /** Access token algorithm (RFC 9068 §2.1 requires RS256 support; ES256 is the default since it signs far faster). */

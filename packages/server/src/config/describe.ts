@@ -93,7 +93,9 @@ export function describeConfig(config: ServerConfig, flags: ConfigInput, env: No
     { name: 'dpop_nonce_window', value: `${D.DPOP_NONCE_WINDOW_SECONDS} s`, source: 'built-in' },
     {
       name: 'fapi2',
-      value: config.fapi2 ? 'on (client assertions: PS256, ES256, EdDSA; aud the issuer)' : 'off (client assertions may also be RS256)',
+      value: config.fapi2
+        ? 'on (client assertions and DPoP proofs: PS256, ES256, EdDSA; aud the issuer; confidential refresh tokens not rotated)'
+        : 'off (client assertions and DPoP proofs may also be RS256)',
       source: from(undefined, 'AUTHCLI_FAPI2'),
     },
     { name: 'client_assertion_max_lifetime', value: `${D.CLIENT_ASSERTION_MAX_LIFETIME_SECONDS} s`, source: 'built-in' },

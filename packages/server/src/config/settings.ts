@@ -110,7 +110,7 @@ export const SERVER_SETTINGS: readonly Setting[] = [
     default: code(D.FAPI2 ? 'on' : 'off'),
     loaded: (c) => code(c.fapi2 ? 'on' : 'off'),
     meaning:
-      'The FAPI 2.0 Security Profile for client assertions (`on` or `off`): `private_key_jwt` assertions signed with RS256 are refused (PS256, ES256 and EdDSA only), and their `aud` must be the issuer identifier alone. See [security](security.md#client-authentication).',
+      "The FAPI 2.0 Security Profile (`on` or `off`): `private_key_jwt` assertions and DPoP proofs signed with RS256 are refused (PS256, ES256 and EdDSA only), an assertion's `aud` must be the issuer identifier alone, and a confidential client's refresh token is not rotated. See [security](security.md#client-authentication) and [conformance](conformance.md#fapi-20-security-profile).",
   },
   {
     env: 'AUTHCLI_ACCESS_TOKEN_ALG',

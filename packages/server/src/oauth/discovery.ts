@@ -2,7 +2,7 @@ import type { OpenIDProviderMetadata } from '@authcli/protocol';
 import type { OAuthContext } from './context.js';
 import { STANDARD_CLAIM_NAMES } from './claims.js';
 import { SIGNING_ALGS } from './keys.js';
-import { DPOP_SIGNING_ALGS } from './dpop.js';
+import { dpopAlgs } from './dpop.js';
 import { ACR_VALUES_SUPPORTED } from './acr.js';
 import { SUPPORTED_SCOPES } from './scopes.js';
 import { supportedGrantTypes } from './grants/registry.js';
@@ -73,6 +73,6 @@ export function metadata(ctx: OAuthContext): OpenIDProviderMetadata {
     request_uri_parameter_supported: false,
     authorization_response_iss_parameter_supported: true,
     // RFC 9449 §5.1: https://www.rfc-editor.org/rfc/rfc9449#section-5.1
-    dpop_signing_alg_values_supported: [...DPOP_SIGNING_ALGS],
+    dpop_signing_alg_values_supported: [...dpopAlgs(ctx.config.fapi2)],
   };
 }

@@ -24,6 +24,15 @@ import { InvalidDpopProof, UseDpopNonce } from './errors.js';
  */
 export const DPOP_SIGNING_ALGS = ['ES256', 'PS256', 'RS256', 'EdDSA', 'Ed25519'] as const;
 
+/**
+ * The proof algorithms of a deployment: with `AUTHCLI_FAPI2` on, those of the FAPI 2.0 Security Profile
+ * (§5.4.1: PS256, ES256, EdDSA; Ed25519 is EdDSA's fully specified name) alone, RS256 refused, as for client
+ * assertions (client-keys.ts `assertionAlgs`).
+ */
+export function dpopAlgs(fapi2: boolean): readonly string[] {
+  return fapi2 ? DPOP_SIGNING_ALGS.filter((alg) => alg !== 'RS256') : DPOP_SIGNING_ALGS;
+}
+
 /** The DPoP request header's name (RFC 9449 §4.1) and the nonce response header's (§8). */
 export const DPOP_NONCE_HEADER = 'dpop-nonce';
 
@@ -171,7 +180,7 @@ export function accessTokenHash(token: string): string {
 /**
  * Checks the DPoP proof of a request, every point of RFC 9449 §4.3:
  * exactly one `DPoP` header (1); a JWS (2) whose `typ` is `dpop+jwt` (4), whose
- * `alg` is an asymmetric one of {@link DPOP_SIGNING_ALGS} (5) and whose
+ * `alg` is an asymmetric one of {@link dpopAlgs} (5) and whose
  * `jwk` is a public key (7); the claims (3); `htm` (8); `htu` against the
  * endpoint's URL under the configured issuer, not the Host header (9: the
  * server runs behind proxies); `ath` (10); `iat` within
@@ -186,7 +195,8 @@ export function accessTokenHash(token: string): string {
 export async function validateDpopProof(ctx: OAuthContext, check: DpopCheck): Promise<DpopProof | undefined> {
   const { header, resource } = check;
   if (header === undefined || header.length === 0) return undefined;
-  const invalid = (description: string) => new InvalidDpopProof(description, resource ? { algs: DPOP_SIGNING_ALGS } : undefined);
+  const algs = dpopAlgs(ctx.config.fapi2);
+  const invalid = (description: string) => new InvalidDpopProof(description, resource ? { algs } : undefined);
   if (header.length > 1) throw invalid('send exactly one DPoP header (RFC 9449 §4.3)');
   const proof = header[0]!;
   if (proof.length > DPOP_PROOF_MAX) throw invalid('the DPoP proof is too large');
@@ -202,8 +212,8 @@ export async function validateDpopProof(ctx: OAuthContext, check: DpopCheck): Pr
   }
   if (protectedHeader.typ !== 'dpop+jwt') throw invalid('the DPoP proof typ must be dpop+jwt (RFC 9449 §4.3)');
   const alg = protectedHeader.alg ?? '';
-  if (!(DPOP_SIGNING_ALGS as readonly string[]).includes(alg)) {
-    throw invalid(`the DPoP proof alg must be one of ${DPOP_SIGNING_ALGS.join(', ')} (RFC 9449 §4.3)`);
+  if (!algs.includes(alg)) {
+    throw invalid(`the DPoP proof alg must be one of ${algs.join(', ')} (RFC 9449 §4.3)`);
   }
   // RFC 7515 §4.1.11: extensions marked critical must be understood, and a proof needs none (nor RFC 7797's b64).
   if (protectedHeader.crit !== undefined || protectedHeader.b64 !== undefined) throw invalid('the DPoP proof has a header extension');
@@ -254,8 +264,7 @@ export async function validateDpopProof(ctx: OAuthContext, check: DpopCheck): Pr
 
   // §8, §9: a nonce the proof carries must be current, whether or not this endpoint requires one.
   const nonces = ctx.dpopNonces;
-  const challenge = (description: string) =>
-    new UseDpopNonce(description, nonces.current(), resource ? { algs: DPOP_SIGNING_ALGS } : undefined);
+  const challenge = (description: string) => new UseDpopNonce(description, nonces.current(), resource ? { algs } : undefined);
   if (nonce === undefined) {
     if (check.requireNonce) throw challenge('the DPoP proof must carry the server nonce of the DPoP-Nonce header (RFC 9449 §8)');
   } else if (typeof nonce !== 'string' || !nonces.accepts(nonce)) {

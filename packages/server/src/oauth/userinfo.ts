@@ -1,6 +1,6 @@
 import { boundJkt, verifyAccessToken } from './access-token.js';
 import type { OAuthContext } from './context.js';
-import { DPOP_SIGNING_ALGS, validateDpopProof } from './dpop.js';
+import { dpopAlgs, validateDpopProof } from './dpop.js';
 import { InsufficientScope, InvalidDpopProof, InvalidRequest, InvalidToken } from './errors.js';
 import { standardClaims } from './claims.js';
 import { CLAIM_SCOPE_NAMES, pickClaims, storedClaimsRequest } from './claims-request.js';
@@ -24,9 +24,6 @@ export interface UserinfoRequest {
 /** The userinfo endpoint's path under the issuer (a DPoP proof's `htu`). */
 export const USERINFO_PATH = '/oauth/userinfo';
 
-/** The DPoP challenge of this protected resource (RFC 9449 §7.1). */
-const DPOP_CHALLENGE = { algs: DPOP_SIGNING_ALGS };
-
 /** RFC 6750 §2.1: `b64token = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="`. */
 const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 
@@ -44,6 +41,8 @@ const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
  */
 export async function userinfo(ctx: OAuthContext, req: UserinfoRequest): Promise<Record<string, unknown> | undefined> {
   const { authorization, bodyToken, bodyTokenRepeated, tokenInQuery } = req;
+  // The DPoP challenge of this protected resource (RFC 9449 §7.1).
+  const dpopResource = { algs: dpopAlgs(ctx.config.fapi2) };
   if (authorization === undefined && bodyToken === undefined && !tokenInQuery) return undefined;
   if (tokenInQuery) throw new InvalidRequest('the access token must not be sent in the query string');
   if (authorization !== undefined && bodyToken !== undefined) {
@@ -65,7 +64,7 @@ export async function userinfo(ctx: OAuthContext, req: UserinfoRequest): Promise
   try {
     verified = await verifyAccessToken(ctx, token);
   } catch (err) {
-    if (dpopScheme && err instanceof InvalidToken) throw new InvalidToken(err.description, DPOP_CHALLENGE);
+    if (dpopScheme && err instanceof InvalidToken) throw new InvalidToken(err.description, dpopResource);
     throw err;
   }
   const { payload, user, grant } = verified;
@@ -75,11 +74,11 @@ export async function userinfo(ctx: OAuthContext, req: UserinfoRequest): Promise
     if (jkt !== undefined) {
       throw new InvalidToken(
         'the access token is DPoP-bound: send it as Authorization: DPoP with a DPoP proof (RFC 9449 §7.1)',
-        DPOP_CHALLENGE,
+        dpopResource,
       );
     }
   } else {
-    if (jkt === undefined) throw new InvalidToken('the access token is not DPoP-bound: send it as a Bearer token', DPOP_CHALLENGE);
+    if (jkt === undefined) throw new InvalidToken('the access token is not DPoP-bound: send it as a Bearer token', dpopResource);
     const proof = await validateDpopProof(ctx, {
       header: req.dpop,
       method: req.method,
@@ -88,9 +87,9 @@ export async function userinfo(ctx: OAuthContext, req: UserinfoRequest): Promise
       requireNonce: false,
       resource: true,
     });
-    if (!proof) throw new InvalidDpopProof('the DPoP scheme needs a DPoP proof (RFC 9449 §7.1)', DPOP_CHALLENGE);
+    if (!proof) throw new InvalidDpopProof('the DPoP scheme needs a DPoP proof (RFC 9449 §7.1)', dpopResource);
     if (proof.jkt !== jkt)
-      throw new InvalidToken('the DPoP proof is not by the key the access token is bound to (RFC 9449 §7.1)', DPOP_CHALLENGE);
+      throw new InvalidToken('the DPoP proof is not by the key the access token is bound to (RFC 9449 §7.1)', dpopResource);
   }
   const scopes = payload.scope.split(' ');
   if (!scopes.includes('openid')) throw new InsufficientScope('userinfo needs the openid scope', 'openid');

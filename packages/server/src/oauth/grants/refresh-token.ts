@@ -15,7 +15,9 @@ type Params = Readonly<Record<string, string>>;
  * RFC 6749 §6 refresh with rotation (RFC 9700 §4.14.2): every use returns a
  * new refresh token and retires the old one; presenting a retired token is
  * a reuse and revokes the whole family (the grant), so a stolen token dies
- * with the legitimate one. The family ends at the grant's absolute
+ * with the legitimate one. Under the FAPI 2.0 Security Profile
+ * (`AUTHCLI_FAPI2`) a confidential client's refresh token is not rotated
+ * (§5.3.2.1: its authentication binds it already). The family ends at the grant's absolute
  * lifetime. `scope` may only narrow; the new refresh token keeps the
  * grant's full scope (RFC 6749 §6). A public client's family bound to a DPoP
  * key (RFC 9449 §5) refreshes only with a proof by that key, checked after
@@ -63,8 +65,11 @@ export async function refreshTokenGrant(
   const user = await store.users.findById(grant.user_id);
   if (!user || user.disabled_at !== null) throw new InvalidGrant('the account is disabled or no longer exists');
 
-  const successor = newRefreshToken(grant, now);
-  if (!(await store.grants.rotateRefreshToken(hash, successor.row, now))) {
+  // FAPI 2.0 Security Profile §5.3.2.1 (AUTHCLI_FAPI2): no rotation for a client that authenticates; its refresh
+  // token stays as it was (RFC 6749 §6 lets the server keep it), so a lost answer costs the client nothing.
+  const rotate = !(config.fapi2 && app.kind === 'confidential');
+  const successor = rotate ? newRefreshToken(grant, now) : undefined;
+  if (successor && !(await store.grants.rotateRefreshToken(hash, successor.row, now))) {
     await store.grants.revoke(grant.id, now);
     throw new InvalidGrant('the refresh token was already used; every token of this sign-in is revoked');
   }
@@ -81,6 +86,6 @@ export async function refreshTokenGrant(
       jkt: dpop?.jkt,
       sid: grant.sid,
     },
-    { refreshToken: successor.token },
+    successor ? { refreshToken: successor.token } : {},
   );
 }
