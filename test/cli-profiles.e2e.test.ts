@@ -13,7 +13,7 @@ import { tunnelProxy } from '@authcli/test-support/tunnel-proxy';
 
 const PASSWORD = 'cli profiles e2e password';
 /** A user or two of its own per test: the grants a test counts at the server are its own, whatever ran before. */
-const USERS = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'grace', 'heidi', 'ivan', 'judy', 'mallory', 'niaj', 'olivia'];
+const USERS = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'grace', 'heidi', 'ivan', 'judy', 'mallory', 'niaj', 'olivia', 'peggy'];
 
 describe('authcli profiles: several accounts, each with its own sign-in', () => {
   let server: ServerProcess;
@@ -304,6 +304,38 @@ describe('authcli profiles: several accounts, each with its own sign-in', () => 
     expect(berlin![1]).toBe(shifted(60 * Number(berlin![2])));
     // The default profile is not named.
     expect((await cli(home, ['status'])).stdout).not.toMatch(/^ {2}profile:/m);
+  });
+
+  it('profiles remove: refused while the profile is signed in (the logout said), forgets it once signed out; removals at once keep every other profile', async () => {
+    const home = tempConfigHome();
+    await signIn(home, 'peggy', ['--profile', 'travel', '--issuer', server.issuer]);
+    const refused = await cli(home, ['profiles', 'remove', 'travel']);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toBe(
+      `authcli: profile travel is signed in to ${server.issuer}. Sign out first: \`authcli logout --profile travel\`.\n`,
+    );
+    expect((await cli(home, ['logout', '--profile', 'travel'])).code).toBe(0);
+    const removed = await cli(home, ['profiles', 'remove', 'travel']);
+    expect([removed.code, removed.stdout, removed.stderr]).toEqual([0, '', 'Forgot profile travel.\n']);
+    expect(JSON.parse((await cli(home, ['profiles', '--json'])).stdout)).toEqual([]);
+    const again = await cli(home, ['profiles', 'remove', 'travel']);
+    expect([again.code, again.stderr]).toEqual([1, 'authcli: no profile travel. `authcli profiles` lists them.\n']);
+    expect((await cli(home, ['profiles', 'remove', 'no good'])).code).toBe(1);
+
+    // Eight profiles remembered; six removed by six processes at once: the two others stay, nothing else is lost.
+    const names = ['r1', 'r2', 'r3', 'r4', 'r5', 'r6', 'stay1', 'stay2'];
+    const remembered = Object.fromEntries(names.map((n) => [n, { issuer: server.issuer, client_id: 'authcli' }]));
+    writeFileSync(join(home, 'authcli', 'profiles.json'), JSON.stringify({ version: 1, profiles: remembered }), { mode: 0o600 });
+    const runs = await Promise.all(names.slice(0, 6).map((n) => cli(home, ['profiles', 'remove', n])));
+    expect(runs.map((r) => r.code)).toEqual([0, 0, 0, 0, 0, 0]);
+    expect(Object.keys(JSON.parse(readFileSync(join(home, 'authcli', 'profiles.json'), 'utf8')).profiles)).toEqual(['stay1', 'stay2']);
+    // One defined in config.json is the user's file to edit.
+    writeFileSync(join(home, 'authcli', 'config.json'), JSON.stringify({ profiles: { stay1: { issuer: server.issuer } } }));
+    const configured = await cli(home, ['profiles', 'remove', 'stay1']);
+    expect([configured.code, configured.stderr]).toEqual([
+      1,
+      'authcli: profile stay1 is defined in config.json (its last sign-in is forgotten). Remove it from "profiles" in config.json.\n',
+    ]);
   });
 
   it('credentials.json as the CLI wrote it before profiles: the default profile signs in with it, other profiles do not see it', async () => {

@@ -113,14 +113,20 @@ export function program(signal: AbortSignal, out: Output): Command {
     .option('--local', 'only forget the session on this machine (the token stays valid at the server)')
     .action(async (flags: CommonFlags & { local?: boolean }) => (await import('./commands/session.js')).logout(flags, signal));
 
-  cli
-    .command('profiles')
+  const storageOption = () =>
+    new (commander().Option)('--storage <where>', 'where credentials are kept (env AUTHCLI_STORAGE)').choices(['file', 'keychain']);
+  const profiles = cli.command('profiles').description('list profiles (the default), or forget one');
+  profiles
+    .command('list', { isDefault: true })
     .description('every profile: its issuer, client, user, status and where the sign-in is kept')
     .option('--json', 'print a JSON array')
-    .addOption(
-      new (commander().Option)('--storage <where>', 'where credentials are kept (env AUTHCLI_STORAGE)').choices(['file', 'keychain']),
-    )
+    .addOption(storageOption())
     .action(async (flags: { json?: boolean }) => (await import('./commands/profiles.js')).profiles(flags));
+  profiles
+    .command('remove <name>')
+    .description('forget a signed-out profile: its issuer and client, so it is no longer listed')
+    .addOption(storageOption())
+    .action(async (name: string) => (await import('./commands/profiles.js')).removeProfile(name));
 
   return cli;
 }

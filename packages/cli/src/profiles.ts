@@ -21,3 +21,18 @@ export async function rememberProfile(
     await writePrivateFile(file, `${JSON.stringify({ version: 1, profiles: sorted }, null, 2)}\n`, env);
   });
 }
+
+/**
+ * Forgets a profile: its entry in profiles.json, under the file's lock (a login of another profile at the same
+ * moment keeps its entry). False when there was none.
+ */
+export async function forgetProfile(profile: string, env: NodeJS.ProcessEnv = process.env): Promise<boolean> {
+  const file = profilesPath(env);
+  return underFileLock(file, async () => {
+    const profiles = await readProfileIndex(env);
+    if (!(profile in profiles)) return false;
+    delete profiles[profile];
+    await writePrivateFile(file, `${JSON.stringify({ version: 1, profiles }, null, 2)}\n`, env);
+    return true;
+  });
+}

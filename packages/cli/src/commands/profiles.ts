@@ -1,6 +1,8 @@
 // `authcli profiles`: every profile, with where it signs in, who is signed in and where that is kept. Reads the
 // local files and (when it may answer) the keychain; no HTTP or JOSE code.
-import { DEFAULT_PROFILE, parseSlot, readConfigFile, readProfileIndex, slotOf } from '../config.js';
+import { DEFAULT_PROFILE, parseSlot, profileName, readConfigFile, readProfileIndex, slotOf } from '../config.js';
+import { CliError } from '../errors.js';
+import { forgetProfile } from '../profiles.js';
 import { allLocatedSessions, type CredentialStore } from '../credentials.js';
 import { normalizeIssuer } from '@authcli/protocol';
 import { sessionState, type SessionState } from './status.js';
@@ -144,4 +146,33 @@ export async function profiles(flags: { json?: boolean }): Promise<void> {
     return;
   }
   process.stdout.write(renderProfiles(rows, process.stdout.isTTY ? process.stdout.columns : undefined));
+}
+
+/**
+ * `authcli profiles remove NAME`: forgets a signed-out profile (its issuer and client in profiles.json), so it is
+ * no longer listed and `--profile NAME` starts from the defaults again. A profile still signed in anywhere is
+ * refused with the logout to run first (its credentials are a sign-in to revoke at the server, not a line to
+ * delete); one defined in config.json is the user's own file to edit, and is said so.
+ */
+export async function removeProfile(name: string): Promise<void> {
+  const profile = profileName(name);
+  const { rows, keychainError } = await profileRows();
+  if (keychainError)
+    throw new CliError('storage', `cannot tell whether profile ${profile} is signed in: the keychain did not answer (${keychainError})`);
+  const signedIn = rows.filter((r) => r.profile === profile && r.storage !== null);
+  if (signedIn.length > 0) {
+    const flag = profile === DEFAULT_PROFILE ? '' : ` --profile ${profile}`;
+    throw new CliError('usage', `profile ${profile} is signed in to ${signedIn.map((r) => r.issuer).join(', ')}`, {
+      hint: `Sign out first: \`authcli logout${flag}${signedIn.length > 1 ? ' --issuer URL` for each.' : '`.'}`,
+    });
+  }
+  const forgotten = await forgetProfile(profile);
+  const inConfig = (await readConfigFile()).profiles?.[profile] !== undefined;
+  if (inConfig) {
+    throw new CliError('config', `profile ${profile} is defined in config.json${forgotten ? ' (its last sign-in is forgotten)' : ''}`, {
+      hint: 'Remove it from "profiles" in config.json.',
+    });
+  }
+  if (!forgotten) throw new CliError('usage', `no profile ${profile}`, { hint: '`authcli profiles` lists them.' });
+  process.stderr.write(`Forgot profile ${profile}.\n`);
 }
