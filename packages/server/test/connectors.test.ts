@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { federatedUser, type UpstreamIdentity } from '../src/connectors/accounts.js';
-import { admit, oidcCallback } from '../src/connectors/oidc.js';
+import { admit, oidcAuthorizationUrl, oidcCallback, UpstreamMetadata } from '../src/connectors/oidc.js';
 import { connectorOf, rowOf } from '../src/connectors/registry.js';
 import { LIMITS } from '../src/config/defaults.js';
 import { amrOf } from '../src/oauth/acr.js';
@@ -186,6 +186,57 @@ describe('connector settings and claims', () => {
       expect(outcome.kind, query).not.toBe('ok');
     }
     expect(requests.every((u) => u.endsWith('/.well-known/openid-configuration'))).toBe(true);
+  });
+
+  it('an upstream discovery is asked at each round trip start and kept for callbacks (CONNECTOR_DISCOVERY_TTL_MS); an unchanged document stays the same object', async () => {
+    const issuer = 'https://sso.example';
+    const asked: string[] = [];
+    let up = true;
+    let tokenEndpoint = `${issuer}/token`;
+    const transport = (async (input: string | URL | Request) => {
+      const url = String(input instanceof Request ? input.url : input);
+      asked.push(new URL(url).pathname);
+      if (!up) return new Response('down', { status: 503 });
+      if (url.endsWith('/.well-known/openid-configuration')) {
+        return Response.json({ issuer, authorization_endpoint: `${issuer}/authorize`, token_endpoint: tokenEndpoint });
+      }
+      return Response.json({ error: 'invalid_grant' }, { status: 400 });
+    }) as typeof fetch;
+    let now = 1_000_000;
+    const metadata = new UpstreamMetadata(() => now, 60_000);
+    const s = { issuer, clientId: 'c', scopes: ['openid'], allowedEmailDomains: [] };
+    const round = { redirectUri: 'https://rp.example/cb', state: 'st', codeVerifier: 'v'.repeat(43), nonce: 'n' };
+    const o = { timeoutMs: 1000, fetch: transport, metadata };
+    const start = () => oidcAuthorizationUrl(s, round, o);
+    const callback = () => oidcCallback(s, 'secret', { ...round, callbackUrl: new URL('https://rp.example/cb?code=x&state=st') }, o);
+    const discoveries = () => asked.filter((p) => p === '/.well-known/openid-configuration').length;
+
+    expect(await start()).toBeInstanceOf(URL);
+    expect(discoveries()).toBe(1);
+    // The callbacks use the kept document: only the code exchange goes to the upstream.
+    for (let i = 0; i < 5; i++) expect(await callback()).toMatchObject({ kind: 'refused' });
+    expect(discoveries()).toBe(1);
+    expect(asked.filter((p) => p === '/token')).toHaveLength(5);
+    // Each start asks again (an upstream that is down is said at once), but keeps the same object when nothing
+    // changed, and with it the keys oauth4webapi holds for it.
+    const first = await metadata.get(s, () => Promise.reject(new Error('not asked')));
+    await start();
+    expect(discoveries()).toBe(2);
+    expect(await metadata.get(s, () => Promise.reject(new Error('not asked')))).toBe(first);
+    tokenEndpoint = `${issuer}/token2`;
+    await start();
+    const changed = await metadata.get(s, () => Promise.reject(new Error('not asked')));
+    expect(changed).not.toBe(first);
+    expect(changed.token_endpoint).toBe(`${issuer}/token2`);
+    // Down: the start says so on our page; the document is asked for again once the kept one is too old.
+    up = false;
+    expect(await start()).toMatchObject({ kind: 'unavailable' });
+    now += 60_000;
+    expect(await callback()).toMatchObject({ kind: 'unavailable' });
+    up = true;
+    const before = discoveries();
+    expect(await callback()).toMatchObject({ kind: 'refused' });
+    expect(discoveries()).toBe(before + 1);
   });
 });
 

@@ -17,6 +17,14 @@ export const CONNECTOR_STATE_TTL_MS = 15 * MINUTE;
  */
 export const CONNECTOR_TIMEOUT_MS = 5 * SECOND;
 /**
+ * How long an OpenID Connect upstream's discovery document is kept for the callbacks (connectors/oidc.ts
+ * `UpstreamMetadata`), per instance. A round trip's start always asks (so an upstream that is down is said on our
+ * page at once); the callback, moments after the upstream answered, takes the kept document, and with it the
+ * upstream's keys, which oauth4webapi keeps 5 minutes with the document: before, each sign-in was two discoveries
+ * and a key fetch at the upstream. 10 minutes bounds how long a moved endpoint goes unseen by a callback.
+ */
+export const CONNECTOR_DISCOVERY_TTL_MS = 10 * MINUTE;
+/**
  * Linking an upstream account to yours, or unlinking one, needs a sign-in here at most this long ago: it gives a
  * new way into the account, which a session left open on a shared computer must not hand out.
  */

@@ -1,4 +1,5 @@
 import * as oauth from 'oauth4webapi';
+import { CONNECTOR_DISCOVERY_TTL_MS } from '../config/connector-defaults.js';
 import { FEDERATED_ACR, PHISHING_RESISTANT_ACR } from '../oauth/acr.js';
 import type { UpstreamIdentity } from './accounts.js';
 import type { OidcSettings } from './registry.js';
@@ -45,6 +46,8 @@ interface Options {
   timeoutMs: number;
   /** Test transport (oauth4webapi's customFetch). */
   fetch?: typeof fetch | undefined;
+  /** The upstreams' discovery documents kept between sign-ins; without it each call asks. */
+  metadata?: UpstreamMetadata | undefined;
 }
 
 /** Plain http only for an upstream on this machine (a test's, or one beside it), as RFC 8252 allows loopback. */
@@ -60,10 +63,60 @@ function requestOptions(issuer: URL, o: Options) {
   };
 }
 
-async function discover(s: OidcSettings, o: Options): Promise<oauth.AuthorizationServer> {
+/**
+ * The upstream's discovery document. `fresh` (a round trip's start) always asks, so an upstream that is down is
+ * said at once on our page instead of the person's browser failing at it; the callback, a moment after the
+ * upstream answered, takes the kept one ({@link UpstreamMetadata}).
+ */
+async function discover(s: OidcSettings, o: Options, fresh: boolean): Promise<oauth.AuthorizationServer> {
+  if (!o.metadata) return fetchMetadata(s, o);
+  return fresh ? o.metadata.fetched(s, () => fetchMetadata(s, o)) : o.metadata.get(s, () => fetchMetadata(s, o));
+}
+
+async function fetchMetadata(s: OidcSettings, o: Options): Promise<oauth.AuthorizationServer> {
   const issuer = new URL(s.issuer);
   const res = await oauth.discoveryRequest(issuer, { ...requestOptions(issuer, o), algorithm: 'oidc' });
   return oauth.processDiscoveryResponse(issuer, res);
+}
+
+/**
+ * The OpenID Connect upstreams' discovery documents, one per issuer, kept CONNECTOR_DISCOVERY_TTL_MS for the
+ * callbacks: before, a sign-in asked at its start and again at its callback, and fetched the upstream's keys
+ * each time. oauth4webapi keeps an upstream's keys with its document (by the object), so a document that has not
+ * changed stays the same object, and the keys are fetched once per five minutes rather than once per sign-in. A
+ * discovery that fails is forgotten. One per server instance (web/connectors.tsx); an entry per connector.
+ */
+export class UpstreamMetadata {
+  private readonly entries = new Map<string, { at: number; metadata: Promise<oauth.AuthorizationServer> }>();
+
+  constructor(
+    private readonly now: () => number,
+    private readonly ttlMs = CONNECTOR_DISCOVERY_TTL_MS,
+  ) {}
+
+  /** The kept document while it is young enough, else a new one (parallel callers share the request). */
+  get(s: OidcSettings, fetchMetadata: () => Promise<oauth.AuthorizationServer>): Promise<oauth.AuthorizationServer> {
+    const kept = this.entries.get(s.issuer);
+    if (kept && this.now() - kept.at < this.ttlMs) return kept.metadata;
+    return this.keep(s.issuer, fetchMetadata());
+  }
+
+  /** A new document, always asked for; the kept object when the upstream says the same as before. */
+  async fetched(s: OidcSettings, fetchMetadata: () => Promise<oauth.AuthorizationServer>): Promise<oauth.AuthorizationServer> {
+    const kept = this.entries.get(s.issuer)?.metadata.catch(() => undefined);
+    const metadata = await fetchMetadata();
+    const before = await kept;
+    const same = before !== undefined && JSON.stringify(before) === JSON.stringify(metadata);
+    return this.keep(s.issuer, Promise.resolve(same ? before : metadata));
+  }
+
+  private keep(issuer: string, metadata: Promise<oauth.AuthorizationServer>): Promise<oauth.AuthorizationServer> {
+    this.entries.set(issuer, { at: this.now(), metadata });
+    metadata.catch(() => {
+      if (this.entries.get(issuer)?.metadata === metadata) this.entries.delete(issuer);
+    });
+    return metadata;
+  }
 }
 
 /** Why an upstream step failed, in a line a person can read (never a token or a secret). */
@@ -84,7 +137,7 @@ export async function oidcAuthorizationUrl(
 ): Promise<URL | Exclude<UpstreamOutcome, { kind: 'ok' }>> {
   let as: oauth.AuthorizationServer;
   try {
-    as = await discover(s, o);
+    as = await discover(s, o, true);
   } catch (err) {
     return unavailable(err);
   }
@@ -111,7 +164,7 @@ export async function oidcCallback(
   o: Options,
 ): Promise<UpstreamOutcome> {
   try {
-    const as = await discover(s, o);
+    const as = await discover(s, o, false);
     const client: oauth.Client = { client_id: s.clientId };
     const params = oauth.validateAuthResponse(as, client, p.callbackUrl, p.state);
     const opts = requestOptions(new URL(s.issuer), o);

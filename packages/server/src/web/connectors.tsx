@@ -9,7 +9,7 @@ import { retryAfterText } from './retry-after.js';
 import { LdapSignInPage, SwitchAccountPage } from './connector-views.js';
 import { federatedUser, NO_PASSWORD, type UpstreamIdentity } from '../connectors/accounts.js';
 import { githubAuthorizationUrl, githubSignIn } from '../connectors/github.js';
-import { oidcAuthorizationUrl, oidcCallback, type UpstreamOutcome } from '../connectors/oidc.js';
+import { oidcAuthorizationUrl, oidcCallback, UpstreamMetadata, type UpstreamOutcome } from '../connectors/oidc.js';
 import { type Connector, connectorOf } from '../connectors/registry.js';
 import { randomToken, sha256Hex } from '../util/crypto.js';
 import type { WebContext } from './context.js';
@@ -31,7 +31,8 @@ export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Pr
   const secure = config.issuer.startsWith('https:');
   const cookieName = secure ? '__Host-authcli_upstream' : 'authcli_upstream';
   const redirectUri = (id: string) => `${config.issuer}/connectors/${id}/callback`;
-  const timeout = { timeoutMs: CONNECTOR_TIMEOUT_MS };
+  // Upstream discovery kept between sign-ins (and with it the upstream's keys), for this instance.
+  const timeout = { timeoutMs: CONNECTOR_TIMEOUT_MS, metadata: new UpstreamMetadata(config.now) };
 
   const problem = (reply: FastifyReply, status: number, title: string, message: string) =>
     sendPage(reply, <MessagePage title={title} kind="error" message={message} />, status);
