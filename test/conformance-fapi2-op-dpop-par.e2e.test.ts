@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { alphanumeric, DpopKey, formPost, type ProofOptions } from '@authcli/test-support/fapi2-client';
 import { checkClientError, checkEndpointError, checkParResponse } from '@authcli/test-support/fapi2-checks';
@@ -105,7 +106,8 @@ describe.each(['openid_connect', 'plain_oauth'] as const)('FAPI 2.0 Security Pro
     // invalid_request_uri at the client; a second success would be a warning.
     const flow = await h.authorize(c1);
     await h.complete(flow);
-    const again = await new Browser(setup.server.issuer).get(flow.authorizationUrl!);
+    // In the same browser, still signed in, as the suite replays it: no sign-in page stands in for the refusal.
+    const again = await flow.browser!.get(flow.authorizationUrl!);
     expect(again.status).toBe(400);
     expect(again.location).toBeNull();
     expect(again.text).toContain('invalid_request_uri');
@@ -117,7 +119,11 @@ describe.each(['openid_connect', 'plain_oauth'] as const)('FAPI 2.0 Security Pro
     const flow = await h.authorize(c1, { pushOnly: true });
     checkParResponse(flow.par);
     flow.requestUri = flow.par.body.request_uri as string;
-    await setup.expire('pushed_requests', flow.requestUri.slice('urn:ietf:params:oauth:request_uri:'.length));
+    await setup.expire(
+      'pushed_requests',
+      flow.requestUri.slice('urn:ietf:params:oauth:request_uri:'.length),
+      flow.par.body.expires_in as number,
+    );
     const res = await new Browser(setup.server.issuer).get(h.authorizationUrl(flow, {}));
     expect(res.status).toBe(400);
     expect(res.location).toBeNull();
@@ -249,16 +255,20 @@ describe.each(['openid_connect', 'plain_oauth'] as const)('FAPI 2.0 Security Pro
     };
     // "DPOP" as the header's name (header names are case-insensitive): accepted (only a warning otherwise).
     const ath = createHash('sha256').update(accessToken).digest('base64url');
+    const proofs = [await key.proof('GET', url, { ath }), await key.proof('GET', url, { ath })];
     await accepted('upper-case header name', {}, { noProof: true, headers: { DPOP: await key.proof('GET', url, { ath }) } });
-    // Two DPoP headers: refused (RFC 9449 §4.3 (1)); a Headers list is one value, so two header lines are sent as such.
-    const res = await fetch(url, {
-      headers: [
-        ['authorization', `DPoP ${accessToken}`],
-        ['dpop', await key.proof('GET', url, { ath })],
-        ['dpop', await key.proof('GET', url, { ath })],
-      ],
+    // Two DPoP header lines, as the suite sends them: refused (RFC 9449 §4.3 (1)). fetch would join them into one
+    // line ("a, b"), refused only as a malformed JWT; node:http sends each value of an array as a line of its own.
+    const twice = await new Promise<{ status: number; challenge: string }>((resolve, reject) => {
+      const req = httpRequest(url, { headers: { authorization: `DPoP ${accessToken}`, dpop: [proofs[0]!, proofs[1]!] } }, (r) => {
+        r.resume();
+        r.on('end', () => resolve({ status: r.statusCode!, challenge: String(r.headers['www-authenticate']) }));
+      });
+      req.on('error', reject);
+      req.end();
     });
-    expect([400, 401]).toContain(res.status);
+    expect([400, 401]).toContain(twice.status);
+    expect(twice.challenge).toMatch(/exactly one DPoP header/);
     await refused('not a well-formed JWT', { after: (p) => p.split('.').slice(0, 2).join('.') });
     await refused('no typ', { header: { typ: undefined } });
     await refused('no alg', {
@@ -298,6 +308,8 @@ describe.each(['openid_connect', 'plain_oauth'] as const)('FAPI 2.0 Security Pro
     await accepted('htu scheme and host upper case', {
       claims: { htu: url.replace(u.protocol, u.protocol.toUpperCase()).replace(u.hostname, u.hostname.toUpperCase()) },
     });
+    // On loopback (127.0.0.1 with a port) both are the URL itself: the normalization of a default port and of an
+    // upper-case host name is checked in packages/server/test/dpop.test.ts (htu normalization).
     await accepted('htu with its port', { claims: { htu: `${u.protocol}//${u.hostname}:${u.port}${u.pathname}` } });
     await refused('no DPoP proof', {}, { noProof: true });
     await refused('no proof, Bearer scheme', {}, { noProof: true, scheme: 'Bearer' });

@@ -29,10 +29,12 @@ import { ID_TOKEN_CLAIMS, OIDC_STANDARD_CLAIMS } from '@authcli/test-support/sui
  *   unsigned at PAR fails, request_uri in the PAR request): signed requests only (fapi_request_method=signed_non_repudiation).
  * Under plain_oauth, besides those the modules mark not applicable to it (without-nonce, 64-char nonce, other scope
  * order, claims parameter, different nonce, long nonce: nonces and claims are OpenID Connect's), the two modules that
- * examine only the resource server (dpop-negative-tests, access-token-type-header-case-sensitivity) are not run:
- * a plain OAuth deployment's resource is its own API, not this server (whose userinfo needs the openid scope);
- * where a module calls the resource as one step, the client asks this server's introspection instead whether the
- * token is active and bound to its DPoP key (Fapi2Harness.checkResource).
+ * examine only the resource server (dpop-negative-tests, access-token-type-header-case-sensitivity) are not run
+ * here: the suite does run them under plain_oauth, against the deployment's own protected resource, which is not
+ * this server (whose userinfo needs the openid scope, which a plain_oauth client never asks for); they run under
+ * openid_connect against userinfo. Where a plain_oauth module calls the resource as one step, the client asks this
+ * server's introspection instead whether the token is active and bound to its DPoP key (Fapi2Harness.checkResource):
+ * what is checked under plain_oauth is the authorization server's side of each module.
  *
  * TLS (EnsureTLS12RequireBCP195Ciphers, DisallowTLS10/11 and the cipher checks of happy-flow and
  * holder-of-key-required) is the deployment's TLS terminator's, not the server's: the server speaks plain HTTP on

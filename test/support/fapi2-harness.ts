@@ -41,6 +41,8 @@ export interface Flow {
   requestUri?: string;
   authorizationUrl?: string;
   callback?: URL;
+  /** The browser that signed in (still signed in: a later request in it is the same person's). */
+  browser?: Browser;
 }
 
 export interface FlowOptions {
@@ -65,7 +67,10 @@ export interface FlowOptions {
 
 /** A server under test and the accounts of one variant. */
 export class Fapi2Harness {
+  /** The authorization server's DPoP nonce (PAR, token, introspection). */
   readonly nonces = new NonceKeeper();
+  /** The resource's own (RFC 9449 §9), kept apart as the suite keeps it: the first call carries none. */
+  readonly resourceNonces = new NonceKeeper();
   private keySet: ReturnType<typeof createLocalJWKSet> | undefined;
 
   constructor(
@@ -141,6 +146,7 @@ export class Fapi2Harness {
     flow.requestUri = par.body.request_uri as string;
     flow.authorizationUrl = this.authorizationUrl(flow, options);
     const browser = new Browser(this.issuer);
+    flow.browser = browser;
     flow.callback = new URL(
       await approveInBrowser(
         browser,
@@ -196,7 +202,7 @@ export class Fapi2Harness {
   ) {
     const url = this.meta.userinfo_endpoint!;
     const ath = createHash('sha256').update(accessToken).digest('base64url');
-    return this.nonces.send(async (nonce) => {
+    return this.resourceNonces.send(async (nonce) => {
       const headers: Record<string, string> = { authorization: `${options.scheme ?? 'DPoP'} ${accessToken}`, ...options.headers };
       if (dpop) headers.dpop = await dpop.proof('GET', url, { ath, ...(nonce && { nonce }), ...options.proof });
       return new Request(url, { headers });

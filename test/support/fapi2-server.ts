@@ -60,8 +60,16 @@ export interface Fapi2Setup {
   clients: [FapiClient, FapiClient];
   /** The two clients with a variant's scope, and a harness for it. */
   variant(v: Variant): { h: Fapi2Harness; c1: FapiClient; c2: FapiClient };
-  /** Seeds an expired state through the store, as time passing would leave it (no sleep). */
-  expire(table: 'authorization_codes' | 'pushed_requests', secret: string): Promise<void>;
+  /**
+   * Seeds an expired state through the store, as time passing would leave it (no sleep), after checking the
+   * lifetime the suite's wait would have checked (a pushed request's against the PAR answer's `expires_in`).
+   */
+  expire(table: 'authorization_codes' | 'pushed_requests', secret: string, expiresIn?: number): Promise<void>;
+}
+
+function withoutAlg(jwk: Record<string, unknown>): Record<string, unknown> {
+  const { alg: _alg, ...rest } = jwk;
+  return rest;
 }
 
 export async function startFapi2Server(env: Record<string, string> = {}): Promise<Fapi2Setup> {
@@ -81,7 +89,9 @@ export async function startFapi2Server(env: Record<string, string> = {}): Promis
         idTokenAlg: 'ES256',
         requireDpop: true,
         requirePushedAuthorizationRequests: true,
-        clientKeys: { jwks: { keys: [key.publicJwk as Record<string, unknown>] } },
+        // Without `alg`, as the suite's configured JWK Sets usually are: a key of the set then matches an assertion
+        // of any algorithm its type allows, so the RS256 module is refused for the algorithm, not for no key.
+        clientKeys: { jwks: { keys: [withoutAlg(key.publicJwk)] } },
       });
       return { client_id, key, redirectUri, scope: SCOPES.openid_connect };
     }),
@@ -95,14 +105,22 @@ export async function startFapi2Server(env: Record<string, string> = {}): Promis
       const [c1, c2] = clients.map((c) => ({ ...c, scope: SCOPES[v] }));
       return { h: new Fapi2Harness(server.issuer, meta, v, USER), c1: c1!, c2: c2! };
     },
-    async expire(table, secret) {
+    async expire(table, secret, expiresIn) {
       const hash = createHash('sha256').update(secret).digest('hex');
       const past = Date.now() - 1000;
-      const changed = await withStore(server.env.DATABASE_URL!, (store) =>
-        table === 'authorization_codes'
-          ? store.rowsForTests().update('authorization_codes', { code_hash: hash }, { expires_at: past })
-          : store.rowsForTests().update('pushed_requests', { request_uri_hash: hash }, { expires_at: past, opened_at: null }),
-      );
+      const changed = await withStore(server.env.DATABASE_URL!, async (store) => {
+        const rows = store.rowsForTests();
+        // What the suite's wait checks: a code lives at most 60 s (WaitFor62Seconds, FAPI2-SP-FINAL-5.3.2.1-11), a
+        // request_uri as long as the PAR answer's expires_in said (it waits that long).
+        if (table === 'authorization_codes') {
+          const [code] = await rows.select('authorization_codes', { code_hash: hash });
+          expect(Number(code!.expires_at) - Number(code!.created_at)).toBeLessThanOrEqual(60_000);
+          return rows.update('authorization_codes', { code_hash: hash }, { expires_at: past });
+        }
+        const [pushed] = await rows.select('pushed_requests', { request_uri_hash: hash });
+        expect(Number(pushed!.expires_at) - Number(pushed!.created_at)).toBe((expiresIn ?? Number.NaN) * 1000);
+        return rows.update('pushed_requests', { request_uri_hash: hash }, { expires_at: past, opened_at: null });
+      });
       expect(changed, `${table} row to expire`).toBe(1);
     },
   };

@@ -88,6 +88,25 @@ describe.each(dialects())('AUTHCLI_FAPI2: DPoP algorithms and refresh rotation (
       expect(r.json.refresh_token).toBeUndefined();
       expect(r.json.access_token).toBeTruthy();
     }
+    // Not rotated, still ended: many refreshes at once all work (no reuse to detect), and a revocation (RFC 7009)
+    // ends it for every one of them; another client cannot use it.
+    const parallel = await Promise.all(Array.from({ length: 10 }, () => refresh(t.json.refresh_token)));
+    expect(parallel.map((r) => r.status)).toEqual(Array(10).fill(200));
+    const other = await seedApp(server, { name: 'Other', kind: 'confidential', callbackUrls: [redirectUri], scopes: ['openid'] });
+    const stolen = await tokenRequest(
+      server,
+      { grant_type: 'refresh_token', refresh_token: t.json.refresh_token },
+      { authorization: basic(other.app.clientId, other.clientSecret!) },
+    );
+    expect([stolen.status, stolen.json.error]).toEqual([400, 'invalid_grant']);
+    const revoked = await fetch(`${server.url}/oauth/revoke`, {
+      method: 'POST',
+      headers: { authorization: basic(conf.id, conf.secret), 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ token: t.json.refresh_token, token_type_hint: 'refresh_token' }),
+    });
+    expect(revoked.status).toBe(200);
+    const after = await refresh(t.json.refresh_token);
+    expect([after.status, after.json.error]).toEqual([400, 'invalid_grant']);
     // The built-in public application (a device login): rotated, as without FAPI 2.0.
     const d = (await deviceAuthorization(server, 'authcli', 'openid')).json;
     await decideOnDevicePage(await signedInBrowser(server), d.user_code, 'approve');
