@@ -1,4 +1,4 @@
-// Cold start of the built CLI: wall time of whole `node packages/cli/dist/cli.js …` processes, median of N runs.
+// Cold start of the built CLI: wall time of whole `node packages/cli/bin/authcli.cjs …` processes, median of N runs.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

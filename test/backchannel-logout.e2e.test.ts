@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRemoteJWKSet, decodeProtectedHeader, type JWTPayload, jwtVerify } from 'jose';
@@ -8,6 +9,7 @@ import { approveInBrowser, Browser, freePort, hidden } from '@authcli/test-suppo
 import { startLogoutReceiver } from '@authcli/test-support/logout-receiver';
 import { approveAtOtherProvider, startOtherProvider } from '@authcli/test-support/other-op';
 import { addUsers } from '@authcli/test-support/seed';
+import { withStore } from '@authcli/server';
 import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 const PASSWORD = 'back-channel e2e password';
@@ -167,7 +169,7 @@ describe('back-channel logout: a started server, a relying party verifying with 
     ]);
     await addUsers(
       server.env,
-      ['ada', 'bob', 'cy', 'eve', 'flo'].map((username) => ({ username, password: PASSWORD })),
+      ['ada', 'bob', 'cy', 'eve', 'flo', 'gus', 'hal'].map((username) => ({ username, password: PASSWORD })),
     );
     await rp.expect('/other', { issuer: other.issuer, clientId: OTHER.clientId });
     const added = await serverCommand(
@@ -324,6 +326,46 @@ describe('back-channel logout: a started server, a relying party verifying with 
     const named = rp.verdicts.filter((v) => v.path === '/reset');
     expect(named.every((v) => v.claims !== undefined)).toBe(true);
     expect(new Set(named.map((v) => v.claims!.sid))).toEqual(sids);
+  });
+
+  it('users reset-password --revoke-tokens tells every application holding a sign-in; users reset-passkeys those of the passkey sessions', async () => {
+    const plain = await appsAdd(server, 'Revoke RP', ['--backchannel-logout-uri', `${rp.base}/revoke`]);
+    await rp.expect('/revoke', { issuer: server.issuer, clientId: plain.client_id });
+    await signInTo(server, new Browser(server.issuer), plain, 'gus');
+    const reset = await serverCommand(
+      ['users', 'reset-password', 'gus', '--password-stdin', '--revoke-tokens'],
+      server.env,
+      'gus new pw 1\n',
+    );
+    expect(reset.code, reset.stderr).toBe(0);
+    expect(reset.stdout).toContain('1 application sign-in ended');
+    expect(reset.stdout).toContain('back-channel logout: 1 of 1 logout token delivered');
+    const [byUser] = rp.verdicts.filter((v) => v.path === '/revoke');
+    expect(byUser!.claims).toBeDefined();
+    expect(byUser!.claims).not.toHaveProperty('sid');
+
+    const perSession = await appsAdd(server, 'Passkey RP', [
+      '--backchannel-logout-uri',
+      `${rp.base}/passkey`,
+      '--backchannel-logout-session-required',
+    ]);
+    await rp.expect('/passkey', { issuer: server.issuer, clientId: perSession.client_id });
+    const [withPasskey, withPassword] = [new Browser(server.issuer), new Browser(server.issuer)];
+    const sid = (await signInTo(server, withPasskey, perSession, 'hal')).claims()!.sid;
+    await signInTo(server, withPassword, perSession, 'hal');
+    // The first browser's session as a passkey sign-in leaves it (RFC 8176 hwk), seeded through the store.
+    const seeded = await withStore(server.env.DATABASE_URL!, async (store) => {
+      const cookie = withPasskey.cookies.get('authcli_session')!;
+      const idHash = createHash('sha256').update(cookie).digest('hex');
+      return store.rowsForTests().update('sessions', { id_hash: idHash }, { amr: 'hwk user' });
+    });
+    expect(seeded).toBe(1);
+    const removed = await serverCommand(['users', 'reset-passkeys', 'hal'], server.env);
+    expect(removed.code, removed.stderr).toBe(0);
+    expect(removed.stdout).toContain('ended 1 browser session signed in with one');
+    expect(removed.stdout).toContain('back-channel logout: 1 of 1 logout token delivered');
+    const named = rp.verdicts.filter((v) => v.path === '/passkey');
+    expect(named.map((v) => v.claims?.sid)).toEqual([sid]);
   });
 
   it('apps add|update: the URI is checked; none clears it; apps list --json shows both settings', async () => {

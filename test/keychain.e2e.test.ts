@@ -145,6 +145,12 @@ describe('credential storage: the Secret Service (gnome-keyring) and the file fa
     expect(await whoami(['--profile', 'work'])).toBe('bob');
     expect(JSON.parse((await ss.lookup(account()))!).access_token).toBe(alice.access_token);
 
+    // Signed in to the keychain: not forgotten, even by a command told to use the file.
+    const kept = await runCli(['profiles', 'remove', 'work'], { ...env, AUTHCLI_STORAGE: 'file' }).exit;
+    expect([kept.code, kept.stderr]).toEqual([
+      1,
+      `authcli: profile work is signed in to ${server.issuer}. Sign out first: \`authcli logout --profile work\`.\n`,
+    ]);
     const logout = await runCli(['logout', '--profile', 'work'], env).exit;
     expect(logout.code, logout.stderr).toBe(0);
     expect(await ss.lookup(workAccount)).toBeUndefined();

@@ -21,8 +21,8 @@ export default defineConfig([
   // The fast path of `authcli token` (commands/cached-token.ts) as one CommonJS file: Node links each ES module it
   // loads on its own, and an ES module entry starts Node's ESM loader (about 6 ms of its internals compiled on every
   // start, measured with --cpu-prof); this path runs on every kubectl call. bin/authcli.cjs requires it before
-  // anything else, and cli.ts requires it by a computed name, so the main build above neither bundles nor splits it;
-  // the native keychain binding and the HTTP and JOSE packages stay imports (dynamic import() is kept as it is).
+  // anything else and cli.ts does not import it, so the main build above neither bundles nor splits it; the native
+  // keychain binding and the HTTP and JOSE packages stay imports (dynamic import() is kept as it is).
   {
     entry: { 'token-fast': 'src/commands/cached-token.ts' },
     format: ['cjs'],

@@ -113,19 +113,21 @@ export function program(signal: AbortSignal, out: Output): Command {
     .option('--local', 'only forget the session on this machine (the token stays valid at the server)')
     .action(async (flags: CommonFlags & { local?: boolean }) => (await import('./commands/session.js')).logout(flags, signal));
 
-  const storageOption = () =>
-    new (commander().Option)('--storage <where>', 'where credentials are kept (env AUTHCLI_STORAGE)').choices(['file', 'keychain']);
-  const profiles = cli.command('profiles').description('list profiles (the default), or forget one');
+  const profiles = cli
+    .command('profiles')
+    .description('list profiles (the default), or forget one')
+    .addHelpText('after', '\n`authcli profiles` is `authcli profiles list` (--json, --storage): see `authcli profiles list --help`.');
   profiles
     .command('list', { isDefault: true })
     .description('every profile: its issuer, client, user, status and where the sign-in is kept')
     .option('--json', 'print a JSON array')
-    .addOption(storageOption())
+    .addOption(
+      new (commander().Option)('--storage <where>', 'where credentials are kept (env AUTHCLI_STORAGE)').choices(['file', 'keychain']),
+    )
     .action(async (flags: { json?: boolean }) => (await import('./commands/profiles.js')).profiles(flags));
   profiles
     .command('remove <name>')
     .description('forget a signed-out profile: its issuer and client, so it is no longer listed')
-    .addOption(storageOption())
     .action(async (name: string) => (await import('./commands/profiles.js')).removeProfile(name));
 
   return cli;
@@ -134,8 +136,13 @@ export function program(signal: AbortSignal, out: Output): Command {
 /** Commander's usage error as a CliError: its one line, and the help to read instead of the whole help. */
 async function usageError(err: CommanderError, cli: Command, argv: readonly string[]) {
   const { CliError } = await import('./errors.js');
+  // The command named, and its subcommand when it has them (`profiles remove`).
+  const args = argv.slice(2);
   const names = new Set(cli.commands.map((c) => c.name()));
-  const command = argv.slice(2).find((a) => names.has(a));
+  const at = args.findIndex((a) => names.has(a));
+  const top = at < 0 ? undefined : cli.commands.find((c) => c.name() === args[at]);
+  const sub = top?.commands.find((c) => c.name() === args[at + 1]);
+  const command = top && [top.name(), ...(sub ? [sub.name()] : [])].join(' ');
   // "error: unknown command 'x'\n(Did you mean y?)" -> "unknown command 'x'. Did you mean y?"
   const message = err.message
     .replace(/^error: /, '')

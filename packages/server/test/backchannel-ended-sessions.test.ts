@@ -2,6 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeJwt } from 'jose';
 import { type LogoutReceiver, startLogoutReceiver } from '@authcli/test-support/logout-receiver';
 import { resetUserPassword } from '../src/oauth/accounts.js';
+import { BackchannelDelivery } from '../src/oauth/backchannel-delivery.js';
+import { BackchannelLogout } from '../src/oauth/backchannel-logout.js';
+import type { KeyRing } from '../src/oauth/keys.js';
+import { NO_METRICS } from '../src/util/metrics.js';
 import { tellApplications } from '../src/operator/backchannel.js';
 import { backchannelParties, FAST } from './backchannel-parties.js';
 import { dialects, hidden, PASSWORD, signedInBrowser, startServer, TEST_SCRYPT, type TestServer } from './helpers.js';
@@ -104,7 +108,7 @@ describe.each(dialects())('back-channel logout when sign-ins end without a sign-
     const [web, offline] = [await webApp({ sessionRequired: true }), await webApp()];
     const b = await signedInBrowser(server, user);
     const sid = decodeJwt((await signInTo(b, web)).id_token).sid;
-    // A sign-in of no browser session any more: only --revoke-tokens ends it, and only then is it told.
+    // A second browser session of the user, with a sign-in to another application: the reset ends it too.
     const later = await signedInBrowser(server, user);
     await signInTo(later, offline);
     const failures: unknown[] = [];
@@ -151,5 +155,27 @@ describe.each(dialects())('back-channel logout when sign-ins end without a sign-
     expect(told).toEqual({ delivered: 1, failed: 0 });
     expect((await verifyLogoutToken(receiver.tokens(web.path)[0]!, web)).sid).toBe(sid);
     expect(await settled(web.path)).toHaveLength(1);
+  });
+  it('a logout token that cannot be made: thrown to the operator (who says it, exit 1), logged at a page (which goes on)', async () => {
+    const user = await newUser();
+    const web = await webApp();
+    const b = await signedInBrowser(server, user);
+    const sid = decodeJwt((await signInTo(b, web)).id_token).sid as string;
+    const userId = (await server.store.users.findByUsername(user))!.id;
+    const warnings: unknown[] = [];
+    const log = { warn: (fields: unknown) => warnings.push(fields) };
+    // The server's keys stand in for one this process cannot open: signing fails.
+    const keys = { signJwt: () => Promise.reject(new Error('no signing key this process can open')) } as unknown as KeyRing;
+    const failing = new BackchannelLogout(
+      { config: server.config, store: server.store, keys },
+      new BackchannelDelivery(FAST, NO_METRICS, log),
+      log,
+    );
+    await expect(failing.sessionsEnded(userId, [sid])).rejects.toThrow('no signing key this process can open');
+    await expect(failing.accessEnded(userId, [{ clientId: web.id, sid }])).rejects.toThrow('no signing key');
+    expect(warnings).toEqual([]);
+    // The page's path (a sign-out): never throws, says it in the log.
+    expect(await failing.sessionEnded(userId, sid)).toEqual([]);
+    expect(warnings).toEqual([expect.objectContaining({ reason: 'no signing key this process can open' })]);
   });
 });

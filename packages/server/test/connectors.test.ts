@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { federatedUser, type UpstreamIdentity } from '../src/connectors/accounts.js';
 import { admit, oidcAuthorizationUrl, oidcCallback, UpstreamMetadata } from '../src/connectors/oidc.js';
 import { connectorOf, rowOf } from '../src/connectors/registry.js';
@@ -186,6 +187,56 @@ describe('connector settings and claims', () => {
       expect(outcome.kind, query).not.toBe('ok');
     }
     expect(requests.every((u) => u.endsWith('/.well-known/openid-configuration'))).toBe(true);
+  });
+
+  it("an upstream's keys are fetched once for many sign-ins, and again at once when an ID token names a new key", async () => {
+    const issuer = 'https://keys.example';
+    const asked: string[] = [];
+    const keys = [await generateKeyPair('ES256', { extractable: true }), await generateKeyPair('ES256', { extractable: true })];
+    let signer = 0;
+    let published = 1;
+    const transport = (async (input: string | URL | Request) => {
+      const url = new URL(String(input instanceof Request ? input.url : input));
+      asked.push(url.pathname);
+      if (url.pathname === '/.well-known/openid-configuration') {
+        return Response.json({
+          issuer,
+          authorization_endpoint: `${issuer}/authorize`,
+          token_endpoint: `${issuer}/token`,
+          jwks_uri: `${issuer}/jwks`,
+          id_token_signing_alg_values_supported: ['ES256'],
+        });
+      }
+      if (url.pathname === '/jwks') {
+        const jwks = await Promise.all(
+          keys.slice(0, published).map(async (k, i) => ({ ...(await exportJWK(k.publicKey)), kid: `k${i}`, alg: 'ES256' })),
+        );
+        return Response.json({ keys: jwks });
+      }
+      const now = Math.floor(Date.now() / 1000);
+      const idToken = await new SignJWT({ sub: 'upstream-user', nonce: 'n' })
+        .setProtectedHeader({ alg: 'ES256', kid: `k${signer}` })
+        .setIssuer(issuer)
+        .setAudience('c')
+        .setIssuedAt(now)
+        .setExpirationTime(now + 300)
+        .sign(keys[signer]!.privateKey);
+      return Response.json({ access_token: 'at', token_type: 'Bearer', id_token: idToken });
+    }) as typeof fetch;
+    const metadata = new UpstreamMetadata(() => Date.now());
+    const s = { issuer, clientId: 'c', scopes: ['openid'], allowedEmailDomains: [] };
+    const round = { redirectUri: 'https://rp.example/cb', state: 'st', codeVerifier: 'v'.repeat(43), nonce: 'n' };
+    const o = { timeoutMs: 1000, fetch: transport, metadata };
+    const signIn = async () => {
+      expect(await oidcAuthorizationUrl(s, round, o)).toBeInstanceOf(URL);
+      return oidcCallback(s, 'secret', { ...round, callbackUrl: new URL('https://rp.example/cb?code=x&state=st') }, o);
+    };
+    for (let i = 0; i < 4; i++) expect(await signIn()).toMatchObject({ kind: 'ok', identity: { subject: 'upstream-user' } });
+    expect(asked.filter((p) => p === '/jwks')).toHaveLength(1);
+    // The upstream rotates to a new key: the first ID token it signs is checked against keys fetched anew.
+    [signer, published] = [1, 2];
+    expect(await signIn()).toMatchObject({ kind: 'ok' });
+    expect(asked.filter((p) => p === '/jwks')).toHaveLength(2);
   });
 
   it('an upstream discovery is asked at each round trip start and kept for callbacks (CONNECTOR_DISCOVERY_TTL_MS); an unchanged document stays the same object', async () => {

@@ -1,4 +1,5 @@
-// The fast path of `authcli token`, run by cli.ts before commander loads: scripts and kubectl call
+// The fast path of `authcli token`, run by bin/authcli.cjs (built as dist/token-fast.cjs) before the ES module
+// build and commander load: scripts and kubectl call
 // `authcli token` constantly, so with a valid cached token it loads only the settings, the
 // credentials and the output format (no commander, HTTP, JOSE or lock code).
 import { createRequire } from 'node:module';

@@ -156,7 +156,10 @@ export async function profiles(flags: { json?: boolean }): Promise<void> {
  */
 export async function removeProfile(name: string): Promise<void> {
   const profile = profileName(name);
-  const { rows, keychainError } = await profileRows();
+  // Wherever a sign-in may be kept, whatever AUTHCLI_STORAGE says now: a profile signed in to the keychain must not
+  // be forgotten because this command was told to use the file (its refresh token would be left behind, unnamed).
+  const { AUTHCLI_STORAGE: _, ...everywhere } = process.env;
+  const { rows, keychainError } = await profileRows(everywhere);
   if (keychainError)
     throw new CliError('storage', `cannot tell whether profile ${profile} is signed in: the keychain did not answer (${keychainError})`);
   const signedIn = rows.filter((r) => r.profile === profile && r.storage !== null);

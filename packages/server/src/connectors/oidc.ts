@@ -84,38 +84,30 @@ async function fetchMetadata(s: OidcSettings, o: Options): Promise<oauth.Authori
  * callbacks: before, a sign-in asked at its start and again at its callback, and fetched the upstream's keys
  * each time. oauth4webapi keeps an upstream's keys with its document (by the object), so a document that has not
  * changed stays the same object, and the keys are fetched once per five minutes rather than once per sign-in. A
- * discovery that fails is forgotten. One per server instance (web/connectors.tsx); an entry per connector.
+ * discovery that fails keeps nothing. One per server instance (web/connectors.tsx); an entry per connector issuer.
  */
 export class UpstreamMetadata {
-  private readonly entries = new Map<string, { at: number; metadata: Promise<oauth.AuthorizationServer> }>();
+  private readonly entries = new Map<string, { at: number; metadata: oauth.AuthorizationServer }>();
 
   constructor(
     private readonly now: () => number,
     private readonly ttlMs = CONNECTOR_DISCOVERY_TTL_MS,
   ) {}
 
-  /** The kept document while it is young enough, else a new one (parallel callers share the request). */
+  /** The kept document while it is young enough, else {@link fetched}. */
   get(s: OidcSettings, fetchMetadata: () => Promise<oauth.AuthorizationServer>): Promise<oauth.AuthorizationServer> {
     const kept = this.entries.get(s.issuer);
-    if (kept && this.now() - kept.at < this.ttlMs) return kept.metadata;
-    return this.keep(s.issuer, fetchMetadata());
+    if (kept && this.now() - kept.at < this.ttlMs) return Promise.resolve(kept.metadata);
+    return this.fetched(s, fetchMetadata);
   }
 
   /** A new document, always asked for; the kept object when the upstream says the same as before. */
   async fetched(s: OidcSettings, fetchMetadata: () => Promise<oauth.AuthorizationServer>): Promise<oauth.AuthorizationServer> {
-    const kept = this.entries.get(s.issuer)?.metadata.catch(() => undefined);
     const metadata = await fetchMetadata();
-    const before = await kept;
-    const same = before !== undefined && JSON.stringify(before) === JSON.stringify(metadata);
-    return this.keep(s.issuer, Promise.resolve(same ? before : metadata));
-  }
-
-  private keep(issuer: string, metadata: Promise<oauth.AuthorizationServer>): Promise<oauth.AuthorizationServer> {
-    this.entries.set(issuer, { at: this.now(), metadata });
-    metadata.catch(() => {
-      if (this.entries.get(issuer)?.metadata === metadata) this.entries.delete(issuer);
-    });
-    return metadata;
+    const before = this.entries.get(s.issuer)?.metadata;
+    const kept = before !== undefined && JSON.stringify(before) === JSON.stringify(metadata) ? before : metadata;
+    this.entries.set(s.issuer, { at: this.now(), metadata: kept });
+    return kept;
   }
 }
 
@@ -178,7 +170,14 @@ export async function oidcCallback(
       opts,
     );
     const result = await oauth.processAuthorizationCodeResponse(as, client, res, { expectedNonce: p.nonce, requireIdToken: true });
-    await oauth.validateApplicationLevelSignature(as, res, opts);
+    try {
+      await oauth.validateApplicationLevelSignature(as, res, opts);
+    } catch (err) {
+      // A key the kept set lacks: the upstream rotated its keys within a minute of their fetch (oauth4webapi asks
+      // again only after that). Once more with the keys fetched anew (a copy of the document has none kept).
+      if (!(err instanceof oauth.OperationProcessingError && err.code === oauth.KEY_SELECTION)) throw err;
+      await oauth.validateApplicationLevelSignature({ ...as }, res, opts);
+    }
     const idToken = oauth.getValidatedIdTokenClaims(result)!;
     // Many providers put the profile and email claims at userinfo, not in the ID token (OIDC Core §5.4): asked
     // there too, for the ID token's subject only (§5.3.2).

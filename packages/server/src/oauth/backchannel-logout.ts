@@ -71,11 +71,7 @@ export class BackchannelLogout {
    */
   async sessionEnded(userId: string, sid: string): Promise<Promise<DeliveryResult>[]> {
     try {
-      const clientIds = await this.ctx.store.grants.endSession(sid, this.ctx.config.now());
-      return await this.notify(
-        userId,
-        clientIds.map((clientId) => ({ clientId, sid })),
-      );
+      return await this.sessionsEnded(userId, [sid]);
     } catch (err) {
       this.log.warn({ reason: (err as Error).message }, 'back-channel logout of an ended session failed');
       return [];
@@ -84,22 +80,28 @@ export class BackchannelLogout {
 
   /**
    * Several browser sessions of `userId` ended at once (a password changed or reset, the passkeys reset): each
-   * as {@link sessionEnded}.
+   * as {@link sessionEnded}, but a failure (the store, a signing key) is thrown, for the caller to say.
    */
   async sessionsEnded(userId: string, sids: readonly string[]): Promise<Promise<DeliveryResult>[]> {
-    return (await Promise.all(sids.map((sid) => this.sessionEnded(userId, sid)))).flat();
+    return this.notify(userId, await this.endSessions(sids));
   }
 
   /**
    * Every sign-in of `userId` ends at the applications holding `holders` (the user's live grants as
-   * `grants.holders` read them before they were revoked): an operator disabled the user, or the person signed
-   * every application out, or removed one application's access. Each application that wants to know is told,
-   * once without `sid` (every session of the user there), or, when it requires `sid`, once per session its
-   * grants came from (a device's grant, of no browser session, cannot be named to it).
+   * `grants.holders` read them before they were revoked), and the browser sessions `endedSids` ended with them
+   * (§2.7, as {@link sessionsEnded}): an operator disabled the user or reset the password with every
+   * application's access, the person changed the password ending every application's access, or removed one
+   * application's access. Each application that wants to know is told once without `sid` (every session of the
+   * user there), or, when it requires `sid`, once per session its grants or the ended sessions name (a device's
+   * grant, of no browser session, cannot be named to it). Throws what fails, for the caller to say.
    */
-  async accessEnded(userId: string, holders: readonly { clientId: string; sid: string | null }[]): Promise<Promise<DeliveryResult>[]> {
+  async accessEnded(
+    userId: string,
+    holders: readonly { clientId: string; sid: string | null }[],
+    endedSids: readonly string[] = [],
+  ): Promise<Promise<DeliveryResult>[]> {
     const bySession = new Map<string, Set<string>>();
-    for (const h of holders) {
+    for (const h of [...holders, ...(await this.endSessions(endedSids))]) {
       const sids = bySession.get(h.clientId) ?? new Set<string>();
       bySession.set(h.clientId, sids);
       if (h.sid !== null) sids.add(h.sid);
@@ -111,6 +113,15 @@ export class BackchannelLogout {
       else targets.push({ clientId });
     }
     return this.notify(userId, targets);
+  }
+
+  /** §2.7 for each ended session (grants.ts `endSession`): the applications it signed in to, with its sid. */
+  private async endSessions(sids: readonly string[]): Promise<{ clientId: string; sid: string }[]> {
+    const now = this.ctx.config.now();
+    const ended = await Promise.all(
+      sids.map(async (sid) => (await this.ctx.store.grants.endSession(sid, now)).map((clientId) => ({ clientId, sid }))),
+    );
+    return ended.flat();
   }
 
   private async notify(sub: string, targets: readonly Target[]): Promise<Promise<DeliveryResult>[]> {

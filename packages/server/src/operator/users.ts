@@ -138,11 +138,14 @@ export function usersCommand(cli: Command): void {
         say(
           `reset the password of ${reset.username} (${ended} session${ended === 1 ? '' : 's'} ended, ${cleared} failed sign-in counter${cleared === 1 ? '' : 's'} cleared${opts.revokeTokens ? `, ${reset.grantsRevoked} application sign-in${reset.grantsRevoked === 1 ? '' : 's'} ended` : ''})`,
         );
-        // Back-channel logout: with --revoke-tokens every application the user signed in to; else those of the
-        // sessions ended (their grants without offline_access end with them, as at /signout).
+        // Back-channel logout: with --revoke-tokens every application the user signed in to (and those of the
+        // sessions ended); else those of the sessions ended (their grants without offline_access end with them, as
+        // at /signout). A failure is said, and the command exits 1.
         if (ended + reset.holders.length > 0) {
           await tellApplicationsAndSay(store, config, 'the password is reset', (b) =>
-            opts.revokeTokens ? b.accessEnded(reset.userId, reset.holders) : b.sessionsEnded(reset.userId, reset.sessionsEnded),
+            opts.revokeTokens
+              ? b.accessEnded(reset.userId, reset.holders, reset.sessionsEnded)
+              : b.sessionsEnded(reset.userId, reset.sessionsEnded),
           );
         }
       });

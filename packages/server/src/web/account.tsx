@@ -225,13 +225,18 @@ export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Prom
   await passkeyRoutes(app, { ...ctx, flash });
   const signedIn = (req: FastifyRequest, reply: FastifyReply) => requireSignIn(ctx, req, reply, ACCOUNT);
   /**
-   * Back-channel logout to the applications holding the user's grants (`only`: one application), queued in the
-   * background; the person's page never waits for, or fails with, the telling (logged when it cannot be done).
+   * Back-channel logout after sign-ins ended: the browser sessions `sids` that ended and, with `holders`, every
+   * application holding the user's grants (`only`: one application), read before the grants are revoked. Queued in
+   * the background; the person's page never waits for, or fails with, the telling (logged when it cannot be done).
    */
-  const tellAccessEnded = async (userId: string, only?: string): Promise<void> => {
+  const tellEnded = async (userId: string, sids: readonly string[], holders?: { only?: string }): Promise<void> => {
     try {
-      const holders = await store.grants.holders(userId, config.now());
-      await backchannel.accessEnded(userId, only === undefined ? holders : holders.filter((h) => h.clientId === only));
+      if (!holders) {
+        await backchannel.sessionsEnded(userId, sids);
+        return;
+      }
+      const live = await store.grants.holders(userId, config.now());
+      await backchannel.accessEnded(userId, holders.only === undefined ? live : live.filter((h) => h.clientId === holders.only), sids);
     } catch (err) {
       app.log.warn({ reason: (err as Error).message }, 'back-channel logout of ended sign-ins failed');
     }
@@ -350,12 +355,12 @@ export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Prom
     const otherSessions = await store.users.changePassword(c.user.id, hash, c.session.id_hash);
     if (form.sign_out_apps !== 'on') {
       // The applications signed in through the browser sessions just ended hear of it (back-channel logout).
-      await backchannel.sessionsEnded(c.user.id, otherSessions);
+      await tellEnded(c.user.id, otherSessions);
       return saved(reply, c, 'Password changed');
     }
     // After a password that may have leaked: every application's refresh and access tokens stop working too,
     // and every application the person signed in to hears of it (read before the grants are revoked).
-    await tellAccessEnded(c.user.id);
+    await tellEnded(c.user.id, otherSessions, {});
     const ended = await store.grants.revokeForUser(c.user.id, config.now());
     return saved(reply, c, ended === 0 ? 'Password changed' : `Password changed; ${signInsText(ended)} ended`);
   });
@@ -366,7 +371,7 @@ export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Prom
     const clientId = pageForm(req).client_id ?? '';
     const known = clientId === '' ? undefined : await store.applications.get(clientId);
     // The application hears of it (back-channel logout), told before its grants are revoked: it finds them by those.
-    if (known) await tellAccessEnded(c.user.id, known.clientId);
+    if (known) await tellEnded(c.user.id, [], { only: known.clientId });
     // Idempotent: an application without access (or removed already, or unknown) changes nothing.
     const [ended, forgotten] = await Promise.all([
       store.grants.revokeForUser(c.user.id, config.now(), clientId),
