@@ -827,8 +827,9 @@ describe.each(PLANS)('OpenID Connect Basic OP plan ($plan), PKCE S256 added, aga
       const { request, verifier } = await authorizationRequest({ extra: { login_hint: 'willow' } });
       await page.goto(authorizeUrl(request));
       expect(await page.getByLabel('Username').inputValue()).toBe('willow');
-      // The password is what is left to type, so it has the focus.
-      expect(await page.evaluate(() => document.activeElement?.id)).toBe('password');
+      // The password is what is left to type, so it has the focus (autofocus is applied at the page's next
+      // rendering, which on a busy machine can come after the load event page.goto waits for).
+      await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe('password');
       const result = await userAgent(page, request, { username: 'willow' });
       const flow: Flow = { request, verifier, callback: result.callback!, method: result.method!, seen: result.seen };
       await expectIdToken(await exchange(flow), flow);

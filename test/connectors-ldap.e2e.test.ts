@@ -160,7 +160,7 @@ describe.runIf(HAS_SLAPD).each(dialects())('an LDAP connector: a real slapd behi
   });
 
   it('the directory paused: a clear page within 15 s, local accounts keep signing in, and it recovers without a restart', async () => {
-    slapd.pause();
+    await slapd.pause();
     try {
       const b = new Browser(server.issuer);
       const started = performance.now();

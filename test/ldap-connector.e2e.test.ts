@@ -187,7 +187,7 @@ describe.skipIf(!HAS_SLAPD || !HAS_OPENSSL)('the LDAP connector against a real s
   });
 
   it('a directory that stops answering (SIGSTOP) is unavailable within the timeout, and signs in again once resumed', async () => {
-    slapd.pause();
+    await slapd.pause();
     let paused: Array<{ outcome: LdapOutcome; ms: number }>;
     try {
       paused = await Promise.all([

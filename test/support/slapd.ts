@@ -6,7 +6,7 @@
 // pause() and resume() send it SIGSTOP and SIGCONT. Its stats log (connections, binds, searches) is kept for the
 // tests to read. Installed by scripts/ensure-slapd.mjs.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -150,7 +150,7 @@ export interface Slapd {
   /** Connections slapd accepted and has not closed yet, by its conn= numbers. */
   openConnections(): string[];
   /** SIGSTOP: the kernel still accepts connections on its ports, nothing answers them. */
-  pause(): void;
+  pause(): Promise<void>;
   /** SIGCONT. */
   resume(): void;
   stop(): Promise<void>;
@@ -299,9 +299,18 @@ export async function startSlapd(opts: { tls?: boolean } = {}): Promise<Slapd> {
         }
         return [...open];
       },
-      pause: () => {
+      pause: async () => {
         child.kill('SIGSTOP');
         paused = true;
+        // The signal stops each of slapd's threads when the kernel next schedules it: on a busy machine one may still
+        // answer a request sent at once. Resolved once every thread is stopped (state T in /proc), as a frozen
+        // directory is.
+        const stopped = () =>
+          readdirSync(`/proc/${child.pid}/task`).every((t) => {
+            const stat = readFileSync(`/proc/${child.pid}/task/${t}/stat`, 'utf8');
+            return /^\S+ \(.*\) [Tt] /.test(stat);
+          });
+        for (let i = 0; i < 200 && !stopped(); i++) await new Promise((r) => setTimeout(r, 5));
       },
       resume: () => {
         child.kill('SIGCONT');
