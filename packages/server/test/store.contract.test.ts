@@ -483,6 +483,11 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     const holders = await store.grants.holders(f.user.id, now);
     const key = (h: { clientId: string; sid: string | null }) => `${h.clientId} ${h.sid}`;
     expect(holders.map(key).sort()).toEqual([s1, s2, null].map((sid) => key({ clientId: f.app.clientId, sid })).sort());
+    // revokeForUser answers with the same live grants it revoked (one per grant), by the statement that revokes them.
+    const ended = await store.grants.revokeForUser(f.user.id, now);
+    expect(ended.map(key).sort()).toEqual([s1, s1, s2, null].map((sid) => key({ clientId: f.app.clientId, sid })).sort());
+    expect(await store.grants.holders(f.user.id, now)).toEqual([]);
+    expect(await store.grants.revokeForUser(f.user.id, now)).toEqual([]);
   });
 
   it('consent is remembered per user, application and scope set', async () => {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { MIN_PASSWORD_LENGTH, USERNAME_PATTERN } from '../config/defaults.js';
-import { serializeClaims, StoreError, type Store, type User } from '../store/store.js';
+import { type GrantHolder, serializeClaims, StoreError, type Store, type User } from '../store/store.js';
 import { applyClaimsPatch, type ClaimsPatch } from './claims.js';
 import { InputError } from '../util/input-error.js';
 import { hashPassword, type ScryptParams } from '../util/password.js';
@@ -48,8 +48,8 @@ export async function updateUserClaims(store: Store, username: string, patch: Cl
  * The operator's password reset: checks the new password as `users add`
  * does, stores its scrypt hash and ends the user's sessions; with
  * `revokeTokens`, revokes every grant of the user too. Returns the session IDs
- * (`sid`) of the sessions ended and, with `revokeTokens`, the grants' holders
- * as they were before (both for back-channel logout); the caller clears the
+ * (`sid`) of the sessions ended and, with `revokeTokens`, the holders of the
+ * grants it revoked (both for back-channel logout); the caller clears the
  * failed sign-in counters.
  */
 export async function resetUserPassword(
@@ -62,7 +62,7 @@ export async function resetUserPassword(
   username: string;
   sessionsEnded: string[];
   grantsRevoked: number;
-  holders: { clientId: string; sid: string | null }[];
+  holders: GrantHolder[];
 }> {
   if (password.length < MIN_PASSWORD_LENGTH) throw new InputError(`password must be at least ${MIN_PASSWORD_LENGTH} characters`);
   const user = await store.users.findByUsername(username);
@@ -70,7 +70,6 @@ export async function resetUserPassword(
   const now = options.now ?? Date.now();
   const sessionsEnded = await store.users.resetPassword(user.id, await hashPassword(password, options.params));
   // After a leaked password: the applications' refresh and access tokens of the user stop working too.
-  const holders = options.revokeTokens ? await store.grants.holders(user.id, now) : [];
-  const grantsRevoked = options.revokeTokens ? await store.grants.revokeForUser(user.id, now) : 0;
-  return { userId: user.id, username: user.username, sessionsEnded, grantsRevoked, holders };
+  const holders = options.revokeTokens ? await store.grants.revokeForUser(user.id, now) : [];
+  return { userId: user.id, username: user.username, sessionsEnded, grantsRevoked: holders.length, holders };
 }

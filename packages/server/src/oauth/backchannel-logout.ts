@@ -7,7 +7,7 @@
  */
 import type { ServerConfig } from '../config/config.js';
 import { LOGOUT_TOKEN_TTL_SECONDS } from '../config/defaults.js';
-import type { Application, Store } from '../store/store.js';
+import type { Application, GrantHolder, Store } from '../store/store.js';
 import { randomToken } from '../util/crypto.js';
 import type { BackchannelDelivery, DeliveryLog, DeliveryResult } from './backchannel-delivery.js';
 import type { KeyRing } from './keys.js';
@@ -87,8 +87,9 @@ export class BackchannelLogout {
   }
 
   /**
-   * Every sign-in of `userId` ends at the applications holding `holders` (the user's live grants as
-   * `grants.holders` read them before they were revoked), and the browser sessions `endedSids` ended with them
+   * Every sign-in of `userId` ends at the applications holding `holders` (the user's live grants: those
+   * `grants.revokeForUser` just revoked, or `grants.holders` of a disabled user), and the browser sessions
+   * `endedSids` ended with them
    * (§2.7, as {@link sessionsEnded}): an operator disabled the user or reset the password with every
    * application's access, the person changed the password ending every application's access, or removed one
    * application's access. Each application that wants to know is told once without `sid` (every session of the
@@ -97,7 +98,7 @@ export class BackchannelLogout {
    */
   async accessEnded(
     userId: string,
-    holders: readonly { clientId: string; sid: string | null }[],
+    holders: readonly GrantHolder[],
     endedSids: readonly string[] = [],
   ): Promise<Promise<DeliveryResult>[]> {
     const bySession = new Map<string, Set<string>>();

@@ -37,7 +37,7 @@ export {
 export type { AuthorizationCode } from './repositories/codes.js';
 export type { PushedRequest } from './repositories/pushed-requests.js';
 export type { DeviceAuthorization, DeviceDecision, DevicePoll, DevicePollSummary } from './repositories/device-grants.js';
-export type { Grant, RefreshToken } from './repositories/grants.js';
+export type { Grant, GrantHolder, RefreshToken } from './repositories/grants.js';
 export type { InitialAccessToken } from './repositories/initial-access-tokens.js';
 export type { SigningKeyRow } from './repositories/keys.js';
 export type { Passkey, WebauthnChallenge } from './repositories/passkeys.js';

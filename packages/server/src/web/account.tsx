@@ -3,7 +3,7 @@ import { MIN_PASSWORD_LENGTH, SIGNIN_PASSWORD_MAX } from '../config/defaults.js'
 import { clientAddress } from '../http/client-ip.js';
 import { pageForm } from '../http/form.js';
 import { applyClaimsPatch, checkClaim, PROFILE_CLAIMS, type ClaimsPatch } from '../oauth/claims.js';
-import { claimsOf, type Passkey, type UserClaims } from '../store/store.js';
+import { claimsOf, type GrantHolder, type Passkey, type UserClaims } from '../store/store.js';
 import { InputError } from '../util/input-error.js';
 import { PasswordHasherBusy } from '../util/password-pool.js';
 import type { WebContext } from './context.js';
@@ -225,18 +225,13 @@ export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Prom
   await passkeyRoutes(app, { ...ctx, flash });
   const signedIn = (req: FastifyRequest, reply: FastifyReply) => requireSignIn(ctx, req, reply, ACCOUNT);
   /**
-   * Back-channel logout after sign-ins ended: the browser sessions `sids` that ended and, with `holders`, every
-   * application holding the user's grants (`only`: one application), read before the grants are revoked. Queued in
-   * the background; the person's page never waits for, or fails with, the telling (logged when it cannot be done).
+   * Back-channel logout after sign-ins ended: the browser sessions `sids` that ended and, with `revoked`, the
+   * holders of the grants just revoked. Queued in the background; the person's page never waits for, or fails
+   * with, the telling (logged when it cannot be done).
    */
-  const tellEnded = async (userId: string, sids: readonly string[], holders?: { only?: string }): Promise<void> => {
+  const tellEnded = async (userId: string, sids: readonly string[], revoked?: readonly GrantHolder[]): Promise<void> => {
     try {
-      if (!holders) {
-        await backchannel.sessionsEnded(userId, sids);
-        return;
-      }
-      const live = await store.grants.holders(userId, config.now());
-      await backchannel.accessEnded(userId, holders.only === undefined ? live : live.filter((h) => h.clientId === holders.only), sids);
+      await (revoked ? backchannel.accessEnded(userId, revoked, sids) : backchannel.sessionsEnded(userId, sids));
     } catch (err) {
       app.log.warn({ reason: (err as Error).message }, 'back-channel logout of ended sign-ins failed');
     }
@@ -359,9 +354,10 @@ export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Prom
       return saved(reply, c, 'Password changed');
     }
     // After a password that may have leaked: every application's refresh and access tokens stop working too,
-    // and every application the person signed in to hears of it (read before the grants are revoked).
-    await tellEnded(c.user.id, otherSessions, {});
-    const ended = await store.grants.revokeForUser(c.user.id, config.now());
+    // and every application the person signed in to hears of it.
+    const revoked = await store.grants.revokeForUser(c.user.id, config.now());
+    await tellEnded(c.user.id, otherSessions, revoked);
+    const ended = revoked.length;
     return saved(reply, c, ended === 0 ? 'Password changed' : `Password changed; ${signInsText(ended)} ended`);
   });
 
@@ -370,13 +366,14 @@ export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Prom
     if (!c) return reply;
     const clientId = pageForm(req).client_id ?? '';
     const known = clientId === '' ? undefined : await store.applications.get(clientId);
-    // The application hears of it (back-channel logout), told before its grants are revoked: it finds them by those.
-    if (known) await tellEnded(c.user.id, [], { only: known.clientId });
     // Idempotent: an application without access (or removed already, or unknown) changes nothing.
-    const [ended, forgotten] = await Promise.all([
+    const [revoked, forgotten] = await Promise.all([
       store.grants.revokeForUser(c.user.id, config.now(), clientId),
       store.consents.remove(c.user.id, clientId),
     ]);
+    // The application hears of the sign-ins that ended (back-channel logout).
+    if (revoked.length > 0) await tellEnded(c.user.id, [], revoked);
+    const ended = revoked.length;
     if (!known || ended + forgotten === 0) return saved(reply, c, 'That application had no access to your account');
     return saved(
       reply,

@@ -35,9 +35,10 @@ export interface Grants {
    * transaction: codes not yet redeemed expire, approved device codes not
    * yet redeemed are denied (so neither can become tokens afterwards), then
    * every live grant is revoked, and with it every token issued under it.
-   * How many grants it revoked.
+   * The grants it ended that were live (not expired): the applications and
+   * sessions to tell (back-channel logout), read by the same statement.
    */
-  revokeForUser(userId: string, now: number, clientId?: string): Promise<number>;
+  revokeForUser(userId: string, now: number, clientId?: string): Promise<GrantHolder[]>;
   /**
    * A browser session ended (OpenID Connect Back-Channel Logout 1.0 §2.7), in one transaction: the codes it
    * issued that are not yet redeemed expire, and its grants are revoked, with every token issued under them,
@@ -49,10 +50,16 @@ export interface Grants {
    * The live grants of a user, each application once per session it signed in from (`sid` null: a grant of no
    * browser session, a device's): whom to tell when the user is disabled.
    */
-  holders(userId: string, now: number): Promise<{ clientId: string; sid: string | null }[]>;
+  holders(userId: string, now: number): Promise<GrantHolder[]>;
   /** Records an access token as revoked until it expires (RFC 7009 §2). Idempotent. */
   revokeAccessToken(jti: string, expiresAt: number): Promise<void>;
   isAccessTokenRevoked(jti: string): Promise<boolean>;
+}
+
+/** An application holding a grant of a user, and the browser session the grant came from (null: a device's). */
+export interface GrantHolder {
+  clientId: string;
+  sid: string | null;
 }
 
 /**
@@ -142,7 +149,7 @@ export class KyselyGrants implements Grants {
     return [...byClient.values()];
   }
 
-  async revokeForUser(userId: string, now: number, clientId?: string): Promise<number> {
+  async revokeForUser(userId: string, now: number, clientId?: string): Promise<GrantHolder[]> {
     return this.engine.transaction(async (trx) => {
       // Codes and device codes first: on PostgreSQL these wait for a redemption under way to commit, so the
       // grant it makes is there for the last statement to revoke.
@@ -165,7 +172,8 @@ export class KyselyGrants implements Grants {
       }
       await codes.execute();
       await devices.execute();
-      return Number((await grants.executeTakeFirst()).numUpdatedRows);
+      const revoked = await grants.returning(['client_id', 'sid', 'expires_at']).execute();
+      return revoked.filter((g) => Number(g.expires_at) > now).map((g) => ({ clientId: g.client_id, sid: g.sid }));
     });
   }
 
@@ -190,7 +198,7 @@ export class KyselyGrants implements Grants {
     });
   }
 
-  async holders(userId: string, now: number): Promise<{ clientId: string; sid: string | null }[]> {
+  async holders(userId: string, now: number): Promise<GrantHolder[]> {
     const rows = await this.engine.db
       .selectFrom('grants')
       .select(['client_id', 'sid'])
