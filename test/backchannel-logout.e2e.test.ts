@@ -3,6 +3,7 @@ import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRemoteJWKSet, decodeProtectedHeader, type JWTPayload, jwtVerify } from 'jose';
 import * as client from 'openid-client';
+import { authorizationRequest } from './openid-rp.js';
 import type { Browser as Chromium } from 'playwright-core';
 import { launchChromium } from '@authcli/test-support/chromium';
 import { approveInBrowser, Browser, freePort, hidden } from '@authcli/test-support/http';
@@ -131,15 +132,13 @@ async function signInTo(
   const config = await client.discovery(new URL(server.issuer), app.client_id, app.client_secret, undefined, {
     execute: [client.allowInsecureRequests],
   });
-  const verifier = client.randomPKCECodeVerifier();
-  const url = client.buildAuthorizationUrl(config, {
-    redirect_uri: redirectUri,
-    scope: 'openid',
-    code_challenge: await client.calculatePKCECodeChallenge(verifier),
-    code_challenge_method: 'S256',
-  });
+  const { url, verifier, state } = await authorizationRequest(config, { redirect_uri: redirectUri, scope: 'openid' });
   const callback = await approveInBrowser(b, url.href, username, PASSWORD);
-  return client.authorizationCodeGrant(config, new URL(callback), { pkceCodeVerifier: verifier, idTokenExpected: true });
+  return client.authorizationCodeGrant(config, new URL(callback), {
+    pkceCodeVerifier: verifier,
+    expectedState: state,
+    idTokenExpected: true,
+  });
 }
 
 /**
@@ -215,15 +214,7 @@ describe('back-channel logout: a started server, a relying party verifying with 
       });
       expect(config.serverMetadata().backchannel_logout_supported).toBe(true);
       expect(config.serverMetadata().backchannel_logout_session_supported).toBe(true);
-      const verifier = client.randomPKCECodeVerifier();
-      const state = client.randomState();
-      const url = client.buildAuthorizationUrl(config, {
-        redirect_uri: rp.redirectUri,
-        scope: 'openid',
-        code_challenge: await client.calculatePKCECodeChallenge(verifier),
-        code_challenge_method: 'S256',
-        state,
-      });
+      const { url, verifier, state } = await authorizationRequest(config, { redirect_uri: rp.redirectUri, scope: 'openid' });
       const page = await chromium.newPage();
       try {
         await page.goto(url.href);

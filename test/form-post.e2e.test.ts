@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server } from 'node:http';
 import * as client from 'openid-client';
+import { authorizationRequest } from './openid-rp.js';
 import type { Browser as Chromium, Page } from 'playwright-core';
 import { launchChromium } from '@authcli/test-support/chromium';
 import { freePort } from '@authcli/test-support/http';
@@ -86,14 +87,9 @@ describe('response_mode=form_post in Chromium, checked by openid-client', () => 
         execute: [client.allowInsecureRequests],
       });
       expect(config.serverMetadata().response_modes_supported).toContain('form_post');
-      const verifier = client.randomPKCECodeVerifier();
-      const state = client.randomState();
-      const url = client.buildAuthorizationUrl(config, {
+      const { url, verifier, state } = await authorizationRequest(config, {
         redirect_uri: rp.redirectUri,
         scope: 'openid',
-        code_challenge: await client.calculatePKCECodeChallenge(verifier),
-        code_challenge_method: 'S256',
-        state,
         response_mode: 'form_post',
       });
       const page = await chromium.newPage();

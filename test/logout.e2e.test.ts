@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as client from 'openid-client';
+import { authorizationRequest } from './openid-rp.js';
 import { addUsers } from '@authcli/test-support/seed';
 import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 import { approveInBrowser, Browser } from '@authcli/test-support/http';
@@ -44,15 +45,7 @@ describe('RP-initiated logout with openid-client against a started authcli-serve
   afterAll(async () => server?.stop());
 
   async function login(b: Browser) {
-    const verifier = client.randomPKCECodeVerifier();
-    const state = client.randomState();
-    const url = client.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT,
-      scope: 'openid profile',
-      code_challenge: await client.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      state,
-    });
+    const { url, verifier, state } = await authorizationRequest(config, { redirect_uri: REDIRECT, scope: 'openid profile' });
     const callback = await approveInBrowser(b, url.href, 'alice', PASSWORD);
     return client.authorizationCodeGrant(config, new URL(callback), {
       pkceCodeVerifier: verifier,

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import * as client from 'openid-client';
+import { authorizationRequest } from './openid-rp.js';
 import type { Browser as Chromium } from 'playwright-core';
 import { launchChromium } from '@authcli/test-support/chromium';
 import { approveInBrowser, Browser } from '@authcli/test-support/http';
@@ -128,15 +129,10 @@ describe('private_key_jwt with openid-client, against authcli-server and node-oi
       );
       expect(config.serverMetadata().token_endpoint_auth_methods_supported).toContain('private_key_jwt');
       expect(config.serverMetadata().token_endpoint_auth_signing_alg_values_supported).toContain('ES256');
-      const verifier = client.randomPKCECodeVerifier();
-      const state = client.randomState();
-      const url = client.buildAuthorizationUrl(config, {
+      const { url, verifier, state } = await authorizationRequest(config, {
         redirect_uri: rp.redirectUri,
         scope: 'openid offline_access',
         prompt: 'consent',
-        code_challenge: await client.calculatePKCECodeChallenge(verifier),
-        code_challenge_method: 'S256',
-        state,
       });
       const callback = await signIn(target, url);
       const tokens = await client.authorizationCodeGrant(config, callback, { pkceCodeVerifier: verifier, expectedState: state });
