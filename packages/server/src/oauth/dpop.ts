@@ -30,8 +30,10 @@ export const DPOP_SIGNING_ALGS = ['ES256', 'PS256', 'RS256', 'EdDSA', 'Ed25519']
  * assertions (client-keys.ts `assertionAlgs`).
  */
 export function dpopAlgs(fapi2: boolean): readonly string[] {
-  return fapi2 ? DPOP_SIGNING_ALGS.filter((alg) => alg !== 'RS256') : DPOP_SIGNING_ALGS;
+  return fapi2 ? FAPI2_DPOP_ALGS : DPOP_SIGNING_ALGS;
 }
+/** Made once: every DPoP-checked request asks. */
+const FAPI2_DPOP_ALGS: readonly string[] = DPOP_SIGNING_ALGS.filter((alg) => alg !== 'RS256');
 
 /** The DPoP request header's name (RFC 9449 §4.1) and the nonce response header's (§8). */
 export const DPOP_NONCE_HEADER = 'dpop-nonce';
