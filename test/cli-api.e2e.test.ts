@@ -117,7 +117,7 @@ describe('authcli api, Bearer by default and DPoP when asked or required (issue 
     server = await startServerProcess({ env: { AUTHCLI_ACCESS_TOKEN_TTL: '300' } });
     await addUsers(
       server.env,
-      ['amy', 'dan', 'rita', 'tom'].map((username) => ({ username, password: PASSWORD })),
+      ['amy', 'dan', 'rita', 'tom', 'una'].map((username) => ({ username, password: PASSWORD })),
     );
     dpopApp = await addApp(server.env, {
       name: 'Bound CLI',
@@ -256,6 +256,22 @@ describe('authcli api, Bearer by default and DPoP when asked or required (issue 
     const renewed = await api(home, [`${rs.origin}/me`]);
     expect(renewed.code, renewed.stderr).toBe(0);
     expect(stored(home).access_token).not.toBe(third);
+  });
+
+  it('six `authcli api` processes at once with an expired token: one renews, the others use its token; the sign-in survives', async () => {
+    const home = tempConfigHome();
+    await signIn(home, 'una');
+    const before = stored(home).access_token;
+    expireStoredToken(home, server.issuer);
+    const runs = await Promise.all(Array.from({ length: 6 }, () => api(home, ['/oauth/userinfo'])));
+    expect(runs.map((r) => [r.code, r.stderr])).toEqual(Array.from({ length: 6 }, () => [0, '']));
+    const after = stored(home).access_token;
+    expect(after).not.toBe(before);
+    // A refresh token sent twice would be a reuse, which revokes the whole sign-in (RFC 9700 §4.14.2): it is alive.
+    expireStoredToken(home, server.issuer);
+    const later = await api(home, ['/oauth/userinfo']);
+    expect(later.code, later.stderr).toBe(0);
+    expect(stored(home).access_token).not.toBe(after);
   });
 
   it('an application that requires DPoP gets a bound sign-in without --dpop; on a terminal `authcli token` says how to use it', async () => {
