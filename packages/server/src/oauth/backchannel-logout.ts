@@ -89,10 +89,9 @@ export class BackchannelLogout {
   /**
    * Every sign-in of `userId` ends at the applications holding `holders` (the user's live grants: those
    * `grants.revokeForUser` just revoked, or `grants.holders` of a disabled user), and the browser sessions
-   * `endedSids` ended with them
-   * (§2.7, as {@link sessionsEnded}): an operator disabled the user or reset the password with every
-   * application's access, the person changed the password ending every application's access, or removed one
-   * application's access. Each application that wants to know is told once without `sid` (every session of the
+   * `endedSids` ended with them (§2.7, as {@link sessionsEnded}): an operator disabled the user or reset the
+   * password with every application's access, the person changed the password ending every application's
+   * access, or removed one application's access. Each application that wants to know is told once without `sid` (every session of the
    * user there), or, when it requires `sid`, once per session its grants or the ended sessions name (a device's
    * grant, of no browser session, cannot be named to it). Throws what fails, for the caller to say.
    */
