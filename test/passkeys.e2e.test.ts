@@ -26,7 +26,7 @@ describe('passkeys in a real Chromium with a virtual authenticator', () => {
   /** The application's callback: a loopback listener of the test (a route cannot catch the redirect after consent). */
   let callbackServer: Server;
   let CALLBACK: string;
-  const USERS = ['pat', 'quinn', 'robin', 'sam', 'toni', 'uma'];
+  const USERS = ['pat', 'quinn', 'robin', 'sam', 'toni', 'uma', 'vic'];
   let strictId: string;
 
   const passkeysOf = async (username: string) => {
@@ -55,18 +55,27 @@ describe('passkeys in a real Chromium with a virtual authenticator', () => {
     }
     const cdp: CDPSession = await context.newCDPSession(page);
     await cdp.send('WebAuthn.enable');
-    const { authenticatorId } = (await cdp.send('WebAuthn.addVirtualAuthenticator', {
-      options: {
-        protocol: 'ctap2',
-        transport: 'internal',
-        hasResidentKey: true,
-        hasUserVerification: true,
-        isUserVerified: true,
-        automaticPresenceSimulation: true,
-      },
-    })) as { authenticatorId: string };
+    const addAuthenticator = async () =>
+      (
+        (await cdp.send('WebAuthn.addVirtualAuthenticator', {
+          options: {
+            protocol: 'ctap2',
+            transport: 'internal',
+            hasResidentKey: true,
+            hasUserVerification: true,
+            isUserVerified: true,
+            automaticPresenceSimulation: true,
+          },
+        })) as { authenticatorId: string }
+      ).authenticatorId;
+    let authenticatorId = await addAuthenticator();
     const t = {
       page,
+      /** Another device: the authenticator is replaced by a new one, holding no passkey (the old one's are excluded). */
+      async newDevice() {
+        await cdp.send('WebAuthn.removeVirtualAuthenticator', { authenticatorId });
+        authenticatorId = await addAuthenticator();
+      },
       credentials: async () =>
         ((await cdp.send('WebAuthn.getCredentials', { authenticatorId })) as { credentials: unknown[] }).credentials.length,
       userVerified: (isUserVerified: boolean) => cdp.send('WebAuthn.setUserVerified', { authenticatorId, isUserVerified }),
@@ -81,7 +90,8 @@ describe('passkeys in a real Chromium with a virtual authenticator', () => {
         await page.goto(`${issuer}/account`);
         await page.getByLabel('Name for a new passkey').fill(name);
         await page.getByRole('button', { name: 'Add a passkey' }).click();
-        await page.getByText(`Added the passkey "${name}"`).waitFor();
+        // The notice, and the same words in the account's history below it.
+        await page.getByText(`Added the passkey "${name}"`).first().waitFor();
       },
       async signOut() {
         await page.goto(`${issuer}/account`);
@@ -216,8 +226,13 @@ describe('passkeys in a real Chromium with a virtual authenticator', () => {
     const t = await tab();
     await t.signInWithPassword('toni');
     await t.addPasskey('Old laptop');
+    // Signed in with the password: removing a passkey asks for a passkey sign-in first, then resumes the page.
     await t.page.getByRole('button', { name: 'Remove the passkey Old laptop' }).click();
-    await t.page.getByText('Removed the passkey').waitFor();
+    await t.page.getByRole('heading', { name: 'Sign in with a passkey' }).waitFor();
+    await t.page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+    await t.page.waitForURL(`${issuer}/account`);
+    await t.page.getByRole('button', { name: 'Remove the passkey Old laptop' }).click();
+    await t.page.getByText('Removed the passkey').first().waitFor();
     expect(await passkeysOf('toni')).toEqual([]);
     await t.signOut();
     // The authenticator still holds it; the server no longer knows it.
@@ -246,6 +261,60 @@ describe('passkeys in a real Chromium with a virtual authenticator', () => {
     const unknown = await serverCommand(['users', 'reset-passkeys', 'nobody'], server.env);
     expect(unknown.code).not.toBe(0);
     expect(unknown.stderr.trim()).toBe('authcli-server: no user nobody');
+  });
+
+  it("a password alone, typed fresh, can neither add a passkey to an account that has one nor remove the owner's, so it never reaches acr phr; the owner with a passkey can", async () => {
+    const owner = await tab();
+    await owner.signInWithPassword('vic');
+    await owner.addPasskey('Owner laptop');
+    // Someone with vic's password, in a browser of their own with an authenticator of their own.
+    const attacker = await tab();
+    await attacker.signInWithPassword('vic');
+    await attacker.page.goto(`${issuer}/account`);
+    await attacker.page.getByLabel('Name for a new passkey').fill('Mine now');
+    await attacker.page.getByRole('button', { name: 'Add a passkey' }).click();
+    // Sent to a passkey sign-in, which their authenticator cannot give: no passkey of theirs is registered.
+    await attacker.page.getByRole('heading', { name: 'Sign in with a passkey' }).waitFor();
+    expect(new URL(attacker.page.url()).pathname).toBe('/signin');
+    expect(await attacker.page.locator('main').textContent()).toContain('Changing how you sign in needs a sign-in with a passkey');
+    expect(await attacker.credentials()).toBe(0);
+    await attacker.page.goto(`${issuer}/account`);
+    await attacker.page.getByRole('button', { name: 'Remove the passkey Owner laptop' }).click();
+    await attacker.page.getByRole('heading', { name: 'Sign in with a passkey' }).waitFor();
+    expect((await passkeysOf('vic')).map((p) => p.name)).toEqual(['Owner laptop']);
+    // An application that requires phr still asks the attacker's session for a passkey.
+    const strict = (await addApp(server.env, { name: 'Strict Too', kind: 'public', callbackUrls: [CALLBACK], scopes: ['openid'] }))
+      .client_id;
+    expect((await serverCommand(['apps', 'update', strict, '--require-acr', 'phr'], server.env)).code).toBe(0);
+    await attacker.page.goto(
+      `${issuer}/oauth/authorize?${new URLSearchParams({
+        response_type: 'code',
+        client_id: strict,
+        redirect_uri: CALLBACK,
+        scope: 'openid',
+        state: 'st',
+        code_challenge: await challengeS256(generateVerifier()),
+        code_challenge_method: 'S256',
+      })}`,
+    );
+    await attacker.page.getByRole('heading', { name: 'Sign in with a passkey' }).waitFor();
+    expect(attacker.page.url().startsWith(CALLBACK)).toBe(false);
+    // The owner, signed in with the password too, steps up with the passkey and then adds one (of another device:
+    // an authenticator holds one passkey per account) and removes the first.
+    await owner.page.goto(`${issuer}/account`);
+    await owner.page.getByLabel('Name for a new passkey').fill('Phone');
+    await owner.page.getByRole('button', { name: 'Add a passkey' }).click();
+    await owner.page.getByRole('heading', { name: 'Sign in with a passkey' }).waitFor();
+    await owner.page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+    await owner.page.waitForURL(`${issuer}/account`);
+    await owner.newDevice();
+    await owner.addPasskey('Phone');
+    await owner.page.getByRole('button', { name: 'Remove the passkey Owner laptop' }).click();
+    await owner.page.getByText('Removed the passkey "Owner laptop"').first().waitFor();
+    expect((await passkeysOf('vic')).map((p) => p.name)).toEqual(['Phone']);
+    // The history shows each addition and removal, and from where.
+    await expect(owner.page.getByText('Added the passkey "Phone"').count()).resolves.toBeGreaterThan(0);
+    await expect(owner.page.getByText(/Added .* \(UTC\) from 127\.0\.0\.1;/).count()).resolves.toBe(1);
   });
 
   it('an application the operator makes require phr: a password session is stepped up to the passkey, then the code says acr phr', async () => {

@@ -36,6 +36,8 @@ import { pageRoutes } from './web/pages.js';
 import { devicePageRoutes } from './web/device.js';
 import { dashboardRoutes } from './web/dashboard.js';
 import { accountRoutes } from './web/account.js';
+import { Flash } from './web/flash.js';
+import { passkeyRoutes } from './web/passkeys.js';
 import { playgroundRoutes } from './web/playground.js';
 import { Continuations } from './web/continuation.js';
 import { Sessions } from './web/session.js';
@@ -217,6 +219,7 @@ export async function buildApp(config: ServerConfig, store: Store, options: AppO
     limits,
     continuations: new Continuations(config, store.continuations, limits),
     trustedDevices: await TrustedDevices.open(config, store),
+    flash: new Flash(config.now),
     metrics: metrics ?? NO_METRICS,
     dpopNonces: await DpopNonces.open(store, config),
     dpopKeys: new DpopKeys(),
@@ -309,6 +312,7 @@ export async function buildApp(config: ServerConfig, store: Store, options: AppO
     await pages.register(dashboardRoutes, ctx);
     await pages.register(playgroundRoutes, ctx);
     await pages.register(accountRoutes, ctx);
+    await pages.register(passkeyRoutes, ctx);
     await pages.register(connectorRoutes, ctx);
   });
   return app;

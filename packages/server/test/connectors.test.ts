@@ -7,7 +7,7 @@ import { connectorOf, rowOf } from '../src/connectors/registry.js';
 import { LIMITS } from '../src/config/defaults.js';
 import { amrOf } from '../src/oauth/acr.js';
 import { Sessions } from '../src/web/session.js';
-import { Browser, dialects, hidden, ownClock, seedUser, startServer, type TestServer } from './helpers.js';
+import { Browser, dialects, hidden, ownClock, seedPasskey, seedUser, startServer, type TestServer } from './helpers.js';
 
 /**
  * Connectors at the store: provisioning linked to (connector, subject) and never by email, parallel first
@@ -366,6 +366,31 @@ describe('the connector routes', () => {
       expect(new URL(res.location!, local()).pathname, path).toBe('/signin');
     }
     expect(await server.store.connectors.linksOf((await server.store.users.findByUsername('alice'))!.id)).toEqual([]);
+  });
+
+  it('an account with a passkey links or unlinks an upstream account only after a passkey sign-in: a fresh password session is sent to step up', async () => {
+    const carol = await seedUser(server, 'carol');
+    await seedPasskey(server, carol.id, 'carol-key');
+    await server.store.connectors.link('gh', 'carol-at-github', carol.id, server.clock.now());
+    const sessions = new Sessions(server.config, server.store);
+    const as = async (amr?: readonly string[]) => {
+      const b = new Browser(local());
+      b.cookies.set(sessions.cookieName, await sessions.create(carol, amr));
+      return { b, csrf: hidden((await b.get('/account')).text, '_csrf') };
+    };
+    const password = await as();
+    for (const path of ['/connectors/gh/link', '/connectors/gh/unlink']) {
+      const res = await password.b.postForm(path, { _csrf: password.csrf });
+      expect(new URL(res.location!, local()).pathname, path).toBe('/signin');
+      expect((await password.b.get(res.location!)).text, path).toContain('a sign-in with a passkey');
+    }
+    expect(await server.store.connectors.linksOf(carol.id)).toHaveLength(1);
+    const passkey = await as(['hwk', 'mfa']);
+    const link = await passkey.b.postForm('/connectors/gh/link', { _csrf: passkey.csrf });
+    expect(new URL(link.location!).host).not.toBe(new URL(local()).host);
+    expect((await passkey.b.postForm('/connectors/gh/unlink', { _csrf: passkey.csrf })).location).toBe('/account#connectors');
+    expect(await server.store.connectors.linksOf(carol.id)).toEqual([]);
+    expect((await server.store.signInEvents.recent(carol.id)).map((e) => [e.kind, e.detail])).toEqual([['connector-unlinked', 'gh']]);
   });
 
   it('a browser signed in already is not switched to another account by a link: it confirms on a page of ours first', async () => {

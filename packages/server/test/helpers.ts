@@ -179,19 +179,23 @@ export const tally = (answers: readonly { status: number }[]) =>
  * (its key is no key: these tests run no ceremony with it; passkeys.test.ts runs real ones).
  */
 export function seedPasskey(server: TestServer, userId: string, id: string, name = 'Laptop') {
-  return server.store.passkeys.insert({
-    id,
-    user_id: userId,
-    public_key: 'x',
-    counter: 0,
-    transports: '[]',
-    device_type: 'singleDevice',
-    backed_up: 0,
-    aaguid: '00000000-0000-0000-0000-000000000000',
-    name,
-    created_at: server.clock.now(),
-    last_used_at: null,
-  });
+  return server.store.passkeys.insert(
+    {
+      id,
+      user_id: userId,
+      public_key: 'x',
+      counter: 0,
+      transports: '[]',
+      device_type: 'singleDevice',
+      backed_up: 0,
+      aaguid: '00000000-0000-0000-0000-000000000000',
+      name,
+      created_at: server.clock.now(),
+      last_used_at: null,
+      added_from: '127.0.0.1',
+    },
+    { max: 100, onlyFirst: false },
+  );
 }
 
 /** Another instance of `server`: its own app and store connection on the same database, on a port of its own. */

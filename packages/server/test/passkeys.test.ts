@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { LIMITS, PASSKEYS_PER_USER_MAX, WEBAUTHN_CHALLENGE_TTL_MS } from '../src/config/defaults.js';
+import { CREDENTIAL_CHANGE_REAUTH_MS, LIMITS, PASSKEYS_PER_USER_MAX, WEBAUTHN_CHALLENGE_TTL_MS } from '../src/config/defaults.js';
 import type { ServerConfig } from '../src/config/config.js';
 import { acrOf, amrOf, PASSWORD_ACR } from '../src/oauth/acr.js';
 import { Sessions } from '../src/web/session.js';
@@ -91,9 +91,10 @@ describe.each(dialects())('passkey ceremonies answered by a software authenticat
     const user = await seedUser(s, 'alice');
     const sessions = new Sessions(s.config, s.store);
     /** A browser with its CSRF token; signed in as alice when asked (a seeded session). */
-    const browser = async (signedIn = false) => {
+    /** `true`: a password sign-in; 'passkey': a passkey sign-in (an account with a passkey changes passkeys only so). */
+    const browser = async (signedIn: boolean | 'passkey' = false) => {
       const b = new Browser(base);
-      if (signedIn) b.cookies.set(sessions.cookieName, await sessions.create(user));
+      if (signedIn) b.cookies.set(sessions.cookieName, await sessions.create(user, signedIn === 'passkey' ? ['hwk', 'mfa'] : undefined));
       const csrf = hidden((await b.get('/signin')).text, '_csrf');
       const post = async (path: string, fields: Record<string, string> = {}, headers: Record<string, string> = {}) => {
         const res = await b.request('POST', path, new URLSearchParams({ _csrf: csrf, ...fields }).toString(), {
@@ -110,9 +111,12 @@ describe.each(dialects())('passkey ceremonies answered by a software authenticat
       };
       return { b, post };
     };
-    /** Registers a passkey of `authenticator` for alice through the endpoints; the answer. */
+    /**
+     * Registers a passkey of `authenticator` for alice through the endpoints; the answer. Signed in as the rule asks
+     * (oauth/credential-change.ts): with a password for the first passkey, with a passkey after.
+     */
     const register = async (authenticator: SoftAuthenticator, c: Ceremony = {}, name = 'Laptop') => {
-      const { post } = await browser(true);
+      const { post } = await browser((await s.store.passkeys.listByUser(user.id)).length > 0 ? 'passkey' : true);
       const options = await post('/account/passkeys/options');
       expect(options.status, options.text).toBe(200);
       return post('/account/passkeys', { name, response: JSON.stringify(authenticator.register(options.json as never, c)) });
@@ -135,7 +139,7 @@ describe.each(dialects())('passkey ceremonies answered by a software authenticat
     const { s, origin, user, browser, register } = await start();
     const first = new SoftAuthenticator('localhost', origin);
     expect((await register(first)).json).toEqual({ added: 'Laptop' });
-    const { post } = await browser(true);
+    const { post } = await browser('passkey');
     const options = (await post('/account/passkeys/options')).json as {
       rp: { id: string };
       user: { id: string; name: string };
@@ -261,8 +265,8 @@ describe.each(dialects())('passkey ceremonies answered by a software authenticat
     // Someone else (bob) removing alice's passkey by its id removes nothing.
     const bob = await seedUser(s, 'bob');
     const [phone] = await s.store.passkeys.listByUser(user.id);
-    expect(await s.store.passkeys.delete(bob.id, phone!.id)).toBe(false);
-    const { post } = await browser(true);
+    expect(await s.store.passkeys.delete(bob.id, phone!.id)).toBeUndefined();
+    const { post } = await browser('passkey');
     const removed = await post('/account/passkeys/remove', { id: phone!.id });
     expect(removed.status).toBe(303);
     expect(await s.store.passkeys.listByUser(user.id)).toEqual([]);
@@ -291,12 +295,133 @@ describe.each(dialects())('passkey ceremonies answered by a software authenticat
     }
   });
 
+  it('a password alone, however fresh, never adds a passkey to an account that has one nor removes one; a passkey sign-in does both', async () => {
+    const { s, origin, user, browser, register } = await start();
+    const owner = new SoftAuthenticator('localhost', origin);
+    expect((await register(owner, {}, 'Owner key')).status).toBe(200);
+    const [ownerKey] = await s.store.passkeys.listByUser(user.id);
+    // The attacker has the password: a session signed in with it this very moment.
+    const attacker = await browser(true);
+    const options = await attacker.post('/account/passkeys/options');
+    expect(options.status).toBe(403);
+    expect(String(options.json.error)).toMatch(/sign-in with one of your passkeys/);
+    // Where to sign in again: the step-up page, which asks for a passkey and resumes the account page.
+    const location = String(options.json.location);
+    expect(location).toMatch(/^\/signin\?continue=[A-Za-z0-9_-]{43}$/);
+    const stepUp = await attacker.b.get(location);
+    expect(stepUp.text).toContain('Changing how you sign in');
+    expect(stepUp.text).toContain('a sign-in with a passkey');
+    expect(stepUp.text).not.toContain('name="password"');
+    // Options fetched while signed in with the passkey, answered after the session became a password one (the
+    // same browser): checked again at the answer.
+    const tab = await browser('passkey');
+    const granted = await tab.post('/account/passkeys/options');
+    expect(granted.status).toBe(200);
+    tab.b.cookies.set(new Sessions(s.config, s.store).cookieName, attacker.b.cookies.get(new Sessions(s.config, s.store).cookieName)!);
+    const intruder = new SoftAuthenticator('localhost', origin);
+    const late = await tab.post('/account/passkeys', {
+      name: 'Mine now',
+      response: JSON.stringify(intruder.register(granted.json as never)),
+    });
+    expect(late.status).toBe(403);
+    // Removing the owner's passkey: sent to sign in with a passkey, nothing removed.
+    const removal = await attacker.post('/account/passkeys/remove', { id: ownerKey!.id });
+    expect(removal.status).toBe(303);
+    expect(removal.location).toMatch(/^\/signin\?continue=/);
+    expect((await s.store.passkeys.listByUser(user.id)).map((p) => p.name)).toEqual(['Owner key']);
+    // The owner, signed in with the passkey, adds one and removes one.
+    expect((await register(new SoftAuthenticator('localhost', origin, true), {}, 'Phone')).status).toBe(200);
+    const owned = await browser('passkey');
+    expect((await owned.post('/account/passkeys/remove', { id: ownerKey!.id })).location).toBe('/account');
+    expect((await s.store.passkeys.listByUser(user.id)).map((p) => p.name)).toEqual(['Phone']);
+  });
+
+  it('adding or removing a passkey from a sign-in older than the window asks to sign in again first; the new sign-in resumes the account page', async () => {
+    const { s, origin, user, browser, register } = await start();
+    const clock = ownClock(s);
+    // No passkey yet: a password sign-in may add the first one, but only a recent one.
+    const stale = await browser(true);
+    clock.advance(CREDENTIAL_CHANGE_REAUTH_MS + 1);
+    const refused = await stale.post('/account/passkeys/options');
+    expect(refused.status).toBe(403);
+    expect(String(refused.json.error)).toMatch(/recent sign-in: sign in again/);
+    const again = await stale.b.get(String(refused.json.location));
+    expect(again.text).toContain('needs a recent sign-in: sign in again');
+    expect(again.text).toContain('name="password"');
+    const authenticator = new SoftAuthenticator('localhost', origin);
+    expect((await register(authenticator)).status).toBe(200);
+    // With a passkey: a passkey sign-in past the window is refused too, and signing in with it again resumes /account.
+    const old = await browser('passkey');
+    clock.advance(CREDENTIAL_CHANGE_REAUTH_MS + 1);
+    const oldOptions = await old.post('/account/passkeys/options');
+    expect(oldOptions.status).toBe(403);
+    const [key] = await s.store.passkeys.listByUser(user.id);
+    const removal = await old.post('/account/passkeys/remove', { id: key!.id });
+    expect(removal.location).toMatch(/^\/signin\?continue=/);
+    expect(await s.store.passkeys.listByUser(user.id)).toHaveLength(1);
+    const page = await old.b.get(removal.location!);
+    expect(page.text).toContain('needs a recent sign-in with one of your passkeys');
+    const continueId = String(removal.location).split('continue=')[1]!;
+    const passkeyOptions = await old.post('/signin/passkey/options');
+    const answer = await old.post('/signin/passkey', {
+      continue: continueId,
+      response: JSON.stringify(authenticator.authenticate(passkeyOptions.json as never)),
+    });
+    expect(answer.json).toEqual({ location: '/account' });
+    expect((await old.post('/account/passkeys/remove', { id: key!.id })).location).toBe('/account');
+    expect(await s.store.passkeys.listByUser(user.id)).toEqual([]);
+    // The window's edge: exactly CREDENTIAL_CHANGE_REAUTH_MS old still counts as recent.
+    const edge = await browser(true);
+    clock.advance(CREDENTIAL_CHANGE_REAUTH_MS);
+    expect((await edge.post('/account/passkeys/options')).status).toBe(200);
+  });
+
+  it('20 parallel registrations from one password session add one first passkey, never more', async () => {
+    const { s, origin, user, browser } = await start();
+    const tab = await browser(true);
+    const ceremonies = [];
+    for (let i = 0; i < 20; i++) ceremonies.push((await tab.post('/account/passkeys/options')).json);
+    const answers = await Promise.all(
+      ceremonies.map((options, i) =>
+        tab.post('/account/passkeys', {
+          name: `Key ${i}`,
+          response: JSON.stringify(new SoftAuthenticator('localhost', origin).register(options as never)),
+        }),
+      ),
+    );
+    expect(tally(answers)).toEqual({ 200: 1, 403: 19 });
+    expect(await s.store.passkeys.listByUser(user.id)).toHaveLength(1);
+  });
+
+  it('the account page shows where each passkey was added from, and its history every passkey added or removed', async () => {
+    const { s, origin, user, browser, register } = await start();
+    const clock = ownClock(s);
+    await register(new SoftAuthenticator('localhost', origin), {}, 'Laptop');
+    clock.advance(1000);
+    await register(new SoftAuthenticator('localhost', origin), {}, 'Phone');
+    clock.advance(1000);
+    const tab = await browser('passkey');
+    const phone = (await s.store.passkeys.listByUser(user.id)).find((p) => p.name === 'Phone')!;
+    expect(phone.added_from).toBe('127.0.0.1');
+    await tab.post('/account/passkeys/remove', { id: phone.id });
+    const page = (await tab.b.get('/account')).text;
+    expect(page).toMatch(/Added \d{4}-\d\d-\d\d \d\d:\d\d \(UTC\) from 127\.0\.0\.1;/);
+    expect(page).toContain('Added the passkey &quot;Laptop&quot;');
+    expect(page).toContain('Added the passkey &quot;Phone&quot;');
+    expect(page).toContain('Removed the passkey &quot;Phone&quot;');
+    expect((await s.store.signInEvents.recent(user.id)).map((e) => [e.kind, e.detail, e.client_ip])).toEqual([
+      ['passkey-removed', 'Phone', '127.0.0.1'],
+      ['passkey-added', 'Phone', '127.0.0.1'],
+      ['passkey-added', 'Laptop', '127.0.0.1'],
+    ]);
+  });
+
   it(`an account holds at most ${PASSKEYS_PER_USER_MAX} passkeys`, async () => {
     const { s, origin, user, browser, register } = await start();
     for (let i = 0; i < PASSKEYS_PER_USER_MAX; i++) {
       await seedPasskey(s, user.id, `seeded-${i}`, `Key ${i}`);
     }
-    const { post } = await browser(true);
+    const { post } = await browser('passkey');
     const options = await post('/account/passkeys/options');
     expect(options.status).toBe(400);
     expect(options.json.error).toMatch(/remove one to add another/);

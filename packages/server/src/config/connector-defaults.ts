@@ -24,11 +24,6 @@ export const CONNECTOR_TIMEOUT_MS = 5 * SECOND;
  * and a key fetch at the upstream. 10 minutes bounds how long a moved endpoint goes unseen by a callback.
  */
 export const CONNECTOR_DISCOVERY_TTL_MS = 10 * MINUTE;
-/**
- * Linking an upstream account to yours, or unlinking one, needs a sign-in here at most this long ago: it gives a
- * new way into the account, which a session left open on a shared computer must not hand out.
- */
-export const LINK_REAUTH_MS = 10 * MINUTE;
 
 // ---- upstream identity: the GitHub connector (connectors/github.ts) -----------------------
 

@@ -161,6 +161,14 @@ export const REGISTRATION_MODE: RegistrationMode = 'off';
  * end, since a challenge waiting in the store is one someone could still answer.
  */
 export const WEBAUTHN_CHALLENGE_TTL_MS = 5 * MINUTE;
+/**
+ * Adding or removing a way into an account (a passkey, a linked upstream account) needs a sign-in at most this
+ * long ago, and a passkey sign-in when the account has a passkey (oauth/credential-change.ts): a session left
+ * open on a shared computer, or one opened with a stolen password, must not hand out a new way in. 10 minutes is
+ * what the step just before takes (sign in, open the account page, name the passkey) with room to spare; GitHub's
+ * "sudo mode" uses 2 hours, which is longer than anyone needs between signing in and adding a key.
+ */
+export const CREDENTIAL_CHANGE_REAUTH_MS = 10 * MINUTE;
 /** Passkeys one account may hold: a person has a handful of devices and keys; each is a row and a list entry. */
 export const PASSKEYS_PER_USER_MAX = 20;
 /** A passkey's name, characters ("Work laptop"). */

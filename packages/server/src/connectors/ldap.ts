@@ -324,3 +324,17 @@ async function close(client: Client, ms: number): Promise<void> {
   ]);
   clearTimeout(timer);
 }
+
+/**
+ * What a person is told when the directory could not be used: why, in the log (`log`, with `context`); not the
+ * directory's own diagnostics (its DNs, hosts, TLS errors), which are not for whoever typed a name on the form.
+ */
+export function directoryFacing<O extends { kind: 'refused' | 'unavailable'; reason: string }>(
+  outcome: O,
+  log: { warn(details: object, message: string): void },
+  context: object,
+): O {
+  if (outcome.kind !== 'unavailable') return outcome;
+  log.warn({ ...context, reason: outcome.reason }, 'directory unavailable');
+  return { ...outcome, reason: 'the directory did not answer' };
+}

@@ -1,5 +1,5 @@
 import { say, sayError } from './output.js';
-import { passkeyAvailability } from '../web/passkeys.js';
+import { passkeyAvailability } from '../web/webauthn.js';
 import { databaseHost, openMigrated, warn } from './shared.js';
 import type { Command } from 'commander';
 import type { FastifyInstance } from 'fastify';

@@ -11,6 +11,7 @@ import { requiredAcr } from './migrations/0015_required_acr.js';
 import { connectors } from './migrations/0016_connectors.js';
 import { backchannelLogout } from './migrations/0017_backchannel_logout.js';
 import { privateKeyJwt } from './migrations/0018_private_key_jwt.js';
+import { credentialHistory } from './migrations/0019_credential_history.js';
 import type { Past } from './migrations/past.js';
 
 const migrations: Record<string, Migration> = {
@@ -336,6 +337,7 @@ const migrations: Record<string, Migration> = {
   '0016_connectors': connectors,
   '0017_backchannel_logout': backchannelLogout,
   '0018_private_key_jwt': privateKeyJwt,
+  '0019_credential_history': credentialHistory,
 };
 
 /** Provides the migrations above, then those in migrations/, to Kysely's Migrator. */

@@ -217,7 +217,9 @@ export interface DeviceAuthorizationsTable {
 }
 
 /** What a sign-in record records: a password sign-in, or a device sign-in the user approved or denied. */
-export type SignInKind = 'password' | 'passkey' | 'federated' | 'device-approved' | 'device-denied';
+export type SignInKind = 'password' | 'passkey' | 'federated' | 'device-approved' | 'device-denied' | CredentialEventKind;
+/** A way into the account added or removed on the account page (`detail`: the passkey's name, the connector's id). */
+export type CredentialEventKind = 'passkey-added' | 'passkey-removed' | 'connector-linked' | 'connector-unlinked';
 
 /**
  * A user's sign-ins and device decisions (the account page's "Recent sign-ins"), only what the user needs to
@@ -235,6 +237,8 @@ export interface SignInEventsTable {
   device_ip: string | null;
   /** For a device decision: the application the device signs in to. */
   client_id: string | null;
+  /** For a credential event: the passkey's name, or the connector's id. */
+  detail: string | null;
 }
 
 export interface RefreshTokensTable {
@@ -308,6 +312,8 @@ export interface PasskeysTable {
   name: string;
   created_at: number;
   last_used_at: number | null;
+  /** The address it was added from (clientAddress); null for passkeys added before it was recorded. */
+  added_from: string | null;
 }
 
 /** A WebAuthn ceremony's challenge, used once. */

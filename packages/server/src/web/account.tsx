@@ -8,10 +8,9 @@ import { InputError } from '../util/input-error.js';
 import { PasswordHasherBusy } from '../util/password-pool.js';
 import type { WebContext } from './context.js';
 import type { Continuation } from './continuation.js';
-import { Flash } from './flash.js';
 import { PASSKEY_SCRIPT, PasskeysCard } from './passkey-views.js';
 import { ConnectorsCard } from './connector-views.js';
-import { passkeyAvailability, passkeyRoutes } from './passkeys.js';
+import { passkeyAvailability } from './webauthn.js';
 import { type RecentSignIn, RecentSignIns, recentSignInsOf } from './recent-signins.js';
 import { sendPage, viewerOf } from './render.js';
 import { retryAfterText } from './retry-after.js';
@@ -219,10 +218,8 @@ function AccountPage(props: {
  * with the problem next to its field.
  */
 export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Promise<void> {
-  const { store, config, limits, passwords, trustedDevices, backchannel } = ctx;
-  const flash = new Flash(() => config.now());
+  const { store, config, limits, passwords, trustedDevices, backchannel, flash } = ctx;
   const passkeys = passkeyAvailability(config.issuer);
-  await passkeyRoutes(app, { ...ctx, flash });
   const signedIn = (req: FastifyRequest, reply: FastifyReply) => requireSignIn(ctx, req, reply, ACCOUNT);
   /**
    * Back-channel logout after sign-ins ended: the browser sessions `sids` that ended and, with `revoked`, the

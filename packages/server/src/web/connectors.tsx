@@ -1,10 +1,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { calculatePKCECodeChallenge } from 'oauth4webapi';
-import { CONNECTOR_STATE_TTL_MS, CONNECTOR_TIMEOUT_MS, LINK_REAUTH_MS, SIGNIN_USERNAME_MAX, USERNAME_PATTERN } from '../config/defaults.js';
+import { CONNECTOR_STATE_TTL_MS, CONNECTOR_TIMEOUT_MS, SIGNIN_USERNAME_MAX, USERNAME_PATTERN } from '../config/defaults.js';
+import { credentialChangeOf } from '../oauth/credential-change.js';
 import { clientAddress } from '../http/client-ip.js';
 import { FEDERATED_ACR } from '../oauth/acr.js';
 import { pageForm, pageQuery } from '../http/form.js';
-import { authenticateLdap } from '../connectors/ldap.js';
+import { authenticateLdap, directoryFacing } from '../connectors/ldap.js';
 import { retryAfterText } from './retry-after.js';
 import { LdapSignInPage, SwitchAccountPage } from './connector-views.js';
 import { federatedUser, NO_PASSWORD, type UpstreamIdentity } from '../connectors/accounts.js';
@@ -13,6 +14,8 @@ import { oidcAuthorizationUrl, oidcCallback, UpstreamMetadata, type UpstreamOutc
 import { type Connector, connectorOf } from '../connectors/registry.js';
 import { randomToken, sha256Hex } from '../util/crypto.js';
 import type { WebContext } from './context.js';
+import { reauthFor } from './continuation.js';
+import type { CurrentSession } from './session.js';
 import { sendPage } from './render.js';
 import { MessagePage } from './views.js';
 
@@ -28,6 +31,11 @@ const TOKEN = /^[A-Za-z0-9_-]{43}$/;
  */
 export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Promise<void> {
   const { store, config, sessions, continuations, trustedDevices, limits } = ctx;
+  /** Whether this session may link or unlink an upstream account now (oauth/credential-change.ts). */
+  const mayChangeCredentials = (c: CurrentSession) => credentialChangeOf(store, c, config.now());
+  /** The account page's history: a link or unlink, when and from where. */
+  const recordLink = (req: FastifyRequest, userId: string, kind: 'connector-linked' | 'connector-unlinked', connectorId: string) =>
+    store.signInEvents.recordCredential(userId, kind, connectorId, clientAddress(req), config.now());
   const secure = config.issuer.startsWith('https:');
   const cookieName = secure ? '__Host-authcli_upstream' : 'authcli_upstream';
   const redirectUri = (id: string) => `${config.issuer}/connectors/${id}/callback`;
@@ -150,11 +158,11 @@ export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Pr
     if (!current) return reply.redirect(await continuations.signInUrl(req, reply, { kind: 'page', page: 'account' }), 303);
     const connector = await load(req, reply);
     if (!connector) return reply;
-    // Linking gives an upstream account a way into this one: only right after a sign-in here (a session left
-    // open on a shared computer cannot be given a new way in by whoever sits at it).
-    if (config.now() - current.session.auth_time > LINK_REAUTH_MS) {
-      return reply.redirect(await continuations.signInUrl(req, reply, { kind: 'page', page: 'account' }), 303);
-    }
+    // Linking gives an upstream account a way into this one: only right after a sign-in here, with a passkey once
+    // the account has one (a session left open on a shared computer, or opened with a stolen password, cannot be
+    // given a new way in by whoever sits at it).
+    const change = await mayChangeCredentials(current);
+    if (!change.allowed) return reply.redirect(await continuations.signInUrl(req, reply, reauthFor(change.needs)), 303);
     if (connector.type !== 'ldap') return goUpstream(req, reply, connector, { linkUserId: current.user.id });
     const form = pageForm(req);
     const username = (form.username ?? '').trim().slice(0, SIGNIN_USERNAME_MAX);
@@ -177,30 +185,17 @@ export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Pr
     if (outcome.kind === 'invalid')
       return problem(reply, 401, 'Not linked', `${connector.name} did not accept that username and password.`);
     await admission.giveBack();
-    if (outcome.kind !== 'ok') return failed(reply, connector, directoryFacing(req, connector, outcome));
-    return link(reply, connector, outcome.subject, current.user.id);
+    if (outcome.kind !== 'ok')
+      return failed(reply, connector, directoryFacing(outcome, req.log, { reqId: req.id, connector: connector.id }));
+    return link(req, reply, connector, outcome.subject, current.user.id);
   });
-
-  /**
-   * What a person is told when the directory could not be used: why, in the log; not the directory's own
-   * diagnostics (its DNs, hosts, TLS errors), which are not for whoever typed a name on the form.
-   */
-  function directoryFacing<O extends { kind: 'refused' | 'unavailable'; reason: string }>(
-    req: FastifyRequest,
-    connector: Connector,
-    outcome: O,
-  ): O {
-    if (outcome.kind !== 'unavailable') return outcome;
-    req.log.warn({ reqId: req.id, connector: connector.id, reason: outcome.reason }, 'directory unavailable');
-    return { ...outcome, reason: 'the directory did not answer' };
-  }
 
   // Unlinking: the account page's "Unlink", after a recent sign-in as linking; never the last way into an account.
   app.post('/connectors/:id/unlink', { preHandler: app.csrfProtection }, async (req, reply) => {
     const current = await sessions.current(req);
-    if (!current || config.now() - current.session.auth_time > LINK_REAUTH_MS) {
-      return reply.redirect(await continuations.signInUrl(req, reply, { kind: 'page', page: 'account' }), 303);
-    }
+    if (!current) return reply.redirect(await continuations.signInUrl(req, reply, reauthFor('recent')), 303);
+    const change = await mayChangeCredentials(current);
+    if (!change.allowed) return reply.redirect(await continuations.signInUrl(req, reply, reauthFor(change.needs)), 303);
     const { id } = req.params as { id: string };
     const links = await store.connectors.linksOf(current.user.id);
     const otherWays =
@@ -210,13 +205,14 @@ export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Pr
     if (!otherWays) {
       return problem(reply, 409, 'Not unlinked', 'This is the only way into your account: it stays linked.');
     }
-    await store.connectors.unlink(id, current.user.id);
+    if (await store.connectors.unlink(id, current.user.id)) await recordLink(req, current.user.id, 'connector-unlinked', id);
     return reply.redirect('/account#connectors', 303);
   });
 
   /** Links (connector, subject) to `userId`, unless it signs someone else in already. */
-  async function link(reply: FastifyReply, connector: Connector, subject: string, userId: string) {
+  async function link(req: FastifyRequest, reply: FastifyReply, connector: Connector, subject: string, userId: string) {
     const linked = await store.connectors.link(connector.id, subject, userId, config.now());
+    if (linked === userId) await recordLink(req, userId, 'connector-linked', connector.id);
     if (linked !== userId) {
       return problem(
         reply,
@@ -287,7 +283,8 @@ export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Pr
     if (outcome.kind === 'invalid')
       return ldapForm(reply, connector, { continueId, username, error: 'Invalid username or password.' }, 401);
     await admission.giveBack();
-    if (outcome.kind !== 'ok') return failed(reply, connector, directoryFacing(req, connector, outcome));
+    if (outcome.kind !== 'ok')
+      return failed(reply, connector, directoryFacing(outcome, req.log, { reqId: req.id, connector: connector.id }));
     // A directory checked the password: `pwd` (RFC 8176), of the federated class.
     return signIn(
       req,
@@ -340,7 +337,7 @@ export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Pr
           ? await githubOutcome(connector, query.code, round.code_verifier)
           : ({ kind: 'refused', reason: 'this sign-in service takes a username and password' } as const);
     if (outcome.kind !== 'ok') return failed(reply, connector, outcome);
-    if (round.link_user_id !== null) return link(reply, connector, outcome.identity.subject, round.link_user_id);
+    if (round.link_user_id !== null) return link(req, reply, connector, outcome.identity.subject, round.link_user_id);
     return signIn(req, reply, connector, outcome.identity, round.continue_id ?? undefined);
   });
 

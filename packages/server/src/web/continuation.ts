@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { isSupportedAcr } from '../oauth/acr.js';
+import { isSupportedAcr, PHISHING_RESISTANT_ACR } from '../oauth/acr.js';
 import type { ServerConfig } from '../config/config.js';
 import { CONTINUATION_TTL_MS } from '../config/defaults.js';
 import { clientAddress } from '../http/client-ip.js';
@@ -36,7 +36,15 @@ export type Continuation =
   | { kind: 'device'; userCode: string | null; acr?: string }
   /** One application's page in the dashboard. */
   | { kind: 'application'; clientId: string }
-  | { kind: 'page'; page: PageName };
+  /** A page of this server; `acr`: the class the sign-in must meet (a passkey, to change a passkey on /account). */
+  | { kind: 'page'; page: PageName; acr?: string };
+
+/**
+ * Where a signed-in person signs in again before adding or removing a way into their account
+ * (oauth/credential-change.ts): a passkey sign-in when that is what it needs; the account page after.
+ */
+export const reauthFor = (needs: 'recent' | 'passkey'): Continuation =>
+  needs === 'passkey' ? { kind: 'page', page: 'account', acr: PHISHING_RESISTANT_ACR } : { kind: 'page', page: 'account' };
 
 /** The random ids, and the browser-binding value: 256 bits, base64url (util/crypto.ts randomToken). */
 const TOKEN = /^[A-Za-z0-9_-]{43}$/;
@@ -94,7 +102,7 @@ export function parseContinuation(json: string): Continuation | undefined {
     case 'application':
       return typeof o.clientId === 'string' ? { kind: 'application', clientId: o.clientId } : undefined;
     case 'page':
-      return isPageName(o.page) ? { kind: 'page', page: o.page } : undefined;
+      return isPageName(o.page) ? { kind: 'page', page: o.page, ...acrOf(o) } : undefined;
     default:
       return undefined;
   }

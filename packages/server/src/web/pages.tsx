@@ -19,7 +19,7 @@ import { sendBundle } from './bundles.js';
 import { FAVICON_PATH, FAVICON_SVG, FAVICON_VERSION, STYLESHEET, STYLESHEET_ETAG } from './assets.js';
 import type { Continuation } from './continuation.js';
 import { sendPage, viewerOf } from './render.js';
-import { passkeyAvailability } from './passkeys.js';
+import { passkeyAvailability } from './webauthn.js';
 import { StepUpPage } from './passkey-views.js';
 import { authenticationOf } from './session.js';
 import { ConsentPage, HomePage, MessagePage, NotFoundPage, SignInPage, SignOutPage } from './views.js';
@@ -90,8 +90,10 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
   app.get('/signin', async (req, reply) => {
     const id = pageQuery(req).continue;
     const waiting = await continuations.peek(req, id);
-    const acr = waiting?.kind === 'authorize' || waiting?.kind === 'device' ? waiting.acr : undefined;
-    const current = acr === undefined ? undefined : await sessions.current(req);
+    const acr = waiting?.kind === 'authorize' || waiting?.kind === 'device' || waiting?.kind === 'page' ? waiting.acr : undefined;
+    // The account page sends a signed-in person here to sign in again before a passkey or linked account changes.
+    const forAccount = waiting?.kind === 'page' && waiting.page === 'account';
+    const current = acr === undefined && !forAccount ? undefined : await sessions.current(req);
     if (current && acr !== undefined && !meetsAcr(amrOf(current.session.amr), acr, current.session.acr)) {
       // Signed in, below what waits: the step-up (a passkey), not another password.
       const availability = passkeyAvailability(config.issuer);
@@ -102,6 +104,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
           continueId={id}
           appName={await appNameOf(waiting)}
           forDevice={waiting?.kind === 'device'}
+          forAccount={forAccount}
           unavailable={availability.available ? undefined : availability.reason}
         />,
       );
@@ -117,6 +120,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
         forDevice={waiting?.kind === 'device'}
         username={await loginHintOf(waiting)}
         passkeyRequired={acr !== undefined && acr !== PASSWORD_ACR}
+        forAccount={forAccount && current !== undefined}
       />,
     );
   });

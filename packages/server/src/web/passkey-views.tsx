@@ -30,7 +30,7 @@ export function PasskeysCard(props: { viewer: Viewer; passkeys: readonly Passkey
               <strong>{p.name}</strong>
               {p.backed_up === 1 && <span class="muted"> · synced</span>}
               <p class="muted">
-                {`Added ${minute(p.created_at)}; ${p.last_used_at === null ? 'never used to sign in' : `last used ${minute(p.last_used_at)}`}.`}
+                {`Added ${minute(p.created_at)}${p.added_from === null ? '' : ` from ${p.added_from}`}; ${p.last_used_at === null ? 'never used to sign in' : `last used ${minute(p.last_used_at)}`}.`}
               </p>
               <form method="post" action="/account/passkeys/remove">
                 <input type="hidden" name="_csrf" value={props.viewer.csrf} />
@@ -76,18 +76,30 @@ export function StepUpPage(props: {
   continueId: string | undefined;
   appName: string | undefined;
   forDevice: boolean;
+  /** Sent by the account page: adding or removing a passkey or a linked account, on an account that has a passkey. */
+  forAccount?: boolean | undefined;
   unavailable: string | undefined;
 }) {
-  const what = props.forDevice ? 'Approving this device sign-in' : (props.appName ?? 'This application');
+  const what = props.forAccount
+    ? 'Changing how you sign in'
+    : props.forDevice
+      ? 'Approving this device sign-in'
+      : (props.appName ?? 'This application');
   return (
     <Layout title="Sign in with a passkey" viewer={props.viewer} endUser scripts={props.unavailable ? undefined : [PASSKEY_SCRIPT]}>
       <div class="card">
         <h1>Sign in with a passkey</h1>
         <p>
           <strong>{what}</strong>
-          {` ${props.forDevice ? 'needs' : 'asks for'} a sign-in with a passkey. You are signed in as `}
-          <strong>{props.viewer.username}</strong> with your password.
+          {` ${props.forDevice || props.forAccount ? 'needs' : 'asks for'} a sign-in with a passkey. You are signed in as `}
+          <strong>{props.viewer.username}</strong> {props.forAccount ? 'without one.' : 'with your password.'}
         </p>
+        {props.forAccount && (
+          <p class="muted">
+            Your account has a passkey, so a password alone cannot add another or remove one. Lost every passkey? The server's operator can
+            remove them (<code>authcli-server users reset-passkeys</code>).
+          </p>
+        )}
         {props.unavailable ? (
           <p class="alert" role="note">
             {props.unavailable}
@@ -100,9 +112,11 @@ export function StepUpPage(props: {
             <p class="alert" id="passkey-signin-error" role="alert" hidden />
           </div>
         )}
-        <p class="muted">
-          No passkey yet? <a href="/account#passkeys">Add one on your account page</a>, then start again.
-        </p>
+        {!props.forAccount && (
+          <p class="muted">
+            No passkey yet? <a href="/account#passkeys">Add one on your account page</a>, then start again.
+          </p>
+        )}
       </div>
     </Layout>
   );

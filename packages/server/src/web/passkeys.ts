@@ -2,11 +2,12 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { WEBAUTHN_CHALLENGE_TTL_MS } from '../config/defaults.js';
 import { clientAddress } from '../http/client-ip.js';
 import { pageForm } from '../http/form.js';
+import { amrOf, meetsAcr, PHISHING_RESISTANT_ACR } from '../oauth/acr.js';
+import { CredentialChangeRefused, credentialChangeOf } from '../oauth/credential-change.js';
 import { randomToken, sha256Hex } from '../util/crypto.js';
 import type { WebContext } from './context.js';
-import type { Continuation } from './continuation.js';
-import type { Flash } from './flash.js';
-import { requireSignIn } from './session.js';
+import { type Continuation, reauthFor } from './continuation.js';
+import type { CurrentSession } from './session.js';
 import {
   authenticationOptions,
   finishAuthentication,
@@ -25,8 +26,13 @@ const TOKEN = /^[A-Za-z0-9_-]{43}$/;
  * ceremony, then its answer, each a CSRF-protected form POST answered with JSON (`{ error }` with a 4xx when
  * refused). Adding and removing passkeys needs a signed-in session; signing in with one needs nothing but
  * the passkey. A ceremony is bound to the browser that started it by a cookie of its own.
+ *
+ * Adding or removing a passkey needs a recent sign-in, and a passkey sign-in once the account has a passkey
+ * (oauth/credential-change.ts): checked when a ceremony starts, again when it ends (the session may have changed
+ * meanwhile), and, for a session without a passkey sign-in, once more as the passkey is stored (only a first one).
+ * Refused, the answer names where to sign in again (`location`), and the script goes there.
  */
-export async function passkeyRoutes(app: FastifyInstance, ctx: WebContext & { flash: Flash }): Promise<void> {
+export async function passkeyRoutes(app: FastifyInstance, ctx: WebContext): Promise<void> {
   const { store, config, limits, sessions, continuations, trustedDevices, flash } = ctx;
   const rp = relyingParty(config.issuer);
   const secure = config.issuer.startsWith('https:');
@@ -79,11 +85,19 @@ export async function passkeyRoutes(app: FastifyInstance, ctx: WebContext & { fl
     if (!current) await json(reply, { error: 'Your session has ended: sign in again.' }, 401);
     return current;
   };
+  /** Whether this session may change the account's passkeys now; refused, what it needs first. */
+  const mayChange = (c: CurrentSession) => credentialChangeOf(store, c, config.now());
+  /** A 403 naming the sign-in to make first (the script goes there; it resumes the account page). */
+  const reauthenticate = async (req: FastifyRequest, reply: FastifyReply, refused: CredentialChangeRefused) =>
+    json(reply, { error: refused.message, location: await continuations.signInUrl(req, reply, reauthFor(refused.needs)) }, 403);
 
   app.post('/account/passkeys/options', { preHandler: app.csrfProtection }, async (req, reply) => {
     const c = await signedIn(req, reply);
     const party = c && available(reply);
-    if (!c || !party || !(await admitted(req, reply))) return reply;
+    if (!c || !party) return reply;
+    const change = await mayChange(c);
+    if (!change.allowed) return reauthenticate(req, reply, new CredentialChangeRefused(change.needs));
+    if (!(await admitted(req, reply))) return reply;
     try {
       const existing = await store.passkeys.listByUser(c.user.id);
       return json(reply, await registrationOptions(store, party, c.user, existing, browserOf(req, reply), config.now()));
@@ -96,7 +110,10 @@ export async function passkeyRoutes(app: FastifyInstance, ctx: WebContext & { fl
     const c = await signedIn(req, reply);
     const party = c && available(reply);
     if (!c || !party) return reply;
+    const change = await mayChange(c);
+    if (!change.allowed) return reauthenticate(req, reply, new CredentialChangeRefused(change.needs));
     const form = pageForm(req);
+    const from = clientAddress(req);
     try {
       const passkey = await finishRegistration(
         store,
@@ -105,20 +122,29 @@ export async function passkeyRoutes(app: FastifyInstance, ctx: WebContext & { fl
         { response: form.response, name: form.name },
         existingBrowser(req),
         config.now(),
+        { onlyFirst: !meetsAcr(amrOf(c.session.amr), PHISHING_RESISTANT_ACR, c.session.acr), from },
       );
+      await store.signInEvents.recordCredential(c.user.id, 'passkey-added', passkey.name, from, config.now());
       flash.put(c.session.id_hash, { kind: 'notice', text: `Added the passkey "${passkey.name}"` });
       return json(reply, { added: passkey.name });
     } catch (err) {
+      if (err instanceof CredentialChangeRefused) return reauthenticate(req, reply, err);
       return refuse(reply, err);
     }
   });
 
   app.post('/account/passkeys/remove', { preHandler: app.csrfProtection }, async (req, reply) => {
-    const c = await requireSignIn(ctx, req, reply, ACCOUNT);
-    if (!c) return reply;
+    const c = await sessions.current(req);
+    if (!c) return reply.redirect(await continuations.signInUrl(req, reply, ACCOUNT), 303);
+    const change = await mayChange(c);
+    if (!change.allowed) return reply.redirect(await continuations.signInUrl(req, reply, reauthFor(change.needs)), 303);
     const id = pageForm(req).id ?? '';
-    const removed = id !== '' && (await store.passkeys.delete(c.user.id, id));
-    flash.put(c.session.id_hash, { kind: 'notice', text: removed ? 'Removed the passkey' : 'That passkey was removed already' });
+    const removed = id === '' ? undefined : await store.passkeys.delete(c.user.id, id);
+    if (removed) await store.signInEvents.recordCredential(c.user.id, 'passkey-removed', removed.name, clientAddress(req), config.now());
+    flash.put(c.session.id_hash, {
+      kind: 'notice',
+      text: removed ? `Removed the passkey "${removed.name}"` : 'That passkey was removed already',
+    });
     return reply.redirect('/account', 303);
   });
 
@@ -150,10 +176,4 @@ export async function passkeyRoutes(app: FastifyInstance, ctx: WebContext & { fl
       return refuse(reply, err);
     }
   });
-}
-
-/** Whether this server can offer passkeys, and if not, why (the account page says it). */
-export function passkeyAvailability(issuer: string): { available: true } | { available: false; reason: string } {
-  const rp = relyingParty(issuer);
-  return 'unavailable' in rp ? { available: false, reason: rp.unavailable } : { available: true };
 }

@@ -105,7 +105,14 @@ export function SignInPage(props: {
   passkeyRequired?: boolean | undefined;
   /** The operator's connectors (upstream sign-in services): a "Continue with NAME" link each. */
   connectors?: readonly { id: string; name: string; form: boolean }[] | undefined;
+  /** A signed-in person sent here by the account page to sign in again before changing how they sign in. */
+  forAccount?: boolean | undefined;
 }) {
+  const waiting = props.forAccount
+    ? 'Changing how you sign in'
+    : props.forDevice
+      ? 'This device sign-in'
+      : (props.appName ?? 'The application');
   return (
     <Layout title="Sign in" scripts={props.passkeys ? [PASSKEY_SCRIPT] : undefined}>
       <div class="card">
@@ -116,10 +123,13 @@ export function SignInPage(props: {
           </p>
         )}
         {props.forDevice && <p class="muted">to approve a device sign-in</p>}
+        {props.forAccount && !props.passkeyRequired && (
+          <p>Changing how you sign in (a passkey, a linked account) needs a recent sign-in: sign in again to continue.</p>
+        )}
         {props.passkeyRequired && (
           <p>
-            <strong>{props.forDevice ? 'This device sign-in' : (props.appName ?? 'The application')}</strong> asks for a sign-in with a
-            passkey.
+            <strong>{waiting}</strong>{' '}
+            {props.forAccount ? 'needs a recent sign-in with one of your passkeys.' : 'asks for a sign-in with a passkey.'}
           </p>
         )}
         {props.signedInAs && (

@@ -11,6 +11,7 @@ import {
 import { isIP } from 'node:net';
 import { PASSKEY_NAME_MAX, PASSKEYS_PER_USER_MAX, WEBAUTHN_CHALLENGE_TTL_MS, WEBAUTHN_RESPONSE_MAX } from '../config/defaults.js';
 import { passkeyAmr } from '../oauth/acr.js';
+import { CredentialChangeRefused } from '../oauth/credential-change.js';
 import type { Passkey, Store, User } from '../store/store.js';
 import { sha256Hex } from '../util/crypto.js';
 
@@ -144,7 +145,11 @@ function takeChallenge(store: Store, purpose: 'register' | 'authenticate', brows
   };
 }
 
-/** Checks a registration answer and stores the passkey under `name`; the stored passkey. */
+/**
+ * Checks a registration answer and stores the passkey under `name`; the stored passkey. `onlyFirst`: the session
+ * adding it is not a passkey sign-in, so it may add the account's first passkey only (checked again as it is
+ * stored: parallel ceremonies of one password session cannot add two). `from`: the address it is added from.
+ */
 export async function finishRegistration(
   store: Store,
   rp: RelyingParty,
@@ -152,6 +157,7 @@ export async function finishRegistration(
   answer: { response: string | undefined; name: string | undefined },
   browserHash: string,
   now: number,
+  context: { onlyFirst: boolean; from: string },
 ): Promise<Passkey> {
   const name = (answer.name ?? '').trim() || 'Passkey';
   if (name.length > PASSKEY_NAME_MAX || /[\p{Cc}\p{Cf}]/u.test(name)) {
@@ -184,14 +190,18 @@ export async function finishRegistration(
     name,
     created_at: now,
     last_used_at: null,
+    added_from: context.from,
   };
-  if (!(await store.passkeys.insert(passkey))) throw new PasskeyError('That passkey is registered already.');
-  // Counted after the insert, so parallel registrations cannot all pass a count taken before any of them.
-  if ((await store.passkeys.listByUser(user.id)).length > PASSKEYS_PER_USER_MAX) {
-    await store.passkeys.delete(user.id, passkey.id);
-    throw new PasskeyError(`You have ${PASSKEYS_PER_USER_MAX} passkeys: remove one to add another.`);
+  switch (await store.passkeys.insert(passkey, { max: PASSKEYS_PER_USER_MAX, onlyFirst: context.onlyFirst })) {
+    case 'added':
+      return passkey;
+    case 'registered':
+      throw new PasskeyError('That passkey is registered already.');
+    case 'full':
+      throw new PasskeyError(`You have ${PASSKEYS_PER_USER_MAX} passkeys: remove one to add another.`);
+    case 'not-first':
+      throw new CredentialChangeRefused('passkey');
   }
-  return passkey;
 }
 
 /** A passkey sign-in that verified: who, and the RFC 8176 methods it used. */
@@ -240,4 +250,10 @@ export async function finishAuthentication(
   const { newCounter, credentialBackedUp } = verified.authenticationInfo;
   await store.passkeys.recordUse(passkey.id, { newCounter, backedUp: credentialBackedUp, at: now });
   return { user, amr: passkeyAmr(credentialBackedUp), passkey };
+}
+
+/** Whether this server can offer passkeys, and if not, why (the account and sign-in pages say it). */
+export function passkeyAvailability(issuer: string): { available: true } | { available: false; reason: string } {
+  const rp = relyingParty(issuer);
+  return 'unavailable' in rp ? { available: false, reason: rp.unavailable } : { available: true };
 }

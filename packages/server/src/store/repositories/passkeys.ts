@@ -11,15 +11,20 @@ export interface Passkeys {
   /** A user's passkeys, oldest first. */
   listByUser(userId: string): Promise<Passkey[]>;
   find(credentialId: string): Promise<Passkey | undefined>;
-  /** Adds a passkey; false when that credential id is already registered (to anyone). */
-  insert(passkey: Passkey): Promise<boolean>;
+  /**
+   * Adds a passkey, in one transaction that first locks the user's row, so that parallel additions see each
+   * other: `registered` when that credential id is already registered (to anyone), `full` when the user has
+   * `max` passkeys already, `not-first` when `onlyFirst` and the user has one already (a password sign-in may
+   * add the first passkey only: oauth/credential-change.ts).
+   */
+  insert(passkey: Passkey, rule: { max: number; onlyFirst: boolean }): Promise<'added' | 'registered' | 'full' | 'not-first'>;
   /**
    * Records a sign-in with it: when, the backup state, and the signature counter, which only moves forward (two
    * parallel sign-ins of one authenticator may land in either order).
    */
   recordUse(credentialId: string, seen: { newCounter: number; backedUp: boolean; at: number }): Promise<void>;
-  /** Removes one of this user's passkeys; false when it was not theirs or is gone. */
-  delete(userId: string, credentialId: string): Promise<boolean>;
+  /** Removes one of this user's passkeys: the passkey removed; undefined when it was not theirs or is gone. */
+  delete(userId: string, credentialId: string): Promise<Passkey | undefined>;
   /**
    * Removes every passkey of a user (a lost device) and ends the browser sessions signed in with one (the device
    * may have one open): how many passkeys there were, and the session IDs (`sid`) of the sessions ended, for
@@ -49,13 +54,27 @@ export class KyselyPasskeys implements Passkeys {
     return this.engine.db.selectFrom('passkeys').selectAll().where('id', '=', credentialId).executeTakeFirst();
   }
 
-  async insert(passkey: Passkey): Promise<boolean> {
-    const r = await this.engine.db
-      .insertInto('passkeys')
-      .values(passkey)
-      .onConflict((oc) => oc.column('id').doNothing())
-      .executeTakeFirst();
-    return Number(r.numInsertedOrUpdatedRows ?? 0n) === 1;
+  insert(passkey: Passkey, rule: { max: number; onlyFirst: boolean }): Promise<'added' | 'registered' | 'full' | 'not-first'> {
+    return this.engine.transaction(async (trx) => {
+      // A write to the user's row takes its lock on PostgreSQL (held to the commit): a parallel addition for the
+      // same user waits here, and its count below, a new statement under READ COMMITTED, sees this one's passkey.
+      // SQLite runs one write transaction at a time anyway.
+      await trx.updateTable('users').set({ id: sql`id` }).where('id', '=', passkey.user_id).execute();
+      const held = await trx
+        .selectFrom('passkeys')
+        .select((eb) => eb.fn.countAll<number | string>().as('n'))
+        .where('user_id', '=', passkey.user_id)
+        .executeTakeFirstOrThrow();
+      const n = Number(held.n);
+      if (rule.onlyFirst && n > 0) return 'not-first';
+      if (n >= rule.max) return 'full';
+      const r = await trx
+        .insertInto('passkeys')
+        .values(passkey)
+        .onConflict((oc) => oc.column('id').doNothing())
+        .executeTakeFirst();
+      return Number(r.numInsertedOrUpdatedRows ?? 0n) === 1 ? 'added' : 'registered';
+    });
   }
 
   async recordUse(credentialId: string, seen: { newCounter: number; backedUp: boolean; at: number }): Promise<void> {
@@ -70,9 +89,13 @@ export class KyselyPasskeys implements Passkeys {
       .execute();
   }
 
-  async delete(userId: string, credentialId: string): Promise<boolean> {
-    const r = await this.engine.db.deleteFrom('passkeys').where('id', '=', credentialId).where('user_id', '=', userId).executeTakeFirst();
-    return Number(r.numDeletedRows) === 1;
+  delete(userId: string, credentialId: string): Promise<Passkey | undefined> {
+    return this.engine.db
+      .deleteFrom('passkeys')
+      .where('id', '=', credentialId)
+      .where('user_id', '=', userId)
+      .returningAll()
+      .executeTakeFirst();
   }
 
   deleteAll(userId: string): Promise<{ passkeys: number; sessions: string[] }> {

@@ -3,13 +3,13 @@ import { SIGNIN_EVENTS_PER_USER } from '../../config/defaults.js';
 import type { Engine } from '../engine.js';
 import { timeOrderedId } from '../../util/crypto.js';
 import { Prepared } from '../prepared.js';
-import type { SignInEvent, SignInKind } from '../schema.js';
+import type { CredentialEventKind, SignInEvent, SignInKind } from '../schema.js';
 import { insertRow } from './statements.js';
 
-export type { SignInEvent, SignInKind } from '../schema.js';
+export type { CredentialEventKind, SignInEvent, SignInKind } from '../schema.js';
 
-/** A sign-in to record: the store gives it its id. */
-export type NewSignInEvent = Omit<SignInEvent, 'id'>;
+/** A sign-in to record: the store gives it its id; `detail` only for credential events. */
+export type NewSignInEvent = Omit<SignInEvent, 'id' | 'detail'> & { detail?: string | null };
 
 /**
  * A user's sign-ins and device decisions (the account page's "Recent
@@ -21,6 +21,8 @@ export type NewSignInEvent = Omit<SignInEvent, 'id'>;
  */
 export interface SignInEvents {
   record(event: NewSignInEvent): Promise<void>;
+  /** Records a way into the account added or removed (`detail`: the passkey's name, the connector's id), from `clientIp`. */
+  recordCredential(userId: string, kind: CredentialEventKind, detail: string, clientIp: string, at: number): Promise<void>;
   /** The user's records, newest first. */
   recent(userId: string): Promise<SignInEvent[]>;
 }
@@ -31,7 +33,7 @@ export interface SignInEvents {
  */
 export function signInEventStatements() {
   return {
-    insert: insertRow('signin_events', ['id', 'user_id', 'at', 'kind', 'client_ip', 'device_ip', 'client_id'] as const),
+    insert: insertRow('signin_events', ['id', 'user_id', 'at', 'kind', 'client_ip', 'device_ip', 'client_id', 'detail'] as const),
     /**
      * A device decision's record, its device address and application read from the device authorization itself
      * (INSERT ... SELECT by user code: the row the decision just changed). The casts give PostgreSQL the column
@@ -90,9 +92,13 @@ export class KyselySignInEvents implements SignInEvents {
 
   async record(event: NewSignInEvent): Promise<void> {
     await this.engine.atomically('signin_event', [
-      { q: this.q.insert, values: { ...event, id: timeOrderedId(event.at) } },
+      { q: this.q.insert, values: { ...event, detail: event.detail ?? null, id: timeOrderedId(event.at) } },
       { q: this.q.trim, values: { userId: event.user_id } },
     ]);
+  }
+
+  recordCredential(userId: string, kind: CredentialEventKind, detail: string, clientIp: string, at: number): Promise<void> {
+    return this.record({ user_id: userId, at, kind, client_ip: clientIp, device_ip: null, client_id: null, detail });
   }
 
   async recent(userId: string): Promise<SignInEvent[]> {

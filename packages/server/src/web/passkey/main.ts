@@ -89,11 +89,19 @@ function accountPage(form: HTMLFormElement): void {
     show(error, undefined);
     if (button) button.disabled = true;
     const name = (form.elements.namedItem('name') as HTMLInputElement | null)?.value ?? '';
+    // Refused for want of a recent (passkey) sign-in, the answer names where to sign in again: go there.
+    const reauthenticate = (body: Record<string, unknown>) => {
+      if (typeof body.location !== 'string' || !body.location.startsWith('/signin')) return false;
+      window.location.assign(body.location);
+      return true;
+    };
     (async () => {
       const options = await post('/account/passkeys/options', { _csrf: csrf });
+      if (!options.ok && reauthenticate(options.body)) return;
       if (!options.ok) throw new Error(String(options.body.error));
       const answer = await startRegistration({ optionsJSON: options.body as never });
       const done = await post('/account/passkeys', { _csrf: csrf, name, response: JSON.stringify(answer) });
+      if (!done.ok && reauthenticate(done.body)) return;
       if (!done.ok) throw new Error(String(done.body.error));
       // The page lists it, with the server's notice.
       window.location.reload();
