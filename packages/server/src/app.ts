@@ -11,6 +11,7 @@ import { discoveryRoutes } from './api/discovery.js';
 import { apiErrorHandler } from './api/errors.js';
 import { trustProxyOption } from './http/client-ip.js';
 import { FormError, parseForm } from './http/form.js';
+import { sendNotFoundProblem } from './http/errors.js';
 import type { OAuthContext } from './oauth/context.js';
 import { DpopNonces } from './oauth/dpop.js';
 import { DpopKeys } from './oauth/dpop-signature.js';
@@ -343,5 +344,6 @@ export function buildMetricsApp(metrics: Metrics, config: ServerConfig, log: Fas
     return reply.header('content-type', contentType).header('cache-control', 'no-store').send(body);
   });
   app.get('/healthz', async () => ({ status: 'ok' }));
+  app.setNotFoundHandler(async (_req, reply) => sendNotFoundProblem(reply));
   return app;
 }

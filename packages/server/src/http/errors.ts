@@ -16,3 +16,24 @@ export function sendErrorAnswer(reply: FastifyReply, err: ErrorAnswer): FastifyR
   const { headers, body } = err.response;
   return reply.code(err.status).headers(headers).send(body);
 }
+
+/**
+ * The body of every 404 a program reads (the protocol endpoints, /.well-known, the metrics listener): an RFC 9457
+ * problem that names nothing of the request. Fastify's own answer echoes the method and path, which turns any URL
+ * someone is tricked into opening, or a scanner's probe, into text of theirs in our answer and our logs.
+ */
+const NOT_FOUND_PROBLEM = JSON.stringify({
+  type: 'about:blank',
+  title: 'Not Found',
+  status: 404,
+  detail: 'There is nothing at this address.',
+});
+
+/** Answers 404 with {@link NOT_FOUND_PROBLEM}. */
+export function sendNotFoundProblem(reply: FastifyReply): FastifyReply {
+  return reply
+    .code(404)
+    .header('content-type', 'application/problem+json; charset=utf-8')
+    .header('cache-control', 'no-store')
+    .send(NOT_FOUND_PROBLEM);
+}

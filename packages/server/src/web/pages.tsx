@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebContext } from './context.js';
 import { clientAddress } from '../http/client-ip.js';
 import { FormError, isParsedForm, pageForm, pageQuery } from '../http/form.js';
+import { sendNotFoundProblem } from '../http/errors.js';
 import { validateAuthorizationRequest } from '../oauth/authorize.js';
 import { loginHint } from '../oauth/authorize-checks.js';
 import { AuthorizationPageError } from '../oauth/authorization-request.js';
@@ -47,12 +48,10 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
   app.get('/favicon.ico', async (_req, reply) => reply.header('cache-control', 'public, max-age=86400').redirect(FAVICON_PATH, 301));
 
   // Unknown addresses: an HTML page in the house style. The protocol endpoints (/oauth/*, /.well-known/*) are
-  // read by programs, so they keep the JSON answer Fastify gives them.
+  // read by programs: a JSON problem (RFC 9457). Neither repeats anything of the request.
   app.setNotFoundHandler(async (req, reply) => {
     const path = (req.raw.url ?? '/').split('?')[0]!;
-    if (path.startsWith('/oauth/') || path.startsWith('/.well-known/')) {
-      return reply.code(404).send({ message: `Route ${req.method}:${path} not found`, error: 'Not Found', statusCode: 404 });
-    }
+    if (path.startsWith('/oauth/') || path.startsWith('/.well-known/')) return sendNotFoundProblem(reply);
     const current = req.method === 'GET' || req.method === 'HEAD' ? await sessions.current(req) : undefined;
     return sendPage(reply, <NotFoundPage viewer={viewerOf(reply, current)} />, 404);
   });
