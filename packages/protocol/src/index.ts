@@ -19,4 +19,4 @@ export {
   OPENID_CONFIGURATION_PATH,
   type OpenIDProviderMetadata,
 } from './metadata.js';
-export { IssuerError, normalizeIssuer } from './issuer.js';
+export { IssuerError, isLoopbackHost, normalizeIssuer } from './issuer.js';

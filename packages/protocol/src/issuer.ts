@@ -3,9 +3,26 @@ export class IssuerError extends TypeError {
   override name = 'IssuerError';
 }
 
-function isLoopbackHost(hostname: string): boolean {
-  // `hostname` comes from the WHATWG URL parser: an IPv4 address is already in dotted-decimal form.
-  return hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname);
+/**
+ * Whether a host names this machine's loopback: `localhost` and the names under it (RFC 6761 §6.3), an IPv4
+ * address in 127.0.0.0/8 (RFC 1122 §3.2.1.3; any spelling the WHATWG URL parser reads as one, `127.1` too), `::1`,
+ * and 127.0.0.0/8 as IPv4-mapped IPv6 addresses (`::ffff:127.0.0.2`). `host` may be a URL's `hostname` (IPv6 in
+ * brackets) or a bare address. The one definition of loopback: the issuer's http allowance (here), and on the
+ * server every rule that depends on it (connector upstreams, jwks_uri, back-channel logout URIs, the start
+ * warning).
+ */
+export function isLoopbackHost(host: string): boolean {
+  let bare = host.toLowerCase().replace(/^\[|\]$/g, '');
+  if (bare.endsWith('.')) bare = bare.slice(0, -1);
+  if (bare === 'localhost' || bare.endsWith('.localhost')) return true;
+  let hostname: string;
+  try {
+    // The WHATWG URL parser puts an IPv4 address in dotted-decimal form and compresses an IPv6 one.
+    hostname = new URL(`http://${bare.includes(':') ? `[${bare}]` : bare}/`).hostname;
+  } catch {
+    return false;
+  }
+  return /^127(\.\d{1,3}){3}$/.test(hostname) || hostname === '[::1]' || /^\[::ffff:7f[0-9a-f]{2}:[0-9a-f]{1,4}\]$/.test(hostname);
 }
 
 /**
@@ -19,8 +36,8 @@ function isLoopbackHost(hostname: string): boolean {
  *   query or fragment component. An empty query or fragment (`https://id.example?`,
  *   `https://id.example#`) is one too and is refused, as is userinfo
  *   (`https://user@id.example`). Plain `http` is accepted only for a
- *   loopback host (`localhost`, `127.x.x.x`, `[::1]`), for development on
- *   one machine.
+ *   loopback host ({@link isLoopbackHost}: `localhost`, `127.x.x.x`,
+ *   `[::1]`), for development on one machine.
  * - RFC 8414 §3.1 ({@link https://www.rfc-editor.org/rfc/rfc8414#section-3.1}):
  *   a terminating `/` is removed before the well-known suffix is added, so
  *   trailing slashes are removed here, from a path too

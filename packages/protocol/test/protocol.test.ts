@@ -3,6 +3,7 @@ import {
   AUTHORIZATION_CODE_GRANT_TYPE,
   DEVICE_CODE_GRANT_TYPE,
   IssuerError,
+  isLoopbackHost,
   normalizeIssuer,
   OAUTH_AUTHORIZATION_SERVER_PATH,
   OPENID_CONFIGURATION_PATH,
@@ -41,6 +42,7 @@ describe('rfc8414 §2 issuer identifier', () => {
     expect(normalizeIssuer('http://127.1.2.3')).toBe('http://127.1.2.3');
     expect(normalizeIssuer('http://localhost:8080')).toBe('http://localhost:8080');
     expect(normalizeIssuer('http://[::1]:8080')).toBe('http://[::1]:8080');
+    expect(normalizeIssuer('http://auth.localhost:8080')).toBe('http://auth.localhost:8080');
     for (const bad of [
       'http://id.example',
       'http://127.evil.example',
@@ -75,6 +77,50 @@ describe('rfc8414 §2 issuer identifier', () => {
   it('is an absolute URL', () => {
     for (const bad of ['not a url', '', 'id.example', '/tenant']) {
       expect(refused(bad).message, bad).toMatch(/not an absolute URL/);
+    }
+  });
+});
+
+describe('loopback, one definition for every rule that depends on it', () => {
+  it('rfc6761 §6.3 localhost and names under it, rfc1122 127.0.0.0/8 in any spelling, ::1 and IPv4-mapped loopback', () => {
+    for (const host of [
+      'localhost',
+      'LOCALHOST',
+      'localhost.',
+      'auth.localhost',
+      '127.0.0.1',
+      '127.0.0.2',
+      '127.255.255.254',
+      '127.1',
+      '0x7f.1',
+      '::1',
+      '[::1]',
+      '0:0:0:0:0:0:0:1',
+      '::ffff:127.0.0.2',
+      '[::ffff:7f00:1]',
+    ]) {
+      expect(isLoopbackHost(host), host).toBe(true);
+    }
+  });
+
+  it('nothing else: other addresses, names that merely contain it, and what is not a host', () => {
+    for (const host of [
+      '128.0.0.1',
+      '126.255.255.255',
+      '10.0.0.1',
+      '0.0.0.0',
+      '::',
+      '::2',
+      '::ffff:10.0.0.1',
+      '[::ffff:8000:1]',
+      'localhost.evil.example',
+      '127.0.0.1.nip.io',
+      'evillocalhost',
+      '',
+      '[',
+      'a b',
+    ]) {
+      expect(isLoopbackHost(host), host).toBe(false);
     }
   });
 });

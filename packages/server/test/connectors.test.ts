@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { federatedUser, type UpstreamIdentity } from '../src/connectors/accounts.js';
@@ -187,6 +189,62 @@ describe('connector settings and claims', () => {
       expect(outcome.kind, query).not.toBe('ok');
     }
     expect(requests.every((u) => u.endsWith('/.well-known/openid-configuration'))).toBe(true);
+  });
+
+  it('loopback is one definition: an upstream at http://127.0.0.2 is reached and signs in; one at a non-loopback http URL is never asked', async () => {
+    const key = await generateKeyPair('ES256', { extractable: true });
+    const upstream = createServer(async (req, res) => {
+      const path = new URL(req.url ?? '/', 'http://x').pathname;
+      const json = (body: unknown) => res.setHeader('content-type', 'application/json').end(JSON.stringify(body));
+      if (path === '/.well-known/openid-configuration') {
+        return json({
+          issuer,
+          authorization_endpoint: `${issuer}/authorize`,
+          token_endpoint: `${issuer}/token`,
+          jwks_uri: `${issuer}/jwks`,
+          id_token_signing_alg_values_supported: ['ES256'],
+        });
+      }
+      if (path === '/jwks') return json({ keys: [{ ...(await exportJWK(key.publicKey)), kid: 'k', alg: 'ES256' }] });
+      const now = Math.floor(Date.now() / 1000);
+      const idToken = await new SignJWT({ sub: 'loopback-user', nonce: 'n' })
+        .setProtectedHeader({ alg: 'ES256', kid: 'k' })
+        .setIssuer(issuer)
+        .setAudience('c')
+        .setIssuedAt(now)
+        .setExpirationTime(now + 300)
+        .sign(key.privateKey);
+      return json({ access_token: 'at', token_type: 'Bearer', id_token: idToken });
+    });
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.2', resolve));
+    const issuer = `http://127.0.0.2:${(upstream.address() as AddressInfo).port}`;
+    try {
+      const s = { issuer, clientId: 'c', scopes: ['openid'], allowedEmailDomains: [] };
+      const round = { redirectUri: 'https://rp.example/cb', state: 'st', codeVerifier: 'v'.repeat(43), nonce: 'n' };
+      const start = await oidcAuthorizationUrl(s, round, { timeoutMs: 2000 });
+      expect(String(start)).toMatch(new RegExp(`^${issuer}/authorize\\?`));
+      const done = await oidcCallback(
+        s,
+        'secret',
+        { ...round, callbackUrl: new URL('https://rp.example/cb?code=x&state=st') },
+        { timeoutMs: 2000 },
+      );
+      expect(done, JSON.stringify(done)).toMatchObject({ kind: 'ok', identity: { subject: 'loopback-user' } });
+    } finally {
+      upstream.close();
+    }
+    // Plain http anywhere else: refused before any request leaves (the transport is never called).
+    const asked: string[] = [];
+    const transport = (async (input: string | URL | Request) => {
+      asked.push(String(input));
+      return new Response('{}');
+    }) as typeof fetch;
+    for (const elsewhere of ['http://login.example', 'http://192.0.2.7', 'http://127.0.0.1.nip.io']) {
+      const s = { issuer: elsewhere, clientId: 'c', scopes: ['openid'], allowedEmailDomains: [] };
+      const round = { redirectUri: 'https://rp.example/cb', state: 'st', codeVerifier: 'v'.repeat(43), nonce: 'n' };
+      expect(await oidcAuthorizationUrl(s, round, { timeoutMs: 2000, fetch: transport }), elsewhere).toMatchObject({ kind: 'unavailable' });
+    }
+    expect(asked).toEqual([]);
   });
 
   it("an upstream's keys are fetched once for many sign-ins, and again at once when an ID token names a new key", async () => {

@@ -33,7 +33,13 @@ describe('ldapSettingsProblem', () => {
   it('accepts ldaps://, StartTLS, and plain ldap:// to loopback only', () => {
     expect(ldapSettingsProblem(base)).toBeUndefined();
     expect(ldapSettingsProblem({ ...base, url: 'ldap://ldap.example.test', startTls: true })).toBeUndefined();
-    for (const url of ['ldap://127.0.0.1:3389', 'ldap://localhost', 'ldap://[::1]:389']) {
+    for (const url of [
+      'ldap://127.0.0.1:3389',
+      'ldap://127.0.0.2:3389',
+      'ldap://localhost',
+      'ldap://[::1]:389',
+      'ldap://[::ffff:127.0.0.1]:389',
+    ]) {
       expect(ldapSettingsProblem({ ...base, url }), url).toBeUndefined();
     }
     expect(ldapSettingsProblem({ ...base, url: 'ldap://ldap.example.test' })).toMatch(/in clear/);

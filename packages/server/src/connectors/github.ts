@@ -10,6 +10,7 @@
  * membership for the authenticated user", "Get team membership for a user", "Scopes for OAuth apps", and
  * "Rate limits for the REST API".
  */
+import { isLoopbackHost } from '@authcli/protocol';
 import {
   CLAIM_TEXT_MAX,
   CLAIM_URL_MAX,
@@ -83,7 +84,6 @@ const LOGIN_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/;
 const TOKEN_PATTERN = new RegExp(`^[A-Za-z0-9_]{1,${GITHUB_TOKEN_MAX}}$`);
 /** RFC 7636 §4.2: an S256 challenge is 43 base64url characters. */
 const CHALLENGE_PATTERN = /^[A-Za-z0-9_-]{43}$/;
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
 
 /** `--org ORG[:TEAM]` as a rule; an InputError says what is wrong with it. */
 export function parseGithubOrgRule(value: string): GithubOrgRule {
@@ -106,7 +106,7 @@ export function githubEndpoints(s: Pick<GithubSettings, 'apiBase'>): { web: stri
   const bad = (why: string) => new InputError(`--api-base ${JSON.stringify(s.apiBase)}: ${why}`, 'apiBase');
   if (!URL.canParse(s.apiBase)) throw bad('not a URL');
   const url = new URL(s.apiBase);
-  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname))) throw bad('use https');
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopbackHost(url.hostname))) throw bad('use https');
   if (url.username || url.password || url.search || url.hash) throw bad('no credentials, query or fragment');
   const path = url.pathname.replace(/\/+$/, '');
   if (path.endsWith('/api/v3')) {

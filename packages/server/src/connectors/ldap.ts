@@ -17,6 +17,7 @@
 import { isIP } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
 import { Client, type Entry, InappropriateAuthError, InvalidCredentialsError, ResultCodeError } from 'ldapts';
+import { isLoopbackHost } from '@authcli/protocol';
 import {
   CLAIM_TEXT_MAX,
   LDAP_CONNECT_TIMEOUT_MS,
@@ -74,10 +75,6 @@ export function userFilterFor(template: string, username: string): string {
   return template.replaceAll('{username}', () => escaped);
 }
 
-function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || (isIP(host) === 4 && host.startsWith('127.'));
-}
-
 /** The URL's host without IPv6 brackets. */
 function hostOf(url: URL): string {
   return url.hostname.replace(/^\[(.*)\]$/, '$1');
@@ -113,7 +110,7 @@ export function ldapSettingsProblem(s: LdapSettings): string | undefined {
     return 'url takes a scheme, a host and a port only';
   }
   if (url.protocol === 'ldaps:' && s.startTls) return 'StartTLS is for ldap:// URLs; ldaps:// is TLS from the start';
-  if (url.protocol === 'ldap:' && !s.startTls && !isLoopback(hostOf(url))) {
+  if (url.protocol === 'ldap:' && !s.startTls && !isLoopbackHost(url.hostname)) {
     return 'ldap:// without StartTLS would send passwords in clear: use ldaps:// or StartTLS (plain ldap:// is for a loopback address only)';
   }
   if (!s.bindDn || !s.bindPassword) {

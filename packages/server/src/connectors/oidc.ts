@@ -1,4 +1,5 @@
 import * as oauth from 'oauth4webapi';
+import { isLoopbackHost } from '@authcli/protocol';
 import { CONNECTOR_DISCOVERY_TTL_MS } from '../config/connector-defaults.js';
 import { FEDERATED_ACR, PHISHING_RESISTANT_ACR } from '../oauth/acr.js';
 import type { UpstreamIdentity } from './accounts.js';
@@ -50,9 +51,9 @@ interface Options {
   metadata?: UpstreamMetadata | undefined;
 }
 
-/** Plain http only for an upstream on this machine (a test's, or one beside it), as RFC 8252 allows loopback. */
+/** Plain http only for an upstream on this machine (a test's, or one beside it): loopback as @authcli/protocol defines it. */
 function loopback(url: URL): boolean {
-  return url.protocol === 'http:' && (url.hostname === '127.0.0.1' || url.hostname === '[::1]' || url.hostname === 'localhost');
+  return url.protocol === 'http:' && isLoopbackHost(url.hostname);
 }
 
 function requestOptions(issuer: URL, o: Options) {

@@ -5,7 +5,7 @@
  */
 import { isIP } from 'node:net';
 import { REDIRECT_URI_MAX } from '../config/defaults.js';
-import { isLoopbackHost } from '../http/loopback.js';
+import { isLoopbackHost } from '@authcli/protocol';
 import { isPublicAddress } from '../http/public-address.js';
 import { InputError } from '../util/input-error.js';
 import { isHostName } from './redirect-uri.js';
@@ -40,7 +40,7 @@ export function backchannelLogoutUriProblem(value: string, selfRegistered: boole
     }
     return undefined;
   }
-  if (url.protocol === 'http:' && !loopback) return 'must be https (http only on loopback: 127.0.0.1, [::1] or localhost)';
+  if (url.protocol === 'http:' && !loopback) return 'must be https (http only on loopback: localhost, 127.0.0.0/8 or [::1])';
   return undefined;
 }
 

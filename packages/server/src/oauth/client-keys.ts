@@ -10,7 +10,7 @@
 import { isIP } from 'node:net';
 import { importJWK, type JWK } from 'jose';
 import { CLIENT_JWKS_MAX_BYTES, CLIENT_JWKS_MAX_KEYS, CLIENT_JWKS_URI_MAX } from '../config/defaults.js';
-import { isLoopbackHost } from '../http/loopback.js';
+import { isLoopbackHost } from '@authcli/protocol';
 import { isPublicAddress } from '../http/public-address.js';
 import type { Application, ClientKeys } from '../store/store.js';
 import { InputError } from '../util/input-error.js';
