@@ -13,7 +13,23 @@ import { tunnelProxy } from '@authcli/test-support/tunnel-proxy';
 
 const PASSWORD = 'cli profiles e2e password';
 /** A user or two of its own per test: the grants a test counts at the server are its own, whatever ran before. */
-const USERS = ['alice', 'bob', 'carol', 'dave', 'erin', 'frank', 'grace', 'heidi', 'ivan', 'judy', 'mallory', 'niaj', 'olivia', 'peggy'];
+const USERS = [
+  'alice',
+  'bob',
+  'carol',
+  'dave',
+  'erin',
+  'frank',
+  'grace',
+  'heidi',
+  'ivan',
+  'judy',
+  'mallory',
+  'niaj',
+  'olivia',
+  'peggy',
+  'trent',
+];
 
 describe('authcli profiles: several accounts, each with its own sign-in', () => {
   let server: ServerProcess;
@@ -149,6 +165,41 @@ describe('authcli profiles: several accounts, each with its own sign-in', () => 
       ['a', 'signed_out'],
       ['b', 'valid'],
     ]);
+  });
+
+  it('--profile and --storage before or after the command name: the same sign-in, the cached token still through the fast path', async () => {
+    const home = tempConfigHome();
+    await signIn(home, 'trent', ['--profile', 'w', '--issuer', server.issuer]);
+    const after = await cli(home, ['token', '--profile', 'w']);
+    expect(after.code, after.stderr).toBe(0);
+    expect(after.stdout).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+\n$/);
+    for (const args of [
+      ['--profile', 'w', 'token'],
+      ['--profile=w', 'token'],
+      ['--storage', 'file', '--profile', 'w', 'token'],
+      ['--profile', 'w', 'token', '--storage', 'file'],
+    ]) {
+      const before = await cli(home, args);
+      expect(before, args.join(' ')).toMatchObject({ code: 0, stdout: after.stdout });
+    }
+    // Before the command name it is still answered by dist/token-fast.cjs, without Node's ESM loader.
+    const fast = await cli(home, ['--profile', 'w', 'token'], { NODE_DEBUG: 'module,esm' });
+    expect(fast.stderr).toContain('dist/token-fast.cjs');
+    expect(fast.stderr).not.toMatch(/^ESM \d+:/m);
+    // Given both before and after, the one after the command name wins (it is closer to the command).
+    expect((await cli(home, ['--profile', 'nobody', 'token', '--profile', 'w'])).stdout).toBe(after.stdout);
+    expect(JSON.parse((await cli(home, ['--profile', 'w', 'status', '--json'])).stdout)).toMatchObject({ signed_in: true, profile: 'w' });
+    const api = await cli(home, ['--profile', 'w', 'api', '/oauth/userinfo']);
+    expect(api.code, api.stderr).toBe(0);
+    // A command that has no such option says so, as for any unknown option.
+    const remove = await cli(home, ['--profile', 'w', 'profiles', 'remove', 'w']);
+    expect(remove.code).not.toBe(0);
+    expect(remove.stderr).toBe('authcli: profiles remove takes no --profile option. See `authcli profiles remove --help`.\n');
+    const bad = await cli(home, ['--profile', 'not a name', 'token']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/^authcli: .*profile/);
+    expect((await cli(home, ['--profile', 'w', 'logout'])).code).toBe(0);
+    expect((await cli(home, ['--profile', 'w', 'token'])).stderr).toMatch(/not signed in .*\(profile w\)/);
   });
 
   it('logins and refreshes of several profiles at once, and of one profile at once, lose nothing and send no refresh token twice', async () => {

@@ -11,9 +11,13 @@ function full() {
   return import('../dist/cli.js');
 }
 
-if (process.argv[2] === 'token') {
+// `--profile NAME` may come before the command name too (`authcli --profile work token`), as in kubectl.
+const args = process.argv.slice(2);
+const lead = [];
+while (args.length > 0 && /^--profile(=.+)?$/.test(args[0])) lead.push(...args.splice(0, args[0] === '--profile' ? 2 : 1));
+if (args[0] === 'token') {
   require('../dist/token-fast.cjs')
-    .cachedToken(process.argv.slice(3))
+    .cachedToken([...lead, ...args.slice(1)])
     .then((answered) => answered || full());
 } else {
   full();

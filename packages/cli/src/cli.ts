@@ -45,17 +45,35 @@ function common(cmd: Command): Command {
   );
 }
 
+/** The options a person may give before the command name as well as after it. */
+const GLOBAL_OPTIONS = ['profile', 'storage'] as const;
+
 export function program(signal: AbortSignal, out: Output): Command {
   const { Command } = commander();
   const cli = new Command('authcli')
     .description('Sign in to an OAuth 2.0 / OpenID Connect server from the command line')
     .version(__AUTHCLI_VERSION__)
     .option('--debug', 'on failure, print the whole error (cause chain, stack)')
+    // The global options, also accepted before the command name (`authcli --profile work token`), as kubectl's and
+    // the AWS CLI's are; each command has them too, and one given after the command name wins.
+    .option('--profile <name>', 'which account (any command; before or after its name)')
+    .addOption(new (commander().Option)('--storage <where>', 'where credentials are kept (any command)').choices(['file', 'keychain']))
     // Usage errors are printed by the error boundary (one line and where to look), not as the whole help.
     .configureOutput({ outputError: () => undefined })
     .exitOverride()
-    // credentials.ts reads AUTHCLI_STORAGE; the flag overrides it for this process.
-    .hook('preAction', (_, action) => {
+    .hook('preAction', (root, action) => {
+      for (const name of GLOBAL_OPTIONS) {
+        const before = root.getOptionValue(name);
+        if (before === undefined || action === root) continue;
+        const known = action.options.some((o) => o.attributeName() === name);
+        if (!known) {
+          const path = [];
+          for (let c: Command | null = action; c && c !== root; c = c.parent) path.unshift(c.name());
+          throw new (commander().CommanderError)(1, 'commander.unknownOption', `error: ${path.join(' ')} takes no --${name} option`);
+        }
+        if (action.getOptionValueSource(name) !== 'cli') action.setOptionValueWithSource(name, before, 'cli');
+      }
+      // credentials.ts reads AUTHCLI_STORAGE; the flag overrides it for this process.
       const storage = action.opts<{ storage?: string }>().storage;
       if (storage) process.env.AUTHCLI_STORAGE = storage;
     });
