@@ -51,10 +51,15 @@ export interface ServerProcess {
   stop: () => Promise<void>;
 }
 
-/** Starts `authcli-server start` as a real process on a loopback port with its own SQLite file (or `database`). */
-export async function startServerProcess(opts: { database?: string; env?: Record<string, string> } = {}): Promise<ServerProcess> {
+/**
+ * Starts `authcli-server start` as a real process on a loopback port with its own SQLite file (or `database`).
+ * `port`: that port instead of a free one (the same server started again after a restart).
+ */
+export async function startServerProcess(
+  opts: { database?: string; env?: Record<string, string>; port?: number } = {},
+): Promise<ServerProcess> {
   const dir = mkdtempSync(join(tmpdir(), 'authcli-e2e-'));
-  const port = await freePort();
+  const port = opts.port ?? (await freePort());
   const env: Record<string, string> = {
     DATABASE_URL: opts.database ?? join(dir, 'authcli.db'),
     LOG_LEVEL: 'warn',

@@ -44,6 +44,13 @@ import { Continuations } from './web/continuation.js';
 import { Sessions } from './web/session.js';
 import { TrustedDevices } from './web/trusted-device.js';
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The back-channel logout outbox's worker of this instance (tests wait on it: `settle()`). */
+    backchannelDelivery: BackchannelDelivery;
+  }
+}
+
 /** A Fastify route URL (`/oauth/register/:clientId`) as a regular expression for request paths. */
 function routePattern(url: string): RegExp {
   const escaped = url
@@ -204,8 +211,10 @@ export async function buildApp(config: ServerConfig, store: Store, options: AppO
     ...connectionLimits(config),
   });
   const limits = new AbuseLimits(store, config.now, config.limits, metrics ?? NO_METRICS);
-  // Logout tokens go out from here, in the background (oauth/backchannel-delivery.ts); failures go to the log.
-  const delivery = new BackchannelDelivery(config.backchannelLogout, metrics ?? NO_METRICS, app.log);
+  // Logout tokens go out from the store's outbox, in the background (oauth/backchannel-delivery.ts): every
+  // instance polls it for what is due; give-ups go to the log.
+  const delivery = new BackchannelDelivery({ config, store, keys }, metrics ?? NO_METRICS, app.log);
+  app.decorate('backchannelDelivery', delivery);
   const backchannel = new BackchannelLogout({ config, store, keys }, delivery, app.log);
   const ctx: WebContext = {
     config,
@@ -228,7 +237,8 @@ export async function buildApp(config: ServerConfig, store: Store, options: AppO
     clientJwks: new ClientJwks(config.now),
   };
   app.addHook('onClose', async () => ctx.passwords.close());
-  // Logouts still being posted get the shutdown grace to finish; what cannot is logged and counted failed.
+  // Logouts still being posted get the shutdown grace to finish; what cannot stays in the outbox, pending.
+  app.addHook('onReady', async () => delivery.start());
   app.addHook('onClose', async () => delivery.close(config.shutdownGraceMs));
   // Past the cap Node closes each new connection as soon as it is accepted: a flood of connections costs the
   // server no more descriptors than this, and /readyz and the clients already connected keep being served.

@@ -5,6 +5,7 @@ import { appsCommand } from './operator/apps.js';
 import { connectorsCommand } from './operator/connectors.js';
 import { configCommand } from './operator/config.js';
 import { limitsCommand } from './operator/limits.js';
+import { logoutsCommand } from './operator/logouts.js';
 import { registrationCommand } from './operator/registration.js';
 import { isExpected } from './operator/shared.js';
 import { startCommand } from './operator/start.js';
@@ -29,6 +30,7 @@ export function program(): Command {
   limitsCommand(cli);
   appsCommand(cli);
   connectorsCommand(cli);
+  logoutsCommand(cli);
   registrationCommand(cli);
   storeCommands(cli);
   return cli;

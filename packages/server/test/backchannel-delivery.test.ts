@@ -1,26 +1,28 @@
 import { randomUUID } from 'node:crypto';
+import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { approveInBrowser } from '@authcli/test-support/http';
 import { type LogoutReceiver, startLogoutReceiver } from '@authcli/test-support/logout-receiver';
 import { LIMITS } from '../src/config/defaults.js';
 import { isPublicAddress } from '../src/http/public-address.js';
-import { postForm as post, type PostOutcome } from '../src/http/outbound.js';
-import { BackchannelDelivery, type DeliveryResult, type LogoutDelivery } from '../src/oauth/backchannel-delivery.js';
+import { postForm as post } from '../src/http/outbound.js';
 import { registerApplication, validateApplicationFields } from '../src/oauth/registration.js';
 import { supportedGrantTypes } from '../src/oauth/grants/registry.js';
 import { InputError } from '../src/util/input-error.js';
-import { type BackchannelOutcome, Metrics } from '../src/util/metrics.js';
+import { Metrics } from '../src/util/metrics.js';
 import {
   authorizeUrl,
   basic,
   type Browser,
   dialects,
   hidden,
+  ownClock,
   PASSWORD,
   seedUser,
   signedInBrowser,
   startServer,
   tokenRequest,
+  type TestClock,
   type TestServer,
 } from './helpers.js';
 
@@ -29,148 +31,6 @@ function sample(text: string, series: string): number | undefined {
   const line = text.split('\n').find((l) => l.startsWith(`${series} `));
   return line === undefined ? undefined : Number(line.slice(series.length + 1));
 }
-
-/** What the delivery reported, outcome by outcome, and what it logged. */
-function recorder() {
-  const outcomes: BackchannelOutcome[] = [];
-  const logged: Record<string, unknown>[] = [];
-  return {
-    outcomes,
-    logged,
-    metrics: {
-      tokenIssued: () => undefined,
-      tokenError: () => undefined,
-      rateLimited: () => undefined,
-      backchannelLogout: (o: BackchannelOutcome) => outcomes.push(o),
-    },
-    log: { warn: (fields: Record<string, unknown>, message: string) => logged.push({ ...fields, message }) },
-  };
-}
-
-const JOB: LogoutDelivery = { clientId: 'rp-1', uri: 'https://rp.example/bcl', token: 'eyJ.the-token.sig', publicOnly: false };
-const SETTINGS = { timeoutMs: 1000, retryDelaysMs: [10, 20, 40], concurrency: 3, queueMax: 100 };
-
-describe('back-channel logout delivery (§2.5, §2.8)', () => {
-  /** A delivery whose transport answers each attempt with the next of `answers` (the last one repeats). */
-  function scripted(answers: PostOutcome[], settings = SETTINGS) {
-    const r = recorder();
-    const attempts: { url: string; form: Record<string, string>; publicOnly: boolean }[] = [];
-    const delivery = new BackchannelDelivery(settings, r.metrics, r.log, async (url, form, options) => {
-      attempts.push({ url, form, publicOnly: options.publicOnly });
-      return answers[Math.min(attempts.length - 1, answers.length - 1)]!;
-    });
-    return { ...r, attempts, delivery };
-  }
-  const status = (s: number): PostOutcome => ({ kind: 'answered', status: s });
-
-  it('2xx is delivered at once (204 too, §2.8); the one form field is logout_token', async () => {
-    for (const s of [200, 204]) {
-      const d = scripted([status(s)]);
-      expect(await d.delivery.send(JOB)).toEqual({ delivered: true });
-      expect(d.attempts).toEqual([{ url: JOB.uri, form: { logout_token: JOB.token }, publicOnly: false }]);
-      expect(d.outcomes).toEqual(['delivered']);
-      expect(d.logged).toEqual([]);
-    }
-  });
-
-  it('no answer, 408, 429 and 5xx are tried again after the waits; a later success is delivered', async () => {
-    const unreachable: PostOutcome = { kind: 'unreachable', reason: 'ECONNREFUSED' };
-    const d = scripted([unreachable, status(408), status(429), status(200)]);
-    expect(await d.delivery.send(JOB)).toEqual({ delivered: true });
-    expect(d.attempts).toHaveLength(4);
-    expect(d.outcomes).toEqual(['retried', 'retried', 'retried', 'delivered']);
-    const five = scripted([status(503), status(500)]);
-    const result = await five.delivery.send(JOB);
-    expect(result).toEqual({ delivered: false, reason: 'answered 500 (after 4 attempts)' });
-    expect(five.outcomes).toEqual(['retried', 'retried', 'retried', 'failed']);
-  });
-
-  it('a refusal by the RP (400, 401, any other 4xx), a redirect (not followed) and a non-public address are final', async () => {
-    for (const answer of [status(400), status(401), status(404), status(302), { kind: 'refused', reason: 'not public' } as const]) {
-      const d = scripted([answer, status(200)]);
-      expect((await d.delivery.send(JOB)).delivered).toBe(false);
-      expect(d.attempts).toHaveLength(1);
-      expect(d.outcomes).toEqual(['failed']);
-    }
-  });
-
-  it('a transport that throws is an attempt without an answer: tried again, then failed, never an unhandled rejection', async () => {
-    const r = recorder();
-    let calls = 0;
-    const delivery = new BackchannelDelivery(SETTINGS, r.metrics, r.log, async () => {
-      calls++;
-      throw new Error('socket exploded');
-    });
-    expect(await delivery.send(JOB)).toEqual({ delivered: false, reason: 'socket exploded (after 4 attempts)' });
-    expect(calls).toBe(4);
-    expect(r.outcomes).toEqual(['retried', 'retried', 'retried', 'failed']);
-  });
-
-  it('a failure is logged with the client id, the reason and the attempts, never the token', async () => {
-    const d = scripted([status(500)]);
-    await d.delivery.send(JOB);
-    expect(d.logged).toEqual([
-      { clientId: 'rp-1', reason: 'answered 500 (after 4 attempts)', attempts: 4, message: 'back-channel logout not delivered' },
-    ]);
-    expect(JSON.stringify(d.logged)).not.toContain('the-token');
-  });
-
-  it('never more than `concurrency` at once; past `queueMax` waiting, a new delivery is dropped at once', async () => {
-    const r = recorder();
-    let open = 0;
-    let most = 0;
-    const release: (() => void)[] = [];
-    const delivery = new BackchannelDelivery({ ...SETTINGS, concurrency: 3, queueMax: 8 }, r.metrics, r.log, async () => {
-      open++;
-      most = Math.max(most, open);
-      await new Promise<void>((resolve) => release.push(resolve));
-      open--;
-      return status(200);
-    });
-    const sent = Array.from({ length: 8 }, (_, i) => delivery.send({ ...JOB, clientId: `rp-${i}` }));
-    expect(await delivery.send({ ...JOB, clientId: 'one too many' })).toEqual({
-      delivered: false,
-      reason: '8 deliveries are waiting already',
-    });
-    while (release.length > 0 || delivery.pending > 0) {
-      for (const go of release.splice(0)) go();
-      await new Promise((resolve) => setTimeout(resolve, 1));
-    }
-    expect((await Promise.all(sent)).every((x) => x.delivered)).toBe(true);
-    expect(most).toBe(3);
-    expect(r.logged.map((l) => l.clientId)).toEqual(['one too many']);
-  });
-
-  it('shutdown: what finishes within the grace does; a retry due after it and an attempt still unanswered are dropped, logged', async () => {
-    const r = recorder();
-    let calls = 0;
-    const delivery = new BackchannelDelivery({ ...SETTINGS, retryDelaysMs: [60_000] }, r.metrics, r.log, async (url, _form, options) => {
-      calls++;
-      if (url.endsWith('/slow-ok')) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-        return status(200);
-      }
-      if (url.endsWith('/down')) return status(503);
-      // Hangs until the shutdown cuts it.
-      return new Promise<PostOutcome>((resolve) =>
-        options.signal!.addEventListener('abort', () => resolve({ kind: 'unreachable', reason: 'cancelled' })),
-      );
-    });
-    const results: Record<string, Promise<DeliveryResult>> = {};
-    for (const name of ['slow-ok', 'down', 'hang'])
-      results[name] = delivery.send({ ...JOB, clientId: name, uri: `https://rp.example/${name}` });
-    await new Promise((resolve) => setTimeout(resolve, 10));
-    const started = performance.now();
-    await delivery.close(300);
-    expect(performance.now() - started).toBeLessThan(1000);
-    expect(await results['slow-ok']).toEqual({ delivered: true });
-    expect(await results.down).toMatchObject({ delivered: false, reason: expect.stringContaining('shut') });
-    expect(await results.hang).toMatchObject({ delivered: false, reason: expect.stringContaining('shutting down') });
-    expect(r.logged.map((l) => l.clientId).sort()).toEqual(['down', 'hang']);
-    expect(await delivery.send(JOB)).toEqual({ delivered: false, reason: 'the server is shutting down' });
-    expect(calls).toBe(3);
-  });
-});
 
 describe('outbound POSTs to self-registered URIs: public addresses only, checked on the address connected to', () => {
   let receiver: LogoutReceiver;
@@ -320,7 +180,17 @@ describe.each(dialects())('back-channel logout receivers that fail, in a running
     server = await startServer(
       dialect,
       {
-        backchannelLogout: { timeoutMs, retryDelaysMs: [50, 100], concurrency: 4, queueMax: 100 },
+        backchannelLogout: {
+          timeoutMs,
+          retryDelaysMs: [50, 100],
+          retryMaxMs: 100,
+          // Three attempts at 0, 50 and 150 ms on the test's clock; the next would be past the deadline.
+          sessionDeadlineMs: 200,
+          accessDeadlineMs: 200,
+          concurrency: 4,
+          pendingPerClient: 100,
+          pollMs: 3_600_000,
+        },
         registration: 'open',
         limits: { ...LIMITS, 'registration-ip': { limit: 10_000, windowMs: 3_600_000 } },
       },
@@ -337,13 +207,6 @@ describe.each(dialects())('back-channel logout receivers that fail, in a running
     const of = (o: string) => sample(text, `authcli_backchannel_logout_total{outcome="${o}"}`);
     return { delivered: of('delivered'), failed: of('failed'), retried: of('retried') };
   };
-  async function until(check: () => Promise<boolean>, what: string) {
-    const deadline = Date.now() + 15_000;
-    while (!(await check())) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
-  }
 
   /** A new user signed in to the confidential application `clientId` through the code flow, in a fresh browser. */
   async function signedInWith(clientId: string, secret: string): Promise<Browser> {
@@ -391,22 +254,32 @@ describe.each(dialects())('back-channel logout receivers that fail, in a running
       expect(text).toMatch(new RegExp(`^authcli_backchannel_logout_total\\{outcome="${o}"\\} \\d+$`, 'm'));
   });
 
-  it('a receiver that hangs does not hold the page: it answers in well under the timeout, and the token is tried three times, then counted failed', async () => {
+  /** Runs the server's outbox on the test's clock: each retry when it is due, until the delivery ends. */
+  async function retriesOnTheClock(clock: TestClock) {
+    for (const wait of [0, 50, 100]) {
+      clock.advance(wait);
+      await server.app.backchannelDelivery.settle();
+    }
+  }
+
+  it('a receiver that hangs does not hold the page: it answers in well under the timeout, and the token is tried three times, then given up', async () => {
+    const clock = ownClock(server);
     const path = `/hang/${randomUUID()}`;
     receiver.answer(path, 'hang');
     const { b } = await signedInTo(`${receiver.url}${path}`);
     const before = await counts();
     const took = await signOut(b);
     expect(took).toBeLessThan(timeoutMs / 2);
-    await until(async () => (await counts()).failed! > before.failed!, 'the failure to be counted');
+    await retriesOnTheClock(clock);
+    expect((await counts()).failed).toBe(before.failed! + 1);
     expect(receiver.tokens(path)).toHaveLength(3);
-    const after = await counts();
-    expect(after.retried! - before.retried!).toBeGreaterThanOrEqual(2);
-    // The three attempts carried the same token (one logout, one jti).
-    expect(new Set(receiver.tokens(path)).size).toBe(1);
+    expect((await counts()).retried! - before.retried!).toBe(2);
+    // The three attempts carried one logout: one jti, each token signed anew (never expired when posted).
+    expect(new Set(receiver.tokens(path).map((t) => decodeJwt(t).jti)).size).toBe(1);
   });
 
-  it('a receiver that answers 500 is tried again, then counted failed; one that answers 400 is not tried again', async () => {
+  it('a receiver that answers 500 is tried again, then given up; one that answers 400 is not tried again', async () => {
+    const clock = ownClock(server);
     const [five, four] = [`/500/${randomUUID()}`, `/400/${randomUUID()}`];
     receiver.answer(five, 500);
     receiver.answer(four, 400);
@@ -415,7 +288,8 @@ describe.each(dialects())('back-channel logout receivers that fail, in a running
     const before = await counts();
     expect(await signOut(first.b)).toBeLessThan(timeoutMs / 2);
     expect(await signOut(second.b)).toBeLessThan(timeoutMs / 2);
-    await until(async () => (await counts()).failed! >= before.failed! + 2, 'both failures to be counted');
+    await retriesOnTheClock(clock);
+    expect((await counts()).failed).toBe(before.failed! + 2);
     expect(receiver.tokens(five)).toHaveLength(3);
     expect(receiver.tokens(four)).toHaveLength(1);
   });
@@ -438,7 +312,8 @@ describe.each(dialects())('back-channel logout receivers that fail, in a running
     const b = await signedInWith(client_id, client_secret);
     const before = await counts();
     await signOut(b);
-    await until(async () => (await counts()).failed! > before.failed!, 'the refusal to be counted');
+    await server.app.backchannelDelivery.settle();
+    expect((await counts()).failed).toBe(before.failed! + 1);
     expect((await counts()).retried).toBe(before.retried);
     expect(receiver.received.filter((r) => r.path === path)).toEqual([]);
   });

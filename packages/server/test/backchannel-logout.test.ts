@@ -222,7 +222,7 @@ describe.each(dialects())('back-channel logout (%s)', (dialect) => {
     const told = await tellApplications(server.store, server.config, { warn: (f) => failures.push(f) }, (bc) =>
       bc.accessEnded(userId, holders),
     );
-    expect(told).toEqual({ delivered: 3, failed: 0 });
+    expect(told).toEqual({ delivered: 3, retrying: 0, failed: 0 });
     expect(failures).toEqual([]);
     const [byUser] = receiver.tokens(plain.path);
     const claims = await verifyLogoutToken(byUser!, plain);

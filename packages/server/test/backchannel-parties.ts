@@ -11,7 +11,16 @@ export const EVENT = 'http://schemas.openid.net/event/backchannel-logout';
 export const REDIRECT = 'https://rp.example/callback';
 export const NATIVE_REDIRECT = 'http://127.0.0.1/callback';
 /** Short waits, so a receiver that fails is given up on within a test. */
-export const FAST = { timeoutMs: 1500, retryDelaysMs: [50, 100], concurrency: 4, queueMax: 1000 };
+export const FAST = {
+  timeoutMs: 1500,
+  retryDelaysMs: [50, 100],
+  retryMaxMs: 100,
+  sessionDeadlineMs: 60_000,
+  accessDeadlineMs: 60_000,
+  concurrency: 4,
+  pendingPerClient: 1000,
+  pollMs: 1000,
+};
 
 export interface Client {
   id: string;

@@ -407,12 +407,13 @@ describe.each(dialects())('pages: 404, favicon, header (%s)', (dialect) => {
     expect(res.text).not.toContain('href="/developer/playground"');
   });
 
-  it('the protocol endpoints keep JSON 404s', async () => {
-    for (const path of ['/oauth/nothing', '/.well-known/nothing']) {
+  it('the protocol endpoints keep JSON 404s: an RFC 9457 problem that repeats nothing of the request', async () => {
+    for (const path of ['/oauth/zq7probe', '/.well-known/zq7probe']) {
       const res = await new Browser(server.url).get(path);
       expect(res.status, path).toBe(404);
-      expect(res.headers.get('content-type'), path).toMatch(/^application\/json/);
-      expect(JSON.parse(res.text), path).toMatchObject({ statusCode: 404, error: 'Not Found' });
+      expect(res.headers.get('content-type'), path).toMatch(/^application\/problem\+json/);
+      expect(JSON.parse(res.text), path).toMatchObject({ status: 404, title: 'Not Found' });
+      expect(res.text, path).not.toContain('zq7probe');
     }
   });
 

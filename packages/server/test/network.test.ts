@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../src/app.js';
 import { loadConfig, type ServerConfig } from '../src/config/config.js';
-import { STORE_RETRY_AFTER_SECONDS } from '../src/config/defaults.js';
+import { BACKCHANNEL_LOGOUT_BUILT_IN, STORE_RETRY_AFTER_SECONDS } from '../src/config/defaults.js';
 import { openStore } from '../src/store/open.js';
 import { StoreError, type Store } from '../src/store/store.js';
 import { isStoreUnavailable } from '../src/store/unavailable.js';
@@ -345,7 +345,14 @@ async function startBehindProxy(): Promise<ProxiedServer> {
   const config: ServerConfig = loadConfig(
     { port, host: '127.0.0.1' },
     {},
-    { logLevel: 'silent', dbTimeoutMs: DB_TIMEOUT_MS, registration: 'open' },
+    {
+      logLevel: 'silent',
+      dbTimeoutMs: DB_TIMEOUT_MS,
+      registration: 'open',
+      // The back-channel logout outbox's poll would take a connection of its own while one is stuck: these tests
+      // count the connections the requests use.
+      backchannelLogout: { timeoutMs: 5000, ...BACKCHANNEL_LOGOUT_BUILT_IN, pollMs: 3_600_000 },
+    },
   );
   await bootstrapStore(store, Date.now());
   const app = await buildApp(config, store);

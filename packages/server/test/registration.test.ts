@@ -116,7 +116,7 @@ describe('registration off (the default)', () => {
     expect(server.config.registration).toBe('off');
     const post = await register(server, WEB);
     expect(post.status).toBe(404);
-    expect(post.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(post.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     expect((await send(server, 'GET', '/oauth/register/authcli', undefined, bearer('x'))).status).toBe(404);
     expect((await send(server, 'DELETE', '/oauth/register/authcli', undefined, bearer('x'))).status).toBe(404);
     for (const path of ['/.well-known/openid-configuration', '/.well-known/oauth-authorization-server']) {

@@ -162,9 +162,19 @@ export function describeConfig(config: ServerConfig, flags: ConfigInput, env: No
       value: seconds(config.backchannelLogout.timeoutMs),
       source: from(undefined, 'AUTHCLI_BACKCHANNEL_LOGOUT_TIMEOUT'),
     },
-    { name: 'backchannel_logout_retries', value: config.backchannelLogout.retryDelaysMs.map(seconds).join(', '), source: 'built-in' },
+    {
+      name: 'backchannel_logout_retries',
+      value: `${config.backchannelLogout.retryDelaysMs.map(seconds).join(', ')}, then x4 up to ${seconds(config.backchannelLogout.retryMaxMs)}`,
+      source: 'built-in',
+    },
+    {
+      name: 'backchannel_logout_deadline',
+      value: `${seconds(config.backchannelLogout.sessionDeadlineMs)} (a session ended), ${seconds(config.backchannelLogout.accessDeadlineMs)} (an access ended)`,
+      source: 'built-in',
+    },
     { name: 'backchannel_logout_concurrency', value: String(config.backchannelLogout.concurrency), source: 'built-in' },
-    { name: 'backchannel_logout_queue_max', value: `${config.backchannelLogout.queueMax} deliveries`, source: 'built-in' },
+    { name: 'backchannel_logout_pending_max', value: `${config.backchannelLogout.pendingPerClient} per application`, source: 'built-in' },
+    { name: 'backchannel_logout_kept', value: seconds(D.BACKCHANNEL_LOGOUT_KEPT_MS), source: 'built-in' },
     { name: 'logout_token_ttl', value: `${D.LOGOUT_TOKEN_TTL_SECONDS} s`, source: 'built-in' },
     { name: 'ready_timeout', value: seconds(D.READY_TIMEOUT_MS), source: 'built-in' },
     // the store

@@ -204,7 +204,7 @@ export const SERVER_SETTINGS: readonly Setting[] = [
     loaded: (c) => seconds(c.backchannelLogout.timeoutMs),
     range: D.BACKCHANNEL_LOGOUT_TIMEOUT_BOUNDS,
     meaning:
-      'Seconds each POST of a logout token to an application may take (OpenID Connect Back-Channel Logout; tried again after 1, 4 and 16 s when it gets no answer, 408, 429 or 5xx). See [endpoints](endpoints.md#back-channel-logout).',
+      'Seconds each POST of a logout token to an application may take (OpenID Connect Back-Channel Logout; tried again after 1, 4 and 16 s, then up to hourly until the deadline of the logout, when it gets no answer, 408, 429 or 5xx). See [endpoints](endpoints.md#back-channel-logout).',
   },
   {
     env: 'AUTHCLI_SHUTDOWN_DRAIN',

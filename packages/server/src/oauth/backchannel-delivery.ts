@@ -1,40 +1,34 @@
 /**
- * Posting logout tokens (OpenID Connect Back-Channel Logout 1.0 §2.5) in the background: a queue per instance,
- * so many at once (`concurrency`), retried with growing waits when another try may succeed, each outcome
- * counted (`authcli_backchannel_logout_total`) and each failure logged with the application and the reason,
- * never the token. Nothing here is awaited by a page: `send` returns at once with a promise of the outcome,
- * which only the operator's commands wait for.
+ * Posting logout tokens (OpenID Connect Back-Channel Logout 1.0 §2.5) from the store's outbox
+ * (store/repositories/logout-outbox.ts): a logout the server accepted is a row before anything is posted, so it
+ * outlives a receiver that is down and a restart of the server. Every instance polls the outbox and claims the
+ * rows due with a lease (one instance per attempt, however many there are), posts each token (signed anew at each
+ * attempt), and records the end: delivered, tried again later with growing waits, or given up once the session or
+ * access it ends could no longer have been used. Each outcome is counted (`authcli_backchannel_logout_total`) and
+ * each give-up logged with the application and the reason, never the token. Nothing here is awaited by a page.
  */
-import type { BackchannelLogoutSettings } from '../config/defaults.js';
+import type { ServerConfig } from '../config/config.js';
 import { type PostOptions, type PostOutcome, postForm } from '../http/outbound.js';
+import type { LogoutRow, NewLogout, Store } from '../store/store.js';
 import type { ProtocolMetrics } from '../util/metrics.js';
-
-/** One logout token for one application. */
-export interface LogoutDelivery {
-  clientId: string;
-  uri: string;
-  token: string;
-  /** The URI was registered over the network (RFC 7591): only public addresses are connected to. */
-  publicOnly: boolean;
-}
+import { logoutToken } from './backchannel-logout.js';
+import type { KeyRing } from './keys.js';
 
 /** Where failures are told: pino's `warn(fields, message)` in the server, standard error in an operator command. */
 export interface DeliveryLog {
   warn(fields: Record<string, unknown>, message: string): void;
 }
 
-export type DeliveryResult = { delivered: true } | { delivered: false; reason: string };
+/** What became of one attempt: delivered, given up (`final`), or to be tried again later (by any instance). */
+export type DeliveryResult = { delivered: true } | { delivered: false; reason: string; final: boolean };
 
 type Post = (url: string, form: Record<string, string>, options: PostOptions) => Promise<PostOutcome>;
 
-interface Pending {
-  job: LogoutDelivery;
-  /** Attempts made so far. */
-  attempts: number;
-  finish: (result: DeliveryResult) => void;
-  /** While waiting for a retry: its timer, and when it fires (ms, performance.now). */
-  timer?: NodeJS.Timeout | undefined;
-  dueAt?: number | undefined;
+/** What posting needs: the settings and clock, the outbox and the applications, the keys that sign the tokens. */
+export interface DeliveryContext {
+  config: ServerConfig;
+  store: Store;
+  keys: KeyRing;
 }
 
 /**
@@ -44,147 +38,228 @@ interface Pending {
  * never is.
  */
 function verdict(outcome: PostOutcome): { done: true; result: DeliveryResult } | { done: false; reason: string } {
-  if (outcome.kind === 'refused') return { done: true, result: { delivered: false, reason: outcome.reason } };
+  if (outcome.kind === 'refused') return { done: true, result: { delivered: false, reason: outcome.reason, final: true } };
   if (outcome.kind === 'unreachable') return { done: false, reason: outcome.reason };
   const { status } = outcome;
   if (status >= 200 && status < 300) return { done: true, result: { delivered: true } };
   if (status === 408 || status === 429 || status >= 500) return { done: false, reason: `answered ${status}` };
-  return { done: true, result: { delivered: false, reason: `answered ${status}` } };
+  return { done: true, result: { delivered: false, reason: `answered ${status}`, final: true } };
 }
 
 export class BackchannelDelivery {
-  private readonly queue: Pending[] = [];
-  private readonly retrying = new Set<Pending>();
-  private readonly inFlight = new Set<AbortController>();
-  private active = 0;
-  /** Set by close(): from then on nothing waits past it (performance.now). */
-  private deadline: number | undefined;
-  private idle: (() => void)[] = [];
+  /** The attempts under way here, by row id. */
+  private readonly inFlight = new Map<string, { abort: AbortController; done: Promise<void> }>();
+  /** The claim under way, if any. */
+  private claiming: Promise<void> | undefined;
+  private claimAgain = false;
+  private closed = false;
+  private timer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly settings: BackchannelLogoutSettings,
+    private readonly ctx: DeliveryContext,
     private readonly metrics: ProtocolMetrics,
     private readonly log: DeliveryLog,
     /** The transport; http/outbound.ts `postForm` unless a test gives a resolver of its own through it. */
     private readonly post: Post = postForm,
+    /**
+     * Whether what is queued is tried at once in the background (the server); an operator's command queues, then
+     * tries its own rows with {@link deliverNow} and says what came of them.
+     */
+    private readonly background = true,
   ) {}
 
-  /** Deliveries not yet finished: sending, waiting for a slot, or waiting to be tried again. */
-  get pending(): number {
-    return this.active + this.queue.length + this.retrying.size;
+  private get settings() {
+    return this.ctx.config.backchannelLogout;
   }
 
-  /** Queues a delivery and returns at once; the promise says what became of it (it never rejects). */
-  send(job: LogoutDelivery): Promise<DeliveryResult> {
-    return new Promise((resolve) => {
-      const pending: Pending = { job, attempts: 0, finish: resolve };
-      if (this.deadline !== undefined) return this.fail(pending, 'the server is shutting down');
-      if (this.pending >= this.settings.queueMax) return this.fail(pending, `${this.settings.queueMax} deliveries are waiting already`);
-      this.queue.push(pending);
-      this.pump();
+  /** A claim's lease: an attempt's timeout and a margin; an instance that dies mid-attempt holds a row no longer. */
+  private get leaseMs(): number {
+    return this.settings.timeoutMs + 30_000;
+  }
+
+  /** Attempts under way in this instance. */
+  get pending(): number {
+    return this.inFlight.size;
+  }
+
+  /**
+   * Queues `logouts` in the outbox (one INSERT each; past an application's cap, given up at once) and starts
+   * trying them in the background; returns the rows' ids once they are stored.
+   */
+  async enqueue(logouts: readonly NewLogout[]): Promise<string[]> {
+    if (logouts.length === 0) return [];
+    const rows = await this.ctx.store.logoutOutbox.enqueue(logouts, this.ctx.config.now(), this.settings.pendingPerClient);
+    for (const [i, row] of rows.entries()) {
+      if (!row.capped) continue;
+      this.metrics.backchannelLogout('failed');
+      this.log.warn(
+        { clientId: logouts[i]!.clientId, reason: `${this.settings.pendingPerClient} logouts are pending already`, attempts: 0 },
+        'back-channel logout given up',
+      );
+    }
+    if (this.background && !this.closed) void this.runDue().catch((err: unknown) => this.logStoreFailure(err));
+    return rows.map((r) => r.id);
+  }
+
+  /**
+   * Tries the rows `ids` once each, now, and says what became of each, in order (an operator's command, which
+   * does not stay to retry: what is left pending, the server tries again). A row an instance of the server took
+   * first is told as it stands: delivered, given up, or pending (the server's to finish).
+   */
+  async deliverNow(ids: readonly string[]): Promise<DeliveryResult[]> {
+    const rows = await this.ctx.store.logoutOutbox.claim(this.ctx.config.now(), this.leaseMs, ids.length, ids);
+    const tried = new Map(await Promise.all(rows.map(async (row) => [row.id, await this.attempt(row, new AbortController())] as const)));
+    const now = new Map((await this.ctx.store.logoutOutbox.find(ids.filter((id) => !tried.has(id)))).map((r) => [r.id, r]));
+    return ids.map((id): DeliveryResult => {
+      const result = tried.get(id);
+      if (result) return result;
+      const row = now.get(id);
+      if (row?.state === 'delivered') return { delivered: true };
+      return { delivered: false, reason: row?.last_error ?? 'being sent by the server', final: row?.state === 'given_up' };
     });
   }
 
-  private pump(): void {
-    while (this.active < this.settings.concurrency && this.queue.length > 0) {
-      const next = this.queue.shift()!;
-      this.active++;
-      void this.attempt(next).finally(() => {
-        this.active--;
-        this.pump();
-        this.checkIdle();
-      });
+  /** Polls the outbox every `pollMs` for rows due: retries, and rows another instance left when it stopped. */
+  start(): void {
+    if (this.closed || this.timer) return;
+    const tick = () => {
+      this.timer = setTimeout(() => {
+        this.runDue()
+          .catch((err: unknown) => this.logStoreFailure(err))
+          .finally(() => {
+            if (!this.closed) tick();
+          });
+      }, this.settings.pollMs);
+      this.timer.unref();
+    };
+    tick();
+  }
+
+  /**
+   * Claims the rows due, as many as there are free slots (`concurrency`), and starts their attempts; resolves once
+   * they are started. One claim at a time per instance: a call during one makes it claim again after, and
+   * resolves with it.
+   */
+  runDue(): Promise<void> {
+    if (this.claiming) {
+      this.claimAgain = true;
+      return this.claiming;
+    }
+    this.claiming = this.claimLoop().finally(() => {
+      this.claiming = undefined;
+    });
+    return this.claiming;
+  }
+
+  private async claimLoop(): Promise<void> {
+    do {
+      this.claimAgain = false;
+      const free = this.settings.concurrency - this.inFlight.size;
+      if (free <= 0 || this.closed) break;
+      const rows = await this.ctx.store.logoutOutbox.claim(this.ctx.config.now(), this.leaseMs, free);
+      for (const row of rows) this.begin(row);
+      // A full claim may have left rows due: claim again (when a slot frees up, its end calls runDue too).
+      if (rows.length === free) this.claimAgain = true;
+    } while (this.claimAgain && this.inFlight.size < this.settings.concurrency);
+  }
+
+  /** Until nothing is due or under way here (tests; a retry due later is left for later). */
+  async settle(): Promise<void> {
+    for (;;) {
+      await this.runDue();
+      if (this.inFlight.size === 0) return;
+      await Promise.all([...this.inFlight.values()].map((f) => f.done));
     }
   }
 
-  private async attempt(p: Pending): Promise<void> {
-    p.attempts++;
+  private begin(row: LogoutRow): void {
     const abort = new AbortController();
-    this.inFlight.add(abort);
+    const done = this.attempt(row, abort)
+      .then(() => undefined)
+      .catch((err: unknown) => this.logStoreFailure(err))
+      .finally(() => {
+        this.inFlight.delete(row.id);
+        if (!this.closed) void this.runDue().catch((err: unknown) => this.logStoreFailure(err));
+      });
+    this.inFlight.set(row.id, { abort, done });
+  }
+
+  /** The wait before attempt `attempts + 1`: the configured ones, then four times the last, up to `retryMaxMs`. */
+  private waitAfter(attempts: number): number {
+    const { retryDelaysMs, retryMaxMs } = this.settings;
+    const fixed = retryDelaysMs[attempts - 1];
+    if (fixed !== undefined) return fixed;
+    const last = retryDelaysMs.at(-1) ?? 1000;
+    return Math.min(retryMaxMs, last * 4 ** (attempts - retryDelaysMs.length));
+  }
+
+  /** One attempt of a claimed row: the token signed now, posted, and the end recorded (if the claim still holds). */
+  private async attempt(row: LogoutRow, abort: AbortController): Promise<DeliveryResult> {
+    const app = await this.ctx.store.applications.get(row.client_id);
+    if (!app?.backchannelLogoutUri) {
+      return this.giveUp(row, 'the application no longer has a back-channel logout URI');
+    }
+    const token = await logoutToken(this.ctx, app, row.sub, row.sid ?? undefined, row.jti);
     let outcome: PostOutcome;
     try {
       outcome = await this.post(
-        p.job.uri,
-        { logout_token: p.job.token },
-        {
-          timeoutMs: this.settings.timeoutMs,
-          publicOnly: p.job.publicOnly,
-          signal: abort.signal,
-        },
+        app.backchannelLogoutUri,
+        { logout_token: token },
+        { timeoutMs: this.settings.timeoutMs, publicOnly: app.registrationTokenHash !== null, signal: abort.signal },
       );
     } catch (err) {
       // postForm never throws; whatever else does is one more way of not getting an answer.
       outcome = { kind: 'unreachable', reason: (err as Error).message };
-    } finally {
-      this.inFlight.delete(abort);
     }
     const v = verdict(outcome);
-    if (v.done) {
-      if (v.result.delivered) {
+    const now = this.ctx.config.now();
+    if (v.done && v.result.delivered) {
+      if (await this.ctx.store.logoutOutbox.finish(row.id, row.attempts, { kind: 'delivered' }, now)) {
         this.metrics.backchannelLogout('delivered');
-        p.finish(v.result);
-      } else {
-        this.fail(p, v.result.reason);
       }
-      return;
+      return v.result;
     }
-    const wait = this.settings.retryDelaysMs[p.attempts - 1];
-    if (wait === undefined) return this.fail(p, `${v.reason} (after ${p.attempts} attempts)`);
-    if (this.deadline !== undefined && performance.now() + wait > this.deadline) {
-      return this.fail(p, `${v.reason}; not tried again: the server is shutting down`);
+    if (v.done) return this.giveUp(row, (v.result as { reason: string }).reason);
+    const retryAt = now + this.waitAfter(row.attempts);
+    if (retryAt > row.give_up_at) return this.giveUp(row, `${v.reason}; past its deadline after ${row.attempts} attempts`);
+    if (await this.ctx.store.logoutOutbox.finish(row.id, row.attempts, { kind: 'retry', retryAt, error: v.reason }, now)) {
+      this.metrics.backchannelLogout('retried');
     }
-    this.metrics.backchannelLogout('retried');
-    p.dueAt = performance.now() + wait;
-    p.timer = setTimeout(() => {
-      this.retrying.delete(p);
-      p.timer = undefined;
-      this.queue.push(p);
-      this.pump();
-    }, wait);
-    this.retrying.add(p);
+    return { delivered: false, reason: v.reason, final: false };
   }
 
-  private fail(p: Pending, reason: string): void {
-    this.metrics.backchannelLogout('failed');
-    this.log.warn({ clientId: p.job.clientId, reason, attempts: p.attempts }, 'back-channel logout not delivered');
-    p.finish({ delivered: false, reason });
+  private async giveUp(row: LogoutRow, reason: string): Promise<DeliveryResult> {
+    const now = this.ctx.config.now();
+    if (await this.ctx.store.logoutOutbox.finish(row.id, row.attempts, { kind: 'given_up', error: reason }, now)) {
+      this.metrics.backchannelLogout('failed');
+      this.log.warn({ clientId: row.client_id, reason, attempts: row.attempts }, 'back-channel logout given up');
+    }
+    return { delivered: false, reason, final: true };
   }
 
-  private checkIdle(): void {
-    if (this.pending > 0) return;
-    for (const resolve of this.idle.splice(0)) resolve();
+  private logStoreFailure(err: unknown): void {
+    this.log.warn({ reason: (err as Error).message }, 'back-channel logout outbox unavailable; tried again at the next poll');
   }
 
   /**
-   * Shutdown: no new deliveries; those under way and queued get until `graceMs` from now to finish, and a retry
-   * is still made if it falls within it. Whatever is left then (a retry due later, an attempt still waiting
-   * for its answer, the queue behind them) is given up on: logged and counted failed, one line each.
+   * Shutdown: no new claims; the attempts under way get until `graceMs` from now to finish. One still waiting for
+   * its answer then is cut and recorded as a try to make again: the row stays pending for this server's next start
+   * or another instance, nothing is given up.
    */
   async close(graceMs: number): Promise<void> {
-    this.deadline = performance.now() + graceMs;
-    for (const p of [...this.retrying]) {
-      if (p.dueAt !== undefined && p.dueAt > this.deadline) {
-        clearTimeout(p.timer);
-        this.retrying.delete(p);
-        this.fail(p, 'not tried again: the server is shutting down');
-      }
-    }
-    if (this.pending === 0) return;
+    this.closed = true;
+    clearTimeout(this.timer);
+    if (this.inFlight.size === 0) return;
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([
-      new Promise<void>((resolve) => this.idle.push(resolve)),
+      Promise.all([...this.inFlight.values()].map((f) => f.done)),
       new Promise<void>((resolve) => {
         timer = setTimeout(resolve, graceMs);
       }),
     ]);
     clearTimeout(timer);
-    for (const p of this.queue.splice(0)) this.fail(p, 'not sent: the server shut down');
-    for (const p of [...this.retrying]) {
-      clearTimeout(p.timer);
-      this.retrying.delete(p);
-      this.fail(p, 'not tried again: the server shut down');
-    }
-    // An attempt cut here is answered by its own path (unreachable, cancelled) and fails there, as the last.
-    for (const abort of this.inFlight) abort.abort();
+    const left = [...this.inFlight.values()];
+    for (const f of left) f.abort.abort();
+    await Promise.all(left.map((f) => f.done));
   }
 }

@@ -1,5 +1,11 @@
 import type { Kysely } from 'kysely';
-import { INITIAL_ACCESS_TOKENS_KEPT_MS, RATE_LIMIT_ROWS_KEPT_MS, REPLAY_EVIDENCE_MS, SIGNIN_EVENTS_KEPT_MS } from '../config/defaults.js';
+import {
+  BACKCHANNEL_LOGOUT_KEPT_MS,
+  INITIAL_ACCESS_TOKENS_KEPT_MS,
+  RATE_LIMIT_ROWS_KEPT_MS,
+  REPLAY_EVIDENCE_MS,
+  SIGNIN_EVENTS_KEPT_MS,
+} from '../config/defaults.js';
 import type { Database } from './schema.js';
 
 /**
@@ -49,6 +55,11 @@ export async function purgeExpired(db: Kysely<Database>, now: number): Promise<v
   await db.deleteFrom('dpop_proofs').where('expires_at', '<=', now).execute();
   // Client assertions (RFC 7523): one past its exp is refused anyway.
   await db.deleteFrom('client_assertions').where('expires_at', '<=', now).execute();
+  // Logout deliveries delivered or given up: kept a while for `authcli-server logouts`; pending ones never.
+  await db
+    .deleteFrom('logout_outbox')
+    .where('finished_at', '<=', now - BACKCHANNEL_LOGOUT_KEPT_MS)
+    .execute();
   await db
     .deleteFrom('signin_events')
     .where('at', '<=', now - SIGNIN_EVENTS_KEPT_MS)

@@ -12,6 +12,7 @@ import { connectors } from './migrations/0016_connectors.js';
 import { backchannelLogout } from './migrations/0017_backchannel_logout.js';
 import { privateKeyJwt } from './migrations/0018_private_key_jwt.js';
 import { credentialHistory } from './migrations/0019_credential_history.js';
+import { logoutOutbox } from './migrations/0020_logout_outbox.js';
 import type { Past } from './migrations/past.js';
 
 const migrations: Record<string, Migration> = {
@@ -338,6 +339,7 @@ const migrations: Record<string, Migration> = {
   '0017_backchannel_logout': backchannelLogout,
   '0018_private_key_jwt': privateKeyJwt,
   '0019_credential_history': credentialHistory,
+  '0020_logout_outbox': logoutOutbox,
 };
 
 /** Provides the migrations above, then those in migrations/, to Kysely's Migrator. */

@@ -1,4 +1,5 @@
 import type { ColumnType, Insertable, Selectable, Updateable } from 'kysely';
+import type { LogoutOutboxTable } from './repositories/logout-outbox.js';
 
 /**
  * Table types shared by both dialects. Times are epoch milliseconds
@@ -368,6 +369,7 @@ export interface Database {
   pushed_requests: PushedRequestsTable;
   device_authorizations: DeviceAuthorizationsTable;
   signin_events: SignInEventsTable;
+  logout_outbox: LogoutOutboxTable;
   refresh_tokens: RefreshTokensTable;
   revoked_access_tokens: RevokedAccessTokensTable;
   rate_limits: RateLimitsTable;

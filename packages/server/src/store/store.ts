@@ -19,6 +19,7 @@ import { KyselyRateLimits, type RateLimits } from './repositories/rate-limits.js
 import { KyselySessions, type Sessions } from './repositories/sessions.js';
 import { KyselySettings, type Settings } from './repositories/settings.js';
 import { KyselySignInEvents, type SignInEvents, signInEventStatements } from './repositories/signin-events.js';
+import { KyselyLogoutOutbox, type LogoutOutbox } from './repositories/logout-outbox.js';
 import { KyselyUsers, type Users } from './repositories/users.js';
 import { TestRows } from './test-rows.js';
 
@@ -41,6 +42,7 @@ export type { Grant, GrantHolder, RefreshToken } from './repositories/grants.js'
 export type { InitialAccessToken } from './repositories/initial-access-tokens.js';
 export type { SigningKeyRow } from './repositories/keys.js';
 export type { Passkey, WebauthnChallenge } from './repositories/passkeys.js';
+export type { AttemptEnd, LogoutRow, LogoutState, NewLogout } from './repositories/logout-outbox.js';
 export type { ConnectorRow, ConnectorState } from './repositories/connectors.js';
 export type { RateLimitRow } from './repositories/rate-limits.js';
 export { sidOf, type Session } from './repositories/sessions.js';
@@ -75,6 +77,8 @@ export class Store {
   readonly connectors: Connectors;
   /** A user's sign-ins and device decisions (the account page's "Recent sign-ins"). */
   readonly signInEvents: SignInEvents;
+  /** Back-channel logout tokens to deliver, until delivered or given up (oauth/backchannel-delivery.ts). */
+  readonly logoutOutbox: LogoutOutbox;
   /** Which database this store is on (messages and operator advice). */
   readonly dialect: Dialect;
 
@@ -103,6 +107,7 @@ export class Store {
     this.passkeys = new KyselyPasskeys(engine);
     this.connectors = new KyselyConnectors(engine);
     this.signInEvents = new KyselySignInEvents(engine, signIns);
+    this.logoutOutbox = new KyselyLogoutOutbox(engine);
   }
 
   /** Brings the schema up to date; safe to run concurrently from several instances on PostgreSQL. */
