@@ -151,11 +151,66 @@ describe.runIf(HAS_SLAPD).each(dialects())('an LDAP connector: a real slapd behi
     expect(await signedInAs(third)).toBe('carol');
   });
 
-  it('bob is outside the allowed group: refused with a page that says why', async () => {
+  it("a directory name and a local account of the same name are counted apart: guessing one's password never locks out the other", async () => {
+    // A server of its own with a small per-account budget, on the same directory.
+    const own = await startServerProcess({ env: { AUTHCLI_LIMITS: 'signin-account-ip=3/15m,signin-account=3/15m' } });
+    try {
+      const added = await serverCommand(
+        ['connectors', 'add', 'ldap', '--id', 'directory', '--name', 'Company Directory', '--url', slapd.url].concat([
+          '--bind-dn',
+          DIRECTORY.serviceDn,
+          '--bind-password-stdin',
+          '--user-base',
+          DIRECTORY.userBase,
+        ]),
+        own.env,
+        `${DIRECTORY.servicePassword}\n`,
+      );
+      expect(added.code, added.stderr).toBe(0);
+      await addUsers(own.env, [
+        { username: 'alice', password: 'local alice password' },
+        { username: 'carol', password: 'local carol password' },
+      ]);
+      const directory = async (username: string, password: string) => {
+        const b = new Browser(own.issuer);
+        const form = await b.get('/connectors/directory/signin');
+        return (await b.postForm('/connectors/directory/signin', { _csrf: hidden(form.text, '_csrf'), username, password })).status;
+      };
+      const local = async (username: string, password: string) => {
+        const b = new Browser(own.issuer);
+        const form = await b.get('/signin');
+        return (await b.postForm('/signin', { _csrf: hidden(form.text, '_csrf'), username, password })).status;
+      };
+      // The directory's alice guessed until her budget is spent: the local alice still signs in, from the same address.
+      for (let i = 0; i < 3; i++) expect(await directory('alice', `guess ${i}`)).toBe(401);
+      expect(await directory('alice', 'guess 3')).toBe(429);
+      expect(await local('alice', 'local alice password')).toBe(303);
+      // And the other way round: the local carol guessed, the directory's carol signs in.
+      for (let i = 0; i < 3; i++) expect(await local('carol', `guess ${i}`)).toBe(401);
+      expect(await local('carol', 'guess 3')).toBe(429);
+      expect(await directory('carol', DIRECTORY.users.carol.password)).toBe(303);
+      // The operator unlocks the directory's alice by naming the connector; the local counters are not touched.
+      const listed = await serverCommand(['limits', 'list', '--json'], own.env);
+      expect(JSON.parse(listed.stdout)).toEqual(
+        expect.arrayContaining([expect.objectContaining({ kind: 'signin-account-ip', subject: 'alice at directory', limited: true })]),
+      );
+      const unlocked = await serverCommand(['users', 'unlock', 'alice', '--connector', 'directory'], own.env);
+      expect(unlocked.stdout.trim()).toMatch(/^unlocked alice at directory \(\d+ counters? cleared\)$/);
+      expect(await directory('alice', DIRECTORY.users.alice.password)).toBe(303);
+      expect(await local('carol', 'local carol password')).toBe(429);
+    } finally {
+      await own.stop();
+    }
+  });
+
+  it('bob is outside the allowed group: refused with a page that says he may not use the service, and not which groups may', async () => {
     const b = new Browser(server.issuer);
     const refused = await post(b, 'bob', DIRECTORY.users.bob.password);
     expect(refused.status).toBe(403);
     expect(refused.text).toContain('Not allowed');
+    // That the person may not use this service, and nothing of which groups may: that is for the operator's log.
+    expect(refused.text).toContain('your account may not use this service');
+    expect(refused.text).not.toContain('engineers');
     expect(await signedInAs(b)).toBeUndefined();
   });
 

@@ -112,7 +112,11 @@ describe.skipIf(!HAS_SLAPD || !HAS_OPENSSL)('the LDAP connector against a real s
     const engineers = settings({ allowedGroups: ['engineers'] });
     expect(await authenticateLdap(engineers, 'alice', alice.password, FAST)).toMatchObject({ kind: 'ok', groups: ['engineers'] });
     expect(await authenticateLdap(settings({ allowedGroups: ['Engineers'] }), 'alice', alice.password, FAST)).toMatchObject({ kind: 'ok' });
-    expect(await authenticateLdap(engineers, 'bob', bob.password, FAST)).toEqual({ kind: 'refused', reason: 'not a member of engineers' });
+    expect(await authenticateLdap(engineers, 'bob', bob.password, FAST)).toEqual({
+      kind: 'refused',
+      reason: 'your account may not use this service',
+      detail: 'not a member of engineers',
+    });
     // A wrong password outside the group is invalid, as anywhere: refused says the password was right.
     expect(await authenticateLdap(engineers, 'bob', 'wrong', FAST)).toEqual({ kind: 'invalid' });
     // posixGroup membership is by memberUid.

@@ -137,7 +137,7 @@ describe('connector settings and claims', () => {
     expect(() => rowOf({ ...c, secret: '' }, 1, undefined)).toThrow(/client secret is empty/);
   });
 
-  it('an OIDC upstream: the allowed domain needs a verified email; phr is carried only when asserted; only RFC 8176 amr values', () => {
+  it('an OIDC upstream: the allowed domain needs a verified email; phr is carried only when asserted and the connector trusts it; only RFC 8176 amr values', () => {
     const s = { issuer: 'https://l.example', clientId: 'c', scopes: ['openid'], allowedEmailDomains: ['corp.example'] };
     const token = (extra: Record<string, unknown>) => ({ iss: 'https://l.example', sub: 'u1', aud: 'c', iat: 1, exp: 2, ...extra });
     expect(admit(s, token({ email: 'a@corp.example', email_verified: true }))).toMatchObject({ kind: 'ok' });
@@ -146,7 +146,12 @@ describe('connector settings and claims', () => {
     expect(admit(s, token({ email: 'a@sub.corp.example', email_verified: true }))).toMatchObject({ kind: 'refused' });
     expect(admit(s, token({}))).toMatchObject({ kind: 'refused' });
     const open = { ...s, allowedEmailDomains: [] };
+    // Off by default: the upstream's phr is not this server's to vouch for; the sign-in is of the federated class.
     expect(admit(open, token({ acr: 'phr', amr: ['hwk', 'mfa', 'made-up'] }))).toMatchObject({
+      kind: 'ok',
+      identity: { subject: 'u1', acr: 'urn:authcli:acr:federated', amr: ['hwk', 'mfa'] },
+    });
+    expect(admit({ ...open, trustUpstreamAcr: true }, token({ acr: 'phr', amr: ['hwk', 'mfa', 'made-up'] }))).toMatchObject({
       kind: 'ok',
       identity: { subject: 'u1', acr: 'phr', amr: ['hwk', 'mfa'] },
     });

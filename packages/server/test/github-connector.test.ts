@@ -149,18 +149,25 @@ describe('GitHub connector: refusals', () => {
 
   it('outside the organization: refused', async () => {
     const outcome = await signInAs(outsider.id, settings({ orgs: [{ org: 'acme' }] }));
-    expect(outcome).toEqual({ kind: 'refused', reason: expect.stringMatching(/not a member of acme/) });
+    // The person is told only that they may not use this service; which organization would do is for the log.
+    expect(outcome).toEqual({
+      kind: 'refused',
+      reason: 'your account may not use this service',
+      detail: expect.stringMatching(/not a member of acme/),
+    });
   });
 
   it('in the organization but not the team: refused; an invitation not yet accepted: refused', async () => {
     standin.users.get(octocat.id)!.orgs![0]!.teams = [];
     expect(await signInAs(octocat.id, settings({ orgs: [{ org: 'acme', team: 'platform' }] }))).toEqual({
       kind: 'refused',
-      reason: expect.stringMatching(/not a member of acme:platform/),
+      reason: 'your account may not use this service',
+      detail: expect.stringMatching(/not a member of acme:platform/),
     });
     expect(await signInAs(octocat.id, settings({ orgs: [{ org: 'pending-co' }] }))).toEqual({
       kind: 'refused',
-      reason: expect.stringMatching(/pending-co is an invitation not yet accepted/),
+      reason: 'your account may not use this service',
+      detail: expect.stringMatching(/pending-co is an invitation not yet accepted/),
     });
   });
 
@@ -168,7 +175,8 @@ describe('GitHub connector: refusals', () => {
     standin.fault('org_membership', { status: 403, body: JSON.stringify({ message: 'OAuth App access restrictions' }) });
     expect(await signInAs(octocat.id, settings({ orgs: [{ org: 'acme' }] }))).toEqual({
       kind: 'refused',
-      reason: expect.stringMatching(/does not let this app read acme's memberships/),
+      reason: 'your account may not use this service',
+      detail: expect.stringMatching(/does not let this app read acme's memberships/),
     });
   });
 

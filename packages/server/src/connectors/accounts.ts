@@ -79,3 +79,10 @@ export async function federatedUser(store: Store, connectorId: string, id: Upstr
   }
   throw new StoreError('duplicate', `no free username for ${base}`);
 }
+
+/**
+ * What a person refused by a membership rule (LDAP groups, GitHub organizations and teams) is told: that they
+ * may not use this service, and not which memberships would have let them in (who is in which group of the
+ * organization is not for whoever types a name on the form; the log has it, for the operator).
+ */
+export const NOT_A_MEMBER = 'your account may not use this service';

@@ -15,7 +15,8 @@ export class GithubStop extends Error {
 }
 
 export const unavailable = (reason: string) => new GithubStop({ kind: 'unavailable', reason });
-export const refused = (reason: string) => new GithubStop({ kind: 'refused', reason });
+export const refused = (reason: string, detail?: string) =>
+  new GithubStop({ kind: 'refused', reason, ...(detail !== undefined && { detail }) });
 
 /** What one sign-in's requests share: the transport, the time one request may take, the whole sign-in's signal. */
 export interface Transport {

@@ -20,6 +20,7 @@ import {
   GITHUB_TOKEN_MAX,
 } from '../config/defaults.js';
 import { InputError } from '../util/input-error.js';
+import { NOT_A_MEMBER } from './accounts.js';
 import {
   type Answer,
   GithubStop,
@@ -56,7 +57,7 @@ export type GithubOutcome =
       subject: string;
       claims: { preferred_username: string; email: string; email_verified: true; name?: string; picture?: string; profile?: string };
     }
-  | { kind: 'refused'; reason: string }
+  | { kind: 'refused'; reason: string; detail?: string }
   | { kind: 'unavailable'; reason: string };
 
 export interface GithubSignInOptions {
@@ -277,7 +278,7 @@ async function checkMemberships(rules: GithubOrgRule[], login: string, get: Get)
     }
   }
   if (failure) throw failure;
-  throw refused(`the GitHub account is not let in: ${reasons.join('; ')}`);
+  throw refused(NOT_A_MEMBER, `the GitHub account is not let in: ${reasons.join('; ')}`);
 }
 
 /**

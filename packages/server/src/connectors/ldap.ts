@@ -18,6 +18,7 @@ import { isIP } from 'node:net';
 import type { ConnectionOptions } from 'node:tls';
 import { Client, type Entry, InappropriateAuthError, InvalidCredentialsError, ResultCodeError } from 'ldapts';
 import { isLoopbackHost } from '@authcli/protocol';
+import { NOT_A_MEMBER } from './accounts.js';
 import {
   CLAIM_TEXT_MAX,
   LDAP_CONNECT_TIMEOUT_MS,
@@ -52,8 +53,8 @@ export type LdapOutcome =
   | { kind: 'ok'; subject: string; claims: { preferred_username: string; email?: string; name?: string }; groups: string[] }
   /** Unknown user or wrong password: one answer for both. */
   | { kind: 'invalid' }
-  /** Authenticated, but outside the allowed groups. */
-  | { kind: 'refused'; reason: string }
+  /** Authenticated, but outside the allowed groups: `reason` for the person, `detail` for the log. */
+  | { kind: 'refused'; reason: string; detail?: string }
   /** Directory down, timed out, TLS failure, service bind refused, settings unusable. */
   | { kind: 'unavailable'; reason: string };
 
@@ -279,7 +280,7 @@ export async function authenticateLdap(
     if (settings.allowedGroups.length > 0) {
       const allowed = new Set(settings.allowedGroups.map((g) => g.toLowerCase()));
       if (!groups.some((g) => allowed.has(g.toLowerCase()))) {
-        return { kind: 'refused', reason: `not a member of ${settings.allowedGroups.join(', ')}` };
+        return { kind: 'refused', reason: NOT_A_MEMBER, detail: `not a member of ${settings.allowedGroups.join(', ')}` };
       }
     }
     const email = claimText(firstText(entry, 'mail'));

@@ -16,7 +16,8 @@ import type { OidcSettings } from './registry.js';
 /** What came back from the upstream: a person, a refusal with its reason, or the upstream could not be used. */
 export type UpstreamOutcome =
   | { kind: 'ok'; identity: UpstreamIdentity }
-  | { kind: 'refused'; reason: string }
+  /** `detail`: what only the log may say (the rule that refused: the groups, organizations or teams let in). */
+  | { kind: 'refused'; reason: string; detail?: string }
   | { kind: 'unavailable'; reason: string };
 
 /** RFC 8176 §2's registered method values: only these are carried from an upstream into our tokens. */
@@ -214,8 +215,8 @@ export function admit(s: OidcSettings, claims: oauth.IDToken & Record<string, un
       subject: claims.sub,
       claims: { preferred_username: str(claims.preferred_username), email, email_verified: verified, name: str(claims.name) },
       amr,
-      // Carried through only when the upstream asserted it.
-      acr: claims.acr === PHISHING_RESISTANT_ACR ? PHISHING_RESISTANT_ACR : FEDERATED_ACR,
+      // Carried through only when the upstream asserted it and the operator trusts this upstream's assurance.
+      acr: s.trustUpstreamAcr === true && claims.acr === PHISHING_RESISTANT_ACR ? PHISHING_RESISTANT_ACR : FEDERATED_ACR,
     },
   };
 }

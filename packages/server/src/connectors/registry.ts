@@ -21,6 +21,13 @@ export interface OidcSettings {
   scopes: string[];
   /** Only people whose verified email is in one of these domains get in; empty: anyone the upstream signs in. */
   allowedEmailDomains: string[];
+  /**
+   * Whether the upstream's `acr` `phr` (a phishing-resistant sign-in there) counts as this server's `phr`, for
+   * step-up and `--require-acr phr` applications. Off (absent) by default: a sign-in through the upstream is then
+   * of the federated class whatever it asserts, since this server cannot check how the upstream signed the person
+   * in; an operator who trusts the upstream's assurance turns it on (`--trust-upstream-acr`).
+   */
+  trustUpstreamAcr?: boolean;
 }
 export interface GithubConnectorSettings {
   clientId: string;

@@ -33,11 +33,26 @@ export interface CounterInfo {
   limit: Limit;
   ip?: string;
   username?: string;
+  /** For a name counted at a directory (an LDAP connector), its connector: counted apart from the local account. */
+  connector?: string;
   userId?: string;
   clientId?: string;
 }
 
 const key = (kind: CounterKind, ...subjects: string[]) => [kind, ...subjects].join('|');
+
+/**
+ * The account subject of a sign-in name: the name itself for this server's accounts, `connector:name` for a name
+ * typed on an LDAP connector's form (`:` is in neither a username nor a connector id), so a directory user `ann`
+ * and a local user `ann` never lock each other out.
+ */
+const accountOf = (name: string, connector?: string) => (connector === undefined ? name : `${connector}:${name}`);
+
+/** An account subject read back: the name, and its connector when it has one. */
+function nameOf(subject: string): { username: string; connector?: string } {
+  const at = subject.indexOf(':');
+  return at < 0 ? { username: subject } : { username: subject.slice(at + 1), connector: subject.slice(0, at) };
+}
 
 /** The IP subject of a counter (an IPv4 address or an IPv6 /64; see ipSubject). */
 const ipOf = (address: string) => ipSubject(address) ?? address;
@@ -57,9 +72,9 @@ export function describeCounter(counterKey: string, limits: Limits = DEFAULT_LIM
       return { kind, limit, ip: a };
     case 'signin-account':
     case 'signin-account-slowed':
-      return { kind, limit, username: a };
+      return { kind, limit, ...nameOf(a) };
     case 'signin-account-ip':
-      return { kind, limit, username: a, ...(b !== undefined && { ip: b }) };
+      return { kind, limit, ...nameOf(a), ...(b !== undefined && { ip: b }) };
     case 'user-code-account':
       return { kind, limit, userId: a };
     case 'signin-device':
@@ -136,12 +151,13 @@ export class AbuseLimits {
    * browser, per username across IPs. An account past that budget (distributed
    * guessing) is slowed for unknown browsers to one attempt a minute, never
    * locked, and never slowed for its owner's known browsers; `users unlock`
-   * clears it.
+   * clears it. `connector`: the name was typed on that LDAP connector's form, and is counted as that
+   * directory's (the per-IP count is shared: one address guessing is one address guessing).
    */
-  async signIn(ip: string, username: string, device?: string): Promise<Admission> {
-    const name = username.toLowerCase();
+  async signIn(ip: string, username: string, device?: string, connector?: string): Promise<Admission> {
     const perIp = key('signin-ip', ipOf(ip));
-    if (!USERNAME_PATTERN.test(name)) return this.consume([['signin-ip', perIp]]);
+    if (!USERNAME_PATTERN.test(username.toLowerCase())) return this.consume([['signin-ip', perIp]]);
+    const name = accountOf(username.toLowerCase(), connector);
     const here: [CounterKind, string][] = [
       ['signin-ip', perIp],
       ['signin-account-ip', key('signin-account-ip', name, ipOf(ip))],
@@ -211,10 +227,13 @@ function combine(a: Admission & { admitted: true }, b: Admission & { admitted: t
   };
 }
 
-/** The counters that hold back sign-in to this account (`users unlock`). */
-export function accountCounterKeys(keys: readonly string[], username: string): string[] {
+/** The counters that hold back sign-in to this account, or to this name at an LDAP connector (`users unlock`). */
+export function accountCounterKeys(keys: readonly string[], username: string, connector?: string): string[] {
   const name = username.toLowerCase();
-  return keys.filter((k) => describeCounter(k)?.username === name);
+  return keys.filter((k) => {
+    const info = describeCounter(k);
+    return info?.username === name && info.connector === connector;
+  });
 }
 
 /**

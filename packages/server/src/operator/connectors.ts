@@ -42,6 +42,10 @@ export function connectorsCommand(cli: Command): void {
     .option('--client-secret-stdin', 'read the client secret from standard input')
     .option('--scope <scopes>', 'scopes to ask for', 'openid email profile')
     .option('--allowed-email-domain <domain>', 'let in only verified emails of this domain (repeatable)', collect, [])
+    .option(
+      '--trust-upstream-acr',
+      "count the provider's acr phr (a phishing-resistant sign-in there) as this server's, for step-up and --require-acr phr applications (off by default)",
+    )
     .action(
       async (opts: {
         id: string;
@@ -51,6 +55,7 @@ export function connectorsCommand(cli: Command): void {
         clientSecretStdin?: boolean;
         scope: string;
         allowedEmailDomain: string[];
+        trustUpstreamAcr?: boolean;
         database?: string;
       }) => {
         const secret = await secretFromStdin(opts.clientSecretStdin, 'client secret');
@@ -68,7 +73,13 @@ export function connectorsCommand(cli: Command): void {
             type: 'oidc',
             name: opts.name,
             secret,
-            settings: { issuer, clientId: opts.clientId, scopes, allowedEmailDomains: opts.allowedEmailDomain.map(emailDomain) },
+            settings: {
+              issuer,
+              clientId: opts.clientId,
+              scopes,
+              allowedEmailDomains: opts.allowedEmailDomain.map(emailDomain),
+              ...(opts.trustUpstreamAcr && { trustUpstreamAcr: true }),
+            },
           }),
         );
       },
@@ -172,6 +183,7 @@ export function connectorsCommand(cli: Command): void {
             upstream: where,
             users: counts[c.id] ?? 0,
             redirect_uri: c.type === 'ldap' ? null : `${config.issuer}/connectors/${c.id}/callback`,
+            trust_upstream_acr: c.type === 'oidc' && c.settings.trustUpstreamAcr === true,
           };
         });
         if (opts.json) {

@@ -21,7 +21,11 @@ export function limitsCommand(cli: Command): void {
         const rows = (await store.rateLimits.list()).flatMap((r) => {
           const info = describeCounter(r.key, config.limits);
           if (!info || r.window_start + info.limit.windowMs <= now) return [];
-          const subject = info.username ?? info.userId ?? info.clientId ?? '';
+          const subject =
+            (info.username !== undefined && info.connector !== undefined ? `${info.username} at ${info.connector}` : info.username) ??
+            info.userId ??
+            info.clientId ??
+            '';
           return [
             {
               kind: info.kind,

@@ -181,15 +181,18 @@ export function usersCommand(cli: Command): void {
   users
     .command('unlock <username>')
     .description('clear the failed sign-in counters of a user (every client IP), so sign-in is not limited or slowed')
+    .option('--connector <id>', "a name at this LDAP connector's form instead of this server's account (counted apart)")
     .option('--database <url>', 'database (env DATABASE_URL)')
-    .action(async (username: string, opts: { database?: string }) => {
+    .action(async (username: string, opts: { connector?: string; database?: string }) => {
       await withStore(opts.database, async (store) => {
         const keys = accountCounterKeys(
           (await store.rateLimits.list()).map((r) => r.key),
           username,
+          opts.connector,
         );
         const n = await store.rateLimits.delete(keys);
-        say(n ? `unlocked ${username} (${n} counter${n === 1 ? '' : 's'} cleared)` : `${username} had no failed sign-ins counted`);
+        const who = opts.connector === undefined ? username : `${username} at ${opts.connector}`;
+        say(n ? `unlocked ${who} (${n} counter${n === 1 ? '' : 's'} cleared)` : `${who} had no failed sign-ins counted`);
       });
     });
 }

@@ -168,7 +168,7 @@ export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Pr
     const username = (form.username ?? '').trim().slice(0, SIGNIN_USERNAME_MAX);
     if (!USERNAME_PATTERN.test(username))
       return problem(reply, 401, 'Not linked', `${connector.name} did not accept that username and password.`);
-    const admission = await limits.signIn(clientAddress(req), username, trustedDevices.deviceFor(req, username));
+    const admission = await limits.signIn(clientAddress(req), username, trustedDevices.deviceFor(req, username), connector.id);
     if (!admission.admitted) {
       reply.header('retry-after', String(admission.retryAfterSeconds));
       return problem(
@@ -269,7 +269,7 @@ export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Pr
     }
     // A directory password is guessed like a local one: the same sign-in limits, counted before the directory is
     // asked, a browser where this person signed in before on a budget of its own.
-    const admission = await limits.signIn(clientAddress(req), username, trustedDevices.deviceFor(req, username));
+    const admission = await limits.signIn(clientAddress(req), username, trustedDevices.deviceFor(req, username), connector.id);
     if (!admission.admitted) {
       reply.header('retry-after', String(admission.retryAfterSeconds));
       return ldapForm(
@@ -357,6 +357,8 @@ export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Pr
   }
 
   function failed(reply: FastifyReply, connector: Connector, outcome: Exclude<UpstreamOutcome, { kind: 'ok' }>) {
+    if (outcome.kind === 'refused' && outcome.detail)
+      reply.log.info({ connector: connector.id, detail: outcome.detail }, 'connector refused');
     return outcome.kind === 'refused'
       ? problem(reply, 403, 'Not allowed', `${connector.name} signed you in, but ${outcome.reason}.`)
       : problem(
