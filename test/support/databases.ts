@@ -179,8 +179,15 @@ export const MIGRATIONS_AFTER_0008 = [
   '0016_connectors',
   '0017_backchannel_logout',
   '0018_private_key_jwt',
+  '0019_credential_history',
+  '0020_logout_outbox',
 ];
 export async function undoMigrationsAfter0008(db: TestDatabase, dialect: DialectName): Promise<void> {
+  // 0020: the back-channel logout outbox.
+  await execute(db, dialect, 'drop table logout_outbox');
+  // 0019: where a passkey was added from, and what a credential event was about.
+  await execute(db, dialect, 'alter table passkeys drop column added_from');
+  await execute(db, dialect, 'alter table signin_events drop column detail');
   // 0018: the keys of private_key_jwt clients, and the client assertions used.
   await execute(db, dialect, 'drop table client_assertions');
   await execute(db, dialect, 'alter table applications drop column client_keys');

@@ -255,6 +255,8 @@ describe.each(dialects())('private_key_jwt under AUTHCLI_FAPI2, and its failures
     server = s;
     const [rs, ps] = await Promise.all([clientKey('RS256'), clientKey('PS256')]);
     const id = await seedKeyApp(s, { jwks: jwksOf(rs, ps) });
+    // ID tokens as FAPI 2.0 allows them (an RS256 one is refused: fapi2.test.ts).
+    await s.store.applications.update(id, { idTokenAlg: 'ES256' }, s.clock.now());
     const introspect = async (a: string) => postForm(s, '/oauth/introspect', { token: 'x', ...assertionFields(a) });
     const rsRes = await introspect(await assertion(s, id, rs));
     expect([rsRes.status, rsRes.json.error_description]).toEqual([401, 'the client assertion alg must be one of PS256, ES256, EdDSA']);

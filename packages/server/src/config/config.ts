@@ -313,6 +313,9 @@ export function loadConfig(
   if (dpopNonce !== 'on' && dpopNonce !== 'off') throw new ConfigError('AUTHCLI_DPOP_NONCE must be on or off');
   const accessTokenAlg = env.AUTHCLI_ACCESS_TOKEN_ALG ?? 'ES256';
   if (accessTokenAlg !== 'ES256' && accessTokenAlg !== 'RS256') throw new ConfigError('AUTHCLI_ACCESS_TOKEN_ALG must be ES256 or RS256');
+  if (accessTokenAlg === 'RS256' && envFlag(env, 'AUTHCLI_FAPI2', D.FAPI2)) {
+    throw new ConfigError('AUTHCLI_ACCESS_TOKEN_ALG=RS256 is not allowed with AUTHCLI_FAPI2=on (FAPI 2.0 §5.4: PS256, ES256 or EdDSA)');
+  }
   return {
     issuer,
     host,

@@ -94,7 +94,7 @@ export function describeConfig(config: ServerConfig, flags: ConfigInput, env: No
     {
       name: 'fapi2',
       value: config.fapi2
-        ? 'on (client assertions and DPoP proofs: PS256, ES256, EdDSA; aud the issuer; confidential refresh tokens not rotated)'
+        ? 'on (confidential applications with private_key_jwt only, no secrets; ID tokens, client assertions and DPoP proofs PS256, ES256 or EdDSA, never RS256; aud the issuer; confidential refresh tokens not rotated)'
         : 'off (client assertions and DPoP proofs may also be RS256)',
       source: from(undefined, 'AUTHCLI_FAPI2'),
     },

@@ -110,7 +110,7 @@ export const SERVER_SETTINGS: readonly Setting[] = [
     default: code(D.FAPI2 ? 'on' : 'off'),
     loaded: (c) => code(c.fapi2 ? 'on' : 'off'),
     meaning:
-      "The FAPI 2.0 Security Profile (`on` or `off`): `private_key_jwt` assertions and DPoP proofs signed with RS256 are refused (PS256, ES256 and EdDSA only), an assertion's `aud` must be the issuer identifier alone, and a confidential client's refresh token is not rotated. See [security](security.md#client-authentication) and [conformance](conformance.md#fapi-20-security-profile).",
+      "The FAPI 2.0 Security Profile (`on` or `off`): only confidential applications authenticating with `private_key_jwt` are served (no public clients, no client secrets), at registration and at the token endpoint; ID tokens, access tokens (`AUTHCLI_ACCESS_TOKEN_ALG`), `private_key_jwt` assertions and DPoP proofs are never RS256 (PS256, ES256 and EdDSA only; a new application's ID tokens are ES256); an assertion's `aud` must be the issuer identifier alone, and a confidential client's refresh token is not rotated. See [security](security.md#client-authentication) and [conformance](conformance.md#fapi-20-security-profile).",
   },
   {
     env: 'AUTHCLI_ACCESS_TOKEN_ALG',

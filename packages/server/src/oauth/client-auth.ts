@@ -3,6 +3,7 @@ import { hashesEqual, sha256Hex } from '../util/crypto.js';
 import { verifyClientAssertion, type PresentedAssertion } from './client-assertion.js';
 import type { OAuthContext } from './context.js';
 import { InvalidClient, InvalidRequest, TemporarilyUnavailable } from './errors.js';
+import { fapi2Problem } from './fapi2.js';
 
 /** The one answer to a client that did not authenticate (built once; its response is constant). */
 const CLIENT_AUTHENTICATION_FAILED = new InvalidClient('client authentication failed');
@@ -77,6 +78,20 @@ export function presentedClient(authorization: string | undefined, params: Reado
  * @throws InvalidClient (401 with WWW-Authenticate), InvalidRequest, or TemporarilyUnavailable (429)
  */
 export async function authenticateClient(
+  ctx: Pick<OAuthContext, 'store' | 'limits' | 'config' | 'clientJwks'>,
+  authorization: string | undefined,
+  params: Readonly<Record<string, string>>,
+  clientIp: string,
+): Promise<Application> {
+  const app = await authenticated(ctx, authorization, params, clientIp);
+  // FAPI 2.0 (AUTHCLI_FAPI2=on): an application the profile forbids (public, a secret, RS256 ID tokens) gets no
+  // token, whatever it was registered with before the mode was turned on; said only once it has authenticated.
+  const problem = ctx.config.fapi2 ? fapi2Problem(app) : undefined;
+  if (problem) throw new InvalidClient(problem);
+  return app;
+}
+
+async function authenticated(
   ctx: Pick<OAuthContext, 'store' | 'limits' | 'config' | 'clientJwks'>,
   authorization: string | undefined,
   params: Readonly<Record<string, string>>,

@@ -19,6 +19,8 @@ import { field, isObject, parseMetadata, type RegistrationMetadata } from './cli
 import { checkRegisteredKeys, keysMetadata } from './client-keys.js';
 import { BearerRequired, InvalidClientMetadata, InvalidToken, TemporarilyUnavailable } from './errors.js';
 import { newClientId, registerApplication } from './registration.js';
+import { InputError } from '../util/input-error.js';
+import { fapi2Problem } from './fapi2.js';
 
 /** The client registration endpoint (RFC 7591 §3); the client configuration endpoint is below it (RFC 7592 §2). */
 export const REGISTRATION_PATH = '/oauth/register';
@@ -128,7 +130,11 @@ export async function registerClient(
         ...(clientKeys && { clientKeys }),
       },
       config.now(),
-    );
+      { fapi2: config.fapi2 },
+    ).catch((err: unknown) => {
+      // What FAPI 2.0 forbids (a secret, a public client, RS256 ID tokens) is metadata this server will not take.
+      throw err instanceof InputError && err.message.startsWith('FAPI 2.0') ? new InvalidClientMetadata(err.message) : err;
+    });
     return clientInformation(ctx, app, registration.token, clientSecret);
   } catch (err) {
     // Nothing was registered: the initial access token (or the attempt) is given back, best effort.
@@ -216,6 +222,10 @@ export async function updateClient(
     );
   }
   const clientKeys = metadata.keys && (await checkRegisteredKeys(metadata.keys, ctx.config.fapi2));
+  const fapi2 = ctx.config.fapi2
+    ? fapi2Problem({ kind: app.kind, clientKeys: clientKeys ?? app.clientKeys, idTokenAlg: metadata.fields.idTokenAlg ?? app.idTokenAlg })
+    : undefined;
+  if (fapi2) throw new InvalidClientMetadata(fapi2);
   const next = newRegistrationToken();
   // Whose tokens it may introspect is the operator's to say (`apps update --introspection`), not the client's.
   const { introspection: _operatorsToSay, ...fields } = metadata.fields;

@@ -21,6 +21,7 @@ import { InputError } from '../util/input-error.js';
 import { callbackUrlProblem } from './redirect-uri.js';
 import { backchannelFields, type BackchannelFields } from './backchannel-uri.js';
 import { SUPPORTED_SCOPES } from './scopes.js';
+import { checkFapi2 } from './fapi2.js';
 
 /** The CLI's own public application, created on the first start of an empty store. */
 export const BUILTIN_CLIENT_ID = 'authcli';
@@ -218,10 +219,13 @@ export async function registerApplication(
   store: Store,
   input: NewAppInput,
   now: number,
+  options: { fapi2?: boolean } = {},
 ): Promise<{ app: Application; clientSecret: string | undefined }> {
   if (input.kind !== 'public' && input.kind !== 'confidential') throw new InputError('kind must be public or confidential');
-  const fields = validateApplicationFields(input);
+  // Under FAPI 2.0 an application that names no ID token algorithm gets ES256, which the profile allows.
+  const fields = validateApplicationFields(options.fapi2 ? { ...input, idTokenAlg: input.idTokenAlg ?? 'ES256' } : input);
   if (input.clientKeys && input.kind !== 'confidential') throw new InputError('only a confidential application authenticates with keys');
+  checkFapi2(options.fapi2 === true, { kind: input.kind, clientKeys: input.clientKeys ?? null, idTokenAlg: fields.idTokenAlg });
   const secret = input.kind === 'confidential' && !input.clientKeys ? newClientSecret() : undefined;
   const app = await store.applications.create({
     clientId: input.clientId ?? newClientId(),

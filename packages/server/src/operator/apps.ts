@@ -8,6 +8,7 @@ import { authMethodOf, keysMetadata } from '../oauth/client-keys.js';
 import { newClientSecret } from '../oauth/registration.js';
 import { ASSERTION_ALG_HELP, JWKS_HELP, JWKS_URI_HELP, type KeyOptions, keysOfOptions } from './app-keys.js';
 import { InputError } from '../util/input-error.js';
+import { checkFapi2 } from '../oauth/fapi2.js';
 
 const INTROSPECTION_HELP = 'whose tokens it may introspect (RFC 7662): own, owner (every application of the same dashboard user) or all';
 
@@ -137,6 +138,7 @@ export function appsCommand(cli: Command): void {
               ...(clientKeys && { clientKeys }),
             },
             Date.now(),
+            { fapi2: config.fapi2 },
           );
           if (opts.json) {
             printJson(clientSecret ? { client_id: app.clientId, client_secret: clientSecret } : { client_id: app.clientId });
@@ -228,6 +230,11 @@ export function appsCommand(cli: Command): void {
             : secret
               ? { clientKeys: null, secretHash: secret.hash }
               : {};
+          checkFapi2(config.fapi2, {
+            kind: app.kind,
+            clientKeys: 'clientKeys' in authentication ? (authentication.clientKeys ?? null) : app.clientKeys,
+            idTokenAlg: fields.idTokenAlg,
+          });
           const updated = await store.applications.update(clientId, { ...fields, ...authentication }, Date.now());
           if (opts.json) printJson({ ...appJson(updated), ...(secret && { client_secret: secret.secret }) }, 2);
           else sayError(`Updated ${updated.name} (${updated.clientId})`);

@@ -13,6 +13,7 @@ import { sendPage, viewerOf } from './render.js';
 import type { Continuation } from './continuation.js';
 import { requireSignIn, type CurrentSession } from './session.js';
 import { NotFoundPage } from './views.js';
+import { checkFapi2 } from '../oauth/fapi2.js';
 
 type WithId = { Params: { clientId: string } };
 
@@ -161,6 +162,7 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
         store,
         { ...fieldsOf(values), kind: values.kind, ownerId: c.user.id, clientKeys },
         config.now(),
+        { fapi2: config.fapi2 },
       );
       if (clientSecret) {
         flash.put(c.session.id_hash, { kind: 'secret', clientId: created.clientId, secret: clientSecret, rotated: false });
@@ -216,6 +218,11 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
       const authentication = clientKeys ? { clientKeys, secretHash: null } : secret ? { clientKeys: null, secretHash: secret.hash } : {};
       // An administrator editing a self-registered application holds it to the rules it registered under.
       const fields = validateApplicationFields({ ...fieldsOf(values), selfRegistered: a.registrationTokenHash !== null }, a.clientId);
+      checkFapi2(config.fapi2, {
+        kind: a.kind,
+        clientKeys: 'clientKeys' in authentication ? (authentication.clientKeys ?? null) : a.clientKeys,
+        idTokenAlg: fields.idTokenAlg,
+      });
       await store.applications.update(a.clientId, { ...fields, ...authentication }, config.now());
       if (secret) {
         flash.put(c.session.id_hash, { kind: 'secret', clientId: a.clientId, secret: secret.secret, rotated: true });
