@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../src/config/config.js';
 import { describeConfig } from '../src/config/describe.js';
 import { registerApplication } from '../src/oauth/registration.js';
-import { InputError } from '../src/util/input-error.js';
+import { Fapi2Refused } from '../src/oauth/fapi2.js';
 import { assertion, assertionFields, type ClientKey, clientKey, jwksOf } from './client-assertions.js';
 import {
   authorize,
@@ -133,7 +133,7 @@ describe.each(dialects())('AUTHCLI_FAPI2: DPoP algorithms and refresh rotation (
       );
     const key = await clientKey('ES256');
     await expect(register({ kind: 'public' })).rejects.toThrow(
-      new InputError('FAPI 2.0 (AUTHCLI_FAPI2=on) allows confidential applications only'),
+      new Fapi2Refused('FAPI 2.0 (AUTHCLI_FAPI2=on) allows confidential applications only'),
     );
     await expect(register({})).rejects.toThrow(/private_key_jwt client authentication only, not a client secret/);
     await expect(register({ clientKeys: { jwks: jwksOf(key) }, idTokenAlg: 'RS256' })).rejects.toThrow(
@@ -200,5 +200,38 @@ describe('AUTHCLI_FAPI2 in the configuration', () => {
     expect(fapi2?.value).toMatch(
       /confidential applications with private_key_jwt only, no secrets; ID tokens, client assertions and DPoP proofs PS256, ES256 or EdDSA, never RS256/,
     );
+  });
+});
+
+describe.each(dialects())('AUTHCLI_FAPI2 and dynamic registration (%s)', (dialect) => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer(dialect, { fapi2: true, registration: 'open' });
+  });
+  afterAll(async () => server.close());
+
+  const register = (metadata: Record<string, unknown>) =>
+    fetch(`${server.url}/oauth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ redirect_uris: ['https://rp.example/cb'], scope: 'openid', ...metadata }),
+    });
+
+  it('rfc7591 §3.2.2 a client secret, a public client or RS256 ID tokens are invalid_client_metadata; private_key_jwt with ES256 registers', async () => {
+    const key = await clientKey('ES256');
+    const refused = [
+      await register({ token_endpoint_auth_method: 'client_secret_basic' }),
+      await register({ token_endpoint_auth_method: 'none' }),
+      await register({ token_endpoint_auth_method: 'private_key_jwt', jwks: jwksOf(key), id_token_signed_response_alg: 'RS256' }),
+    ];
+    for (const res of refused) {
+      expect(res.status).toBe(400);
+      const body = (await res.json()) as { error: string; error_description: string };
+      expect(body.error).toBe('invalid_client_metadata');
+      expect(body.error_description).toMatch(/^FAPI 2\.0 \(AUTHCLI_FAPI2=on\) allows /);
+    }
+    const ok = await register({ token_endpoint_auth_method: 'private_key_jwt', jwks: jwksOf(key) });
+    expect(ok.status, await ok.clone().text()).toBe(201);
+    expect(await ok.json()).toMatchObject({ token_endpoint_auth_method: 'private_key_jwt', id_token_signed_response_alg: 'ES256' });
   });
 });

@@ -18,9 +18,8 @@ import type { OAuthContext } from './context.js';
 import { field, isObject, parseMetadata, type RegistrationMetadata } from './client-metadata.js';
 import { checkRegisteredKeys, keysMetadata } from './client-keys.js';
 import { BearerRequired, InvalidClientMetadata, InvalidToken, TemporarilyUnavailable } from './errors.js';
-import { newClientId, registerApplication } from './registration.js';
-import { InputError } from '../util/input-error.js';
-import { fapi2Problem } from './fapi2.js';
+import { type ApplicationFields, newClientId, registerApplication } from './registration.js';
+import { Fapi2Refused, fapi2Problem } from './fapi2.js';
 
 /** The client registration endpoint (RFC 7591 §3); the client configuration endpoint is below it (RFC 7592 §2). */
 export const REGISTRATION_PATH = '/oauth/register';
@@ -78,6 +77,15 @@ function bearerToken(authorization: string | undefined): string {
   return m[1]!;
 }
 
+/**
+ * Under FAPI 2.0, a client that names no `id_token_signed_response_alg` gets ES256 (OIDC Registration's RS256
+ * default is one the profile forbids); otherwise what it asked for, checked as ever.
+ */
+function idTokenAlgOf(ctx: OAuthContext, body: unknown, asked: ApplicationFields['idTokenAlg']): ApplicationFields['idTokenAlg'] {
+  const named = isObject(body) && body.id_token_signed_response_alg !== undefined;
+  return ctx.config.fapi2 && !named ? 'ES256' : asked;
+}
+
 /** The one answer to a registration access token that does not manage this client id: never which of the two is wrong. */
 const INVALID_REGISTRATION_TOKEN = new InvalidToken('the token is not valid for this client registration');
 const INVALID_INITIAL_ACCESS_TOKEN = new InvalidToken('the initial access token is unknown, expired, revoked or already used');
@@ -122,6 +130,7 @@ export async function registerClient(
       store,
       {
         ...metadata.fields,
+        idTokenAlg: idTokenAlgOf(ctx, body, metadata.fields.idTokenAlg),
         kind: metadata.kind,
         ownerId: null,
         clientId,
@@ -133,7 +142,7 @@ export async function registerClient(
       { fapi2: config.fapi2 },
     ).catch((err: unknown) => {
       // What FAPI 2.0 forbids (a secret, a public client, RS256 ID tokens) is metadata this server will not take.
-      throw err instanceof InputError && err.message.startsWith('FAPI 2.0') ? new InvalidClientMetadata(err.message) : err;
+      throw err instanceof Fapi2Refused ? new InvalidClientMetadata(err.message) : err;
     });
     return clientInformation(ctx, app, registration.token, clientSecret);
   } catch (err) {
@@ -222,13 +231,12 @@ export async function updateClient(
     );
   }
   const clientKeys = metadata.keys && (await checkRegisteredKeys(metadata.keys, ctx.config.fapi2));
-  const fapi2 = ctx.config.fapi2
-    ? fapi2Problem({ kind: app.kind, clientKeys: clientKeys ?? app.clientKeys, idTokenAlg: metadata.fields.idTokenAlg ?? app.idTokenAlg })
-    : undefined;
+  const idTokenAlg = idTokenAlgOf(ctx, body, metadata.fields.idTokenAlg);
+  const fapi2 = ctx.config.fapi2 ? fapi2Problem({ kind: app.kind, clientKeys: clientKeys ?? app.clientKeys, idTokenAlg }) : undefined;
   if (fapi2) throw new InvalidClientMetadata(fapi2);
   const next = newRegistrationToken();
   // Whose tokens it may introspect is the operator's to say (`apps update --introspection`), not the client's.
-  const { introspection: _operatorsToSay, ...fields } = metadata.fields;
+  const { introspection: _operatorsToSay, ...fields } = { ...metadata.fields, idTokenAlg };
   const updated = await updateManaged(ctx, clientId, tokenHash, {
     ...fields,
     registrationMetadata: JSON.stringify(metadata.stored),

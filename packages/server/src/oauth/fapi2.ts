@@ -18,8 +18,13 @@ export function fapi2Problem(app: Pick<Application, 'kind' | 'clientKeys' | 'idT
   return undefined;
 }
 
-/** {@link fapi2Problem} at registration and on every change, when the mode is on: an InputError saying what to change. */
+/** What FAPI 2.0 mode refused of an application: an input error (the operator's, the dashboard's) of its own class. */
+export class Fapi2Refused extends InputError {
+  override name = 'Fapi2Refused';
+}
+
+/** {@link fapi2Problem} at registration and on every change, when the mode is on: a Fapi2Refused saying what to change. */
 export function checkFapi2(fapi2: boolean, app: Pick<Application, 'kind' | 'clientKeys' | 'idTokenAlg'>): void {
   const problem = fapi2 ? fapi2Problem(app) : undefined;
-  if (problem) throw new InputError(problem);
+  if (problem) throw new Fapi2Refused(problem);
 }
