@@ -94,19 +94,21 @@ async function waitReady(url: string, exited: () => boolean): Promise<void> {
 /** The token requests counted, in the order their batches take turns. */
 const KINDS = ['exchange', 'dpopExchange', 'refresh', 'dpopRefresh'] as const;
 type Kind = (typeof KINDS)[number];
-const LABELS: Record<Kind | 'poll', string> = {
+type Polls = 'poll' | 'confidentialPoll';
+const LABELS: Record<Kind | Polls, string> = {
   exchange: 'code exchange',
   dpopExchange: 'code exchange, DPoP',
   refresh: 'refresh',
   dpopRefresh: 'refresh, DPoP-bound',
   poll: 'pending poll',
+  confidentialPoll: 'pending poll, confidential client',
 };
 
 type PerRequest = { main: number; all: number };
 
 interface Counts {
   bin: string;
-  perRequest: Record<Kind | 'poll', PerRequest>;
+  perRequest: Record<Kind | Polls, PerRequest>;
 }
 
 async function measure(bin: string): Promise<Counts> {
@@ -121,6 +123,21 @@ async function measure(bin: string): Promise<Counts> {
     AUTHCLI_LIMITS: 'device-authz-ip=100000000/1m,device-authz-client=100000000/1m',
   };
   runNode([bin, 'users', 'add', 'bench', '--password-stdin'], env, `${PASSWORD}\n`);
+  // A confidential client (client_secret_basic) for the second set of polls: what a backend's device login sends.
+  const added = spawnSync(
+    process.execPath,
+    [bin, 'apps', 'add', '--name', 'Backend', '--kind', 'confidential', '--callback', 'https://app.example/cb'].concat([
+      '--scope',
+      'openid profile',
+      '--grant',
+      'device_code',
+      '--json',
+    ]),
+    { env: { ...process.env, ...env }, encoding: 'utf8' },
+  );
+  if (added.status !== 0) throw new Error(`apps add exited ${added.status}: ${added.stderr}`);
+  const backend = JSON.parse(added.stdout) as { client_id: string; client_secret: string };
+  const backendAuth = `Basic ${Buffer.from(`${encodeURIComponent(backend.client_id)}:${encodeURIComponent(backend.client_secret)}`).toString('base64')}`;
   const server = spawn(
     'valgrind',
     [
@@ -212,27 +229,36 @@ async function measure(bin: string): Promise<Counts> {
       });
     };
 
-    const deviceCodes: string[] = [];
-    await each(Array.from({ length: WARMUP + POLLS }), async () => {
-      const r = await fetch(`${issuer}/oauth/device/authorization`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ client_id: 'authcli', scope: 'openid profile' }),
+    /** Device codes of the public `authcli`, or (`confidential`) of the backend. */
+    const deviceCodesOf = async (confidential: boolean) => {
+      const codes: string[] = [];
+      await each(Array.from({ length: WARMUP + POLLS }), async () => {
+        const r = await fetch(`${issuer}/oauth/device/authorization`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', ...(confidential && { authorization: backendAuth }) },
+          body: new URLSearchParams({ ...(!confidential && { client_id: 'authcli' }), scope: 'openid profile' }),
+        });
+        if (r.status !== 200) throw new Error(`device authorization answered ${r.status}`);
+        codes.push(((await r.json()) as { device_code: string }).device_code);
       });
-      if (r.status !== 200) throw new Error(`device authorization answered ${r.status}`);
-      deviceCodes.push(((await r.json()) as { device_code: string }).device_code);
-    });
-    const poll = async (deviceCode: string) => {
+      return codes;
+    };
+    const deviceCodes = await deviceCodesOf(false);
+    const backendCodes = await deviceCodesOf(true);
+    const pollAs = (confidential: boolean) => async (deviceCode: string) => {
       const r = await fetch(tokenUrl, {
         method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ grant_type: DEVICE_GRANT, device_code: deviceCode, client_id: 'authcli' }),
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...(confidential && { authorization: backendAuth }) },
+        body: new URLSearchParams({ grant_type: DEVICE_GRANT, device_code: deviceCode, ...(!confidential && { client_id: 'authcli' }) }),
       });
       const body = (await r.json()) as { error?: string };
       if (body.error !== 'authorization_pending') throw new Error(`poll answered ${r.status} ${body.error}`);
     };
+    const poll = pollAs(false);
+    const backendPoll = pollAs(true);
 
     await each(deviceCodes.slice(0, WARMUP), poll);
+    await each(backendCodes.slice(0, WARMUP), backendPoll);
     for (const kind of KINDS) {
       for (let done = 0; done < WARMUP; done += BATCH) await send(kind, await prepare(kind, Math.min(BATCH, WARMUP - done)));
     }
@@ -262,6 +288,12 @@ async function measure(bin: string): Promise<Counts> {
     callgrindControl(pid, '-i', 'off');
     callgrindControl(pid, '-d');
     const pollIr = dumpedInstructions(dir, 'callgrind.out', seen);
+    callgrindControl(pid, '-z');
+    callgrindControl(pid, '-i', 'on');
+    await each(backendCodes.slice(WARMUP), backendPoll);
+    callgrindControl(pid, '-i', 'off');
+    callgrindControl(pid, '-d');
+    const backendPollIr = dumpedInstructions(dir, 'callgrind.out', seen);
 
     const per = (ir: PerRequest, n: number): PerRequest => ({ main: ir.main / n, all: ir.all / n });
     return {
@@ -269,6 +301,7 @@ async function measure(bin: string): Promise<Counts> {
       perRequest: {
         ...(Object.fromEntries(KINDS.map((k) => [k, per(sums[k], EXCHANGES)])) as Record<Kind, PerRequest>),
         poll: per(pollIr, POLLS),
+        confidentialPoll: per(backendPollIr, POLLS),
       },
     };
   } catch (err) {
@@ -291,8 +324,11 @@ for (const bin of bins) {
   const x = (n: number, of: number) => `x${(n / of).toFixed(3)}`;
   const { exchange } = c.perRequest;
   console.log(c.bin);
-  for (const [kind, ir] of Object.entries(c.perRequest) as [Kind | 'poll', PerRequest][]) {
-    const ratio = kind === 'poll' ? '' : ` (${x(ir.main, exchange.main)} and ${x(ir.all, exchange.all)} of the plain exchange)`;
+  for (const [kind, ir] of Object.entries(c.perRequest) as [Kind | Polls, PerRequest][]) {
+    const ratio =
+      kind === 'poll' || kind === 'confidentialPoll'
+        ? ''
+        : ` (${x(ir.main, exchange.main)} and ${x(ir.all, exchange.all)} of the plain exchange)`;
     console.log(`  ${LABELS[kind]}: ${m(ir.main)} M instructions on the main thread, ${m(ir.all)} M in all threads${ratio}`);
   }
 }

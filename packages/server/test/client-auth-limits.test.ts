@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { LIMITS } from '../src/config/defaults.js';
+import { CLIENT_AUTH_FAILURES_REFRESH_MS, LIMITS } from '../src/config/defaults.js';
 import type { ServerConfig } from '../src/config/config.js';
-import { basic, dialects, ownClock, postForm, seedApp, startServer, tally, type TestServer } from './helpers.js';
+import { basic, dialects, ownClock, postForm, secondInstance, seedApp, startServer, tally, type TestServer } from './helpers.js';
 
 /**
  * Failed client authentication (`client-auth-ip`, oauth/limits.ts): wrong client secrets sent as an attacker
@@ -55,6 +55,60 @@ describe.each(dialects())('failed client authentication is limited per client IP
     expect(tally(await Promise.all(Array.from({ length: 50 }, () => introspect(s, conf.id, conf.secret))))).toEqual({ 200: 50 });
     expect((await introspect(s, conf.id, 'wrong')).status).toBe(401);
     expect((await introspect(s, conf.id, conf.secret)).status).toBe(429);
+  });
+
+  it('across instances: failures past the budget at one instance are refused at another within CLIENT_AUTH_FAILURES_REFRESH_MS, and its guesses are counted in the one budget', async () => {
+    const { s, conf } = await start();
+    const clock = ownClock(s);
+    const other = await secondInstance(s);
+    try {
+      const there = (secret: string) =>
+        fetch(`${other.url}/oauth/introspect`, {
+          method: 'POST',
+          headers: { authorization: basic(conf.id, secret), 'content-type': 'application/x-www-form-urlencoded' },
+          body: 'token=x',
+        });
+      // The other instance has read the (empty) list of failing addresses: it answers from it.
+      expect((await there(conf.secret)).status).toBe(200);
+      const here = await Promise.all(Array.from({ length: LIMIT }, (_, i) => introspect(s, conf.id, `wrong-${i}`)));
+      expect(tally(here)).toEqual({ 401: LIMIT });
+      // Within the refresh interval the other instance has not read the list again; a guess there is still counted
+      // by the store and refused, so no guess past the budget is ever answered as a plain failure.
+      expect((await there('wrong-again')).status).toBe(429);
+      // Once its list is older than the interval, it reads it again: the right secret is refused too.
+      clock.advance(CLIENT_AUTH_FAILURES_REFRESH_MS);
+      expect((await there(conf.secret)).status).toBe(429);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('an address with no failure known reads no counter: 200 right secrets cost the limit one read of the failing addresses, not 200', async () => {
+    const { s, conf } = await start();
+    let peeks = 0;
+    let listings = 0;
+    const rateLimits = s.store.rateLimits;
+    const peek = rateLimits.peek.bind(rateLimits);
+    const openKeys = rateLimits.openKeys.bind(rateLimits);
+    rateLimits.peek = (...args) => {
+      peeks++;
+      return peek(...args);
+    };
+    rateLimits.openKeys = (...args) => {
+      listings++;
+      return openKeys(...args);
+    };
+    try {
+      expect(tally(await Promise.all(Array.from({ length: 200 }, () => introspect(s, conf.id, conf.secret))))).toEqual({ 200: 200 });
+      expect([peeks, listings]).toEqual([0, 1]);
+      // A failure makes the address known at once: its next request reads its counter.
+      expect((await introspect(s, conf.id, 'wrong')).status).toBe(401);
+      expect((await introspect(s, conf.id, conf.secret)).status).toBe(200);
+      expect(peeks).toBe(1);
+    } finally {
+      rateLimits.peek = peek;
+      rateLimits.openKeys = openKeys;
+    }
   });
 
   it('every endpoint that authenticates clients counts into the one budget; only a presented secret counts', async () => {

@@ -83,3 +83,12 @@ export const LIMITS = {
 
 export type CounterKind = keyof typeof LIMITS;
 export type Limits = Readonly<Record<CounterKind, Limit>>;
+
+/**
+ * How stale an instance's list of the client IPs with failed client authentications may be (oauth/limits.ts
+ * ClientAuthFailures): a request from an address on no list reads no counter, so a confidential client's token
+ * requests cost no store round trip for the limit; the list is read again in the background at most this often,
+ * which is also how long another instance's first failure from an address may go unseen here. One second: a
+ * query a second per instance, and a guess is counted (and refused past the limit) by the store either way.
+ */
+export const CLIENT_AUTH_FAILURES_REFRESH_MS = 1000;

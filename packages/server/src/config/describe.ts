@@ -156,6 +156,7 @@ export function describeConfig(config: ServerConfig, flags: ConfigInput, env: No
     { name: 'shutdown_drain', value: seconds(config.shutdownDrainMs), source: from(undefined, 'AUTHCLI_SHUTDOWN_DRAIN') },
     { name: 'shutdown_grace', value: seconds(config.shutdownGraceMs), source: from(undefined, 'AUTHCLI_SHUTDOWN_GRACE') },
     { name: 'store_retry_after', value: `${D.STORE_RETRY_AFTER_SECONDS} s`, source: 'built-in' },
+    { name: 'client_auth_failures_refresh', value: seconds(D.CLIENT_AUTH_FAILURES_REFRESH_MS), source: 'built-in' },
     // back-channel logout (OpenID Connect Back-Channel Logout 1.0)
     {
       name: 'backchannel_logout_timeout',
@@ -188,7 +189,7 @@ export function describeConfig(config: ServerConfig, flags: ConfigInput, env: No
     {
       name: 'password_hash_threads',
       value: String(config.passwordHashThreads),
-      source: from(undefined, 'AUTHCLI_PASSWORD_HASH_THREADS', 'default (half the cores)'),
+      source: from(undefined, 'AUTHCLI_PASSWORD_HASH_THREADS', 'default (one per core, at nice 19)'),
     },
     { name: 'password_hashes_per_client', value: String(config.passwordHashesPerClient), source: 'built-in' },
     {

@@ -1,4 +1,11 @@
-import { LIMITS as DEFAULT_LIMITS, USERNAME_PATTERN, type CounterKind, type Limit, type Limits } from '../config/defaults.js';
+import {
+  CLIENT_AUTH_FAILURES_REFRESH_MS,
+  LIMITS as DEFAULT_LIMITS,
+  USERNAME_PATTERN,
+  type CounterKind,
+  type Limit,
+  type Limits,
+} from '../config/defaults.js';
 import { ipSubject } from '../http/client-ip.js';
 import type { Store } from '../store/store.js';
 import { NO_METRICS, type ProtocolMetrics } from '../util/metrics.js';
@@ -88,13 +95,78 @@ export function describeCounter(counterKey: string, limits: Limits = DEFAULT_LIM
   }
 }
 
+/**
+ * The client IPs this instance knows to have failed client authentications in the open window: every instance's
+ * failures, as the store had them at most CLIENT_AUTH_FAILURES_REFRESH_MS ago, and this instance's own at once.
+ * A request from any other address (a confidential client's every token request, nearly always) is admitted
+ * without a store round trip; one from an address in the set reads its counter, as before.
+ *
+ * What the staleness allows, and only for that long: an address that went past its budget at another instance
+ * may have a secret compared here without the early refusal. A wrong one is counted by the store's atomic
+ * increment and refused there, so no more guesses are ever answered as failures than the limit allows, on any
+ * number of instances; only the right secret, sent in that moment from an address past its budget, is let
+ * through rather than answered 429.
+ */
+class ClientAuthFailures {
+  private known = new Set<string>();
+  /** Added here while a refresh was under way: kept when its answer replaces the set. */
+  private addedDuring: string[] | undefined;
+  private loadedAt: number | undefined;
+  private loading: Promise<void> | undefined;
+
+  constructor(
+    private readonly store: Store,
+    private readonly now: () => number,
+    private readonly windowMs: number,
+  ) {}
+
+  /**
+   * Whether `counter` may have failures counted. When the list is older than CLIENT_AUTH_FAILURES_REFRESH_MS the
+   * requests of that moment wait for one read of it (shared): at most one round trip a second, never one a request.
+   */
+  async mayHave(counter: string): Promise<boolean> {
+    const now = this.now();
+    if (this.loadedAt === undefined || now - this.loadedAt >= CLIENT_AUTH_FAILURES_REFRESH_MS || now < this.loadedAt) {
+      await this.refresh();
+    }
+    return this.known.has(counter);
+  }
+
+  add(counter: string): void {
+    this.known.add(counter);
+    this.addedDuring?.push(counter);
+  }
+
+  private refresh(): Promise<void> {
+    this.loading ??= (async () => {
+      const now = this.now();
+      this.addedDuring = [];
+      try {
+        const keys = await this.store.rateLimits.openKeys(CLIENT_AUTH_PREFIX, this.windowMs, now);
+        this.known = new Set([...keys, ...this.addedDuring]);
+        this.loadedAt = now;
+      } finally {
+        this.addedDuring = undefined;
+        this.loading = undefined;
+      }
+    })();
+    return this.loading;
+  }
+}
+
+const CLIENT_AUTH_PREFIX = 'client-auth-ip|';
+
 export class AbuseLimits {
+  private readonly clientAuthFailures: ClientAuthFailures;
+
   constructor(
     private readonly store: Store,
     private readonly now: () => number,
     private readonly limits: Limits = DEFAULT_LIMITS,
     private readonly metrics: ProtocolMetrics = NO_METRICS,
-  ) {}
+  ) {
+    this.clientAuthFailures = new ClientAuthFailures(store, now, limits['client-auth-ip'].windowMs);
+  }
 
   /**
    * Consumes the counters in order and stops at the first that is over its
@@ -137,11 +209,17 @@ export class AbuseLimits {
    */
   async clientSecret(ip: string): Promise<FailureGate> {
     const counter = key('client-auth-ip', ipOf(ip));
+    const failed = () => {
+      this.clientAuthFailures.add(counter);
+      return this.consume([['client-auth-ip', counter]]);
+    };
+    // An address with no failure known (ClientAuthFailures): nothing to read.
+    if (!(await this.clientAuthFailures.mayHave(counter))) return { admitted: true, failed };
     const { limit, windowMs } = this.limits['client-auth-ip'];
     const now = this.now();
     const { count, windowStart } = await this.store.rateLimits.peek(counter, windowMs, now);
     if (count >= limit) return this.refuse('client-auth-ip', windowStart, now);
-    return { admitted: true, failed: () => this.consume([['client-auth-ip', counter]]) };
+    return { admitted: true, failed };
   }
 
   /**

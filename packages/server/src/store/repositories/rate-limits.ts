@@ -28,6 +28,8 @@ export interface RateLimits {
    * limit on failures, read before a request that may succeed and consumed only when it fails.
    */
   peek(key: string, windowMs: number, now: number): Promise<{ count: number; windowStart: number }>;
+  /** The keys starting with `prefix` whose window is open at `now` with a count above 0. */
+  openKeys(prefix: string, windowMs: number, now: number): Promise<string[]>;
   /** Every counter (operator commands: what is limited now, and clearing it). */
   list(): Promise<RateLimitRow[]>;
   /** Deletes the counters with these keys; returns how many there were. */
@@ -74,6 +76,18 @@ export class KyselyRateLimits implements RateLimits {
   async peek(key: string, windowMs: number, now: number): Promise<{ count: number; windowStart: number }> {
     const [row] = (await this.engine.run(this.openWindow, { key, after: now - windowMs })).rows;
     return row ? { count: row.count, windowStart: row.window_start } : { count: 0, windowStart: now };
+  }
+
+  async openKeys(prefix: string, windowMs: number, now: number): Promise<string[]> {
+    const rows = await this.engine.db
+      .selectFrom('rate_limits')
+      .select('key')
+      // Counter prefixes are kinds and `|` (oauth/limits.ts), with no LIKE metacharacters in them.
+      .where('key', 'like', `${prefix}%`)
+      .where('window_start', '>', now - windowMs)
+      .where('count', '>', 0)
+      .execute();
+    return rows.map((r) => r.key);
   }
 
   async list(): Promise<RateLimitRow[]> {
