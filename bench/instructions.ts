@@ -282,18 +282,17 @@ async function measure(bin: string): Promise<Counts> {
       }
     }
 
-    callgrindControl(pid, '-z');
-    callgrindControl(pid, '-i', 'on');
-    await each(deviceCodes.slice(WARMUP), poll);
-    callgrindControl(pid, '-i', 'off');
-    callgrindControl(pid, '-d');
-    const pollIr = dumpedInstructions(dir, 'callgrind.out', seen);
-    callgrindControl(pid, '-z');
-    callgrindControl(pid, '-i', 'on');
-    await each(backendCodes.slice(WARMUP), backendPoll);
-    callgrindControl(pid, '-i', 'off');
-    callgrindControl(pid, '-d');
-    const backendPollIr = dumpedInstructions(dir, 'callgrind.out', seen);
+    /** The instructions of `work` alone: counted from zero, then dumped. */
+    const counted = async (work: () => Promise<void>) => {
+      callgrindControl(pid, '-z');
+      callgrindControl(pid, '-i', 'on');
+      await work();
+      callgrindControl(pid, '-i', 'off');
+      callgrindControl(pid, '-d');
+      return dumpedInstructions(dir, 'callgrind.out', seen);
+    };
+    const pollIr = await counted(() => each(deviceCodes.slice(WARMUP), poll));
+    const backendPollIr = await counted(() => each(backendCodes.slice(WARMUP), backendPoll));
 
     const per = (ir: PerRequest, n: number): PerRequest => ({ main: ir.main / n, all: ir.all / n });
     return {
