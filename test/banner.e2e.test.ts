@@ -29,6 +29,16 @@ describe('what `authcli-server start` says', () => {
     });
   });
 
+  it('with AUTHCLI_FAPI2=on, each application that will get no tokens is named at start with why (the built-in public one among them)', async () => {
+    server = await startServerProcess({ env: { AUTHCLI_FAPI2: 'on' } });
+    expect(server.output()).toContain(
+      'authcli-server: warning: authcli (authcli) will get no tokens: FAPI 2.0 (AUTHCLI_FAPI2=on) allows confidential applications only',
+    );
+    await server.stop();
+    server = await startServerProcess();
+    expect(server.output()).not.toContain('will get no tokens');
+  });
+
   it('a password-hash cost below the production floor is warned about at start; at the default, no such warning', async () => {
     const weak = 'authcli-server: warning: AUTHCLI_PASSWORD_HASH_COST=10 is below the production minimum (17';
     // The tests' own cost (vitest sets AUTHCLI_PASSWORD_HASH_COST=10 for every process they start).

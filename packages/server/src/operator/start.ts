@@ -11,6 +11,7 @@ import { UNENCRYPTED_KEYS_WARNING } from '../oauth/key-encryption.js';
 import { loopbackIssuerWarning } from '../http/loopback.js';
 import { exposedFolderWarning } from '../store/file-modes.js';
 import { parseDatabaseUrl } from '../store/open.js';
+import { fapi2Problem } from '../oauth/fapi2.js';
 
 /** package.json's version, fixed at build time by tsup's `define` (tsup.config.ts). */
 declare const __AUTHCLI_SERVER_VERSION__: string;
@@ -68,6 +69,13 @@ export function startCommand(cli: Command): void {
       if (loopbackWarning) warn(loopbackWarning);
       const hashWarning = weakPasswordHashWarning(config.passwordHashCost);
       if (hashWarning) warn(hashWarning);
+      // FAPI 2.0 refuses at the token endpoint what was registered before the mode was on: the operator hears which.
+      if (config.fapi2) {
+        for (const a of await store.applications.list()) {
+          const problem = fapi2Problem(a);
+          if (problem) warn(`${a.name} (${a.clientId}) will get no tokens: ${problem}`);
+        }
+      }
       // A person at a terminal gets text; anything else (systemd, docker, a pipe) gets JSON log lines only.
       const human = process.stdout.isTTY === true;
       const purge = setInterval(() => {
