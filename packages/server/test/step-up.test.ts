@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeJwt } from 'jose';
 import { PASSWORD_ACR } from '../src/oauth/acr.js';
+import { Sessions } from '../src/web/session.js';
 import {
   authorizeUrl,
   Browser,
@@ -207,6 +208,24 @@ describe.each(dialects())('step-up to a passkey sign-in (%s)', (dialect) => {
     const tokens = await poll(server, strict, d.device_code);
     expect(tokens.status, JSON.stringify(tokens.json)).toBe(200);
     expect(decodeJwt((tokens.json as { id_token: string }).id_token)).toMatchObject({ acr: 'phr', amr: PASSKEY });
+  });
+  it('a federated sign-in meets no phr requirement, whatever its upstream reported, unless its connector trusts the upstream (--trust-upstream-acr)', async () => {
+    const alice = (await server.store.users.findByUsername('alice'))!;
+    const sessions = new Sessions(server.config, server.store);
+    const browserWith = async (acr: string) => {
+      const b = new Browser(server.url);
+      // What connectors/oidc.ts `admit` stores: the upstream's amr (a passkey there), and the class it decided.
+      b.cookies.set(sessions.cookieName, await sessions.create(alice, ['hwk', 'mfa'], acr));
+      return b;
+    };
+    // Not trusted (the default): the federated class, below phr: the strict application asks for a passkey here.
+    const federated = await browserWith('urn:authcli:acr:federated');
+    const untrusted = await attempt(federated, strict);
+    expect(untrusted.idToken).toBeUndefined();
+    expect(await stepUpPage(federated, untrusted.location)).toContain('a sign-in with a passkey');
+    // Trusted: the upstream's phr is carried, and meets the requirement.
+    const trusted = await attempt(await browserWith('phr'), strict);
+    expect(trusted.idToken).toMatchObject({ acr: 'phr' });
   });
 });
 
