@@ -189,7 +189,7 @@ export function describeConfig(config: ServerConfig, flags: ConfigInput, env: No
     {
       name: 'password_hash_threads',
       value: String(config.passwordHashThreads),
-      source: from(undefined, 'AUTHCLI_PASSWORD_HASH_THREADS', 'default (half the cores)'),
+      source: from(undefined, 'AUTHCLI_PASSWORD_HASH_THREADS', 'default (one per core, at nice 19)'),
     },
     { name: 'password_hashes_per_client', value: String(config.passwordHashesPerClient), source: 'built-in' },
     {

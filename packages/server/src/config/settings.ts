@@ -223,9 +223,9 @@ export const SERVER_SETTINGS: readonly Setting[] = [
   // ---- password hashing
   {
     env: 'AUTHCLI_PASSWORD_HASH_THREADS',
-    default: 'half the cores, at least 1',
+    default: 'one per core (at nice 19)',
     loaded: (c) =>
-      c.passwordHashThreads === D.passwordHashThreads(availableParallelism()) ? 'half the cores, at least 1' : code(c.passwordHashThreads),
+      c.passwordHashThreads === D.passwordHashThreads(availableParallelism()) ? 'one per core (at nice 19)' : code(c.passwordHashThreads),
     range: { min: 1, max: 64 },
     meaning: 'Threads that hash passwords, at the lowest CPU priority, so token signing never waits behind them.',
   },
