@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRemoteJWKSet, decodeProtectedHeader, type JWTPayload, jwtVerify } from 'jose';
+import { createLocalJWKSet, createRemoteJWKSet, decodeProtectedHeader, type JSONWebKeySet, type JWTPayload, jwtVerify } from 'jose';
 import * as client from 'openid-client';
 import { authorizationRequest } from './openid-rp.js';
 import type { Browser as Chromium } from 'playwright-core';
@@ -414,10 +414,11 @@ describe('back-channel logout: a started server, a relying party verifying with 
 
 /**
  * A relying party's back-channel logout endpoint on a port of its own, that can be down (nothing listening: the
- * connection is refused) and up again: each token it gets is verified (§2.6) against the OP's JWKS.
+ * connection is refused) and up again: each token it gets is verified (§2.6) against the OP's JWKS, as fetched
+ * once beforehand (every instance signs with the same keys; the instance at the issuer's address may be the one
+ * restarting when another delivers).
  */
-function receiverOn(port: number, issuer: string, clientId: () => string) {
-  const jwks = createRemoteJWKSet(new URL(`${issuer}/oauth/jwks`));
+function receiverOn(port: number, issuer: string, clientId: () => string, jwks: ReturnType<typeof createLocalJWKSet>) {
   const accepted: JWTPayload[] = [];
   const refused: string[] = [];
   let server: Server | undefined;
@@ -476,7 +477,8 @@ describe.each(dialects())('back-channel logout outlives a receiver that is down 
     let first = await startServerProcess({ database: db.url, port, env });
     const second = dialect === 'postgres' ? await startServerProcess({ database: db.url, env }) : undefined;
     let clientId = '';
-    const rp = receiverOn(await freePort(), issuer, () => clientId);
+    const keys = (await (await fetch(`${issuer}/oauth/jwks`)).json()) as JSONWebKeySet;
+    const rp = receiverOn(await freePort(), issuer, () => clientId, createLocalJWKSet(keys));
     try {
       await addUsers(first.env, [{ username: 'rhea', password: PASSWORD }]);
       const app = await appsAdd(first, 'Down RP', ['--backchannel-logout-uri', rp.uri]);
