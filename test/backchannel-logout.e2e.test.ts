@@ -12,6 +12,7 @@ import { addUsers } from '@authcli/test-support/seed';
 import { dialects, execute, freshDatabase } from '@authcli/test-support/databases';
 import { withStore } from '@authcli/server';
 import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
+import { testRows } from '@authcli/server/testing';
 
 const PASSWORD = 'back-channel e2e password';
 const EVENT = 'http://schemas.openid.net/event/backchannel-logout';
@@ -348,7 +349,7 @@ describe('back-channel logout: a started server, a relying party verifying with 
     const seeded = await withStore(server.env.DATABASE_URL!, async (store) => {
       const cookie = withPasskey.cookies.get('authcli_session')!;
       const idHash = createHash('sha256').update(cookie).digest('hex');
-      return store.rowsForTests().update('sessions', { id_hash: idHash }, { amr: 'hwk user' });
+      return testRows(store).update('sessions', { id_hash: idHash }, { amr: 'hwk user' });
     });
     expect(seeded).toBe(1);
     const removed = await serverCommand(['users', 'reset-passkeys', 'hal'], server.env);

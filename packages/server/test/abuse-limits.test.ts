@@ -18,6 +18,7 @@ import {
   ownClock,
   type TestServer,
 } from './helpers.js';
+import { testRows } from '../src/testing.js';
 
 /**
  * The abuse limits, tried as an attacker would: many requests at once, from
@@ -354,7 +355,7 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
     const manyIps = await Promise.all(Array.from({ length: 60 }, (_, i) => from(`198.51.100.${i + 1}`)));
     expect(manyIps.filter((r) => r.status === 200)).toHaveLength(30 - 12);
-    expect(await s.store.rowsForTests().count('device_authorizations')).toBe(30);
+    expect(await testRows(s.store).count('device_authorizations')).toBe(30);
   });
 
   it('signed-out visits store at most the limit of continuations per address; past it sign-in still works, without one', async () => {
@@ -363,7 +364,7 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
     const locations = visits.map((v) => v.location ?? '');
     expect(locations.filter((l) => /^\/signin\?continue=[A-Za-z0-9_-]{43}$/.test(l))).toHaveLength(20);
     expect(locations.filter((l) => l === '/signin')).toHaveLength(10);
-    expect(await s.store.rowsForTests().count('continuations')).toBe(20);
+    expect(await testRows(s.store).count('continuations')).toBe(20);
     // The visitor past the limit signs in all the same, and lands on the home page.
     const b = new Browser(s.url);
     const page = await b.get('/signin');

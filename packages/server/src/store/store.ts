@@ -21,7 +21,6 @@ import { KyselySettings, type Settings } from './repositories/settings.js';
 import { KyselySignInEvents, type SignInEvents, signInEventStatements } from './repositories/signin-events.js';
 import { KyselyLogoutOutbox, type LogoutOutbox } from './repositories/logout-outbox.js';
 import { KyselyUsers, type Users } from './repositories/users.js';
-import { TestRows } from './test-rows.js';
 
 export type { Dialect } from './engine.js';
 export { StoreError, type StoreErrorCode } from './errors.js';
@@ -149,10 +148,5 @@ export class Store {
    */
   checkpoint(): Promise<void> {
     return this.engine.checkpoint();
-  }
-
-  /** Raw row access for tests only (see test-rows.ts); the server never calls it. */
-  rowsForTests(): TestRows {
-    return new TestRows(this.engine.db);
   }
 }
