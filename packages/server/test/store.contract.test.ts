@@ -635,17 +635,25 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     expect((await store.applications.get(app.clientId))!.name).toBe('Renamed');
     expect(Object.isFrozen((await store.applications.get(app.clientId))!.callbackUrls)).toBe(true);
 
+    // Another instance changes it; an instance that has it cached, on a clock of its own, sees that once its cache
+    // time has passed (the clock moved, not waited for).
     const other = await openStore(url);
+    let t = 0;
+    const cached = await openStore(url, { cacheClock: () => t });
     try {
+      expect((await cached.applications.get(app.clientId))!.name).toBe('Renamed');
       await other.applications.update(app.clientId, { name: 'Elsewhere' }, now + 2);
       await other.applications.delete(app.clientId);
-      await new Promise((r) => setTimeout(r, APPLICATION_CACHE_MS + 50));
-      expect(await store.applications.get(app.clientId)).toBeUndefined();
+      t += APPLICATION_CACHE_MS - 1;
+      expect((await cached.applications.get(app.clientId))?.name).toBe('Renamed');
+      t += 1;
+      expect(await cached.applications.get(app.clientId)).toBeUndefined();
+      await cached.applications.delete(unique('nope')).catch(() => undefined);
+      expect(await cached.applications.get(app.clientId)).toBeUndefined();
     } finally {
       await other.close();
+      await cached.close();
     }
-    await store.applications.delete(unique('nope')).catch(() => undefined);
-    expect(await store.applications.get(app.clientId)).toBeUndefined();
   });
 
   it('device polls that arrive together are each answered on their own and all recorded (RFC 8628 §3.5)', async () => {

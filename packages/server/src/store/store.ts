@@ -84,11 +84,15 @@ export class Store {
   /** The newest migration this version knows (see schemaIsCurrent). */
   private latestMigration: string | undefined;
 
-  constructor(private readonly engine: Engine) {
+  /** `cacheClock`: the monotonic clock of the lookup caches (see OpenOptions). */
+  constructor(
+    private readonly engine: Engine,
+    cacheClock: () => number = () => performance.now(),
+  ) {
     this.dialect = engine.dialect;
     const statements = grantStatements();
     const signIns = signInEventStatements();
-    this.applications = new KyselyApplications(engine);
+    this.applications = new KyselyApplications(engine, cacheClock);
     this.users = new KyselyUsers(engine);
     this.consents = new KyselyConsents(engine);
     this.sessions = new KyselySessions(engine);
