@@ -14,9 +14,10 @@ const env = {
 
 export default defineConfig({
   test: {
-    // In CI, files and the tests in them run in a random order (the seed is printed: `--sequence.seed=<seed>` replays
-    // it), so a test that depends on another's leftovers fails there. The root's sequence applies to every project.
-    sequence: { shuffle: !!process.env.CI },
+    // Files and the tests in them always run in a random order, in CI or not (the seed is printed: `Running tests with
+    // seed "<seed>"`, and `--sequence.seed=<seed>` replays it), so a test that depends on another's leftovers fails.
+    // The root's sequence applies to every project.
+    sequence: { shuffle: true },
     // A file per core (vitest's default leaves one core idle), each in a process of its own (the forks pool), so
     // servers, ports and temp folders never meet; on PostgreSQL each worker has a database of its own
     // (test/support/databases.ts postgresTestUrl). Not more: the end-to-end files' servers, CLIs and browsers are

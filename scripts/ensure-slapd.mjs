@@ -1,42 +1,46 @@
-// test/ldap-connector.e2e.test.ts runs Debian's OpenLDAP server (slapd) from a temporary folder, loaded with ldapadd
-// (test/support/slapd.ts). Installs `slapd ldap-utils` with apt-get when either is missing and we are root. Debian's
-// package would configure and start a directory of its own on port 389; debconf's slapd/no_configuration stops that:
-// the tests bring their own slapd.conf, and the machine is left with the programs only. When they cannot be installed
-// (not root, no apt-get, no network) this says so and the LDAP tests report themselves as skipped, except in CI
-// (CI=true), where a skipped connector test would pass unseen: there it fails.
+// test/ldap-connector.e2e.test.ts and test/connectors-ldap.e2e.test.ts run Debian's OpenLDAP server (slapd) from a
+// temporary folder, loaded with ldapadd, with a test CA made by openssl (test/support/slapd.ts). Installs what is
+// missing of `slapd ldap-utils openssl` with apt-get when we are root. Debian's package would configure and start a
+// directory of its own on port 389; debconf's slapd/no_configuration stops that: the tests bring their own
+// slapd.conf, and the machine is left with the programs only. When they cannot be installed (not root, no apt-get,
+// no network) the run fails, unless AUTHCLI_TEST_ALLOW_MISSING names slapd (scripts/test-tools.mjs).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { allowedMissing, aptInstall, missing } from './test-tools.mjs';
 
+const SCRIPT = 'ensure-slapd';
 const SLAPD = process.env.AUTHCLI_SLAPD ?? '/usr/sbin/slapd';
-const LDAPADD = '/usr/bin/ldapadd';
+const NEEDED = [
+  [SLAPD, 'slapd'],
+  ['/etc/ldap/schema/nis.schema', 'slapd'],
+  ['/usr/bin/ldapadd', 'ldap-utils'],
+  ['/usr/bin/openssl', 'openssl'],
+];
+const INSTALL = 'sudo apt-get install -y slapd ldap-utils openssl';
 
-function giveUp(message) {
-  console.error(`ensure-slapd: ${message}`);
-  process.exit(process.env.CI ? 1 : 0);
-}
-
-if (!existsSync(SLAPD) || !existsSync(LDAPADD)) {
-  if (process.getuid?.() !== 0 || !existsSync('/usr/bin/apt-get')) {
-    giveUp(
-      `${SLAPD} or ${LDAPADD} is missing, so the LDAP tests will be skipped; install them with: sudo apt-get install -y slapd ldap-utils`,
-    );
-  }
-  console.log('ensure-slapd: installing Debian slapd and ldap-utils with apt-get');
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  try {
-    execFileSync('debconf-set-selections', {
-      input: 'slapd slapd/no_configuration boolean true\n',
-      stdio: ['pipe', 'inherit', 'inherit'],
-      env,
-    });
-    execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
-    execFileSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', 'slapd', 'ldap-utils'], { stdio: 'inherit', env });
-  } catch (err) {
-    giveUp(`apt-get failed (${err.message.split('\n')[0]}), so the LDAP tests will be skipped`);
+allowedMissing(SCRIPT);
+const absent = () => NEEDED.filter(([path]) => !existsSync(path));
+if (absent().length > 0) {
+  const packages = [...new Set(absent().map(([, pkg]) => pkg))];
+  const why = aptInstall(SCRIPT, packages, {
+    before: (env) =>
+      execFileSync('debconf-set-selections', {
+        input: 'slapd slapd/no_configuration boolean true\n',
+        stdio: ['pipe', 'inherit', 'inherit'],
+        env,
+      }),
+  });
+  const still = absent().map(([path]) => path);
+  if (still.length > 0) {
+    missing(SCRIPT, 'slapd', `${still.join(', ')} ${still.length === 1 ? 'is' : 'are'} missing${why ? `, and ${why}` : ''}`, INSTALL);
+    process.exit();
   }
 }
 // `slapd -VV` prints its version on standard error and exits.
 const probe = spawnSync(SLAPD, ['-VV'], { encoding: 'utf8' });
 const version = `${probe.stderr ?? ''}`.split('\n').find((line) => line.includes('slapd'));
-if (probe.error || !version) giveUp(`${SLAPD} does not run (${probe.error?.message ?? probe.stderr.trim()})`);
+if (probe.error || !version) {
+  missing(SCRIPT, 'slapd', `${SLAPD} does not run (${probe.error?.message ?? probe.stderr.trim()})`, INSTALL);
+  process.exit();
+}
 console.log(`ensure-slapd: ${version.trim()}`);

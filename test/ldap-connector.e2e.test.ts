@@ -2,9 +2,10 @@
 // temporary folder by test/support/slapd.ts, with users, groups, a service account and a test CA. What it checks is in
 // docs/connectors.md#ldap. Short timeouts through the options, except where the defaults themselves are the point.
 import { authenticateLdap, type LdapOutcome, type LdapSettings } from '@authcli/server';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freePort } from './support/http.js';
-import { DIRECTORY, HAS_OPENSSL, HAS_SLAPD, type Slapd, startSlapd } from './support/slapd.js';
+import { DIRECTORY, HAS_OPENSSL, HAS_SLAPD, SLAPD, type Slapd, startSlapd } from './support/slapd.js';
+import { describeWith } from './support/tools.js';
 
 /** Every step at most a second: the directory is on loopback and answers in milliseconds. */
 const FAST = { timeoutMs: 1000 };
@@ -29,7 +30,11 @@ let closedSince: (before: ReadonlySet<string>) => boolean = () => false;
 
 const count = (text: string, pattern: RegExp) => text.match(new RegExp(pattern.source, 'g'))?.length ?? 0;
 
-describe.skipIf(!HAS_SLAPD || !HAS_OPENSSL)('the LDAP connector against a real slapd (needs slapd and openssl)', () => {
+describeWith(
+  'slapd',
+  HAS_SLAPD && HAS_OPENSSL,
+  `${SLAPD} or openssl is missing`,
+)('the LDAP connector against a real slapd', () => {
   let slapd: Slapd;
   let settings: (over?: Partial<LdapSettings>) => LdapSettings;
   const uuid = (dn: string) => slapd.entryUuids.get(dn)!;

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -9,10 +9,11 @@ import { launchChromium } from '@authcli/test-support/chromium';
 import { freePort } from '@authcli/test-support/http';
 import { addApp, addUsers } from '@authcli/test-support/seed';
 import { startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
+import { describeWith } from '@authcli/test-support/tools';
 
 const PASSWORD = 'mod_auth_openidc password';
-const APACHE = '/usr/sbin/apache2';
-const MODULES = '/usr/lib/apache2/modules';
+const APACHE = process.env.AUTHCLI_APACHE2 ?? '/usr/sbin/apache2';
+const MODULES = process.env.AUTHCLI_APACHE_MODULES ?? '/usr/lib/apache2/modules';
 const available = existsSync(APACHE) && existsSync(join(MODULES, 'mod_auth_openidc.so'));
 
 /**
@@ -21,7 +22,11 @@ const available = existsSync(APACHE) && existsSync(join(MODULES, 'mod_auth_openi
  * opens a protected page, signs in here, and the code comes back to Apache by the auto-submitted form (OAuth 2.0
  * Form Post Response Mode); Apache redeems it, checks the ID token and lets the person in.
  */
-describe.skipIf(!available)('mod_auth_openidc with OIDCResponseMode form_post (issue 29)', () => {
+describeWith(
+  'mod_auth_openidc',
+  available,
+  `${APACHE} or ${MODULES}/mod_auth_openidc.so is missing`,
+)('mod_auth_openidc with OIDCResponseMode form_post (issue 29)', () => {
   let server: ServerProcess;
   let chromium: Chromium;
   let apache: ChildProcess | undefined;

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import type { Browser as Chromium } from 'playwright-core';
@@ -6,10 +6,11 @@ import { tempConfigHome } from '@authcli/test-support/cli-process';
 import { launchChromium } from '@authcli/test-support/chromium';
 import { addUsers } from '@authcli/test-support/seed';
 import { startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
+import { describeWith } from '@authcli/test-support/tools';
 
 const PASSWORD = 'oidc-agent e2e password';
-/** Debian's oidc-agent-cli (scripts/ensure-third-party-clients.mjs installs it; in CI its absence fails the run there). */
-const OIDC_GEN = '/usr/bin/oidc-gen';
+/** Debian's oidc-agent-cli (scripts/ensure-third-party-clients.mjs installs it; its absence fails the run there and here). */
+const OIDC_GEN = process.env.AUTHCLI_OIDC_GEN ?? '/usr/bin/oidc-gen';
 
 /**
  * oidc-agent 4.2 (not written here) registers itself by OpenID Connect Dynamic Registration with its default
@@ -17,7 +18,11 @@ const OIDC_GEN = '/usr/bin/oidc-gen';
  * (`edu.kit.data.oidc-agent:/redirect`, RFC 8252 §7.1), as `application_type` web with a client secret. It
  * used to be refused (`invalid_redirect_uri`); unmodified, it now registers and signs in by the device flow.
  */
-describe.skipIf(!existsSync(OIDC_GEN))('oidc-agent registers itself and signs in (issue 29, RFC 8252 §7.1)', () => {
+describeWith(
+  'oidc-agent',
+  existsSync(OIDC_GEN),
+  `${OIDC_GEN} is missing`,
+)('oidc-agent registers itself and signs in (issue 29, RFC 8252 §7.1)', () => {
   let server: ServerProcess;
   let chromium: Chromium;
 

@@ -17,10 +17,12 @@ const node: Options = {
 export default defineConfig([
   {
     ...node,
-    // The library (index: what tests and other packages import) and the checkpoint worker, an entry of its own
-    // because its thread loads it by file name (store/checkpointer.ts).
+    // The library (index: what tests and other packages import), the tests' raw row access (testing: an entry of its
+    // own so that nothing the server runs carries it), and the checkpoint worker, an entry of its own because its
+    // thread loads it by file name (store/checkpointer.ts).
     entry: {
       index: 'src/index.ts',
+      testing: 'src/testing.ts',
       'checkpoint-worker': 'src/store/checkpoint-worker.ts',
     },
   },

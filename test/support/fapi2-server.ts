@@ -13,6 +13,7 @@ import { type FapiClient, signingKey } from './fapi2-client.js';
 import { Fapi2Harness, type Variant } from './fapi2-harness.js';
 import { addApp, addUsers } from './seed.js';
 import { serverCommand, startServerProcess, type ServerProcess } from './server-process.js';
+import { testRows } from '@authcli/server/testing';
 
 export const USER = { username: 'fapi-user', password: 'fapi2 conformance password' };
 /** A user who never consents: the consent page is always there for user-rejects-authentication to refuse. */
@@ -109,7 +110,7 @@ export async function startFapi2Server(env: Record<string, string> = {}): Promis
       const hash = createHash('sha256').update(secret).digest('hex');
       const past = Date.now() - 1000;
       const changed = await withStore(server.env.DATABASE_URL!, async (store) => {
-        const rows = store.rowsForTests();
+        const rows = testRows(store);
         // What the suite's wait checks: a code lives at most 60 s (WaitFor62Seconds, FAPI2-SP-FINAL-5.3.2.1-11), a
         // request_uri as long as the PAR answer's expires_in said (it waits that long).
         if (table === 'authorization_codes') {

@@ -87,10 +87,21 @@ describe('the session lock', () => {
     const path = sessionLockPath(ISS, 'authcli', env);
     const holder = await acquireLock(path);
     const notices: (LockHolder | undefined)[] = [];
-    const waiting = acquireLock(path, { onWait: (h) => notices.push(h) });
-    await sleep(1500);
-    expect(notices).toHaveLength(1);
+    let said: () => void = () => {};
+    const notice = new Promise<void>((resolve) => (said = resolve));
+    const started = Date.now();
+    const waiting = acquireLock(path, {
+      onWait: (h) => {
+        notices.push(h);
+        said();
+      },
+    });
+    // The notice itself is waited for, and when it came is the check.
+    await notice;
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
     expect(notices[0]?.pid).toBe(process.pid);
+    // Polls go on (every 200 ms at most) without saying it again.
+    await sleep(450);
     await holder.release();
     await (await waiting).release();
     expect(notices).toHaveLength(1);
@@ -117,18 +128,20 @@ describe('the session lock', () => {
     // Fresh when first seen: taken once it has gone untouched for the stale time.
     leftBehind(path, { host: 'another-host' });
     const started = Date.now();
-    const later = await acquireLock(path, { staleMs: 2000, timeoutMs: 5000 });
-    expect(Date.now() - started).toBeGreaterThanOrEqual(1900);
-    expect(Date.now() - started).toBeLessThan(4000);
+    const later = await acquireLock(path, { staleMs: 400, timeoutMs: 5000 });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(350);
+    expect(Date.now() - started).toBeLessThan(2000);
     await later.release();
   });
 
   it('a live holder keeps its lock past the stale time (its heartbeat touches it)', async () => {
     const path = sessionLockPath(ISS, 'authcli', env);
-    const holder = await acquireLock(path, { staleMs: 600, heartbeatMs: 100 });
-    await sleep(1200);
-    const err = await acquireLock(path, { staleMs: 600, timeoutMs: 500 }).catch((e: unknown) => e);
+    const holder = await acquireLock(path, { staleMs: 300, heartbeatMs: 50 });
+    // A waiter that takes over a lock untouched for 300 ms looks at it for three times that long, and never may.
+    const started = Date.now();
+    const err = await acquireLock(path, { staleMs: 300, timeoutMs: 900 }).catch((e: unknown) => e);
     expect((err as CliError).code).toBe('timeout');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900);
     expect(holder.lost).toBe(false);
     await holder.release();
   });

@@ -10,6 +10,7 @@ import { LIMITS } from '../src/config/defaults.js';
 import { amrOf } from '../src/oauth/acr.js';
 import { Sessions } from '../src/web/session.js';
 import { Browser, dialects, hidden, ownClock, seedPasskey, seedUser, startServer, type TestServer } from './helpers.js';
+import { testRows } from '../src/testing.js';
 
 /**
  * Connectors at the store: provisioning linked to (connector, subject) and never by email, parallel first
@@ -460,7 +461,7 @@ describe('the connector routes', () => {
     const sessions = new Sessions(server.config, server.store);
     const b = new Browser(local());
     b.cookies.set(sessions.cookieName, await sessions.create((await server.store.users.findByUsername('alice'))!));
-    const states = () => server.store.rowsForTests().count('connector_states');
+    const states = () => testRows(server.store).count('connector_states');
     const before = await states();
     const page = await b.get('/connectors/gh/start');
     expect(page.status).toBe(200);

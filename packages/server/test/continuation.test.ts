@@ -20,6 +20,7 @@ import {
   ownClock,
   type TestServer,
 } from './helpers.js';
+import { testRows } from '../src/testing.js';
 
 /**
  * Hostile values as they travel in a query or a form body (percent-encoded):
@@ -338,7 +339,7 @@ describe.each(dialects())('sign-in continuation (%s)', (dialect) => {
     expect(res.status).toBe(303);
     expect(res.location).toBe('/');
     await server.store.purgeExpired(server.clock.now());
-    const left = await server.store.rowsForTests().select('continuations', { id_hash: sha256Hex(id) });
+    const left = await testRows(server.store).select('continuations', { id_hash: sha256Hex(id) });
     expect(left).toEqual([]);
   });
 
@@ -359,7 +360,7 @@ describe.each(dialects())('sign-in continuation (%s)', (dialect) => {
     const { id } = await startAuthorization(b);
     const binding = b.cookies.get('authcli_continue')!;
     expect(binding).toMatch(/^[\w-]{43}$/);
-    const rows = await server.store.rowsForTests().select('continuations', { id_hash: sha256Hex(id) });
+    const rows = await testRows(server.store).select('continuations', { id_hash: sha256Hex(id) });
     expect(rows).toHaveLength(1);
     expect(rows[0]!.browser_hash).toBe(sha256Hex(binding));
     expect(JSON.stringify(rows[0])).not.toContain(id);

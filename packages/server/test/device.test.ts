@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
-import { buildApp } from '../src/app.js';
 import { sha256Hex } from '../src/util/crypto.js';
 import { LIMITS } from '../src/config/defaults.js';
 import {
@@ -18,9 +17,9 @@ import {
   signIn,
   startServer,
   ownClock,
+  secondInstance,
   type TestServer,
 } from './helpers.js';
-import { freePort } from '@authcli/test-support/http';
 
 const DEVICE = 'urn:ietf:params:oauth:grant-type:device_code';
 const USER_CODE = /^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$/;
@@ -353,13 +352,11 @@ describe.each(dialects())('rfc8628 §5.1 brute force on the code page (%s)', (di
     expect(locked.status).toBe(429);
     expect(locked.text).toContain('Too many');
 
-    // A second instance on the same store enforces the same limit.
-    const port = await freePort();
-    const second = await buildApp({ ...server.config, port, issuer: `http://127.0.0.1:${port}` }, server.store);
-    await second.listen({ port, host: '127.0.0.1' });
+    // A second instance, with a store connection of its own on the same database, enforces the same limit.
+    const second = await secondInstance(server);
     try {
-      // Signed in on the shared store, in a browser of the second instance.
-      const b2 = new Browser(`http://127.0.0.1:${port}`);
+      // Signed in on the shared database, in a browser of the second instance.
+      const b2 = new Browser(second.url);
       b2.cookies = (await signedInBrowser(server)).cookies;
       const entry = await b2.get('/device');
       const res = await b2.postForm('/device', { _csrf: hidden(entry.text, '_csrf'), user_code: good });

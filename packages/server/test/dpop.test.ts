@@ -23,6 +23,7 @@ import {
   tokenRequest,
   type TestServer,
 } from './helpers.js';
+import { testRows } from '../src/testing.js';
 
 /**
  * RFC 9449 (DPoP), https://www.rfc-editor.org/rfc/rfc9449: the proof checks
@@ -453,7 +454,7 @@ describe.each(dialects())('rfc9449 DPoP (%s)', (dialect) => {
     });
 
     it('§11.1 the jti rows are purged once out of the iat window', async () => {
-      const rows = () => server.store.rowsForTests().count('dpop_proofs');
+      const rows = () => testRows(server.store).count('dpop_proofs');
       expect(await rows()).toBeGreaterThan(0);
       // A proof is accepted while |now - iat| is within the window, so its row lives until iat + window.
       await server.store.purgeExpired(server.clock.now() + (2 * DPOP_IAT_WINDOW_SECONDS + 2) * 1000);

@@ -18,6 +18,7 @@ import {
   type TestServer,
   ownClock,
 } from './helpers.js';
+import { testRows } from '../src/testing.js';
 
 const KEK = randomBytes(32);
 const OTHER_KEK = randomBytes(32);
@@ -108,7 +109,7 @@ describe.each(dialects())('signing keys at rest (%s)', (dialect) => {
     for (const s of started.splice(0)) await s.close();
   });
 
-  const rows = (store: Store) => store.rowsForTests().select('signing_keys', {}, ['created_at', 'kid']);
+  const rows = (store: Store) => testRows(store).select('signing_keys', {}, ['created_at', 'kid']);
 
   /** An ID token (RS256) and access token (ES256) from the running server, both verified against its JWKS. */
   async function verifiedTokens(): Promise<{ idKid: string; atKid: string }> {
@@ -247,7 +248,7 @@ describe.each(dialects())('signing keys at rest (%s)', (dialect) => {
     await start(undefined);
     const [row] = await rows(server.store);
     const d = (JSON.parse(row!.private_jwk) as JWK).d!;
-    await server.store.rowsForTests().update('signing_keys', { kid: row!.kid }, { private_jwk: row!.private_jwk.slice(0, -3) });
+    await testRows(server.store).update('signing_keys', { kid: row!.kid }, { private_jwk: row!.private_jwk.slice(0, -3) });
     for (const kek of [KEK, undefined]) {
       const err = await restartedKeyRing(kek).then(
         () => undefined,

@@ -14,6 +14,7 @@ import {
   type TestServer,
   ownClock,
 } from './helpers.js';
+import { testRows } from '../src/testing.js';
 
 describe.each(dialects())('metadata, keys and probes (%s)', (dialect) => {
   let server: TestServer;
@@ -77,7 +78,7 @@ describe.each(dialects())('metadata, keys and probes (%s)', (dialect) => {
   it('codes are stored only as their SHA-256', async () => {
     const { callback } = await authorize(server, await signedInBrowser(server), { clientId, redirectUri, scope: 'openid' });
     const code = callback.searchParams.get('code')!;
-    const rows = await server.store.rowsForTests().select('authorization_codes');
+    const rows = await testRows(server.store).select('authorization_codes');
     expect(rows.map((r) => r.code_hash)).toContain(sha256Hex(code));
     expect(rows.map((r) => r.code_hash)).not.toContain(code);
   });

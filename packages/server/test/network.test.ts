@@ -16,6 +16,7 @@ import { postgresTestUrl } from '@authcli/test-support/databases';
 import { addUser } from '../src/oauth/accounts.js';
 import { bootstrapStore } from '../src/oauth/registration.js';
 import { dialects, freshStore, startServer, type TestServer, TEST_SCRYPT } from './helpers.js';
+import { testRows } from '../src/testing.js';
 
 /** Opens `n` connections that each send `head` and then nothing, in batches (the listen backlog is finite). */
 async function stalledConnections(port: number, n: number, head: (i: number) => string): Promise<Socket[]> {
@@ -155,8 +156,11 @@ describe('slow and stalled clients are cut by the socket timeouts', () => {
     const get = 'GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n';
     socket.write(get);
     await until('the first answer', async () => received.includes('"ok"'));
-    // Idle past the headers timeout: idle time between requests is not header time.
-    await new Promise((r) => setTimeout(r, 1500));
+    // Idle past the headers timeout, and past a check of it: a connection opened now whose headers never finish is
+    // cut (408) by then. Idle time between requests is not header time, so this one is still open.
+    const probe = await rawExchange(portOf(server), 'GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: ', { giveUpMs: 10_000 });
+    expect(probe.response).toMatch(/^HTTP\/1\.1 408 /);
+    expect(received).not.toContain('408');
     received = '';
     socket.write(get);
     await until('the second answer', async () => received.includes('"ok"'));
@@ -544,7 +548,7 @@ describe.runIf(dialects().includes('postgres'))('a stalled PostgreSQL gives quic
     // This worker's database, where the server's schema is.
     const holder = new pg.Client({ connectionString: await postgresTestUrl() });
     await holder.connect();
-    const schema = await server.direct.rowsForTests().currentSchema();
+    const schema = await testRows(server.direct).currentSchema();
     try {
       expect((await pollToken(server.url)).status).toBe(400);
       const connectionsBefore = server.proxy.accepted;
@@ -554,8 +558,7 @@ describe.runIf(dialects().includes('postgres'))('a stalled PostgreSQL gives quic
       await expectUnavailableAnswer(value);
       expect(ms).toBeGreaterThan(DB_TIMEOUT_MS - 100);
       expect(ms).toBeLessThan(DB_TIMEOUT_MS + 750);
-      const failure = await server.store
-        .rowsForTests()
+      const failure = await testRows(server.store)
         .count('device_authorizations')
         .then(
           () => undefined,
@@ -618,12 +621,12 @@ describe('/readyz checks the schema version', () => {
         expect(ok.status).toBe(200);
         expect(await ok.json()).toEqual({ status: 'ready' });
 
-        expect(await server.store.rowsForTests().forgetLatestMigration()).toBeDefined();
+        expect(await testRows(server.store).forgetLatestMigration()).toBeDefined();
         const behind = await fetch(`${server.url}/readyz`);
         expect(behind.status).toBe(503);
         expect(await behind.json()).toEqual({ status: 'unavailable', reason: 'schema_outdated' });
 
-        await server.store.rowsForTests().dropMigrationTable();
+        await testRows(server.store).dropMigrationTable();
         const missing = await fetch(`${server.url}/readyz`);
         expect(missing.status).toBe(503);
         expect(await missing.json()).toEqual({ status: 'unavailable', reason: 'store_error' });

@@ -22,6 +22,7 @@ import {
   tokenRequest,
   type TestServer,
 } from './helpers.js';
+import { testRows } from '../src/testing.js';
 
 /**
  * Dynamic client registration (RFC 7591) and client management (RFC 7592)
@@ -175,9 +176,7 @@ describe.each(dialects())('dynamic client registration, open (%s)', (dialect) =>
     expect(app).toMatchObject({ kind: 'confidential', ownerId: null, name: 'Example web app' });
     expect(app.secretHash).toBe(sha256Hex(c.client_secret));
     expect(app.registrationTokenHash).toBe(sha256Hex(c.registration_access_token));
-    expect(JSON.stringify(await server.store.rowsForTests().select('applications', { client_id: c.client_id }))).not.toContain(
-      c.client_secret,
-    );
+    expect(JSON.stringify(await testRows(server.store).select('applications', { client_id: c.client_id }))).not.toContain(c.client_secret);
     // The secret works at the token endpoint like any confidential client's.
     const wrongCode = await tokenRequest(
       server,

@@ -15,6 +15,7 @@ import {
   tokenRequest,
   type TestServer,
 } from './helpers.js';
+import { testRows } from '../src/testing.js';
 
 /**
  * signedInBrowser, which most suites use instead of the sign-in form, is a sign-in as the server itself makes one:
@@ -33,7 +34,7 @@ describe.each(dialects())('a seeded session (%s)', (dialect) => {
   afterAll(async () => server.close());
 
   const sessionRow = async (b: Browser) =>
-    (await server.store.rowsForTests().select('sessions', { id_hash: sha256Hex(b.cookies.get('authcli_session')!) }))[0];
+    (await testRows(server.store).select('sessions', { id_hash: sha256Hex(b.cookies.get('authcli_session')!) }))[0];
 
   /** Whether /account is shown to `b` (a signed-out browser is sent to sign in). */
   async function signedInAs(b: Browser): Promise<string | undefined> {

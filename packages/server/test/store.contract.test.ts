@@ -27,6 +27,7 @@ import { Migrator, type MigrationResultSet, sql } from 'kysely';
 import { freshPostgresSchema } from '@authcli/test-support/databases';
 import { migrationProvider } from '../src/store/migrations.js';
 import type { Past } from '../src/store/migrations/past.js';
+import { testRows } from '../src/testing.js';
 
 /** A pending device authorization as the device authorization endpoint stores one (RFC 8628 §3.2), 5 s interval. */
 function pendingDevice(hash: string, userCode: string, clientId: string, now: number, expiresAt = now + 600_000): DeviceAuthorization {
@@ -634,17 +635,25 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     expect((await store.applications.get(app.clientId))!.name).toBe('Renamed');
     expect(Object.isFrozen((await store.applications.get(app.clientId))!.callbackUrls)).toBe(true);
 
+    // Another instance changes it; an instance that has it cached, on a clock of its own, sees that once its cache
+    // time has passed (the clock moved, not waited for).
     const other = await openStore(url);
+    let t = 0;
+    const cached = await openStore(url, { cacheClock: () => t });
     try {
+      expect((await cached.applications.get(app.clientId))!.name).toBe('Renamed');
       await other.applications.update(app.clientId, { name: 'Elsewhere' }, now + 2);
       await other.applications.delete(app.clientId);
-      await new Promise((r) => setTimeout(r, APPLICATION_CACHE_MS + 50));
-      expect(await store.applications.get(app.clientId)).toBeUndefined();
+      t += APPLICATION_CACHE_MS - 1;
+      expect((await cached.applications.get(app.clientId))?.name).toBe('Renamed');
+      t += 1;
+      expect(await cached.applications.get(app.clientId)).toBeUndefined();
+      await cached.applications.delete(unique('nope')).catch(() => undefined);
+      expect(await cached.applications.get(app.clientId)).toBeUndefined();
     } finally {
       await other.close();
+      await cached.close();
     }
-    await store.applications.delete(unique('nope')).catch(() => undefined);
-    expect(await store.applications.get(app.clientId)).toBeUndefined();
   });
 
   it('device polls that arrive together are each answered on their own and all recorded (RFC 8628 §3.5)', async () => {
@@ -733,13 +742,13 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     const kept = await store.signInEvents.recent(a.user.id);
     expect(kept).toHaveLength(SIGNIN_EVENTS_PER_USER);
     expect(kept.map((e) => e.at)).toEqual(Array.from({ length: SIGNIN_EVENTS_PER_USER }, (_, i) => now + SIGNIN_EVENTS_PER_USER + 4 - i));
-    expect(await store.rowsForTests().count('signin_events', { user_id: a.user.id })).toBe(SIGNIN_EVENTS_PER_USER);
+    expect(await testRows(store).count('signin_events', { user_id: a.user.id })).toBe(SIGNIN_EVENTS_PER_USER);
     expect(await store.signInEvents.recent(b.user.id)).toMatchObject([{ at: now, kind: 'password', device_ip: null, client_id: null }]);
     // Many at once: each trims what it sees (on PostgreSQL, not the others' uncommitted rows), and the next trims the rest.
     await Promise.all(Array.from({ length: 20 }, (_, i) => record(a.user.id, now + 100 + i)));
-    expect(await store.rowsForTests().count('signin_events', { user_id: a.user.id })).toBeLessThanOrEqual(SIGNIN_EVENTS_PER_USER + 20);
+    expect(await testRows(store).count('signin_events', { user_id: a.user.id })).toBeLessThanOrEqual(SIGNIN_EVENTS_PER_USER + 20);
     await record(a.user.id, now + 200);
-    expect(await store.rowsForTests().count('signin_events', { user_id: a.user.id })).toBe(SIGNIN_EVENTS_PER_USER);
+    expect(await testRows(store).count('signin_events', { user_id: a.user.id })).toBe(SIGNIN_EVENTS_PER_USER);
     expect((await store.signInEvents.recent(a.user.id))[0]!.at).toBe(now + 200);
   });
 
@@ -853,7 +862,7 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
 
       await s.purgeExpired(at);
 
-      const rows = s.rowsForTests();
+      const rows = testRows(s);
       expect((await rows.select('sessions')).map((r) => r.id_hash)).toEqual(['session-live']);
       expect(await s.codes.find('code-old')).toBeUndefined();
       expect(await s.codes.find('code-evidence')).toMatchObject({ consumed_at: now, grant_id: 'some-grant' });
@@ -929,7 +938,7 @@ describe('embedded store: write-ahead log checkpoints off the event loop', () =>
       expect(await store.deviceGrants.findByCodeHash(sha256Hex('w599'))).toMatchObject({ status: 'pending' });
       await store.close();
       const reopened = await openStore(file);
-      expect(await reopened.rowsForTests().count('device_authorizations')).toBe(600);
+      expect(await testRows(reopened).count('device_authorizations')).toBe(600);
       await reopened.close();
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -16,6 +16,7 @@ import {
   ownClock,
   type TestServer,
 } from './helpers.js';
+import { testRows } from '../src/testing.js';
 
 describe.each(dialects())('token endpoint, authorization_code grant (%s)', (dialect) => {
   let server: TestServer;
@@ -121,20 +122,18 @@ describe.each(dialects())('token endpoint, authorization_code grant (%s)', (dial
     const last = row.code_challenge!.at(-1)!;
     const twin = row.code_challenge!.slice(0, 42) + alphabet[alphabet.indexOf(last) ^ 1];
     expect(Buffer.from(twin, 'base64url').equals(Buffer.from(row.code_challenge!, 'base64url'))).toBe(true);
-    await server.store.rowsForTests().update('authorization_codes', { code_hash: row.code_hash }, { code_challenge: twin });
+    await testRows(server.store).update('authorization_codes', { code_hash: row.code_hash }, { code_challenge: twin });
     const res = await exchange(c);
     expect(res.status).toBe(400);
     expect(res.json.error).toBe('invalid_grant');
-    await server.store.rowsForTests().update('authorization_codes', { code_hash: row.code_hash }, { code_challenge: row.code_challenge });
+    await testRows(server.store).update('authorization_codes', { code_hash: row.code_hash }, { code_challenge: row.code_challenge });
     expect((await exchange(c)).status).toBe(200);
   });
 
   it('rfc9700 §2.1.1 a verifier for a code issued without challenge is rejected (PKCE downgrade)', async () => {
     const c = await code();
     const hash = sha256Hex(c.code);
-    await server.store
-      .rowsForTests()
-      .update('authorization_codes', { code_hash: hash }, { code_challenge: null, code_challenge_method: null });
+    await testRows(server.store).update('authorization_codes', { code_hash: hash }, { code_challenge: null, code_challenge_method: null });
     const res = await exchange(c);
     expect(res.status).toBe(400);
     expect(res.json.error).toBe('invalid_grant');

@@ -50,6 +50,8 @@ export interface OpenOptions {
   timeoutMs?: number;
   /** Reports the time of the hot-path store calls (metrics on; see timed-engine.ts); none: nothing is timed. */
   observer?: StoreObserver;
+  /** The monotonic clock (ms) of the store's lookup caches (APPLICATION_CACHE_MS); default `performance.now`. Tests move their own. */
+  cacheClock?: () => number;
 }
 
 /**
@@ -58,7 +60,7 @@ export interface OpenOptions {
  */
 export async function openStore(databaseUrl: string, options: OpenOptions = {}): Promise<Store> {
   const engine = await openEngine(databaseUrl, options);
-  return new Store(options.observer ? timedEngine(engine, options.observer) : engine);
+  return new Store(options.observer ? timedEngine(engine, options.observer) : engine, options.cacheClock);
 }
 
 /** The engine under {@link openStore}: the store's own tests drive it directly. */

@@ -21,7 +21,6 @@ import { KyselySettings, type Settings } from './repositories/settings.js';
 import { KyselySignInEvents, type SignInEvents, signInEventStatements } from './repositories/signin-events.js';
 import { KyselyLogoutOutbox, type LogoutOutbox } from './repositories/logout-outbox.js';
 import { KyselyUsers, type Users } from './repositories/users.js';
-import { TestRows } from './test-rows.js';
 
 export type { Dialect } from './engine.js';
 export { StoreError, type StoreErrorCode } from './errors.js';
@@ -85,11 +84,15 @@ export class Store {
   /** The newest migration this version knows (see schemaIsCurrent). */
   private latestMigration: string | undefined;
 
-  constructor(private readonly engine: Engine) {
+  /** `cacheClock`: the monotonic clock of the lookup caches (see OpenOptions). */
+  constructor(
+    private readonly engine: Engine,
+    cacheClock: () => number = () => performance.now(),
+  ) {
     this.dialect = engine.dialect;
     const statements = grantStatements();
     const signIns = signInEventStatements();
-    this.applications = new KyselyApplications(engine);
+    this.applications = new KyselyApplications(engine, cacheClock);
     this.users = new KyselyUsers(engine);
     this.consents = new KyselyConsents(engine);
     this.sessions = new KyselySessions(engine);
@@ -149,10 +152,5 @@ export class Store {
    */
   checkpoint(): Promise<void> {
     return this.engine.checkpoint();
-  }
-
-  /** Raw row access for tests only (see test-rows.ts); the server never calls it. */
-  rowsForTests(): TestRows {
-    return new TestRows(this.engine.db);
   }
 }

@@ -7,7 +7,8 @@ type Row<T extends keyof Database> = Selectable<Database[T]>;
  * Raw row access for tests that stage or inspect a scenario the repositories
  * rightly do not offer (a tampered code challenge, a damaged key, a rolled
  * back migration, what exactly a table holds). Never used by the server:
- * production code goes through the repositories. Columns and values are
+ * production code goes through the repositories (src/testing.ts is its only
+ * importer, an entry the server never loads). Columns and values are
  * bound, table and column names are quoted identifiers.
  */
 export class TestRows {

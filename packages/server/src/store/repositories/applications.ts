@@ -196,7 +196,10 @@ export class KyselyApplications implements Applications {
   /** Recently read applications by client_id (see get). */
   private readonly cache = new Map<string, { app: Application; at: number }>();
 
-  constructor(private readonly engine: Engine) {}
+  constructor(
+    private readonly engine: Engine,
+    private readonly cacheClock: () => number = () => performance.now(),
+  ) {}
 
   async create(app: NewApplication): Promise<Application> {
     try {
@@ -234,7 +237,7 @@ export class KyselyApplications implements Applications {
   }
 
   async get(clientId: string): Promise<Application | undefined> {
-    const now = performance.now();
+    const now = this.cacheClock();
     const hit = this.cache.get(clientId);
     if (hit && now - hit.at < APPLICATION_CACHE_MS) return hit.app;
     const [row] = (await this.engine.run(this.byClientId, { clientId })).rows;
