@@ -148,8 +148,9 @@ export function essentialAcrValues(request: ClaimsRequest | undefined): string[]
 /**
  * OIDC Core §5.5.1.1: `acr` requested as an Essential Claim with values this server cannot satisfy at all.
  * That outcome is a failed authentication; one it can satisfy is met by a step-up if the sign-in is below it
- * (authorization-step.ts), and a voluntary request (and `acr_values`, §3.1.2.1) is answered with the class the
- * sign-in had.
+ * (authorization-step.ts). `acr_values` (§3.1.2.1) is a preference: a person with a passkey is asked for it when
+ * the sign-in is below (oauth/acr.ts `acrRequirement`), one without goes on; a voluntary `acr` claim is answered
+ * with the class the sign-in had.
  */
 export function essentialAcrUnmet(request: ClaimsRequest | undefined): boolean {
   const wanted = essentialAcrValues(request);
