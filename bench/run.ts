@@ -18,7 +18,8 @@ import { atNewBrowsers, honestBurst, seedPeople, signInFlood, statusText, type B
 import { clientAuthScenario } from './client-auth.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const SERVER = join(here, '../packages/server/bin/authcli-server.cjs');
+/** The server bin measured: this checkout's, or BENCH_SERVER (another checkout's build, for a before/after run). */
+const SERVER = process.env.BENCH_SERVER ?? join(here, '../packages/server/bin/authcli-server.cjs');
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 /** Seconds of warm-up before each device-flow measurement, and the pending codes set aside for it. */
 const WARMUP = Number(process.env.BENCH_WARMUP_SECONDS ?? 3);
