@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { loadConfig, type ServerConfig } from '../src/config/config.js';
 import type { PostOutcome } from '../src/http/outbound.js';
@@ -69,6 +69,12 @@ describe.each(dialects())('the back-channel logout outbox (%s)', (dialect) => {
     await keys.init();
   });
   afterAll(async () => cleanup());
+  // Tests run in any order on one store: what one leaves pending, the next one's deliveries must not find.
+  afterEach(async () => {
+    for (const row of await store.logoutOutbox.claim(Number.MAX_SAFE_INTEGER, 1, 100_000)) {
+      await store.logoutOutbox.finish(row.id, row.attempts, { kind: 'given_up', error: 'left by a test' }, clock.now());
+    }
+  });
 
   /** An application with a back-channel logout URI of its own. */
   async function application(uri = 'https://rp.example/bcl') {
