@@ -1,3 +1,4 @@
+import ipaddr from 'ipaddr.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { LIMITS, PASSWORD_HASHES_PER_CLIENT, scryptParams, type Limits } from '../src/config/defaults.js';
 import { hashPassword, needsRehash } from '../src/util/password.js';
@@ -438,7 +439,13 @@ describe('client IP subjects and counter keys', () => {
     expect(ipSubject('2001:db8:1:2aa:aaaa::1')).toBe('2001:db8:1:200::/56');
     expect(ipSubject('2001:0db8:0001:02ff:0000:0000:0000:0001')).toBe('2001:db8:1:200::/56');
     expect(ipSubject('2001:db8:1:200::/56')).toBe('2001:db8:1:200::/56');
-    for (const bad of ['not an ip', '', 'unknown', '1.2.3.4.5', '[::1', '192.0.2.1:']) expect(ipSubject(bad), bad).toBeUndefined();
+    for (const bad of ['not an ip', '', 'unknown', '1.2.3.4.5', '[::1', '192.0.2.1:', '256.1.1.1'])
+      expect(ipSubject(bad), bad).toBeUndefined();
+    // Dotted quads are answered without parsing; every other spelling of the same address is parsed to the same subject.
+    for (const same of ['0.0.0.0', '255.255.255.255', '10.0.0.1', '199.249.250.251']) expect(ipSubject(same)).toBe(same);
+    expect(ipSubject(' 10.0.0.1 ')).toBe('10.0.0.1');
+    expect(ipSubject('0xa.0.0.1')).toBe('10.0.0.1');
+    expect(ipSubject('10.0.0.01')).toBe(ipaddr.parse('10.0.0.01').toString());
   });
 
   it('operator commands find an account or an address in the counters, and nothing else', () => {

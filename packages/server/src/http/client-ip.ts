@@ -24,6 +24,10 @@ function withoutPort(address: string): string {
   return v4WithPort ? v4WithPort[1]! : address;
 }
 
+const OCTET = '(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])';
+/** An IPv4 address in dotted decimal without leading zeros: the one spelling ipaddr.js's toString() gives. */
+const CANONICAL_IPV4 = new RegExp(`^${OCTET}(?:\\.${OCTET}){3}$`);
+
 /**
  * The part of a client address that per-IP limits count: an IPv4 address
  * (also when it arrives IPv4-mapped, `::ffff:192.0.2.1`, or with a port), or
@@ -33,6 +37,9 @@ function withoutPort(address: string): string {
  * subject that is already a /56 (as `limits list` shows it) is its own.
  */
 export function ipSubject(address: string): string | undefined {
+  // Nearly every request's address is a plain dotted quad, already in the form ipaddr.js would give it back:
+  // answered without parsing (parsing it was 3 % of a device poll's time on the main thread).
+  if (CANONICAL_IPV4.test(address)) return address;
   const bare = withoutPort(address.trim()).replace(/\/56$/, '');
   if (!ipaddr.isValid(bare)) return undefined;
   let parsed = ipaddr.parse(bare);
