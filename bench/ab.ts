@@ -67,10 +67,10 @@ function cli(bin: string, args: string[], env: NodeJS.ProcessEnv, input = ''): s
   return r.stdout;
 }
 
-/** CPU seconds (user + system) a process has used so far (Linux /proc). */
-function cpuSeconds(pid: number): number {
+/** CPU seconds a process has used so far in user and in kernel mode (Linux /proc). */
+function cpuSeconds(pid: number): { user: number; system: number } {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
+  return { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 };
 }
 
 async function waitReady(url: string, child: ChildProcess): Promise<void> {
@@ -215,8 +215,9 @@ const windows: { side: string; pid: number; scenario: Scenario; seconds: number;
 
 interface Run {
   rps: number;
-  /** Server CPU (user + system) per answer, in microseconds. */
+  /** Server CPU (user + system) per answer, in microseconds, and the part of it spent in the kernel. */
   cpuUsPerAnswer: number;
+  systemUsPerAnswer: number;
   p99: number;
   /** Answers that were not the expected ones, or no answer (they fail the run); a pending poll's is a 400. */
   wrong: number;
@@ -258,7 +259,7 @@ async function measure(side: Side, scenario: Scenario, seconds: number): Promise
   const cpuBefore = cpuSeconds(side.server.pid!);
   const startUs = process.hrtime.bigint() / 1000n;
   const f: LoadFigures = await distinctPosts(load);
-  const cpu = cpuSeconds(side.server.pid!) - cpuBefore;
+  const cpuAfter = cpuSeconds(side.server.pid!);
   // When each run was, on the monotonic clock a `--cpu-prof` profile's timestamps use (AB_NODE_ARGS): its samples
   // of one run are those between these two.
   windows.push({
@@ -269,7 +270,15 @@ async function measure(side: Side, scenario: Scenario, seconds: number): Promise
     startUs: Number(startUs),
     endUs: Number(process.hrtime.bigint() / 1000n),
   });
-  return { rps: f.rps, cpuUsPerAnswer: (cpu / f.total) * 1e6, p99: f.p99, wrong: f.mismatches + f.errors };
+  const user = cpuAfter.user - cpuBefore.user;
+  const system = cpuAfter.system - cpuBefore.system;
+  return {
+    rps: f.rps,
+    cpuUsPerAnswer: ((user + system) / f.total) * 1e6,
+    systemUsPerAnswer: (system / f.total) * 1e6,
+    p99: f.p99,
+    wrong: f.mismatches + f.errors,
+  };
 }
 
 const median = (xs: number[]) => {
@@ -303,7 +312,7 @@ async function main() {
     const lines = [
       `A/B — ${new Date().toISOString()} — node ${process.version}; A = ${a.label}, B = ${b.label}; ${ROUNDS} rounds of ${SECONDS} s, order alternating`,
       '',
-      '| scenario | round | A req/s | B req/s | B/A | A CPU µs/answer | B CPU µs/answer |',
+      '| scenario | round | A req/s | B req/s | B/A | A CPU µs/answer (kernel) | B CPU µs/answer (kernel) |',
       '|---|---:|---:|---:|---:|---:|---:|',
     ];
     const summary: Record<string, { medianRatio: number; medianCpuRatio: number }> = {};
@@ -313,7 +322,7 @@ async function main() {
       ra.forEach((x, i) => {
         const y = rb[i]!;
         lines.push(
-          `| ${scenario} | ${i + 1} | ${x.rps.toFixed(0)} | ${y.rps.toFixed(0)} | ${ratios[i]!.toFixed(3)} | ${x.cpuUsPerAnswer.toFixed(0)} | ${y.cpuUsPerAnswer.toFixed(0)} |`,
+          `| ${scenario} | ${i + 1} | ${x.rps.toFixed(0)} | ${y.rps.toFixed(0)} | ${ratios[i]!.toFixed(3)} | ${x.cpuUsPerAnswer.toFixed(0)} (${x.systemUsPerAnswer.toFixed(0)}) | ${y.cpuUsPerAnswer.toFixed(0)} (${y.systemUsPerAnswer.toFixed(0)}) |`,
         );
       });
       summary[scenario] = { medianRatio: median(ratios), medianCpuRatio: median(cpuRatios) };

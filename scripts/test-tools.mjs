@@ -1,14 +1,14 @@
 // What the test command's installers of outside programs share (ensure-nginx.mjs, ensure-slapd.mjs,
 // ensure-third-party-clients.mjs). A program the tests drive that is missing and cannot be installed fails the run,
 // with or without CI set: a suite that skipped itself would pass unseen. On a machine that need not run some of those
-// suites, AUTHCLI_TEST_ALLOW_MISSING names them (comma-separated: slapd, nginx, oidc-agent, mod_auth_openidc); their
+// suites, AUTHCLI_TEST_ALLOW_MISSING names them (comma-separated: slapd, nginx, oidc-agent, mod_auth_openidc, valgrind); their
 // tests then report themselves skipped (test/support/tools.ts reads the same variable).
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 
 /** The tools AUTHCLI_TEST_ALLOW_MISSING may name. */
-export const TOOLS = ['slapd', 'nginx', 'oidc-agent', 'mod_auth_openidc'];
+export const TOOLS = ['slapd', 'nginx', 'oidc-agent', 'mod_auth_openidc', 'valgrind'];
 
 /** The tools AUTHCLI_TEST_ALLOW_MISSING names; an unknown name fails at once (a typo must not skip a suite). */
 export function allowedMissing(script) {

@@ -13,6 +13,7 @@ const INSTALLERS = [
   { script: 'ensure-slapd.mjs', tools: ['slapd'] },
   { script: 'ensure-nginx.mjs', tools: ['nginx'] },
   { script: 'ensure-third-party-clients.mjs', tools: ['oidc-agent', 'mod_auth_openidc'] },
+  { script: 'ensure-valgrind.mjs', tools: ['valgrind'] },
 ];
 
 /** The suites that drive those tools, with the tool each needs. */
@@ -22,6 +23,8 @@ const SUITES = [
   { file: 'test/oidc-agent.e2e.test.ts', tool: 'oidc-agent' },
   { file: 'test/mod-auth-openidc.e2e.test.ts', tool: 'mod_auth_openidc' },
   { file: 'test/deploy.e2e.test.ts', tool: 'nginx' },
+  { file: 'test/instructions.e2e.test.ts', tool: 'valgrind' },
+  { file: 'test/instructions-regression.e2e.test.ts', tool: 'valgrind' },
 ];
 
 interface VitestReport {
@@ -33,7 +36,7 @@ interface VitestReport {
 }
 
 /**
- * A machine without slapd, nginx, oidc-agent or Apache with mod_auth_openidc, and without CI set: the test command
+ * A machine without slapd, nginx, oidc-agent, Apache with mod_auth_openidc or valgrind, and without CI set: the test command
  * fails, it never passes with those suites skipped. Real processes: each installer as the test command runs it, and
  * vitest on the suites, with every tool's path in an empty folder and, as the only program on PATH, an apt-get that
  * fails as one without a network does (and notes that it was asked). AUTHCLI_TEST_ALLOW_MISSING, a developer's
@@ -56,6 +59,7 @@ describe('a missing tool fails the test run, with or without CI; AUTHCLI_TEST_AL
       AUTHCLI_OIDC_GEN: join(absent, 'oidc-gen'),
       AUTHCLI_APACHE2: join(absent, 'apache2'),
       AUTHCLI_APACHE_MODULES: absent,
+      AUTHCLI_VALGRIND: join(absent, 'valgrind'),
     };
     // Shell builtins only: nothing else is on PATH.
     writeFileSync(
@@ -96,7 +100,9 @@ describe('a missing tool fails the test run, with or without CI; AUTHCLI_TEST_AL
     expect(one.stderr).toContain('set AUTHCLI_TEST_ALLOW_MISSING=mod_auth_openidc to skip them');
     const typo = install('ensure-slapd.mjs', { AUTHCLI_TEST_ALLOW_MISSING: 'slpad' });
     expect(typo.status).toBe(1);
-    expect(typo.stderr).toContain('AUTHCLI_TEST_ALLOW_MISSING names slpad, which is none of slapd, nginx, oidc-agent, mod_auth_openidc');
+    expect(typo.stderr).toContain(
+      'AUTHCLI_TEST_ALLOW_MISSING names slpad, which is none of slapd, nginx, oidc-agent, mod_auth_openidc, valgrind',
+    );
   });
 
   it('the test command runs every installer before vitest, and .ci/run runs the test command without CI or an opt-out', () => {

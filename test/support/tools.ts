@@ -4,8 +4,8 @@ import { describe } from 'vitest';
  * The outside programs some suites drive, by the names AUTHCLI_TEST_ALLOW_MISSING takes (scripts/test-tools.mjs, whose
  * installers the test command runs first, reads the same variable).
  */
-export type Tool = 'slapd' | 'nginx' | 'oidc-agent' | 'mod_auth_openidc';
-const TOOLS: readonly string[] = ['slapd', 'nginx', 'oidc-agent', 'mod_auth_openidc'] satisfies Tool[];
+export type Tool = 'slapd' | 'nginx' | 'oidc-agent' | 'mod_auth_openidc' | 'valgrind';
+const TOOLS: readonly string[] = ['slapd', 'nginx', 'oidc-agent', 'mod_auth_openidc', 'valgrind'] satisfies Tool[];
 
 /** The tools AUTHCLI_TEST_ALLOW_MISSING names; an unknown name is an error (a typo must not skip a suite). */
 export function allowedMissing(env: NodeJS.ProcessEnv = process.env): Set<Tool> {
