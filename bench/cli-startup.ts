@@ -1,6 +1,7 @@
 // Cold start of the built CLI: wall time of whole `node packages/cli/bin/authcli.cjs …` processes, median of N runs.
+import { signedInHome } from '@authcli/test-support/instructions';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -35,39 +36,6 @@ function timeAll(commands: { args: string[]; env: NodeJS.ProcessEnv }[], runs: n
     });
   }
   return samples.map((s) => ({ medianMs: median(s), minMs: Math.min(...s) }));
-}
-
-/**
- * A signed-in config home: a session whose access token is valid for an hour, as `authcli login` stores it:
- * under the issuer for the default profile, and under `<issuer>#work` for a profile `work` whose issuer
- * `profiles.json` remembers (so `authcli token --profile work` reads that file too).
- */
-function signedInHome(issuer: string): string {
-  const home = mkdtempSync(join(tmpdir(), 'authcli-startup-token-'));
-  mkdirSync(join(home, 'authcli'), { mode: 0o700 });
-  const claims = Buffer.from(JSON.stringify({ sub: 'bench', exp: Math.floor(Date.now() / 1000) + 3600 })).toString('base64url');
-  const session = {
-    client_id: 'authcli',
-    access_token: `eyJhbGciOiJFUzI1NiJ9.${claims}.c2lnbmF0dXJl`,
-    token_type: 'Bearer',
-    expires_at: Date.now() + 3_600_000,
-    scope: 'openid profile offline_access',
-    refresh_token: 'bench-refresh-token',
-    subject: 'bench',
-    username: 'bench',
-    obtained_at: Date.now(),
-  };
-  writeFileSync(
-    join(home, 'authcli', 'credentials.json'),
-    JSON.stringify({ version: 1, sessions: { [issuer]: session, [`${issuer}#work`]: session } }),
-    { mode: 0o600 },
-  );
-  writeFileSync(
-    join(home, 'authcli', 'profiles.json'),
-    JSON.stringify({ version: 1, profiles: { work: { issuer, client_id: 'authcli' } } }),
-    { mode: 0o600 },
-  );
-  return home;
 }
 
 export function cliStartup(cli: string, runs = 21): Startup[] {
