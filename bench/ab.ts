@@ -27,6 +27,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { challengeS256, generateVerifier } from '@authcli/pkce';
 import { Browser, freePort, hidden } from '@authcli/test-support/http';
+import { waitUntilReady } from '@authcli/test-support/server-process';
 import { distinctPosts, type LoadFigures } from './load.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -71,22 +72,6 @@ function cli(bin: string, args: string[], env: NodeJS.ProcessEnv, input = ''): s
 function cpuSeconds(pid: number): { user: number; system: number } {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return { user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 };
-}
-
-async function waitReady(url: string, child: ChildProcess): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`the server exited (${child.exitCode})`);
-    if (
-      await fetch(url).then(
-        (r) => r.ok,
-        () => false,
-      )
-    )
-      return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`${url} not ready`);
 }
 
 /** One server under test: its process, a signed-in browser that approved the built-in app, a confidential client. */
@@ -142,7 +127,7 @@ async function startSide(label: string, bin: string): Promise<Side> {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
-  await waitReady(`${issuer}/healthz`, server);
+  await waitUntilReady(issuer, server, () => '');
 
   const jar = new Browser(issuer);
   const page = await jar.get('/signin');
