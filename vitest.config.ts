@@ -2,7 +2,7 @@ import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 /**
- * The password-hash cost (log2 scrypt N) of every server the tests start, in-process or as a process, and of
+ * The password-hash cost (log2 of Argon2id's memory in KiB) of every server the tests start, in-process or as a process, and of
  * `users add` run as a command: the bottom of AUTHCLI_PASSWORD_HASH_COST's bounds, a hash in about a
  * millisecond instead of the production 0.3-1.8 s. The tests about the cost itself set their own.
  */

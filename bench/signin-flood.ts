@@ -1,6 +1,6 @@
 // Wrong-password sign-ins at a fixed rate, each from its own client address (X-Forwarded-For behind a server
 // started with AUTHCLI_TRUST_PROXY=1), each for its own username: no per-IP or per-account limit refuses them,
-// so every one that the hashing queue can take costs a real scrypt hash. This is the load the password-hashing
+// so every one that the hashing queue can take costs a real Argon2id hash. This is the load the password-hashing
 // threads and their queue exist for: it must not delay token signing, and honest people signing in at the same
 // time (honestBurst) must still get in.
 import { randomUUID } from 'node:crypto';

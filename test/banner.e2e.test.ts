@@ -40,7 +40,7 @@ describe('what `authcli-server start` says', () => {
   });
 
   it('a password-hash cost below the production floor is warned about at start; at the default, no such warning', async () => {
-    const weak = 'authcli-server: warning: AUTHCLI_PASSWORD_HASH_COST=10 is below the production minimum (17';
+    const weak = 'authcli-server: warning: AUTHCLI_PASSWORD_HASH_COST=10 is below the production minimum (16';
     // The tests' own cost (vitest sets AUTHCLI_PASSWORD_HASH_COST=10 for every process they start).
     server = await startServerProcess({ env: { AUTHCLI_PASSWORD_HASH_COST: '10' } });
     expect(server.output()).toContain(weak);

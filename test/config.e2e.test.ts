@@ -65,7 +65,7 @@ describe('authcli-server config: the effective settings and where each came from
     expect(c.get('initial_access_token_ttl')).toMatchObject({ value: '86400 s (--expires-in)', source: 'built-in' });
     expect(c.get('metrics_port')).toMatchObject({ value: 'off (GET /metrics not served)', source: 'default' });
     expect(c.get('metrics_host')).toMatchObject({ value: '127.0.0.1', source: 'default' });
-    expect(c.get('scrypt')).toMatchObject({ value: 'N=2^17 r=8 p=1', source: 'default' });
+    expect(c.get('argon2id')).toMatchObject({ value: 'm=65536 t=3 p=1', source: 'default' });
     for (const e of c.values()) expect(e.source, e.name).toMatch(/^(default|built-in|not configured)/);
   });
 
@@ -78,7 +78,7 @@ describe('authcli-server config: the effective settings and where each came from
       AUTHCLI_LIMITS: 'signin-ip=5/1m',
       AUTHCLI_PASSWORD_HASH_COST: '12',
     });
-    expect(c.get('scrypt')).toMatchObject({ value: 'N=2^12 r=8 p=1', source: 'env AUTHCLI_PASSWORD_HASH_COST' });
+    expect(c.get('argon2id')).toMatchObject({ value: 'm=4096 t=3 p=1', source: 'env AUTHCLI_PASSWORD_HASH_COST' });
     expect(c.get('port')).toMatchObject({ value: '9002', source: 'flag --port' });
     expect(c.get('host')).toMatchObject({ value: '127.0.0.2', source: 'env HOST' });
     expect(c.get('issuer')).toMatchObject({ value: 'https://id.example', source: 'flag --issuer' });

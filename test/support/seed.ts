@@ -3,7 +3,7 @@
  * process: what `authcli-server users add` and `apps add` do, through the same functions (addUser,
  * registerApplication), without a Node process per record. The tests about those commands run them for real.
  */
-import { addUser, type NewAppInput, registerApplication, scryptParams, withStore } from '@authcli/server';
+import { addUser, type NewAppInput, registerApplication, passwordHashParams, withStore } from '@authcli/server';
 
 export interface SeedUser {
   username: string;
@@ -32,7 +32,7 @@ export async function addUsers(env: Env, users: readonly SeedUser[]): Promise<vo
         store,
         { username: u.username, password: u.password, admin: u.admin ?? false, name: u.name ?? null, email: u.email ?? null },
         Date.now(),
-        scryptParams(config.passwordHashCost),
+        passwordHashParams(config.passwordHashCost),
       );
     }
   });

@@ -5,7 +5,7 @@ import csrf from '@fastify/csrf-protection';
 import helmet from '@fastify/helmet';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { ServerConfig } from './config/config.js';
-import { METRICS_MAX_CONNECTIONS, READY_TIMEOUT_MS, scryptParams } from './config/defaults.js';
+import { METRICS_MAX_CONNECTIONS, READY_TIMEOUT_MS, passwordHashParams } from './config/defaults.js';
 import type { WebContext } from './web/context.js';
 import { discoveryRoutes } from './api/discovery.js';
 import { apiErrorHandler } from './api/errors.js';
@@ -222,7 +222,7 @@ export async function buildApp(config: ServerConfig, store: Store, options: AppO
     keys,
     tokens: new TokenIssuer(config, keys, config.accessTokenAlg),
     sessions: new Sessions(config, store, backchannel),
-    passwords: new PasswordHasher(config.passwordHashThreads, scryptParams(config.passwordHashCost), {
+    passwords: new PasswordHasher(config.passwordHashThreads, passwordHashParams(config.passwordHashCost), {
       deadlineMs: config.passwordHashQueueDeadlineMs,
       perClient: config.passwordHashesPerClient,
     }),

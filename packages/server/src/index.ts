@@ -12,7 +12,7 @@ export {
 } from './store/store.js';
 export { bootstrapStore, registerApplication, BUILTIN_CLIENT_ID, type NewAppInput } from './oauth/registration.js';
 export { addUser } from './oauth/accounts.js';
-export { scryptParams } from './config/defaults.js';
+export { passwordHashParams } from './config/defaults.js';
 export { withStore } from './operator/shared.js';
 export { InputError } from './util/input-error.js';
 export { generateSigningKey, KeyRing, SIGNING_ALGS } from './oauth/keys.js';

@@ -1,6 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { LIMITS, PASSWORD_HASHES_PER_CLIENT, scryptParams, type Limits } from '../src/config/defaults.js';
+import { LIMITS, PASSWORD_HASHES_PER_CLIENT, passwordHashParams, type Limits } from '../src/config/defaults.js';
 import { hashPassword, needsRehash } from '../src/util/password.js';
 import { ipSubject } from '../src/http/client-ip.js';
 import { accountCounterKeys, describeCounter, ipCounterKeys } from '../src/oauth/limits.js';
@@ -10,6 +10,7 @@ import {
   deviceAuthorization,
   dialects,
   hidden,
+  legacyScryptHash,
   PASSWORD,
   seedUser,
   signedInBrowser,
@@ -270,15 +271,28 @@ describe.each(dialects())('abuse limits (%s)', (dialect) => {
   });
   it('a password hashed at an older cost is upgraded to the configured cost at the next successful sign-in, and still works', async () => {
     const s = await start({ passwordHashCost: 12 });
-    const old = await hashPassword(PASSWORD, { N: 1 << 11, r: 8, p: 1, keylen: 32 });
+    const old = await hashPassword(PASSWORD, passwordHashParams(11));
     const alice = (await s.store.users.findByUsername('alice'))!;
     await s.store.users.setPasswordHash(alice.id, old);
     expect((await postSignIn(await signInForm(s), 'alice', 'wrong password')).status).toBe(401);
     expect((await s.store.users.findById(alice.id))!.password_hash).toBe(old);
     expect((await postSignIn(await signInForm(s), 'alice', PASSWORD)).status).toBe(303);
     const upgraded = (await s.store.users.findById(alice.id))!.password_hash;
-    expect(upgraded.split('$').slice(0, 4)).toEqual(['scrypt', String(2 ** 12), '8', '1']);
-    expect(needsRehash(upgraded, scryptParams(12))).toBe(false);
+    expect(upgraded.split('$').slice(0, 4)).toEqual(['', 'argon2id', 'v=19', `m=${2 ** 12},t=3,p=1`]);
+    expect(needsRehash(upgraded, passwordHashParams(12))).toBe(false);
+    expect((await postSignIn(await signInForm(s), 'alice', PASSWORD)).status).toBe(303);
+  });
+
+  it('a password hashed with scrypt before Argon2id signs in, and is stored as Argon2id from then on', async () => {
+    const s = await start();
+    const old = legacyScryptHash(PASSWORD);
+    const alice = (await s.store.users.findByUsername('alice'))!;
+    await s.store.users.setPasswordHash(alice.id, old);
+    expect((await postSignIn(await signInForm(s), 'alice', 'wrong password')).status).toBe(401);
+    expect((await s.store.users.findById(alice.id))!.password_hash).toBe(old);
+    expect((await postSignIn(await signInForm(s), 'alice', PASSWORD)).status).toBe(303);
+    const upgraded = (await s.store.users.findById(alice.id))!.password_hash;
+    expect(upgraded).toMatch(/^\$argon2id\$v=19\$m=1024,t=3,p=1\$/);
     expect((await postSignIn(await signInForm(s), 'alice', PASSWORD)).status).toBe(303);
   });
 

@@ -21,7 +21,7 @@ import {
   startServer,
   tokenRequest,
   type TestServer,
-  TEST_SCRYPT,
+  TEST_PASSWORD_HASH,
 } from './helpers.js';
 
 /** The value of the form field `name` as the page renders it. */
@@ -319,7 +319,7 @@ describe.each(dialects())('/account (%s)', (dialect) => {
       const { b } = await signedIn('zora');
       const app = (await seedApp(server, { name: 'Drive', callbackUrls: [redirectUri] })).app.clientId;
       const before = await signInTo(b, app);
-      const kept = await resetUserPassword(server.store, 'zora', 'operator chosen password 1', { params: TEST_SCRYPT });
+      const kept = await resetUserPassword(server.store, 'zora', 'operator chosen password 1', { params: TEST_PASSWORD_HASH });
       expect([kept.sessionsEnded.length, kept.grantsRevoked]).toEqual([1, 0]);
       expect([await refresh(app, before), await userinfo(before)]).toEqual([200, 200]);
 
@@ -327,7 +327,7 @@ describe.each(dialects())('/account (%s)', (dialect) => {
       expect((await signIn(browser, 'zora', 'operator chosen password 1')).status).toBe(303);
       const tokens = [await signInTo(browser, app), await signInTo(browser, app)];
       const revoked = await resetUserPassword(server.store, 'zora', 'operator chosen password 2', {
-        params: TEST_SCRYPT,
+        params: TEST_PASSWORD_HASH,
         revokeTokens: true,
         now: server.clock.now(),
       });

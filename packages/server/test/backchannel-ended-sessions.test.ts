@@ -8,7 +8,7 @@ import type { KeyRing } from '../src/oauth/keys.js';
 import { NO_METRICS } from '../src/util/metrics.js';
 import { tellApplications } from '../src/operator/backchannel.js';
 import { backchannelParties, FAST } from './backchannel-parties.js';
-import { dialects, hidden, ownClock, PASSWORD, signedInBrowser, startServer, TEST_SCRYPT, type TestServer } from './helpers.js';
+import { dialects, hidden, ownClock, PASSWORD, signedInBrowser, startServer, TEST_PASSWORD_HASH, type TestServer } from './helpers.js';
 
 /**
  * Back-channel logout (OpenID Connect Back-Channel Logout 1.0 §2.5, §2.7) for the sessions and sign-ins that end
@@ -115,7 +115,7 @@ describe.each(dialects())('back-channel logout when sign-ins end without a sign-
     const log = { warn: (f: unknown) => failures.push(f) };
 
     // As `users reset-password` does (operator/users.ts): the reset, then the applications told.
-    const reset = await resetUserPassword(server.store, user, 'the operator chose this one', { params: TEST_SCRYPT });
+    const reset = await resetUserPassword(server.store, user, 'the operator chose this one', { params: TEST_PASSWORD_HASH });
     expect(reset.sessionsEnded).toHaveLength(2);
     expect(reset.sessionsEnded).toContain(sid);
     const told = await tellApplications(server.store, server.config, log, (bc) => bc.sessionsEnded(reset.userId, reset.sessionsEnded));
@@ -126,7 +126,7 @@ describe.each(dialects())('back-channel logout when sign-ins end without a sign-
     const again = await signedInBrowser(server, user);
     await signInTo(again, web);
     const revoked = await resetUserPassword(server.store, user, 'and then this one', {
-      params: TEST_SCRYPT,
+      params: TEST_PASSWORD_HASH,
       revokeTokens: true,
       now: server.clock.now(),
     });

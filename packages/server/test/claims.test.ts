@@ -23,7 +23,7 @@ import {
   signedInBrowser,
   startServer,
   type TestServer,
-  TEST_SCRYPT,
+  TEST_PASSWORD_HASH,
 } from './helpers.js';
 
 const ok = (name: string, value: unknown) => expect(checkClaim(name, value));
@@ -229,11 +229,11 @@ describe.each(dialects())('userinfo releases exactly the claims of each scope; t
 
   beforeAll(async () => {
     server = await startServer(dialect);
-    await addUser(server.store, { username: 'ada', password: PASSWORD }, server.clock.now(), TEST_SCRYPT);
+    await addUser(server.store, { username: 'ada', password: PASSWORD }, server.clock.now(), TEST_PASSWORD_HASH);
     const user = await updateUserClaims(server.store, 'ada', all, server.clock.now());
     sub = user.id;
     updatedAt = Math.floor(server.clock.now() / 1000);
-    await addUser(server.store, { username: 'plain', password: PASSWORD }, server.clock.now(), TEST_SCRYPT);
+    await addUser(server.store, { username: 'plain', password: PASSWORD }, server.clock.now(), TEST_PASSWORD_HASH);
   });
   afterAll(async () => server?.close());
 

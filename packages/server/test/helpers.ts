@@ -5,10 +5,10 @@ import { challengeS256, generateNonce, generateState, generateVerifier } from '@
 import type { FastifyInstance } from 'fastify';
 import { onTestFinished } from 'vitest';
 import { buildApp } from '../src/app.js';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID, scryptSync } from 'node:crypto';
 import { bootstrapStore, registerApplication } from '../src/oauth/registration.js';
 import { hashPassword } from '../src/util/password.js';
-import { KEY_ACTIVATION_DELAY_MS, scryptParams } from '../src/config/defaults.js';
+import { KEY_ACTIVATION_DELAY_MS, passwordHashParams } from '../src/config/defaults.js';
 import { generateSigningKey, SIGNING_ALGS } from '../src/oauth/keys.js';
 import type { SigningKeyRow } from '../src/store/schema.js';
 import { loadConfig, type ServerConfig } from '../src/config/config.js';
@@ -106,11 +106,21 @@ export function ownClock(server: TestServer): TestClock {
 }
 
 /**
- * The password-hash cost of test servers (log2 scrypt N): the bottom of AUTHCLI_PASSWORD_HASH_COST's bounds,
- * a hash in about a millisecond instead of the production 0.3-1.8 s. Tests about the cost itself set their own.
+ * The password-hash cost of test servers (log2 of Argon2id's KiB): the bottom of AUTHCLI_PASSWORD_HASH_COST's
+ * bounds, a hash in about a millisecond instead of the production 50 ms. Tests about the cost itself set their own.
  */
 export const TEST_HASH_COST = 10;
-export const TEST_SCRYPT = scryptParams(TEST_HASH_COST);
+export const TEST_PASSWORD_HASH = passwordHashParams(TEST_HASH_COST);
+
+/**
+ * A password hash as servers before Argon2id wrote it (`scrypt$N$r$p$salt$key`, RFC 7914, r=8, p=1), made here
+ * with node:crypto rather than by the server, so the test holds the stored format itself.
+ */
+export function legacyScryptHash(password: string, N = 1 << 10, keylen = 32): string {
+  const salt = randomBytes(16);
+  const key = scryptSync(password.normalize('NFC'), salt, keylen, { N, r: 8, p: 1, maxmem: 256 * N * 8 });
+  return `scrypt$${N}$8$1$${salt.toString('base64url')}$${key.toString('base64url')}`;
+}
 
 /**
  * An RS256 and an ES256 signing key, made once per test process: a new RSA 2048 key costs 0.2-0.5 s of CPU,
@@ -220,7 +230,7 @@ const passwordHashes = new Map<number, Promise<string>>();
 
 export async function seedUser(server: TestServer, username = 'alice', extra: { admin?: boolean; email?: string } = {}) {
   const cost = server.config.passwordHashCost;
-  if (!passwordHashes.has(cost)) passwordHashes.set(cost, hashPassword(PASSWORD, scryptParams(cost)));
+  if (!passwordHashes.has(cost)) passwordHashes.set(cost, hashPassword(PASSWORD, passwordHashParams(cost)));
   const passwordHash = passwordHashes.get(cost)!;
   return server.store.users.create({
     id: randomUUID(),

@@ -15,7 +15,7 @@ import { rawExchange } from '@authcli/test-support/raw-http';
 import { postgresTestUrl } from '@authcli/test-support/databases';
 import { addUser } from '../src/oauth/accounts.js';
 import { bootstrapStore } from '../src/oauth/registration.js';
-import { dialects, freshStore, startServer, type TestServer, TEST_SCRYPT } from './helpers.js';
+import { dialects, freshStore, startServer, type TestServer, TEST_PASSWORD_HASH } from './helpers.js';
 import { testRows } from '../src/testing.js';
 
 /** Opens `n` connections that each send `head` and then nothing, in batches (the listen backlog is finite). */
@@ -422,7 +422,7 @@ describe.runIf(dialects().includes('postgres'))('a stalled PostgreSQL gives quic
 
   it('with the database gone, every endpoint answers within the database timeout, never a 500: 503 where it needs the store', async () => {
     // Before the outage: a signed-in browser (session and CSRF cookies, a form token) to reach the pages with.
-    await addUser(server.store, { username: 'alice', password: 'correct horse battery' }, Date.now(), TEST_SCRYPT);
+    await addUser(server.store, { username: 'alice', password: 'correct horse battery' }, Date.now(), TEST_PASSWORD_HASH);
     const browser = new Browser(server.url);
     const signin = await browser.get('/signin');
     const csrf = hidden(signin.text, '_csrf');

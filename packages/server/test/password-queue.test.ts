@@ -248,13 +248,13 @@ describe('the password-hash queue', () => {
     await settle();
   });
 
-  it('the estimate before any hash is measured is the configured cost’s: 0.3 s at 17, doubling with each step', () => {
-    expect(passwordHashMsEstimate(17)).toBe(300);
-    expect(passwordHashMsEstimate(18)).toBe(600);
-    expect(passwordHashMsEstimate(15)).toBe(75);
-    // One thread at the default cost within the default deadline (20 s): 1 + 66 places, 8 of them one client's.
+  it('the estimate before any hash is measured is the configured cost’s: 50 ms at 16, doubling with each step', () => {
+    expect(passwordHashMsEstimate(16)).toBe(50);
+    expect(passwordHashMsEstimate(18)).toBe(200);
+    expect(passwordHashMsEstimate(14)).toBe(12.5);
+    // One thread at the default cost within the default deadline (20 s): 1 + 400 places, 8 of them one client's.
     const t = threads();
-    expect(queueOf(1, t, { initialHashMs: passwordHashMsEstimate(17) }).capacity).toBe(67);
+    expect(queueOf(1, t, { initialHashMs: passwordHashMsEstimate(16) }).capacity).toBe(401);
   });
 
   it('on close the waiting hashes are answered busy at once and new ones refused; running ones finish', async () => {

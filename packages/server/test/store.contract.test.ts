@@ -22,7 +22,7 @@ import {
 import { claimsOf, Store, StoreError, type DeviceAuthorization } from '../src/store/store.js';
 import { generateSigningKey } from '../src/oauth/keys.js';
 import { sha256Hex } from '../src/util/crypto.js';
-import { dialects, freshStore, TEST_SCRYPT } from './helpers.js';
+import { dialects, freshStore, TEST_PASSWORD_HASH } from './helpers.js';
 import { Migrator, type MigrationResultSet, sql } from 'kysely';
 import { freshPostgresSchema } from '@authcli/test-support/databases';
 import { migrationProvider } from '../src/store/migrations.js';
@@ -188,12 +188,12 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     }
   });
 
-  it('users: scrypt hash stored, username unique', async () => {
+  it('users: Argon2id hash stored, username unique', async () => {
     const username = unique('carol');
-    const u = await addUser(store, { username, password: 'pa55word!' }, now, TEST_SCRYPT);
-    expect(u.password_hash).toMatch(/^scrypt\$/);
+    const u = await addUser(store, { username, password: 'pa55word!' }, now, TEST_PASSWORD_HASH);
+    expect(u.password_hash).toMatch(/^\$argon2id\$/);
     expect(u.password_hash).not.toContain('pa55word!');
-    await expect(addUser(store, { username, password: 'another1!' }, now, TEST_SCRYPT)).rejects.toMatchObject({ code: 'duplicate' });
+    await expect(addUser(store, { username, password: 'another1!' }, now, TEST_PASSWORD_HASH)).rejects.toMatchObject({ code: 'duplicate' });
     expect((await store.users.findByUsername(username))?.id).toBe(u.id);
     await store.users.setDisabled(username, now);
     expect((await store.users.findById(u.id))?.disabled_at).toBe(now);

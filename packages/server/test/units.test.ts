@@ -23,12 +23,13 @@ import {
   DUMMY_PASSWORD_HASH,
   dummyPasswordHash,
   hashPassword,
+  isPasswordHash,
   needsRehash,
-  parsePasswordHash,
   verifyPasswordSync,
 } from '../src/util/password.js';
-import { LIMITS, SCRYPT, scryptParams } from '../src/config/defaults.js';
+import { LIMITS, PASSWORD_HASH, passwordHashParams } from '../src/config/defaults.js';
 import { timeAgo, utcMinute } from '../src/web/time-ago.js';
+import { legacyScryptHash } from './helpers.js';
 
 describe('rfc6749 §3.1.2.3 redirect_uri matching', () => {
   const reg = ['https://app.example/cb', 'http://127.0.0.1/callback', 'http://[::1]:8080/callback', 'http://localhost/cb'];
@@ -311,57 +312,73 @@ describe('operator settings', () => {
 });
 
 describe('passwords', () => {
-  it('scrypt with per-user salt: same password, different hashes, both verify', async () => {
+  it('Argon2id with per-user salt: same password, different hashes, both verify', async () => {
     // At the tests' cost: the salt is what is checked here (the default cost has the next test).
-    const a = await hashPassword('hunter22!', scryptParams(10));
-    const b = await hashPassword('hunter22!', scryptParams(10));
+    const a = await hashPassword('hunter22!', passwordHashParams(10));
+    const b = await hashPassword('hunter22!', passwordHashParams(10));
     expect(a).not.toBe(b);
     expect(verifyPasswordSync('hunter22!', a)).toBe(true);
     expect(verifyPasswordSync('hunter22?', a)).toBe(false);
     expect(verifyPasswordSync('x', 'garbage')).toBe(false);
+    // NFC: "é" typed as one code point or as e + combining accent is the same password.
+    const composed = await hashPassword('caf\u00e9 au lait', passwordHashParams(10));
+    expect(verifyPasswordSync('cafe\u0301 au lait', composed)).toBe(true);
   });
 
-  it('OWASP minimum: new hashes use scrypt N=2^17, r=8, p=1', async () => {
-    expect(SCRYPT).toMatchObject({ N: 131072, r: 8, p: 1 });
-    expect((await hashPassword('hunter22!')).split('$').slice(0, 4)).toEqual(['scrypt', '131072', '8', '1']);
-    expect(DUMMY_PASSWORD_HASH.split('$').slice(0, 4)).toEqual(['scrypt', '131072', '8', '1']);
+  it('RFC 9106 memory-constrained: new hashes use Argon2id with 64 MiB, 3 passes, 1 lane, a 16-byte salt and a 32-byte key', async () => {
+    expect(PASSWORD_HASH).toEqual({ memoryKiB: 65536, passes: 3, lanes: 1 });
+    const made = await hashPassword('hunter22!');
+    const [, alg, version, params, salt, key] = made.split('$');
+    expect([alg, version, params]).toEqual(['argon2id', 'v=19', 'm=65536,t=3,p=1']);
+    expect(Buffer.from(salt!, 'base64')).toHaveLength(16);
+    expect(Buffer.from(key!, 'base64')).toHaveLength(32);
+    expect(verifyPasswordSync('hunter22!', made)).toBe(true);
+    expect(DUMMY_PASSWORD_HASH.split('$').slice(0, 4)).toEqual(['', 'argon2id', 'v=19', 'm=65536,t=3,p=1']);
+    expect(isPasswordHash(DUMMY_PASSWORD_HASH)).toBe(true);
+    expect(verifyPasswordSync('', DUMMY_PASSWORD_HASH)).toBe(false);
   });
 
-  it('older hashes still verify and are marked for an upgrade', async () => {
-    const old = await hashPassword('hunter22!', { N: 1 << 15, r: 8, p: 1, keylen: 32 });
-    expect(verifyPasswordSync('hunter22!', old)).toBe(true);
-    expect(needsRehash(old)).toBe(true);
+  it('hashes written with scrypt before Argon2id still verify, and are replaced at the next sign-in whatever their cost', () => {
+    for (const N of [1 << 10, 1 << 14]) {
+      const old = legacyScryptHash('hunter22!', N);
+      expect(isPasswordHash(old)).toBe(true);
+      expect(verifyPasswordSync('hunter22!', old)).toBe(true);
+      expect(verifyPasswordSync('hunter22?', old)).toBe(false);
+      expect(needsRehash(old, passwordHashParams(10))).toBe(true);
+    }
+    expect(verifyPasswordSync('caf\u00e9', legacyScryptHash('cafe\u0301'))).toBe(true);
     // A hash at the default cost: the dummy hash is encoded like any other, so none need be computed here.
     expect(needsRehash(DUMMY_PASSWORD_HASH)).toBe(false);
   });
 
   it('a lowered AUTHCLI_PASSWORD_HASH_COST never downgrades a stored hash; a raised one upgrades it', async () => {
-    const cheap = scryptParams(10);
-    const strong = await hashPassword('hunter22!', scryptParams(12));
+    const cheap = passwordHashParams(10);
+    const strong = await hashPassword('hunter22!', passwordHashParams(12));
     expect(needsRehash(strong, cheap)).toBe(false);
-    expect(needsRehash(strong, scryptParams(12))).toBe(false);
-    expect(needsRehash(strong, scryptParams(13))).toBe(true);
-    expect(needsRehash(await hashPassword('hunter22!', { ...cheap, keylen: 16 }), cheap)).toBe(true);
-    expect(dummyPasswordHash(cheap).split('$').slice(0, 4)).toEqual(['scrypt', '1024', '8', '1']);
+    expect(needsRehash(strong, passwordHashParams(12))).toBe(false);
+    expect(needsRehash(strong, passwordHashParams(13))).toBe(true);
+    // Fewer passes at the same memory is a lower cost too.
+    expect(needsRehash(await hashPassword('hunter22!', { ...cheap, passes: 1 }), cheap)).toBe(true);
+    expect(dummyPasswordHash(cheap).split('$').slice(0, 4)).toEqual(['', 'argon2id', 'v=19', 'm=1024,t=3,p=1']);
     expect(verifyPasswordSync('hunter22!', strong)).toBe(true);
   });
 
-  it('AUTHCLI_PASSWORD_HASH_COST: default 17 (the OWASP minimum), 10-18 accepted, a warning below 17', () => {
-    expect(loadConfig({}, {}).passwordHashCost).toBe(17);
-    expect(scryptParams(loadConfig({}, {}).passwordHashCost)).toEqual(SCRYPT);
+  it('AUTHCLI_PASSWORD_HASH_COST: default 16 (64 MiB), 10-18 accepted, a warning below 16', () => {
+    expect(loadConfig({}, {}).passwordHashCost).toBe(16);
+    expect(passwordHashParams(loadConfig({}, {}).passwordHashCost)).toEqual(PASSWORD_HASH);
     expect(loadConfig({}, { AUTHCLI_PASSWORD_HASH_COST: '10' }).passwordHashCost).toBe(10);
     expect(loadConfig({}, { AUTHCLI_PASSWORD_HASH_COST: '18' }).passwordHashCost).toBe(18);
-    for (const bad of ['9', '19', '17.5', 'high', '-1']) {
+    for (const bad of ['9', '19', '16.5', 'high', '-1']) {
       expect(() => loadConfig({}, { AUTHCLI_PASSWORD_HASH_COST: bad }), bad).toThrow(
         /AUTHCLI_PASSWORD_HASH_COST must be a whole number from 10 to 18/,
       );
     }
-    expect(weakPasswordHashWarning(17)).toBeUndefined();
+    expect(weakPasswordHashWarning(16)).toBeUndefined();
     expect(weakPasswordHashWarning(18)).toBeUndefined();
-    expect(weakPasswordHashWarning(10)).toMatch(/AUTHCLI_PASSWORD_HASH_COST=10 is below the production minimum \(17.*128 times cheaper/);
+    expect(weakPasswordHashWarning(10)).toMatch(/AUTHCLI_PASSWORD_HASH_COST=10 is below the production minimum \(16.*64 times cheaper/);
   });
 
-  it('a stored hash naming an absurd cost is refused, never computed', () => {
+  it('a stored hash naming an absurd cost or a malformed one is refused, never computed', () => {
     const salt = Buffer.alloc(16).toString('base64url');
     const key = Buffer.alloc(32).toString('base64url');
     for (const [n, r, p] of [
@@ -372,8 +389,23 @@ describe('passwords', () => {
       ['16384', '8', '0'],
     ]) {
       const stored = `scrypt$${n}$${r}$${p}$${salt}$${key}`;
-      expect(parsePasswordHash(stored), stored).toBeUndefined();
+      expect(isPasswordHash(stored), stored).toBe(false);
       expect(verifyPasswordSync('x', stored)).toBe(false);
+    }
+    const b64 = (n: number) => Buffer.alloc(n).toString('base64').replace(/=+$/, '');
+    for (const stored of [
+      `$argon2id$v=19$m=4194304,t=3,p=1$${b64(16)}$${b64(32)}`, // 4 GiB
+      `$argon2id$v=19$m=65536,t=1000,p=1$${b64(16)}$${b64(32)}`,
+      `$argon2id$v=19$m=65536,t=3,p=64$${b64(16)}$${b64(32)}`,
+      `$argon2id$v=16$m=1024,t=3,p=1$${b64(16)}$${b64(32)}`, // the 1.0 version, never written
+      `$argon2i$v=19$m=1024,t=3,p=1$${b64(16)}$${b64(32)}`,
+      `$argon2id$v=19$m=1024,t=3,p=1$${b64(4)}$${b64(32)}`, // a salt too short
+      `$argon2id$v=19$m=1024,t=3,p=1$${b64(16)}$${b64(8)}`, // a key too short
+      '$argon2id$v=19$m=1024,t=3,p=1$$',
+      '$argon2id$garbage',
+    ]) {
+      expect(isPasswordHash(stored), stored).toBe(false);
+      expect(verifyPasswordSync('x', stored), stored).toBe(false);
     }
   });
 });

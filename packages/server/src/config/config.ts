@@ -38,7 +38,7 @@ export interface ServerConfig {
   passwordHashesPerClient: number;
   /** The longest a password hash waits for a thread before its sign-in is answered 503 (`AUTHCLI_PASSWORD_HASH_QUEUE_DEADLINE`). */
   passwordHashQueueDeadlineMs: number;
-  /** scrypt cost of new password hashes as log2 N (`AUTHCLI_PASSWORD_HASH_COST`; config/defaults.ts PASSWORD_HASH_COST). */
+  /** Argon2id cost of new password hashes as log2 of its memory in KiB (`AUTHCLI_PASSWORD_HASH_COST`; config/defaults.ts PASSWORD_HASH_COST). */
   passwordHashCost: number;
   /** Network timeouts and caps (see config/defaults.ts). */
   headersTimeoutMs: number;
@@ -97,12 +97,12 @@ export class ConfigError extends Error {
 }
 
 /**
- * The warning for a password-hash cost below the production floor (OWASP's minimum), or undefined at or
+ * The warning for a password-hash cost below the production floor (RFC 9106's memory-constrained Argon2id), or undefined at or
  * above it: `start` prints it, so a test setting left on a real server does not go unnoticed.
  */
 export function weakPasswordHashWarning(cost: number): string | undefined {
   if (cost >= D.PASSWORD_HASH_COST) return undefined;
-  return `AUTHCLI_PASSWORD_HASH_COST=${cost} is below the production minimum (${D.PASSWORD_HASH_COST}, OWASP's scrypt N=2^${D.PASSWORD_HASH_COST}): new password hashes are ${2 ** (D.PASSWORD_HASH_COST - cost)} times cheaper to guess from a stolen database. Unset it outside tests.`;
+  return `AUTHCLI_PASSWORD_HASH_COST=${cost} is below the production minimum (${D.PASSWORD_HASH_COST}, Argon2id with ${2 ** (D.PASSWORD_HASH_COST - 10)} MiB): new password hashes are ${2 ** (D.PASSWORD_HASH_COST - cost)} times cheaper to guess from a stolen database. Unset it outside tests.`;
 }
 
 /** A yes/no setting: `true`/`1`/`yes`/`on` or `false`/`0`/`no`/`off` (any case); unset or empty is the default. */

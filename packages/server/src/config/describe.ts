@@ -198,8 +198,8 @@ export function describeConfig(config: ServerConfig, flags: ConfigInput, env: No
       source: from(undefined, 'AUTHCLI_PASSWORD_HASH_QUEUE_DEADLINE'),
     },
     {
-      name: 'scrypt',
-      value: `N=2^${config.passwordHashCost} r=${D.SCRYPT.r} p=${D.SCRYPT.p}`,
+      name: 'argon2id',
+      value: `m=${2 ** config.passwordHashCost} t=${D.PASSWORD_HASH.passes} p=${D.PASSWORD_HASH.lanes}`,
       source: from(undefined, 'AUTHCLI_PASSWORD_HASH_COST'),
     },
     // abuse limits

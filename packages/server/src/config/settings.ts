@@ -240,7 +240,7 @@ export const SERVER_SETTINGS: readonly Setting[] = [
     env: 'AUTHCLI_PASSWORD_HASH_COST',
     default: code(D.PASSWORD_HASH_COST),
     range: D.PASSWORD_HASH_COST_BOUNDS,
-    meaning: `scrypt cost of password hashes as log2 N (r=${D.SCRYPT.r}, p=${D.SCRYPT.p}): ${D.PASSWORD_HASH_COST} (N=2^${D.PASSWORD_HASH_COST}, 128 MiB a hash) is the OWASP minimum and the production floor, and below it \`start\` warns loudly; tests use ${D.PASSWORD_HASH_COST_BOUNDS.min}. A hash made at a lower cost is upgraded at the next sign-in; one made at a higher cost is kept.`,
+    meaning: `Argon2id cost of password hashes as log2 of its memory in KiB (${D.PASSWORD_HASH.passes} passes, ${D.PASSWORD_HASH.lanes} lane): ${D.PASSWORD_HASH_COST} (${2 ** (D.PASSWORD_HASH_COST - 10)} MiB a hash, RFC 9106's memory-constrained choice) is the production floor, and below it \`start\` warns loudly; tests use ${D.PASSWORD_HASH_COST_BOUNDS.min}. A hash made at a lower cost, or with scrypt before Argon2id, is upgraded at the next sign-in; one made at a higher cost is kept.`,
   },
   // ---- metrics
   {

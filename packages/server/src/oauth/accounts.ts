@@ -3,14 +3,14 @@ import { MIN_PASSWORD_LENGTH, USERNAME_PATTERN } from '../config/defaults.js';
 import { type GrantHolder, serializeClaims, StoreError, type Store, type User } from '../store/store.js';
 import { applyClaimsPatch, type ClaimsPatch } from './claims.js';
 import { InputError } from '../util/input-error.js';
-import { hashPassword, type ScryptParams } from '../util/password.js';
+import { hashPassword, type PasswordHashParams } from '../util/password.js';
 
-/** Creates a user with an scrypt password hash made with `params` (the configured cost). */
+/** Creates a user with an Argon2id password hash made with `params` (the configured cost). */
 export async function addUser(
   store: Store,
   input: { username: string; password: string; admin?: boolean; name?: string | null; email?: string | null },
   now: number,
-  params: ScryptParams,
+  params: PasswordHashParams,
 ) {
   if (!USERNAME_PATTERN.test(input.username)) throw new InputError('username must be 1-64 characters of letters, digits and . _ @ -');
   if (input.password.length < MIN_PASSWORD_LENGTH) throw new InputError(`password must be at least ${MIN_PASSWORD_LENGTH} characters`);
@@ -46,7 +46,7 @@ export async function updateUserClaims(store: Store, username: string, patch: Cl
 
 /**
  * The operator's password reset: checks the new password as `users add`
- * does, stores its scrypt hash and ends the user's sessions; with
+ * does, stores its Argon2id hash and ends the user's sessions; with
  * `revokeTokens`, revokes every grant of the user too. Returns the session IDs
  * (`sid`) of the sessions ended and, with `revokeTokens`, the holders of the
  * grants it revoked (both for back-channel logout); the caller clears the
@@ -56,7 +56,7 @@ export async function resetUserPassword(
   store: Store,
   username: string,
   password: string,
-  options: { revokeTokens?: boolean; now?: number; params?: ScryptParams } = {},
+  options: { revokeTokens?: boolean; now?: number; params?: PasswordHashParams } = {},
 ): Promise<{
   userId: string;
   username: string;

@@ -165,7 +165,7 @@ export function startCommand(cli: Command): void {
             : `PostgreSQL ${databaseHost(config.databaseUrl)}`,
         listening: hostPort(config.host, port),
         dashboard: `${config.issuer}/dashboard`,
-        // Set by bin/authcli-server.cjs before libuv starts its pool (RS256 signatures, scrypt).
+        // Set by bin/authcli-server.cjs before libuv starts its pool (RS256 signatures, `users add` hashes).
         signingThreads: process.env.UV_THREADPOOL_SIZE || '4 (libuv default)',
         users,
         // Whether people can add passkeys here, and if not, why (the issuer's host: web/webauthn.ts).

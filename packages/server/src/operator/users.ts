@@ -7,7 +7,7 @@ import { claimAssignment, claimRemoval, mergePatches, parseClaimsJson, standardC
 import { InputError } from '../util/input-error.js';
 import { accountCounterKeys } from '../oauth/limits.js';
 import { claimsOf } from '../store/store.js';
-import { scryptParams } from '../config/defaults.js';
+import { passwordHashParams } from '../config/defaults.js';
 import { passkeyCommands } from './passkeys.js';
 import { tellApplicationsAndSay } from './backchannel.js';
 
@@ -32,7 +32,7 @@ export function usersCommand(cli: Command): void {
             store,
             { username, password, admin: opts.admin ?? false, name: opts.name ?? null, email: opts.email ?? null },
             Date.now(),
-            scryptParams(config.passwordHashCost),
+            passwordHashParams(config.passwordHashCost),
           );
           say(`added user ${user.username}${opts.admin ? ' (admin)' : ''}`);
         });
@@ -125,7 +125,7 @@ export function usersCommand(cli: Command): void {
       await withStore(opts.database, async (store, config) => {
         const reset = await resetUserPassword(store, username, password, {
           revokeTokens: opts.revokeTokens ?? false,
-          params: scryptParams(config.passwordHashCost),
+          params: passwordHashParams(config.passwordHashCost),
         });
         // A lockout earned by someone guessing the old password would otherwise outlast the reset.
         const cleared = await store.rateLimits.delete(

@@ -7,7 +7,7 @@ import {
   PASSWORD_HASHES_PER_CLIENT,
   passwordHashMsEstimate,
 } from '../config/defaults.js';
-import { dummyPasswordHash, needsRehash, type ScryptParams } from './password.js';
+import { dummyPasswordHash, needsRehash, type PasswordHashParams } from './password.js';
 import type { PasswordTask } from './password-worker.js';
 
 /**
@@ -226,8 +226,8 @@ export class PasswordHasher {
 
   constructor(
     threads: number,
-    /** The scrypt parameters new hashes are made with (AUTHCLI_PASSWORD_HASH_COST). */
-    readonly params: ScryptParams,
+    /** The Argon2id parameters new hashes are made with (AUTHCLI_PASSWORD_HASH_COST). */
+    readonly params: PasswordHashParams,
     options: Partial<PasswordQueueOptions> = {},
   ) {
     if (!existsSync(WORKER)) throw new Error(`password worker ${WORKER} is missing: build the server first (pnpm build)`);
@@ -246,7 +246,7 @@ export class PasswordHasher {
     this.queue = new PasswordQueue(threads, (task) => this.pool.run(task), {
       deadlineMs: options.deadlineMs ?? PASSWORD_HASH_QUEUE_DEADLINE_MS,
       perClient: options.perClient ?? PASSWORD_HASHES_PER_CLIENT,
-      initialHashMs: options.initialHashMs ?? passwordHashMsEstimate(Math.log2(params.N)),
+      initialHashMs: options.initialHashMs ?? passwordHashMsEstimate(Math.log2(params.memoryKiB)),
     });
   }
 
