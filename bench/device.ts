@@ -42,6 +42,7 @@ function pendingRow(i: number, deviceCode: string, now: number): DeviceAuthoriza
     last_poll_slowed: 0,
     grant_id: null,
     client_ip: '127.0.0.1',
+    resource: null,
   };
 }
 

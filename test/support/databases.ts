@@ -181,8 +181,14 @@ export const MIGRATIONS_AFTER_0008 = [
   '0018_private_key_jwt',
   '0019_credential_history',
   '0020_logout_outbox',
+  '0021_resources',
 ];
 export async function undoMigrationsAfter0008(db: TestDatabase, dialect: DialectName): Promise<void> {
+  // 0021: resources, their scopes, and what each grant was for.
+  for (const table of ['authorization_codes', 'device_authorizations', 'grants'])
+    await execute(db, dialect, `alter table ${table} drop column resource`);
+  await execute(db, dialect, 'drop table resource_scopes');
+  await execute(db, dialect, 'drop table resources');
   // 0020: the back-channel logout outbox.
   await execute(db, dialect, 'drop table logout_outbox');
   // 0019: where a passkey was added from, and what a credential event was about.

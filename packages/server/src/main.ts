@@ -7,6 +7,7 @@ import { configCommand } from './operator/config.js';
 import { limitsCommand } from './operator/limits.js';
 import { logoutsCommand } from './operator/logouts.js';
 import { registrationCommand } from './operator/registration.js';
+import { resourcesCommand } from './operator/resources.js';
 import { isExpected } from './operator/shared.js';
 import { startCommand } from './operator/start.js';
 import { storeCommands } from './operator/store.js';
@@ -28,6 +29,7 @@ export function program(): Command {
   configCommand(cli);
   usersCommand(cli);
   limitsCommand(cli);
+  resourcesCommand(cli);
   appsCommand(cli);
   connectorsCommand(cli);
   logoutsCommand(cli);

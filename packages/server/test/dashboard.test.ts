@@ -95,6 +95,23 @@ describe.each(dialects())('dashboard: applications (%s)', (dialect) => {
     expect(edit.text).not.toContain('Rotate secret');
   });
 
+  it("the form offers each API's scopes under its name; an application registered with one is allowed it", async () => {
+    await server.store.resources.create(
+      { id: 'https://dash-api.example', name: 'Dash API', scopes: [{ name: 'dash:use', description: 'Use the dash API' }] },
+      server.clock.now(),
+    );
+    const b = await as('alice');
+    const form = await b.get('/dashboard/apps/new');
+    expect(form.text).toMatch(/Scopes of Dash API[\s\S]*value="dash:use"[\s\S]*Use the dash API/);
+    const res = await register(b, { name: 'Dash user', scopes: ['openid', 'dash:use'] });
+    expect(res.status).toBe(303);
+    expect((await server.store.applications.get(clientIdOf(res.location!)))?.scopes).toEqual(['openid', 'dash:use']);
+    const unknown = await register(b, { name: 'Bad scopes', scopes: ['openid', 'nobody:knows'] });
+    expect(unknown.status).toBe(400);
+    expect(unknown.text).toContain('unknown scope nobody:knows');
+    await server.store.resources.remove('https://dash-api.example', server.clock.now());
+  });
+
   it('a confidential secret is shown once, on a no-store page, and only its hash is kept', async () => {
     const b = await as('alice');
     const res = await register(b, { name: 'Backend', kind: 'confidential', grants: ['authorization_code', DEVICE] });

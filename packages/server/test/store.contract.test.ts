@@ -48,6 +48,7 @@ function pendingDevice(hash: string, userCode: string, clientId: string, now: nu
     last_poll_slowed: 0,
     grant_id: null,
     client_ip: '203.0.113.7',
+    resource: null,
   };
 }
 
@@ -123,6 +124,7 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     code_challenge: 'x'.repeat(43),
     code_challenge_method: 'S256',
     scope: 'openid',
+    resource: null,
     nonce: null,
     dpop_jkt: null,
     claims: null,
@@ -144,6 +146,7 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     amr: null,
     acr: null,
     sid: null as string | null,
+    resource: null,
   });
   const refreshRow = (hash: string, grantId: string, expiresAt = now + 1000) => ({
     token_hash: hash,

@@ -1,7 +1,7 @@
 import { headerValues } from '../http/header-values.js';
 import type { FastifyInstance } from 'fastify';
 import { clientAddress } from '../http/client-ip.js';
-import { formParams } from '../http/form.js';
+import { bodyResources, formParams } from '../http/form.js';
 import type { OAuthContext } from '../oauth/context.js';
 import { PAR_PATH, pushAuthorizationRequest } from '../oauth/par.js';
 
@@ -14,6 +14,7 @@ export async function parRoutes(app: FastifyInstance, ctx: OAuthContext): Promis
       req.headers.authorization,
       clientAddress(req),
       headerValues(req, 'dpop'),
+      bodyResources(req),
     );
     return reply.code(201).header('cache-control', 'no-store').header('pragma', 'no-cache').send(answer);
   });

@@ -2,7 +2,7 @@ import { headerValues } from '../http/header-values.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { clientAddress } from '../http/client-ip.js';
 import { sendErrorAnswer } from '../http/errors.js';
-import { FormError, formParams } from '../http/form.js';
+import { bodyResources, FormError, formParams } from '../http/form.js';
 import type { OAuthContext } from '../oauth/context.js';
 import { DPOP_NONCE_HEADER } from '../oauth/dpop.js';
 import { OAuthError, STORE_UNAVAILABLE } from '../oauth/errors.js';
@@ -20,7 +20,14 @@ export async function tokenRoutes(app: FastifyInstance, ctx: OAuthContext): Prom
   app.post('/oauth/token', async (req: FastifyRequest, reply: FastifyReply) => {
     try {
       const params = formParams(req);
-      const outcome = await tokenRequest(ctx, params, req.headers.authorization, clientAddress(req), headerValues(req, 'dpop'));
+      const outcome = await tokenRequest(
+        ctx,
+        params,
+        req.headers.authorization,
+        clientAddress(req),
+        headerValues(req, 'dpop'),
+        bodyResources(req),
+      );
       if (outcome instanceof OAuthError) {
         metrics.tokenError(outcome.error);
         return sendErrorAnswer(reply, outcome);

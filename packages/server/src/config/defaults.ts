@@ -91,6 +91,11 @@ export const RATE_LIMIT_ROWS_KEPT_MS = DAY;
 export const PURGE_INTERVAL_MS = 10 * MINUTE;
 /** How long an application read from the store answers lookups on one instance (another's changes show within it). */
 export const APPLICATION_CACHE_MS = SECOND;
+/**
+ * How long one instance answers from its copy of the resources (RFC 8707 APIs and their scopes) before reading
+ * them again: another instance's `resources add|update|remove` shows within it, as an application's change does.
+ */
+export const RESOURCE_CACHE_MS = SECOND;
 /** A new signing key waits this long before use, so every instance publishes it first. */
 export const KEY_ACTIVATION_DELAY_MS = MINUTE;
 /** How often an instance re-reads the signing keys. */

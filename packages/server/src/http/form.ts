@@ -135,10 +135,26 @@ export function repeatedParameter(name: string): string {
 export function formParams(req: FastifyRequest): Readonly<Record<string, string>> {
   if (!isParsedForm(req.body)) throw new FormError('the request body must be application/x-www-form-urlencoded');
   if (req.body.repeated.size > 0) {
-    const [first] = req.body.repeated;
-    throw new FormError(repeatedParameter(first!));
+    for (const name of req.body.repeated) if (!MAY_REPEAT.has(name)) throw new FormError(repeatedParameter(name));
   }
   return req.body.params;
+}
+
+/** The one parameter a request may repeat: RFC 8707 §2 `resource`, one per API the request is for. */
+const MAY_REPEAT: ReadonlySet<string> = new Set(['resource']);
+
+const NO_VALUES: readonly string[] = [];
+
+/** Every `resource` of a parsed form (RFC 8707 §2), in order; none when absent. */
+export function resourceValues(form: ParsedForm): readonly string[] {
+  if (form.repeated.has('resource')) return form.lists.resource ?? NO_VALUES;
+  const one = form.params.resource;
+  return one === undefined ? NO_VALUES : [one];
+}
+
+/** The `resource` values of a request whose body formParams has accepted. */
+export function bodyResources(req: FastifyRequest): readonly string[] {
+  return isParsedForm(req.body) ? resourceValues(req.body) : NO_VALUES;
 }
 
 /** The fields of a page's form POST; a page form never repeats a field. */

@@ -11,14 +11,24 @@ export interface VerifiedAccessToken {
 }
 
 /**
+ * Which tokens an endpoint takes: `issuer`, those for this server itself (UserInfo: `aud` the issuer), or
+ * `any` it issued, an API's included (introspection and revocation answer for every token, RFC 7662, 7009).
+ */
+export type AcceptedAudience = 'issuer' | 'any';
+
+/**
  * Verifies an access token issued here (RFC 9068 §4): signature against our
  * published keys, `typ` at+jwt, issuer, audience, expiry; then that neither
  * the token (RFC 7009) nor its grant has been revoked and that the account
  * is still enabled.
  * @throws InvalidToken
  */
-export async function verifyAccessToken(ctx: OAuthContext, token: string): Promise<VerifiedAccessToken> {
-  const payload = await verifyAccessTokenJwt(ctx, token);
+export async function verifyAccessToken(
+  ctx: OAuthContext,
+  token: string,
+  audience: AcceptedAudience = 'issuer',
+): Promise<VerifiedAccessToken> {
+  const payload = await verifyAccessTokenJwt(ctx, token, audience);
   if (await ctx.store.grants.isAccessTokenRevoked(payload.jti)) throw new InvalidToken('the access token has been revoked');
   const grant = await ctx.store.grants.find(payload.gid);
   if (!grant || grant.revoked_at !== null) throw new InvalidToken('the access token has been revoked');
@@ -28,12 +38,16 @@ export async function verifyAccessToken(ctx: OAuthContext, token: string): Promi
 }
 
 /** The JWT checks alone (RFC 9068 §4), without looking at revocation. */
-export async function verifyAccessTokenJwt(ctx: OAuthContext, token: string): Promise<VerifiedAccessToken['payload']> {
+export async function verifyAccessTokenJwt(
+  ctx: OAuthContext,
+  token: string,
+  audience: AcceptedAudience = 'issuer',
+): Promise<VerifiedAccessToken['payload']> {
   let payload: VerifiedAccessToken['payload'];
   try {
     ({ payload } = (await jwtVerify(token, await ctx.keys.verificationKeys(), {
       issuer: ctx.config.issuer,
-      audience: ctx.config.issuer,
+      ...(audience === 'issuer' && { audience: ctx.config.issuer }),
       typ: 'at+jwt',
       algorithms: ['ES256', 'RS256'],
       currentDate: new Date(ctx.config.now()),
@@ -44,7 +58,9 @@ export async function verifyAccessTokenJwt(ctx: OAuthContext, token: string): Pr
     if (err instanceof joseErrors.JOSEError || err instanceof TypeError) throw new InvalidToken('the access token is invalid');
     throw err;
   }
-  if (typeof payload.gid !== 'string' || typeof payload.scope !== 'string') throw new InvalidToken('the access token is invalid');
+  if (typeof payload.gid !== 'string' || typeof payload.scope !== 'string' || typeof payload.aud !== 'string') {
+    throw new InvalidToken('the access token is invalid');
+  }
   return payload;
 }
 

@@ -38,6 +38,7 @@ export function requestQuery(req: AuthorizationRequest): string {
   if (req.loginHint !== undefined) query.set('login_hint', req.loginHint);
   if (req.acrValues?.length) query.set('acr_values', req.acrValues.join(' '));
   if (req.dpopJkt !== undefined) query.set('dpop_jkt', req.dpopJkt);
+  for (const resource of req.resources) query.append('resource', resource);
   return query.toString();
 }
 

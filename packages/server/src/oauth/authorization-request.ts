@@ -33,6 +33,8 @@ export interface AuthorizationRequest {
   /** `response_mode`: `query` unless the request asked for `form_post`. */
   responseMode: ResponseMode;
   scopes: string[];
+  /** The APIs the grant covers (RFC 8707 `resource`s named, and those the scopes imply); empty: none. */
+  resources: string[];
   nonce: string | undefined;
   codeChallenge: string;
   prompt: ReadonlySet<string>;

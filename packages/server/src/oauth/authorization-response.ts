@@ -3,6 +3,7 @@
  * redirect_uri with a new code, or with an error, `state` and `iss` (RFC 9207)
  * beside it. Issuing the code is also what uses up a pushed request.
  */
+import { storedResources } from './resources.js';
 import type { Authentication } from './authorization-step.js';
 import { randomToken, sha256Hex } from '../util/crypto.js';
 import {
@@ -72,6 +73,7 @@ export async function issueCode(ctx: OAuthContext, req: AuthorizationRequest, si
     code_challenge: req.codeChallenge,
     code_challenge_method: 'S256',
     scope: req.scopes.join(' '),
+    resource: storedResources(req.resources),
     nonce: req.nonce ?? null,
     claims: serializeClaimsRequest(req.claims),
     dpop_jkt: req.dpopJkt ?? null,

@@ -50,8 +50,8 @@ export function checkRedirectUri(app: Application, params: Params, repeated: Rea
 
 /** RFC 6749 §3.1: a parameter may not be repeated. */
 export function checkNoRepeats(repeated: ReadonlySet<string>): void {
-  const [first] = repeated;
-  if (first !== undefined) throw new InvalidRequest(repeatedParameter(first));
+  // RFC 8707 §2: `resource` may be repeated, once per API.
+  for (const name of repeated) if (name !== 'resource') throw new InvalidRequest(repeatedParameter(name));
 }
 
 /** Request objects (OIDC Core §6) are not supported: `request`, nor a `request_uri` that is not a pushed request of this server's. */

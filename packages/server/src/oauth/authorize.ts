@@ -6,7 +6,7 @@
  * authorization-step.ts (sign-in, consent or a code).
  */
 import { CONTINUATION_TTL_MS } from '../config/defaults.js';
-import { FormError, parseForm } from '../http/form.js';
+import { FormError, parseForm, resourceValues } from '../http/form.js';
 import type { Application } from '../store/store.js';
 import { AuthorizationPageError, type AuthorizationRequest, AuthorizationRedirectError } from './authorization-request.js';
 import {
@@ -28,6 +28,7 @@ import type { OAuthContext } from './context.js';
 import { AccessDenied, InvalidRequest, OAuthError } from './errors.js';
 import { PUSHED_REQUEST_URI_PREFIX, pushedRequestHash } from './pushed-request-uri.js';
 import { parseScope } from './scopes.js';
+import { coveredResources, namedResources } from './resources.js';
 
 type Params = Readonly<Record<string, string>>;
 
@@ -48,11 +49,12 @@ function parseQuery(rawQuery: string) {
  * of this server's stands for a pushed request (RFC 9126 §4).
  */
 export async function validateAuthorizationRequest(ctx: OAuthContext, rawQuery: string): Promise<AuthorizationRequest> {
-  const { params, repeated } = parseQuery(rawQuery);
+  const form = parseQuery(rawQuery);
+  const { params, repeated } = form;
   const app = await checkClient(ctx, params, repeated);
   if (params.request_uri?.startsWith(PUSHED_REQUEST_URI_PREFIX)) return openPushedRequest(ctx, app, params, repeated);
   const mustBePushed = app.requirePushedAuthorizationRequests || ctx.config.requirePushedAuthorizationRequests;
-  return validateParams(ctx, app, params, repeated, rawQuery, mustBePushed);
+  return validateParams(ctx, app, params, repeated, rawQuery, mustBePushed, resourceValues(form));
 }
 
 /**
@@ -65,8 +67,9 @@ export function validatePushedParams(
   app: Application,
   params: Params,
   repeated: ReadonlySet<string>,
+  resources: readonly string[] = [],
 ): Promise<AuthorizationRequest> {
-  return validateParams(ctx, app, params, repeated, '', false);
+  return validateParams(ctx, app, params, repeated, '', false, resources);
 }
 
 /**
@@ -96,7 +99,7 @@ async function openPushedRequest(
   }
   if (row.openedAt === null) await ctx.store.pushedRequests.open(hash!, now, now + CONTINUATION_TTL_MS);
   const stored = parseQuery(row.query);
-  const inner = await validateParams(ctx, app, stored.params, stored.repeated, row.query, false);
+  const inner = await validateParams(ctx, app, stored.params, stored.repeated, row.query, false, resourceValues(stored));
   let prompt = inner.prompt;
   if (params.prompt !== undefined && !repeated.has('prompt')) {
     const asked = new Set(params.prompt.split(' ').filter(Boolean));
@@ -115,6 +118,7 @@ async function validateParams(
   repeated: ReadonlySet<string>,
   rawQuery: string,
   mustBePushed: boolean,
+  resourceParams: readonly string[],
 ): Promise<AuthorizationRequest> {
   const redirectUri = checkRedirectUri(app, params, repeated);
   const state = repeated.has('state') ? undefined : params.state;
@@ -130,7 +134,10 @@ async function validateParams(
     checkResponseType(app, params);
     checkLengths(params);
     const codeChallenge = checkPkce(params);
-    const scopes = parseScope(params.scope, app.scopes);
+    const catalog = await ctx.store.resources.catalog();
+    const scopes = parseScope(params.scope, app.scopes, catalog.byScope);
+    // RFC 8707 §2: the APIs named, and those the scopes imply.
+    const resources = coveredResources(namedResources(resourceParams, catalog, app.scopes), scopes, catalog);
     const { prompt, maxAge } = checkPrompt(params);
     const claims = parseClaimsRequest(params.claims, app.scopes);
     if (essentialAcrUnmet(claims)) throw new AccessDenied('the requested authentication context class cannot be satisfied');
@@ -142,6 +149,7 @@ async function validateParams(
       state,
       responseMode,
       scopes,
+      resources,
       nonce: params.nonce,
       codeChallenge,
       prompt,

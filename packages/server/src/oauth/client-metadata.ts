@@ -121,7 +121,7 @@ function isHttpUrl(value: string): boolean {
  * asked for and what it got never differ without its knowing.
  * @throws InvalidRedirectUri, InvalidClientMetadata
  */
-export function parseMetadata(body: unknown, clientId: string): ParsedMetadata {
+export function parseMetadata(body: unknown, clientId: string, apiScopes: ReadonlyMap<string, unknown> = new Map()): ParsedMetadata {
   if (!isObject(body)) throw new InvalidClientMetadata('the request body must be a JSON object of client metadata (RFC 7591 §2)');
   const metadataError = (message: string) => new InvalidClientMetadata(message);
 
@@ -159,27 +159,35 @@ export function parseMetadata(body: unknown, clientId: string): ParsedMetadata {
   }
   const scope = optionalString(body, 'scope', 1000);
   const scopes = scope === undefined ? [...DEFAULT_SCOPES] : scope.split(' ').filter(Boolean);
-  if (!scopes.every(isSupportedScope)) throw new InvalidClientMetadata(`scope may only hold ${SUPPORTED_SCOPES.join(', ')}`);
+  if (!scopes.every((s) => isSupportedScope(s) || apiScopes.has(s))) {
+    throw new InvalidClientMetadata(
+      `scope may only hold ${SUPPORTED_SCOPES.join(', ')} and the scopes of this server's APIs (scopes_supported)`,
+    );
+  }
   const idTokenAlg = optionalString(body, 'id_token_signed_response_alg');
   const clientName = optionalString(body, 'client_name');
   let fields: ApplicationFields;
   try {
-    fields = validateApplicationFields({
-      name: clientName ?? clientId,
-      callbackUrls: optionalStrings(body, 'redirect_uris', (m) => new InvalidRedirectUri(m)) ?? [],
-      postLogoutRedirectUris: optionalStrings(body, 'post_logout_redirect_uris', metadataError) ?? [],
-      scopes,
-      grantTypes,
-      ...(idTokenAlg !== undefined && { idTokenAlg }),
-      // RFC 9449 §5.2 and RFC 9126 §6: what the client asks to be held to.
-      requireDpop: optionalBoolean(body, 'dpop_bound_access_tokens') ?? false,
-      requirePushedAuthorizationRequests: optionalBoolean(body, 'require_pushed_authorization_requests') ?? false,
-      requireAcr: requiredAcrOf(optionalStrings(body, 'default_acr_values', metadataError)),
-      // OpenID Connect Back-Channel Logout 1.0 §2.2, held to the rules of a self-registered client (backchannel-uri.ts).
-      backchannelLogoutUri: optionalString(body, 'backchannel_logout_uri', URI_MAX),
-      backchannelLogoutSessionRequired: optionalBoolean(body, 'backchannel_logout_session_required'),
-      selfRegistered: true,
-    });
+    fields = validateApplicationFields(
+      {
+        name: clientName ?? clientId,
+        callbackUrls: optionalStrings(body, 'redirect_uris', (m) => new InvalidRedirectUri(m)) ?? [],
+        postLogoutRedirectUris: optionalStrings(body, 'post_logout_redirect_uris', metadataError) ?? [],
+        scopes,
+        grantTypes,
+        ...(idTokenAlg !== undefined && { idTokenAlg }),
+        // RFC 9449 §5.2 and RFC 9126 §6: what the client asks to be held to.
+        requireDpop: optionalBoolean(body, 'dpop_bound_access_tokens') ?? false,
+        requirePushedAuthorizationRequests: optionalBoolean(body, 'require_pushed_authorization_requests') ?? false,
+        requireAcr: requiredAcrOf(optionalStrings(body, 'default_acr_values', metadataError)),
+        // OpenID Connect Back-Channel Logout 1.0 §2.2, held to the rules of a self-registered client (backchannel-uri.ts).
+        backchannelLogoutUri: optionalString(body, 'backchannel_logout_uri', URI_MAX),
+        backchannelLogoutSessionRequired: optionalBoolean(body, 'backchannel_logout_session_required'),
+        selfRegistered: true,
+      },
+      clientId,
+      apiScopes,
+    );
   } catch (err) {
     if (!(err instanceof InputError)) throw err;
     throw err.field === CALLBACK_URLS_FIELD ? new InvalidRedirectUri(err.message) : new InvalidClientMetadata(err.message);

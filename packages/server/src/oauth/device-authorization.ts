@@ -1,3 +1,4 @@
+import { coveredResources, namedResources, storedResources } from './resources.js';
 import { DEVICE_CODE_GRANT_TYPE, type DeviceAuthorizationResponse } from '@authcli/protocol';
 import type { OAuthContext } from './context.js';
 import { DEVICE_CODE_TTL_SECONDS, DEVICE_POLL_INTERVAL_SECONDS } from '../config/defaults.js';
@@ -18,6 +19,8 @@ export function pendingDeviceAuthorization(input: {
   userCode: string;
   clientId: string;
   scope: string;
+  /** The resources the grant will cover (oauth/resources.ts storedResources); null: none. */
+  resource?: string | null;
   now: number;
   /** The address the request came from (http/client-ip.ts `clientAddress`), shown on the confirmation page. */
   clientIp: string | null;
@@ -42,6 +45,7 @@ export function pendingDeviceAuthorization(input: {
     last_poll_slowed: 0,
     grant_id: null,
     client_ip: input.clientIp,
+    resource: input.resource ?? null,
   };
 }
 
@@ -56,11 +60,14 @@ export async function authorizeDevice(
   params: Readonly<Record<string, string>>,
   authorization: string | undefined,
   clientIp: string,
+  resources: readonly string[] = [],
 ): Promise<DeviceAuthorizationResponse> {
   const client = await authenticateClient(ctx, authorization, params, clientIp);
   if (!client.grantTypes.includes(DEVICE_CODE_GRANT_TYPE))
     throw new UnauthorizedClient('this application may not use the device authorization grant');
-  const scopes = parseScope(params.scope, client.scopes);
+  const catalog = await ctx.store.resources.catalog();
+  const scopes = parseScope(params.scope, client.scopes, catalog.byScope);
+  const covered = coveredResources(namedResources(resources, catalog, client.scopes), scopes, catalog);
   // Each authorization is a row kept for a day: counted per client IP and per application before one is made.
   const admission = await ctx.limits.deviceAuthorization(clientIp, client.clientId);
   if (!admission.admitted) {
@@ -78,6 +85,7 @@ export async function authorizeDevice(
           userCode,
           clientId: client.clientId,
           scope: scopes.join(' '),
+          resource: storedResources(covered),
           now,
           clientIp,
           ttlSeconds: ctx.config.deviceCodeTtlSeconds,

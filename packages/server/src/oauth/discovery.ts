@@ -10,12 +10,13 @@ import { REGISTRATION_PATH } from './dynamic-registration.js';
 import { PAR_PATH } from './par.js';
 import { RESPONSE_MODES } from './authorize-checks.js';
 import { assertionAlgs } from './client-keys.js';
+import type { ResourceCatalog } from '../store/store.js';
 
 /** How clients may authenticate (RFC 8414 §2; `private_key_jwt`: RFC 7523 §2.2, client-assertion.ts); `none` identifies a public client. */
 const AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'private_key_jwt'];
 
 /** Authorization server metadata (RFC 8414 §2, OIDC Discovery §3). */
-export function metadata(ctx: OAuthContext): OpenIDProviderMetadata {
+export function metadata(ctx: OAuthContext, catalog?: ResourceCatalog): OpenIDProviderMetadata {
   const iss = ctx.config.issuer;
   const assertionSigning = assertionAlgs(ctx.config.fapi2);
   return {
@@ -41,7 +42,8 @@ export function metadata(ctx: OAuthContext): OpenIDProviderMetadata {
     require_pushed_authorization_requests: ctx.config.requirePushedAuthorizationRequests,
     // RFC 8414 §2 / OIDC Discovery §3: advertised only when clients may register (AUTHCLI_REGISTRATION).
     ...(ctx.config.registration !== 'off' && { registration_endpoint: `${iss}${REGISTRATION_PATH}` }),
-    scopes_supported: [...SUPPORTED_SCOPES],
+    // OpenID Connect's scopes, then every API's (RFC 8707 resources, oauth/resources.ts).
+    scopes_supported: [...SUPPORTED_SCOPES, ...(catalog?.list ?? []).flatMap((r) => r.scopes.map((s) => s.name))],
     response_types_supported: ['code'],
     response_modes_supported: [...RESPONSE_MODES],
     grant_types_supported: supportedGrantTypes(),

@@ -110,7 +110,7 @@ export async function registerClient(
     if (!(await store.initialAccessTokens.findUsable(initialTokenHash, config.now()))) throw INVALID_INITIAL_ACCESS_TOKEN;
   }
   const clientId = newClientId();
-  const metadata = parseMetadata(body, clientId);
+  const metadata = parseMetadata(body, clientId, (await ctx.store.resources.catalog()).byScope);
   const clientKeys = metadata.keys && (await checkRegisteredKeys(metadata.keys, config.fapi2));
   let admission: Admission | undefined;
   if (initialTokenHash !== undefined) {
@@ -224,7 +224,7 @@ export async function updateClient(
     const matches = typeof secret === 'string' && app.secretHash !== null && hashesEqual(sha256Hex(secret), app.secretHash);
     if (!matches) throw new InvalidClientMetadata("client_secret must be the client's current secret; a client cannot choose its secret");
   }
-  const metadata = parseMetadata(body, clientId);
+  const metadata = parseMetadata(body, clientId, (await ctx.store.resources.catalog()).byScope);
   if (metadata.kind !== app.kind || (metadata.keys !== undefined) !== (app.clientKeys !== null)) {
     throw new InvalidClientMetadata(
       'token_endpoint_auth_method cannot change between none, a client secret method and private_key_jwt: register a new client instead',

@@ -113,6 +113,11 @@ export class InvalidScope extends OAuthError {
   readonly error = 'invalid_scope';
 }
 
+/** RFC 8707 §2: a `resource` that is not one of this server's, or that the grant does not cover. */
+export class InvalidTarget extends OAuthError {
+  readonly error = 'invalid_target';
+}
+
 export class AccessDenied extends OAuthError {
   readonly error = 'access_denied';
 }

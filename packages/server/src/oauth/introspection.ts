@@ -31,7 +31,7 @@ async function introspectAccessToken(ctx: OAuthContext, client: Application, tok
   if (token.split('.').length !== 3) return undefined;
   let verified;
   try {
-    verified = await verifyAccessToken(ctx, token);
+    verified = await verifyAccessToken(ctx, token, 'any');
   } catch (err) {
     if (err instanceof InvalidToken) return undefined;
     throw err;

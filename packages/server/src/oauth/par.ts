@@ -47,6 +47,7 @@ export async function pushAuthorizationRequest(
   authorization: string | undefined,
   clientIp: string,
   dpopHeader?: readonly string[] | undefined,
+  resources: readonly string[] = [],
 ): Promise<PushedAuthorizationResponse> {
   const app = await authenticateClient(ctx, authorization, params, clientIp);
   if (params.request_uri !== undefined) throw new InvalidRequest('request_uri cannot be pushed (RFC 9126 §2.1)');
@@ -66,7 +67,7 @@ export async function pushAuthorizationRequest(
   }
   let validated;
   try {
-    validated = await validatePushedParams(ctx, app, request, new Set());
+    validated = await validatePushedParams(ctx, app, request, new Set(), resources);
   } catch (err) {
     if (err instanceof AuthorizationRedirectError) throw err.oauthError;
     if (err instanceof AuthorizationPageError) throw new InvalidRequest(err.description);

@@ -46,6 +46,8 @@ export function newGrant(
     dpopJkt?: string | undefined;
     /** The browser session whose code it redeems (Back-Channel Logout §2.1); none for a device's grant. */
     sid?: string | null | undefined;
+    /** The resources it covers, as stored (oauth/resources.ts); none for OpenID Connect scopes alone. */
+    resource?: string | null | undefined;
   },
   now: number,
 ): Grant {
@@ -54,6 +56,7 @@ export function newGrant(
     client_id: input.clientId,
     user_id: input.userId,
     scope: input.scope,
+    resource: input.resource ?? null,
     claims: input.claims ?? null,
     auth_time: input.authTime,
     created_at: now,

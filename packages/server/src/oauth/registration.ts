@@ -127,7 +127,12 @@ function readsAsBuiltin(name: string): boolean {
  * Checks what a person or operator typed for an application; the same rules for the CLI, the dashboard and
  * self-registering clients. `clientId` is the application's when it exists already (an update).
  */
-export function validateApplicationFields(input: Omit<NewAppInput, 'kind' | 'ownerId'>, clientId?: string): ApplicationFields {
+export function validateApplicationFields(
+  input: Omit<NewAppInput, 'kind' | 'ownerId'>,
+  clientId?: string,
+  /** The scopes of the team's APIs (resources), which an application may be allowed as well as OpenID Connect's. */
+  apiScopes: ReadonlyMap<string, unknown> = new Map(),
+): ApplicationFields {
   const name = input.name.trim();
   if (!name || name.length > APPLICATION_NAME_MAX) throw new InputError(`name must be 1-${APPLICATION_NAME_MAX} characters`);
   if (NAME_UNSAFE.test(name)) {
@@ -152,8 +157,11 @@ export function validateApplicationFields(input: Omit<NewAppInput, 'kind' | 'own
   }
   if (input.scopes.length === 0) throw new InputError('at least one scope is required');
   for (const s of input.scopes) {
-    if (!(SUPPORTED_SCOPES as readonly string[]).includes(s))
-      throw new InputError(`unknown scope ${s} (one of ${SUPPORTED_SCOPES.join(', ')})`);
+    if (!(SUPPORTED_SCOPES as readonly string[]).includes(s) && !apiScopes.has(s)) {
+      const apis =
+        apiScopes.size > 0 ? `, or an API's: ${[...apiScopes.keys()].join(', ')}` : '; an API scope is defined with `resources add`';
+      throw new InputError(`unknown scope ${s} (one of ${SUPPORTED_SCOPES.join(', ')}${apis})`);
+    }
   }
   // OIDC Core §11: offline_access asks for a refresh token. Allowing the scope without the grant would show it on
   // the consent page and then issue none; refused, so the operator chooses which one is meant.
@@ -223,7 +231,12 @@ export async function registerApplication(
 ): Promise<{ app: Application; clientSecret: string | undefined }> {
   if (input.kind !== 'public' && input.kind !== 'confidential') throw new InputError('kind must be public or confidential');
   // Under FAPI 2.0 an application that names no ID token algorithm gets ES256, which the profile allows.
-  const fields = validateApplicationFields(options.fapi2 ? { ...input, idTokenAlg: input.idTokenAlg ?? 'ES256' } : input);
+  const { byScope } = await store.resources.catalog();
+  const fields = validateApplicationFields(
+    options.fapi2 ? { ...input, idTokenAlg: input.idTokenAlg ?? 'ES256' } : input,
+    undefined,
+    byScope,
+  );
   if (input.clientKeys && input.kind !== 'confidential') throw new InputError('only a confidential application authenticates with keys');
   checkFapi2(options.fapi2 === true, { kind: input.kind, clientKeys: input.clientKeys ?? null, idTokenAlg: fields.idTokenAlg });
   const secret = input.kind === 'confidential' && !input.clientKeys ? newClientSecret() : undefined;

@@ -37,7 +37,7 @@ export async function revoke(
     if (token.split('.').length !== 3) return false;
     let payload;
     try {
-      payload = await verifyAccessTokenJwt(ctx, token);
+      payload = await verifyAccessTokenJwt(ctx, token, 'any');
     } catch (err) {
       if (err instanceof InvalidToken) return false;
       throw err;

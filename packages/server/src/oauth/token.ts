@@ -24,6 +24,7 @@ export async function tokenRequest(
   authorization: string | undefined,
   clientIp: string,
   dpopHeader?: readonly string[] | undefined,
+  resources: readonly string[] = [],
 ): Promise<TokenResponse | OAuthError> {
   const grantType = params.grant_type;
   if (!grantType) throw new InvalidRequest('grant_type is missing');
@@ -44,5 +45,5 @@ export async function tokenRequest(
   if (!dpop && client.requireDpop) {
     throw new InvalidDpopProof('this application requires DPoP: send a DPoP proof with every token request (RFC 9449 §5)');
   }
-  return handler(ctx, client, params, dpop);
+  return handler(ctx, client, params, dpop, resources);
 }

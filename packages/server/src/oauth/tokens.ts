@@ -7,6 +7,7 @@ import { randomToken } from '../util/crypto.js';
 import { acrFor, amrOf } from './acr.js';
 import { CLAIM_SCOPE_NAMES, type ClaimsRequest, essentialAcrValues, pickClaims } from './claims-request.js';
 import type { KeyRing, SigningAlg } from './keys.js';
+import type { TokenAudience } from './resources.js';
 
 /** What a token is issued for: one grant (a code exchange, a device approval, a refresh family). */
 export interface TokenContext {
@@ -26,6 +27,11 @@ export interface TokenContext {
   jkt?: string | undefined;
   /** The browser session the sign-in was made in (Back-Channel Logout 1.0 §2.1 `sid`); none for a device's. */
   sid?: string | null | undefined;
+  /**
+   * The API the access token is for (RFC 8707, oauth/resources.ts tokenAudience): its `aud` is the API's
+   * identifier and its `scope` only the API's scopes; absent: `aud` is the issuer and `scope` every granted scope.
+   */
+  audience?: TokenAudience | undefined;
 }
 
 /** OIDC Core §3.1.3.6: at_hash is the left half of SHA-256 of the access token, base64url. */
@@ -50,9 +56,9 @@ export class TokenIssuer {
     return this.keys.signJwt(this.accessTokenAlg, 'at+jwt', {
       iss: this.config.issuer,
       sub: ctx.user.id,
-      aud: this.config.issuer,
+      aud: ctx.audience ? ctx.audience.resource.id : this.config.issuer,
       client_id: ctx.app.clientId,
-      scope: ctx.scopes.join(' '),
+      scope: (ctx.audience ? ctx.audience.scopes : ctx.scopes).join(' '),
       auth_time: Math.floor(ctx.authTime / 1000),
       iat,
       exp: iat + this.config.accessTokenTtlSeconds,
@@ -101,7 +107,8 @@ export class TokenIssuer {
       access_token: access,
       token_type: ctx.jkt !== undefined ? 'DPoP' : 'Bearer',
       expires_in: this.config.accessTokenTtlSeconds,
-      scope: ctx.scopes.join(' '),
+      // RFC 6749 §5.1: the access token's scope (an API's token carries only that API's).
+      scope: (ctx.audience ? ctx.audience.scopes : ctx.scopes).join(' '),
     };
     if (ctx.scopes.includes('openid')) response.id_token = await this.idToken(ctx, access, iat);
     if (extra.refreshToken) response.refresh_token = extra.refreshToken;

@@ -224,6 +224,7 @@ export function appsCommand(cli: Command): void {
               ...backchannelUpdate(app, opts),
             },
             clientId,
+            (await store.resources.catalog()).byScope,
           );
           const authentication = clientKeys
             ? { clientKeys, secretHash: null }

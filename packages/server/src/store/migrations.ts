@@ -13,6 +13,7 @@ import { backchannelLogout } from './migrations/0017_backchannel_logout.js';
 import { privateKeyJwt } from './migrations/0018_private_key_jwt.js';
 import { credentialHistory } from './migrations/0019_credential_history.js';
 import { logoutOutbox } from './migrations/0020_logout_outbox.js';
+import { resources } from './migrations/0021_resources.js';
 import type { Past } from './migrations/past.js';
 
 const migrations: Record<string, Migration> = {
@@ -340,6 +341,7 @@ const migrations: Record<string, Migration> = {
   '0018_private_key_jwt': privateKeyJwt,
   '0019_credential_history': credentialHistory,
   '0020_logout_outbox': logoutOutbox,
+  '0021_resources': resources,
 };
 
 /** Provides the migrations above, then those in migrations/, to Kysely's Migrator. */

@@ -1,5 +1,9 @@
 import type { ColumnType, Insertable, Selectable, Updateable } from 'kysely';
+import type { ConnectorStatesTable, ConnectorsTable, FederatedIdentitiesTable } from './repositories/connector-tables.js';
 import type { LogoutOutboxTable } from './repositories/logout-outbox.js';
+import type { ResourceScopesTable, ResourcesTable } from './repositories/resources.js';
+
+export type { ConnectorStatesTable, ConnectorsTable, FederatedIdentitiesTable } from './repositories/connector-tables.js';
 
 /**
  * Table types shared by both dialects. Times are epoch milliseconds
@@ -149,6 +153,8 @@ export interface AuthorizationCodesTable {
   acr: ColumnType<string | null, string | null | undefined, string | null>;
   /** The browser session it was issued in (its `sid`); null before sessions had one. */
   sid: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The resource identifiers (RFC 8707) the grant covers, space-separated; null: OpenID Connect scopes alone. */
+  resource: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface GrantsTable {
@@ -170,6 +176,8 @@ export interface GrantsTable {
   acr: ColumnType<string | null, string | null | undefined, string | null>;
   /** The browser session whose code made it (its `sid`); null for a device's grant and grants made before. */
   sid: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The resource identifiers (RFC 8707) the grant covers, space-separated; null: OpenID Connect scopes alone. */
+  resource: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 export interface SigningKeysTable {
@@ -215,6 +223,8 @@ export interface DeviceAuthorizationsTable {
    * address or an IPv6 /56), shown on the confirmation page; null for rows made before it was kept.
    */
   client_ip: string | null;
+  /** The resource identifiers (RFC 8707) the grant covers, space-separated; null: OpenID Connect scopes alone. */
+  resource: ColumnType<string | null, string | null | undefined, string | null>;
 }
 
 /** What a sign-in record records: a password sign-in, or a device sign-in the user approved or denied. */
@@ -326,39 +336,9 @@ export interface WebauthnChallengesTable {
   expires_at: number;
 }
 
-/** An upstream identity provider the operator added (connectors/). */
-export interface ConnectorsTable {
-  id: string;
-  type: 'oidc' | 'github' | 'ldap';
-  name: string;
-  /** JSON of the type's settings, without the secret. */
-  settings: string;
-  /** The client secret or bind password (an encrypted envelope when AUTHCLI_KEY_ENCRYPTION_KEY is set). */
-  secret: string;
-  created_at: number;
-}
-
-/** An upstream account linked to the user it signs in as. */
-export interface FederatedIdentitiesTable {
-  connector_id: string;
-  subject: string;
-  user_id: string;
-  created_at: number;
-}
-
-/** A redirect to an upstream and back, used once. */
-export interface ConnectorStatesTable {
-  state_hash: string;
-  connector_id: string;
-  browser_hash: string;
-  code_verifier: string;
-  nonce: string;
-  continue_id: string | null;
-  link_user_id: string | null;
-  expires_at: number;
-}
-
 export interface Database {
+  resources: ResourcesTable;
+  resource_scopes: ResourceScopesTable;
   connectors: ConnectorsTable;
   federated_identities: FederatedIdentitiesTable;
   connector_states: ConnectorStatesTable;

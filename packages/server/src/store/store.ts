@@ -21,6 +21,7 @@ import { KyselySettings, type Settings } from './repositories/settings.js';
 import { KyselySignInEvents, type SignInEvents, signInEventStatements } from './repositories/signin-events.js';
 import { KyselyLogoutOutbox, type LogoutOutbox } from './repositories/logout-outbox.js';
 import { KyselyUsers, type Users } from './repositories/users.js';
+import { KyselyResources, type Resources } from './repositories/resources.js';
 
 export type { Dialect } from './engine.js';
 export { StoreError, type StoreErrorCode } from './errors.js';
@@ -35,6 +36,7 @@ export {
   type NewApplication,
 } from './repositories/applications.js';
 export type { AuthorizationCode } from './repositories/codes.js';
+export type { Resource, ResourceCatalog, ResourceScope } from './repositories/resources.js';
 export type { PushedRequest } from './repositories/pushed-requests.js';
 export type { DeviceAuthorization, DeviceDecision, DevicePoll, DevicePollSummary } from './repositories/device-grants.js';
 export type { Grant, GrantHolder, RefreshToken } from './repositories/grants.js';
@@ -57,6 +59,8 @@ export { claimsOf, serializeClaims, type AddressClaim, type NewUser, type User, 
  */
 export class Store {
   readonly applications: Applications;
+  /** The team's APIs (RFC 8707 resources) and their scopes. */
+  readonly resources: Resources;
   readonly users: Users;
   readonly consents: Consents;
   readonly sessions: Sessions;
@@ -93,6 +97,7 @@ export class Store {
     const statements = grantStatements();
     const signIns = signInEventStatements();
     this.applications = new KyselyApplications(engine, cacheClock);
+    this.resources = new KyselyResources(engine, cacheClock);
     this.users = new KyselyUsers(engine);
     this.consents = new KyselyConsents(engine);
     this.sessions = new KyselySessions(engine);

@@ -1,3 +1,4 @@
+import type { ResourceCatalog } from '../store/store.js';
 import { DEVICE_CODE_GRANT_TYPE } from '@authcli/protocol';
 import { SUPPORTED_SCOPES } from '../oauth/scopes.js';
 import { GRANT_TYPES, INTROSPECTION_SCOPES, type Application } from '../store/store.js';
@@ -96,6 +97,8 @@ export function AppFormPage(props: {
   error?: string | undefined;
   app?: Application | undefined;
   notice?: string | undefined;
+  /** The team's APIs (resources), whose scopes an application may be allowed too. */
+  apis?: ResourceCatalog | undefined;
 }) {
   const v = props.values;
   const editing = props.app !== undefined;
@@ -182,6 +185,19 @@ export function AppFormPage(props: {
               </label>
             ))}
           </fieldset>
+          {(props.apis?.list ?? []).map((api) => (
+            <fieldset>
+              <legend>
+                Scopes of {api.name} <span class="muted">({api.id})</span>
+              </legend>
+              {api.scopes.map((s) => (
+                <label>
+                  <input type="checkbox" name="scope" value={s.name} checked={v.scopes.includes(s.name)} /> <code>{s.name}</code>{' '}
+                  <span class="muted">{s.description}</span>
+                </label>
+              ))}
+            </fieldset>
+          ))}
           <fieldset>
             <legend>Grants allowed</legend>
             {GRANT_TYPES.map((g) => (

@@ -148,7 +148,10 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
       jwksUri: '',
       jwks: '',
     };
-    return sendPage(reply, <AppFormPage viewer={viewerOf(reply, c)} admin={c.user.is_admin === 1} values={values} />);
+    return sendPage(
+      reply,
+      <AppFormPage viewer={viewerOf(reply, c)} admin={c.user.is_admin === 1} apis={await store.resources.catalog()} values={values} />,
+    );
   });
 
   app.post('/dashboard/apps', { preHandler: app.csrfProtection }, async (req, reply) => {
@@ -174,7 +177,13 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
       if (!(err instanceof InputError)) throw err;
       return sendPage(
         reply,
-        <AppFormPage viewer={viewerOf(reply, c)} admin={c.user.is_admin === 1} values={values} error={err.message} />,
+        <AppFormPage
+          viewer={viewerOf(reply, c)}
+          admin={c.user.is_admin === 1}
+          apis={await store.resources.catalog()}
+          values={values}
+          error={err.message}
+        />,
         400,
       );
     }
@@ -187,7 +196,14 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
     if (!mayManage(c, a)) return notFound(reply);
     return sendPage(
       reply,
-      <AppFormPage viewer={viewerOf(reply, c)} admin={c.user.is_admin === 1} values={valuesOf(a)} app={a} notice={notice(c)} />,
+      <AppFormPage
+        viewer={viewerOf(reply, c)}
+        admin={c.user.is_admin === 1}
+        apis={await store.resources.catalog()}
+        values={valuesOf(a)}
+        app={a}
+        notice={notice(c)}
+      />,
     );
   });
 
@@ -217,7 +233,11 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
       const secret = !clientKeys && a.clientKeys ? newClientSecret() : undefined;
       const authentication = clientKeys ? { clientKeys, secretHash: null } : secret ? { clientKeys: null, secretHash: secret.hash } : {};
       // An administrator editing a self-registered application holds it to the rules it registered under.
-      const fields = validateApplicationFields({ ...fieldsOf(values), selfRegistered: a.registrationTokenHash !== null }, a.clientId);
+      const fields = validateApplicationFields(
+        { ...fieldsOf(values), selfRegistered: a.registrationTokenHash !== null },
+        a.clientId,
+        (await ctx.store.resources.catalog()).byScope,
+      );
       checkFapi2(config.fapi2, {
         kind: a.kind,
         clientKeys: 'clientKeys' in authentication ? (authentication.clientKeys ?? null) : a.clientKeys,
@@ -234,7 +254,14 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
       if (!(err instanceof InputError)) throw err;
       return sendPage(
         reply,
-        <AppFormPage viewer={viewerOf(reply, c)} admin={c.user.is_admin === 1} values={values} app={a} error={err.message} />,
+        <AppFormPage
+          viewer={viewerOf(reply, c)}
+          admin={c.user.is_admin === 1}
+          apis={await store.resources.catalog()}
+          values={values}
+          app={a}
+          error={err.message}
+        />,
         400,
       );
     }

@@ -1,3 +1,4 @@
+import type { ResourceCatalog } from '../store/store.js';
 import { timeAgo } from './time-ago.js';
 import { Alert, AppIdentity, Layout, ScopeList, SelfRegisteredNote, type Viewer } from './views.js';
 
@@ -87,7 +88,7 @@ function Origin(props: { request: DeviceRequest }) {
  * box, checked again by the server), also when the code came prefilled: someone who was sent the link has no
  * device showing it. Past the approval window only Deny is offered.
  */
-export function DeviceConfirmPage(props: { viewer: Viewer; request: DeviceRequest }) {
+export function DeviceConfirmPage(props: { viewer: Viewer; request: DeviceRequest; apis?: ResourceCatalog | undefined }) {
   const r = props.request;
   return (
     <Layout title="Confirm device" viewer={props.viewer} endUser>
@@ -99,7 +100,7 @@ export function DeviceConfirmPage(props: { viewer: Viewer; request: DeviceReques
           <AppIdentity name={r.appName} clientId={r.clientId} /> asks for access to your account:
         </p>
         <SelfRegisteredNote selfRegistered={r.selfRegistered} />
-        <ScopeList scopes={r.scopes} />
+        <ScopeList scopes={r.scopes} apis={props.apis} />
         <Origin request={r} />
         <p>
           <strong>Approve only a sign-in you started yourself, a moment ago, on a device in front of you.</strong> If someone sent you this

@@ -67,7 +67,14 @@ export async function devicePageRoutes(app: FastifyInstance, ctx: WebContext): P
     if (found.kind === 'problem') {
       return sendPage(reply, <DeviceEntryPage viewer={viewer} code={typed} error={PROBLEM_TEXT[found.problem]} />, 400);
     }
-    return sendPage(reply, <DeviceConfirmPage viewer={viewer} request={{ ...found, browserAddress, now: ctx.config.now() }} />);
+    return sendPage(
+      reply,
+      <DeviceConfirmPage
+        viewer={viewer}
+        request={{ ...found, browserAddress, now: ctx.config.now() }}
+        apis={await ctx.store.resources.catalog()}
+      />,
+    );
   });
 
   app.post('/device/decision', { preHandler: app.csrfProtection }, async (req, reply) => {

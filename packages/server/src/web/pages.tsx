@@ -248,6 +248,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
         selfRegistered={ar.app.registrationTokenHash !== null}
         clientId={ar.app.clientId}
         scopes={consentScopes(ar)}
+        apis={await ctx.store.resources.catalog()}
         request={ar.rawQuery}
         redirectHost={redirectTarget(ar.redirectUri)}
       />,

@@ -1,7 +1,10 @@
 import type { ComponentChildren } from 'preact';
 import { FAVICON_PATH } from './assets.js';
 import { PASSKEY_SCRIPT } from './passkey-views.js';
-import { SCOPE_DESCRIPTIONS } from './scope-text.js';
+import type { ResourceCatalog } from '../store/store.js';
+import { AppIdentity, ScopeList, SelfRegisteredNote } from './app-identity.js';
+
+export { AppIdentity, ScopeList, SelfRegisteredNote };
 
 export interface Viewer {
   username: string;
@@ -223,52 +226,13 @@ function DecisionForm(props: { action: string; csrf: string; fields: Record<stri
   );
 }
 
-export function ScopeList(props: { scopes: readonly string[] }) {
-  return (
-    <ul class="scopes">
-      {props.scopes.map((s) => (
-        <li>
-          <code>{s}</code> <span class="muted">{SCOPE_DESCRIPTIONS[s] ?? ''}</span>
-        </li>
-      ))}
-    </ul>
-  );
-}
-
-/**
- * Under the name of a client that registered itself (RFC 7591): the name is
- * the client's own claim, which no administrator looked at (RFC 7591 §5:
- * a self-asserted client_name may impersonate another application).
- */
-export function SelfRegisteredNote(props: { selfRegistered: boolean }) {
-  if (!props.selfRegistered) return null;
-  return <p class="muted">This application registered itself: its name has not been checked by anyone here.</p>;
-}
-
-/**
- * An application as the consent and device pages name it: its name, then its client id when that says
- * something more (the built-in `authcli` is named `authcli`: shown once, never "authcli (authcli)").
- */
-export function AppIdentity(props: { name: string; clientId: string }) {
-  return (
-    <>
-      <strong>{props.name}</strong>
-      {props.clientId !== props.name && (
-        <>
-          {' '}
-          <span class="muted">({props.clientId})</span>
-        </>
-      )}
-    </>
-  );
-}
-
 export function ConsentPage(props: {
   viewer: Viewer;
   appName: string;
   selfRegistered: boolean;
   clientId: string;
   scopes: readonly string[];
+  apis?: ResourceCatalog | undefined;
   request: string;
   redirectHost: string;
 }) {
@@ -282,7 +246,7 @@ export function ConsentPage(props: {
           <AppIdentity name={props.appName} clientId={props.clientId} /> asks for access to your account:
         </p>
         <SelfRegisteredNote selfRegistered={props.selfRegistered} />
-        <ScopeList scopes={props.scopes} />
+        <ScopeList scopes={props.scopes} apis={props.apis} />
         <p class="muted">
           After you decide, you will be sent back to <code>{props.redirectHost}</code>.
         </p>

@@ -10,6 +10,7 @@ import { newGrant, newRefreshToken, refreshBinding, wantsRefreshToken } from '..
 import { InvalidDpopProof, InvalidGrant, InvalidRequest } from '../errors.js';
 import type { DpopProof } from '../dpop.js';
 import { storedClaimsRequest } from '../claims-request.js';
+import { audienceFor } from '../resources.js';
 
 type Params = Readonly<Record<string, string>>;
 
@@ -43,6 +44,7 @@ export async function authorizationCodeGrant(
   app: Application,
   params: Params,
   dpop: DpopProof | undefined,
+  resources: readonly string[] = [],
 ): Promise<TokenResponse> {
   const { store, config } = ctx;
   const code = params.code;
@@ -82,12 +84,15 @@ export async function authorizationCodeGrant(
   if (!user || user.disabled_at !== null) throw new InvalidGrant('the account is disabled or no longer exists');
 
   const scopes = row.scope.split(' ').filter(Boolean);
+  // RFC 8707 §2.2: which API the token is for, before the code is used up.
+  const audience = await audienceFor(ctx, row.resource, scopes, resources);
   const grant = newGrant(
     config,
     {
       clientId: app.clientId,
       userId: user.id,
       scope: row.scope,
+      resource: row.resource,
       claims: row.claims,
       authTime: row.auth_time,
       amr: row.amr,
@@ -119,6 +124,7 @@ export async function authorizationCodeGrant(
       claims: storedClaimsRequest(row.claims),
       jkt: dpop?.jkt,
       sid: row.sid,
+      audience,
     },
     refresh ? { refreshToken: refresh.token } : {},
   );

@@ -1,3 +1,4 @@
+import { audienceFor } from '../resources.js';
 import type { TokenResponse } from '@authcli/protocol';
 import type { OAuthContext } from '../context.js';
 import type { Application } from '../../store/store.js';
@@ -25,6 +26,7 @@ export async function deviceCodeGrant(
   app: Application,
   params: Params,
   dpop: DpopProof | undefined,
+  resources: readonly string[] = [],
 ): Promise<TokenResponse | OAuthError> {
   const { store, config } = ctx;
   const deviceCode = params.device_code;
@@ -52,10 +54,21 @@ export async function deviceCodeGrant(
   const user = row.user_id ? await store.users.findById(row.user_id) : undefined;
   if (!user || user.disabled_at !== null) throw new InvalidGrant('the account is disabled or no longer exists');
   const scopes = row.scope.split(' ').filter(Boolean);
+  // RFC 8707 §2.2: which API the token is for, before the code is used up.
+  const audience = await audienceFor(ctx, row.resource, scopes, resources);
   const authTime = row.auth_time ?? now;
   const grant = newGrant(
     config,
-    { clientId: app.clientId, userId: user.id, scope: row.scope, authTime, amr: row.amr, acr: row.acr, dpopJkt: refreshBinding(app, dpop) },
+    {
+      clientId: app.clientId,
+      userId: user.id,
+      scope: row.scope,
+      resource: row.resource,
+      authTime,
+      amr: row.amr,
+      acr: row.acr,
+      dpopJkt: refreshBinding(app, dpop),
+    },
     now,
   );
   const refresh = wantsRefreshToken(app, scopes, { kind: 'device' }) ? newRefreshToken(grant, now) : undefined;
@@ -63,7 +76,7 @@ export async function deviceCodeGrant(
     throw new InvalidGrant('the device_code was already redeemed');
   }
   return ctx.tokens.issue(
-    { grantId: grant.id, user, app, scopes, authTime, amr: row.amr, acr: row.acr, jkt: dpop?.jkt },
+    { grantId: grant.id, user, app, scopes, authTime, amr: row.amr, acr: row.acr, jkt: dpop?.jkt, audience },
     refresh ? { refreshToken: refresh.token } : {},
   );
 }

@@ -8,6 +8,7 @@ import type { DpopProof } from '../dpop.js';
 import { newRefreshToken } from '../refresh.js';
 import { isSupportedScope } from '../scopes.js';
 import { storedClaimsRequest } from '../claims-request.js';
+import { audienceFor } from '../resources.js';
 
 type Params = Readonly<Record<string, string>>;
 
@@ -30,6 +31,7 @@ export async function refreshTokenGrant(
   app: Application,
   params: Params,
   dpop: DpopProof | undefined,
+  resources: readonly string[] = [],
 ): Promise<TokenResponse> {
   const { store, config } = ctx;
   const presented = params.refresh_token;
@@ -55,12 +57,15 @@ export async function refreshTokenGrant(
   const granted = grant.scope.split(' ').filter(Boolean);
   let scopes = granted;
   if (params.scope !== undefined) {
-    // Unknown values are ignored, as at the authorization endpoint (OIDC Core §3.1.2.1).
-    scopes = [...new Set(params.scope.split(' ').filter(isSupportedScope))];
+    // Unknown values are ignored, as at the authorization endpoint (OIDC Core §3.1.2.1); the grant's own API
+    // scopes are known.
+    scopes = [...new Set(params.scope.split(' ').filter((s) => isSupportedScope(s) || granted.includes(s)))];
     if (scopes.length === 0) throw new InvalidScope('none of the requested scopes is one this server supports');
     for (const s of scopes)
       if (!granted.includes(s)) throw new InvalidScope(`the ${s} scope was not granted (a refresh may only narrow scope)`);
   }
+  // RFC 8707 §2.2: a refresh may name any API the grant covers, and gets a token for it alone.
+  const audience = await audienceFor(ctx, grant.resource, scopes, resources);
 
   const user = await store.users.findById(grant.user_id);
   if (!user || user.disabled_at !== null) throw new InvalidGrant('the account is disabled or no longer exists');
@@ -85,6 +90,7 @@ export async function refreshTokenGrant(
       claims: storedClaimsRequest(grant.claims),
       jkt: dpop?.jkt,
       sid: grant.sid,
+      audience,
     },
     successor ? { refreshToken: successor.token } : {},
   );

@@ -13,13 +13,15 @@ import { refreshTokenGrant } from './refresh-token.js';
  * which are returned: one comes back for nearly every poll, and an error
  * thrown through two async functions costs more than the rest of the answer.
  * `dpop` is the request's valid DPoP proof, if it had one (RFC 9449 §5): the
- * access token is bound to its key.
+ * access token is bound to its key. `resources` are the request's RFC 8707
+ * `resource` values (at most one is honoured: a token is for one API).
  */
 export type GrantHandler = (
   ctx: OAuthContext,
   app: Application,
   params: Readonly<Record<string, string>>,
   dpop: DpopProof | undefined,
+  resources: readonly string[],
 ) => Promise<TokenResponse | OAuthError>;
 
 /**

@@ -163,6 +163,7 @@ export class KyselyDeviceGrants implements DeviceGrants {
       'last_poll_slowed',
       'grant_id',
       'client_ip',
+      'resource',
     ] as const),
   };
 

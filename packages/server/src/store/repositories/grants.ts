@@ -83,6 +83,7 @@ export function grantStatements() {
       'amr',
       'acr',
       'sid',
+      'resource',
     ] as const),
     insertRefreshToken: insertRow('refresh_tokens', ['token_hash', 'grant_id', 'created_at', 'expires_at', 'used_at'] as const),
   };
