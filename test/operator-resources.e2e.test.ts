@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { dialects, freshDatabase, type TestDatabase } from '@authcli/test-support/databases';
 import { serverCommand } from '@authcli/test-support/server-process';
 
@@ -10,15 +10,16 @@ const API = 'https://deploy.example.com';
  */
 for (const dialect of dialects()) {
   describe(`authcli-server resources (${dialect})`, () => {
+    // A database of its own per test: the suite runs its tests in a shuffled order.
     let db: TestDatabase;
     let env: { DATABASE_URL: string };
     const run = (...args: string[]) => serverCommand(args, env);
 
-    beforeAll(async () => {
+    beforeEach(async () => {
       db = await freshDatabase(dialect);
       env = { DATABASE_URL: db.url };
     });
-    afterAll(async () => db?.cleanup());
+    afterEach(async () => db?.cleanup());
 
     it('an API scope is unknown to apps add until the API is defined; then an application may be allowed it', async () => {
       const before = await run(

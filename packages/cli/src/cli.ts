@@ -96,6 +96,7 @@ export function program(signal: AbortSignal, out: Output): Command {
     .option('--dpop', 'bind the tokens to a key on this machine (DPoP, RFC 9449); default Bearer, unless the application requires DPoP')
     .option('--json', 'print the result as JSON')
     .option('--force', "replace the profile's current sign-in without asking")
+    .option('--resource <url>', 'tokens for this API (RFC 8707): its identifier, as `authcli-server resources list` shows it')
     .action(async (flags) => (await import('./commands/login.js')).login(flags, signal, out));
 
   common(
@@ -111,6 +112,7 @@ export function program(signal: AbortSignal, out: Output): Command {
     .option('--htm <method>', 'with --dpop: the request method (default GET)')
     .option('--htu <url>', 'with --dpop: the request URL')
     .option('--nonce <nonce>', "with --dpop: the resource server's DPoP-Nonce, when it asks for one")
+    .option('--resource <url>', 'a token for another API the sign-in covers (RFC 8707), got from the same sign-in')
     .action(async (flags: CommonFlags & { json?: boolean; format?: string; dpop?: boolean; htm?: string; htu?: string; nonce?: string }) =>
       (await import('./commands/session.js')).token(flags, signal),
     );
@@ -125,6 +127,7 @@ export function program(signal: AbortSignal, out: Output): Command {
     .option('-H, --header <line>', 'a request header "Name: value" (repeatable)', (line: string, all: string[] = []) => [...all, line])
     .option('-d, --data <data>', 'the request body: text, @FILE for a file, @- for stdin (JSON gets application/json, else a form)')
     .option('-i, --include', 'print the status line and response headers before the body')
+    .option('--resource <url>', "send the token of this API (RFC 8707) of the sign-in, not the sign-in's own")
     .action(async (url: string, flags) => (await import('./commands/api.js')).api(url, flags, signal));
 
   common(cli.command('logout').description('revoke the session at the server and delete local credentials'))

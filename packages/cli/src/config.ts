@@ -21,6 +21,8 @@ export interface ClientSettings {
   issuer: string;
   clientId: string;
   clientSecret: string | undefined;
+  /** The API (RFC 8707 resource) tokens are asked for: sent with every authorization and token request; none: the issuer's own. */
+  resource?: string | undefined;
 }
 
 /** The settings of one profile, and the slot its session, DPoP keys and lock are stored under. */
@@ -218,4 +220,24 @@ export async function resolveSettings(
   const fromStdin = flags.clientSecretStdin ? await readSecretFromStdin(stdin) : undefined;
   const clientSecret = fromStdin ?? flags.clientSecret ?? env.AUTHCLI_CLIENT_SECRET ?? section.client_secret ?? file.client_secret;
   return { issuer, clientId, clientSecret: clientSecret || undefined, profile, slot: slotOf(issuer, profile) };
+}
+
+/**
+ * `--resource URL` (RFC 8707 §2): an absolute http(s) URL without a fragment, the identifier of an API the server
+ * issues tokens for; undefined when not given.
+ */
+export function resourceFlag(value: string | undefined, command: string): string | undefined {
+  if (value === undefined) return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(value);
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:') || value.includes('#')) {
+    throw new CliError('usage', `--resource must be the absolute http(s) URL of an API, without a fragment; got ${JSON.stringify(value)}`, {
+      hint: `See \`authcli ${command} --help\`; \`authcli-server resources list\` shows the APIs.`,
+    });
+  }
+  return value;
 }

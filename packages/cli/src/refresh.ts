@@ -1,6 +1,7 @@
 import type { TokenResponse } from '@authcli/protocol';
 import { describeSlot, loginCommand, type ProfileSettings } from './config.js';
 import { deleteSession, readSession, writeSession, type StoredSession } from './credentials.js';
+import { sessionFor } from './storage/session.js';
 import { dpopTransport, keyOfSession, savedNonces } from './dpop.js';
 import { CliError } from './errors.js';
 import { httpTransport } from './http.js';
@@ -50,16 +51,22 @@ export async function refreshedSession(
       const current = await readSession(slot);
       if (!current)
         throw new CliError('signed_out', `not signed in to ${named} (another authcli process signed out); run \`${loginCommand(slot)}\``);
-      if (!needsRefresh(current, format, now) && current.access_token !== rejected) return current;
+      // `token --resource`: the token of another API the sign-in covers, kept beside the main one (storage/session.ts).
+      const view = sessionFor(current, settings.resource);
+      if (view && !needsRefresh(view, format, now) && view.access_token !== rejected) return view;
       // A login with another client replaced the session while we waited: its lock is not the one held.
       if (current.client_id !== seen.client_id) return { otherClient: current };
       // Stored by the process we waited for: use it while it lasts rather than refresh once more.
-      if (presented(current, format).token !== presented(seen, format).token && !hasExpired(current, format, now)) return current;
+      const seenView = sessionFor(seen, settings.resource);
+      if (view && (!seenView || presented(view, format).token !== presented(seenView, format).token) && !hasExpired(view, format, now)) {
+        return view;
+      }
       if (!current.refresh_token) {
-        if (!hasExpired(current, format, now) && current.access_token !== rejected) return current;
+        if (view && !hasExpired(view, format, now) && view.access_token !== rejected) return view;
         throw notRenewable(slot);
       }
-      const client = { ...settings, clientId: current.client_id };
+      const other = settings.resource !== undefined && settings.resource !== current.resource;
+      const client = { ...settings, clientId: current.client_id, resource: other ? settings.resource : current.resource };
       // A DPoP-bound sign-in refreshes with a proof of its key (RFC 9449 §5), or not at all: never as Bearer.
       const key = await keyOfSession(slot, current);
       const meta = await discover(issuer, httpTransport);
@@ -83,8 +90,28 @@ export async function refreshedSession(
         if (tokens.refresh_token) await writeSession(slot, { ...current, refresh_token: tokens.refresh_token });
         throw err;
       }
-      await writeSession(slot, refreshed);
-      return refreshed;
+      if (!other) {
+        await writeSession(slot, refreshed);
+        return refreshed;
+      }
+      // Another API's token: the sign-in keeps its own access token, and takes the rotated refresh token.
+      const stored: StoredSession = {
+        ...current,
+        refresh_token: refreshed.refresh_token,
+        id_token: refreshed.id_token,
+        resource_tokens: {
+          ...current.resource_tokens,
+          [settings.resource!]: {
+            access_token: refreshed.access_token,
+            token_type: refreshed.token_type,
+            expires_at: refreshed.expires_at,
+            scope: refreshed.scope,
+            obtained_at: refreshed.obtained_at,
+          },
+        },
+      };
+      await writeSession(slot, stored);
+      return sessionFor(stored, settings.resource)!;
     },
     {
       signal,

@@ -93,6 +93,8 @@ export async function sessionFromTokens(
     subject,
     username,
     obtained_at: now(),
+    ...(settings.resource !== undefined && { resource: settings.resource }),
+    ...(opts.previous?.resource_tokens && { resource_tokens: opts.previous.resource_tokens }),
   };
 }
 

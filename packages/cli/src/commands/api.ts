@@ -4,7 +4,7 @@
 // renewed once and the request sent again. The body goes to stdout as it comes; exit 0 on 2xx, 1 otherwise.
 import { readFile } from 'node:fs/promises';
 import { fetch } from 'undici';
-import { resolveSettings, type ProfileSettings, type SettingFlags } from '../config.js';
+import { resolveSettings, resourceFlag, type ProfileSettings, type SettingFlags } from '../config.js';
 import type { StoredSession } from '../credentials.js';
 import { CliError } from '../errors.js';
 import { agent, networkError, REQUEST_TIMEOUT_MS } from '../http.js';
@@ -12,6 +12,8 @@ import { challengeError } from '../oauth/userinfo.js';
 import { validSession } from './session.js';
 
 export interface ApiFlags extends SettingFlags {
+  /** `--resource URL`: send the token of that API (RFC 8707) of the sign-in. */
+  resource?: string;
   method?: string;
   header?: string[];
   data?: string;
@@ -185,7 +187,7 @@ export async function api(
   signal?: AbortSignal,
   stdout: NodeJS.WritableStream = process.stdout,
 ): Promise<void> {
-  const settings = await resolveSettings(flags);
+  const settings = { ...(await resolveSettings(flags)), resource: resourceFlag(flags.resource, 'api') };
   const req = await apiRequest(target, flags, settings.issuer);
   let session = await validSession(settings, 'token', signal);
   let res = await withToken(req, settings, session, signal);

@@ -1,7 +1,7 @@
 import { createInterface } from 'node:readline';
 import type { TokenResponse } from '@authcli/protocol';
 import { browserLogin } from '../browser/login.js';
-import { DEFAULT_PROFILE, resolveSettings, type SettingFlags } from '../config.js';
+import { DEFAULT_PROFILE, resolveSettings, resourceFlag, type SettingFlags } from '../config.js';
 import { deviceLogin } from '../device/login.js';
 import { realClock } from '../device/poll.js';
 import { dpopTransport, dpopWhenRequired, generateDpopKey, savedNonces, serverUsesDpop } from '../dpop.js';
@@ -29,6 +29,8 @@ export interface LoginFlags extends SettingFlags {
   dpop?: boolean;
   /** `--force`: replace the profile's current sign-in without asking. */
   force?: boolean;
+  /** `--resource URL`: tokens for that API (RFC 8707). */
+  resource?: string;
 }
 
 export const BROWSER_TIMEOUT_MS = 5 * 60_000;
@@ -49,7 +51,7 @@ function parseTimeout(value: string | undefined): number {
 
 /** `authcli login`: device flow by default, `--browser` for the loopback code flow. */
 export async function login(flags: LoginFlags, signal: AbortSignal, out: Output = createOutput()): Promise<void> {
-  const settings = await resolveSettings(flags);
+  const settings = { ...(await resolveSettings(flags)), resource: resourceFlag(flags.resource, 'login') };
   const timeoutMs = parseTimeout(flags.timeout);
   // Before any request: a person who says no to replacing the current sign-in has cost the server nothing.
   await confirmReplace(settings, { force: flags.force === true, out, signal });
@@ -126,7 +128,7 @@ export async function login(flags: LoginFlags, signal: AbortSignal, out: Output 
   });
   if (flags.json) {
     out.data(
-      `${JSON.stringify({ profile: settings.profile, issuer: settings.issuer, subject: session.subject, username: session.username, scope: session.scope, token_type: session.token_type, expires_at: new Date(session.expires_at).toISOString() })}\n`,
+      `${JSON.stringify({ profile: settings.profile, issuer: settings.issuer, subject: session.subject, username: session.username, scope: session.scope, ...(session.resource && { resource: session.resource }), token_type: session.token_type, expires_at: new Date(session.expires_at).toISOString() })}\n`,
     );
   } else {
     const profile = settings.profile === DEFAULT_PROFILE ? '' : ` (profile ${settings.profile})`;

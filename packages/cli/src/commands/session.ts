@@ -1,6 +1,15 @@
 // Loads no HTTP or JOSE code up front: refreshing and revoking import them when they run.
-import { DEFAULT_PROFILE, describeSlot, loginCommand, resolveSettings, type ProfileSettings, type SettingFlags } from '../config.js';
+import {
+  DEFAULT_PROFILE,
+  describeSlot,
+  loginCommand,
+  resolveSettings,
+  resourceFlag,
+  type ProfileSettings,
+  type SettingFlags,
+} from '../config.js';
 import { deleteSession, readSession, type StoredSession } from '../credentials.js';
+import { sessionFor } from '../storage/session.js';
 import { CliError } from '../errors.js';
 import { withSessionLock } from '../lock.js';
 import { terminalOutput } from '../output.js';
@@ -23,6 +32,8 @@ export interface TokenFlags extends SettingFlags {
   htu?: string;
   /** A resource server's `DPoP-Nonce` (§9), for the proof. */
   nonce?: string;
+  /** `--resource URL`: a token for that API (RFC 8707), from the same sign-in. */
+  resource?: string;
 }
 
 /** The request `--dpop` signs for: `--htm` (default GET) and an absolute http(s) `--htu`. */
@@ -73,14 +84,17 @@ export async function validSession(
   rejected?: string,
 ): Promise<StoredSession> {
   const { slot } = settings;
-  let session = await readSession(slot);
-  if (!session) throw signedOut(slot);
-  await check?.(session);
-  if (needsRefresh(session, format, Date.now()) || session.access_token === rejected) {
+  const stored = await readSession(slot);
+  if (!stored) throw signedOut(slot);
+  await check?.(stored);
+  // `--resource`: the token of that API (storage/session.ts sessionFor); none yet is got by a refresh naming it.
+  let session = sessionFor(stored, settings.resource);
+  if (!session || needsRefresh(session, format, Date.now()) || session.access_token === rejected) {
     const { notRenewable, refreshedSession } = await import('../refresh.js');
     // Without a refresh token a token inside the margin is still handed out; only an expired one is an error.
-    if (!session.refresh_token && (rejected !== undefined || hasExpired(session, format, Date.now()))) throw notRenewable(slot);
-    if (session.refresh_token) session = await refreshedSession(settings, session, format, terminalOutput(), signal, rejected);
+    if (!stored.refresh_token && (!session || rejected !== undefined || hasExpired(session, format, Date.now()))) throw notRenewable(slot);
+    if (stored.refresh_token) session = await refreshedSession(settings, stored, format, terminalOutput(), signal, rejected);
+    if (!session) throw notRenewable(slot);
     if (hasExpired(session, format, Date.now())) {
       throw new CliError(
         'protocol',
@@ -101,7 +115,7 @@ export async function validSession(
 export async function token(flags: TokenFlags, signal?: AbortSignal): Promise<void> {
   const request = dpopRequest(flags);
   const format = tokenFormat(flags);
-  const settings = await resolveSettings(flags);
+  const settings = { ...(await resolveSettings(flags)), resource: resourceFlag(flags.resource, 'token') };
   const { slot } = settings;
   // --dpop: the key is looked for first, so a sign-in whose key is not here is refused before any refresh.
   const dpop = request ? await import('../dpop.js') : undefined;

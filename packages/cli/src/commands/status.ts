@@ -97,6 +97,8 @@ export async function status(flags: SettingFlags & { json?: boolean }): Promise<
               subject: session.subject,
               username: session.username,
               scope: session.scope,
+              ...(session.resource && { resource: session.resource }),
+              ...(session.resource_tokens && { other_resources: Object.keys(session.resource_tokens) }),
               token_type: session.token_type,
               ...(session.dpop_jkt && { dpop_jkt: session.dpop_jkt, dpop_key: dpopKey }),
               expires_at: new Date(session.expires_at).toISOString(),
@@ -117,6 +119,10 @@ export async function status(flags: SettingFlags & { json?: boolean }): Promise<
         `  token type:   ${tokenTypeLine(session, dpopKey)}`,
         `  refresh:      ${session.refresh_token ? 'yes (`authcli token` renews the access token)' : 'no: sign in again when it expires'}`,
         `  scopes:       ${session.scope || '(none)'}`,
+        ...(session.resource ? [`  for the API:  ${session.resource}`] : []),
+        ...(session.resource_tokens
+          ? [`  other APIs:   ${Object.keys(session.resource_tokens).join(' ')} (\`authcli token --resource URL\`)`]
+          : []),
         `  stored in:    ${describeStore(store)}`,
         '',
       ].join('\n'),

@@ -73,7 +73,7 @@ export class OAuthClient {
   async deviceAuthorization(scope: string): Promise<DeviceAuthorizationResponse> {
     const url = this.#endpoint('device_authorization_endpoint', 'the device flow; try `authcli login --browser`');
     const req: Sent = { endpoint: 'device_authorization', url, scope };
-    const res = await this.#post(req, this.#transport, this.authenticate({ scope }));
+    const res = await this.#post(req, this.#transport, this.authenticate(this.#withResource({ scope })));
     if (res.status !== 200) throw this.#refused(req, res);
     return asDeviceAuthorization(res.body, this.#malformed(req, res));
   }
@@ -83,7 +83,8 @@ export class OAuthClient {
     const req = this.#tokenRequest('device_code');
     let res;
     try {
-      res = await this.#post(req, this.#tokenTransport, this.authenticate({ grant_type: DEVICE_CODE_GRANT_TYPE, device_code: deviceCode }));
+      const form = this.#withResource({ grant_type: DEVICE_CODE_GRANT_TYPE, device_code: deviceCode });
+      res = await this.#post(req, this.#tokenTransport, this.authenticate(form));
     } catch (err) {
       if (err instanceof CliError && err.code === 'network') return { kind: 'transient', cause: err };
       throw err;
@@ -105,7 +106,7 @@ export class OAuthClient {
   async pushAuthorizationRequest(params: Record<string, string>): Promise<string> {
     const url = this.#endpoint('pushed_authorization_request_endpoint', 'pushed authorization requests');
     const req: Sent = { endpoint: 'pushed_authorization_request', url, scope: params.scope };
-    const auth = this.authenticate(params);
+    const auth = this.authenticate(this.#withResource(params));
     // client_id stays in the form with Basic too: RFC 9126 §2.1 sends every authorization parameter.
     const res = await this.#post(req, this.#transport, {
       headers: auth.headers,
@@ -118,21 +119,26 @@ export class OAuthClient {
   /** The URL the browser is sent to: the authorization endpoint with `query` (all parameters, or client_id and a request_uri). */
   authorizationUrl(query: Record<string, string>): URL {
     const url = new URL(this.#endpoint('authorization_endpoint', 'the browser sign-in; try `authcli login`'));
-    for (const [k, v] of Object.entries(query)) url.searchParams.set(k, v);
+    for (const [k, v] of Object.entries(query.request_uri ? query : this.#withResource(query))) url.searchParams.set(k, v);
     return url;
   }
 
   /** RFC 6749 §4.1.3 + RFC 7636 §4.5: only a validated callback can be exchanged, with the verifier of its request. */
   async exchangeCode(callback: ValidatedCallback, redirectUri: string, verifier: string): Promise<TokenResponse> {
     const req = this.#tokenRequest('authorization_code');
-    const form = { grant_type: AUTHORIZATION_CODE_GRANT_TYPE, code: callback.code, redirect_uri: redirectUri, code_verifier: verifier };
+    const form = this.#withResource({
+      grant_type: AUTHORIZATION_CODE_GRANT_TYPE,
+      code: callback.code,
+      redirect_uri: redirectUri,
+      code_verifier: verifier,
+    });
     return this.#tokens(req, await this.#post(req, this.#tokenTransport, this.authenticate(form)));
   }
 
   /** RFC 6749 §6: new tokens for a refresh token. */
   async refresh(refreshToken: string): Promise<TokenResponse> {
     const req = this.#tokenRequest('refresh_token');
-    const form = { grant_type: REFRESH_TOKEN_GRANT_TYPE, refresh_token: refreshToken };
+    const form = this.#withResource({ grant_type: REFRESH_TOKEN_GRANT_TYPE, refresh_token: refreshToken });
     return this.#tokens(req, await this.#post(req, this.#tokenTransport, this.authenticate(form)));
   }
 
@@ -145,6 +151,12 @@ export class OAuthClient {
     // §2.2: 200 whether or not the token was valid; any 2xx is taken as done.
     if (res.status < 200 || res.status >= 300) throw this.#refused(req, res);
     return 'revoked';
+  }
+
+  /** RFC 8707 §2: the API the tokens are for, when the settings name one. */
+  #withResource(form: Record<string, string>): Record<string, string> {
+    const { resource } = this.settings;
+    return resource === undefined ? form : { ...form, resource };
   }
 
   #tokenRequest(grant: Grant): Sent {

@@ -15,6 +15,30 @@ export interface StoredSession {
   username: string | undefined;
   /** Epoch ms of the token response; when two backends hold a session for one issuer, the newer one wins. */
   obtained_at: number;
+  /** The API (RFC 8707 resource) the access token is for (`login --resource`); absent: the issuer's own. */
+  resource?: string | undefined;
+  /** Tokens for other APIs the sign-in covers (`token --resource`), by resource: refreshed from the one refresh token. */
+  resource_tokens?: Record<string, ResourceToken> | undefined;
+}
+
+/** An access token for another API of the same sign-in. */
+export interface ResourceToken {
+  access_token: string;
+  token_type: string;
+  expires_at: number;
+  scope: string;
+  obtained_at: number;
+}
+
+/**
+ * The session as it serves `resource`: itself when that is the API its access token is for (or none is asked
+ * for), else the same sign-in with that API's token (undefined when there is none yet).
+ */
+export function sessionFor(session: StoredSession, resource: string | undefined): StoredSession | undefined {
+  if (resource === undefined || resource === session.resource) return session;
+  const t = session.resource_tokens?.[resource];
+  if (!t) return undefined;
+  return { ...session, ...t, id_token: undefined, resource };
 }
 
 /**
