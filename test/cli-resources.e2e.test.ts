@@ -166,4 +166,39 @@ describe('authcli with the team’s APIs (RFC 8707 resources)', () => {
     expireStoredToken(home, server.issuer);
     expect((await cli(home, 'token')).code).toBe(0);
   });
+
+  it('login --client-credentials: the application’s own token for its API; token mints the next one, four processes at once mint once', async () => {
+    const app = await addApp(server.env, {
+      name: 'Deploy bot',
+      kind: 'confidential',
+      callbackUrls: [],
+      scopes: ['deploy:write'],
+      grantTypes: ['client_credentials'],
+    });
+    const home = tempConfigHome();
+    const env = { XDG_CONFIG_HOME: home, AUTHCLI_ISSUER: server.issuer, AUTHCLI_CLIENT_ID: app.client_id };
+    const missing = await runCli(['login', '--client-credentials'], env).exit;
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('AUTHCLI_CLIENT_SECRET');
+    // The secret from stdin, never in the environment or argv; it is kept with the session to mint the next token.
+    const login = await runCli(['login', '--client-credentials', '--client-secret-stdin', '--json'], env, `${app.client_secret}\n`).exit;
+    expect(login.code, login.stderr).toBe(0);
+    expect(JSON.parse(login.stdout)).toMatchObject({ kind: 'application', subject: app.client_id, scope: 'deploy:write' });
+    const token = (await runCli(['token'], env).exit).stdout.trim();
+    expect(decodeJwt(token)).toMatchObject({ sub: app.client_id, client_id: app.client_id, aud: deploy.id, scope: 'deploy:write' });
+    const call = await runCli(['api', `${deploy.id}/releases`], env).exit;
+    expect(call.code, call.stderr).toBe(0);
+    expect(JSON.parse(call.stdout)).toMatchObject({ sub: app.client_id, api: deploy.id });
+    const status = await runCli(['status'], env).exit;
+    expect(status.stdout).toContain(`as the application ${app.client_id} (client credentials: no person)`);
+    expect(JSON.parse((await runCli(['status', '--json'], env).exit).stdout)).toMatchObject({ kind: 'application', refreshable: true });
+
+    expireStoredToken(home, server.issuer);
+    const runs = await Promise.all(Array.from({ length: 4 }, () => runCli(['token'], env).exit));
+    for (const r of runs) expect(r.code, r.stderr).toBe(0);
+    const minted = new Set(runs.map((r) => r.stdout.trim()));
+    expect(minted.size).toBe(1);
+    expect([...minted][0]).not.toBe(token);
+    expect(decodeJwt([...minted][0]!)).toMatchObject({ sub: app.client_id, aud: deploy.id });
+  });
 });

@@ -89,6 +89,10 @@ export function program(signal: AbortSignal, out: Output): Command {
   common(cli.command('login').description("sign in: device flow (code + QR), or --browser for this machine's browser"))
     .option('--browser', 'sign in through the local browser (authorization code + PKCE, loopback redirect)')
     .option('--scope <scopes>', 'scopes to request', 'openid profile offline_access')
+    .option(
+      '--client-credentials',
+      "an application signs in as itself (no person): AUTHCLI_CLIENT_ID and its secret (AUTHCLI_CLIENT_SECRET or --client-secret-stdin); scope: the API's by default",
+    )
     .option('--no-open', 'do not open a browser; only print the URL')
     .option('--no-qr', 'device flow: do not draw the QR code (it is drawn only on a terminal)')
     .option('--port <port>', 'loopback port for --browser (default: any free port)')

@@ -61,11 +61,36 @@ export async function refreshedSession(
       if (view && (!seenView || presented(view, format).token !== presented(seenView, format).token) && !hasExpired(view, format, now)) {
         return view;
       }
+      const other = settings.resource !== undefined && settings.resource !== current.resource;
+      if (current.kind === 'application') {
+        // An application's own token (login --client-credentials): minted again with its secret, for its API.
+        if (other) {
+          throw new CliError(
+            'usage',
+            `the application signed in for ${current.resource ?? 'its API'} only; sign it in for ${settings.resource} on another profile (--profile NAME)`,
+          );
+        }
+        const { applicationSession } = await import('./application.js');
+        const key = await keyOfSession(slot, current);
+        const meta = await discover(issuer, httpTransport);
+        const minted = await applicationSession(
+          meta,
+          { ...settings, clientId: current.client_id, clientSecret: current.client_secret, resource: current.resource },
+          {
+            scope: current.scope || undefined,
+            transport: httpTransport,
+            tokenTransport: key ? dpopTransport(httpTransport, key, { nonces: await savedNonces() }) : httpTransport,
+            dpopJkt: key?.jkt,
+          },
+        );
+        assertHeld();
+        await writeSession(slot, minted);
+        return minted;
+      }
       if (!current.refresh_token) {
         if (view && !hasExpired(view, format, now) && view.access_token !== rejected) return view;
         throw notRenewable(slot);
       }
-      const other = settings.resource !== undefined && settings.resource !== current.resource;
       const client = { ...settings, clientId: current.client_id, resource: other ? settings.resource : current.resource };
       // A DPoP-bound sign-in refreshes with a proof of its key (RFC 9449 §5), or not at all: never as Bearer.
       const key = await keyOfSession(slot, current);

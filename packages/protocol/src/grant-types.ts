@@ -9,3 +9,6 @@ export const REFRESH_TOKEN_GRANT_TYPE = 'refresh_token';
  * {@link https://www.rfc-editor.org/rfc/rfc8628#section-3.4}).
  */
 export const DEVICE_CODE_GRANT_TYPE = 'urn:ietf:params:oauth:grant-type:device_code';
+
+/** The client credentials grant (RFC 6749 §4.4, {@link https://www.rfc-editor.org/rfc/rfc6749#section-4.4}): an application's own token. */
+export const CLIENT_CREDENTIALS_GRANT_TYPE = 'client_credentials';

@@ -112,6 +112,20 @@ describe.each(dialects())('dashboard: applications (%s)', (dialect) => {
     await server.store.resources.remove('https://dash-api.example', server.clock.now());
   });
 
+  it('client credentials (tokens no person approved): only an administrator allows them, and only to a confidential application', async () => {
+    const grants = ['client_credentials'];
+    const refused = await register(await as('alice'), { name: 'Bot', kind: 'confidential', callbacks: '', scopes: ['openid'], grants });
+    expect(refused.status).toBe(400);
+    expect(refused.text).toContain('only an administrator can let an application get tokens of its own');
+    const root = await as('root');
+    const publicBot = await register(root, { name: 'Public bot', kind: 'public', callbacks: '', scopes: ['openid'], grants });
+    expect(publicBot.status).toBe(400);
+    expect(publicBot.text).toContain('confidential applications only');
+    const allowed = await register(root, { name: 'Bot', kind: 'confidential', callbacks: '', scopes: ['openid'], grants });
+    const { clientId } = await secretPage(root, allowed);
+    expect((await server.store.applications.get(clientId))?.grantTypes).toEqual(['client_credentials']);
+  });
+
   it('a confidential secret is shown once, on a no-store page, and only its hash is kept', async () => {
     const b = await as('alice');
     const res = await register(b, { name: 'Backend', kind: 'confidential', grants: ['authorization_code', DEVICE] });

@@ -31,7 +31,12 @@ export interface LoginFlags extends SettingFlags {
   force?: boolean;
   /** `--resource URL`: tokens for that API (RFC 8707). */
   resource?: string;
+  /** `--client-credentials`: the application signs in as itself (RFC 6749 §4.4), with its secret. */
+  clientCredentials?: boolean;
 }
+
+/** `--scope`'s default: a person's sign-in. An application's asks the server for its default instead. */
+export const DEFAULT_LOGIN_SCOPE = 'openid profile offline_access';
 
 export const BROWSER_TIMEOUT_MS = 5 * 60_000;
 
@@ -79,7 +84,20 @@ export async function login(flags: LoginFlags, signal: AbortSignal, out: Output 
     return session;
   };
   let session;
-  if (flags.browser) {
+  if (flags.clientCredentials) {
+    if (flags.browser)
+      throw new CliError('usage', '--client-credentials signs an application in with its secret: no browser', {
+        hint: 'See `authcli login --help`.',
+      });
+    const { applicationSession } = await import('../application.js');
+    session = await applicationSession(meta, settings, {
+      scope: flags.scope === DEFAULT_LOGIN_SCOPE ? undefined : flags.scope,
+      transport: httpTransport,
+      tokenTransport,
+      dpopJkt: dpopKey()?.jkt,
+    });
+    await replaceSession(settings, session, meta, out, signal, session.dpop_jkt ? dpopKey() : undefined);
+  } else if (flags.browser) {
     if (flags.open && !hasDisplay()) {
       throw new CliError(
         'no_browser',
@@ -128,11 +146,13 @@ export async function login(flags: LoginFlags, signal: AbortSignal, out: Output 
   });
   if (flags.json) {
     out.data(
-      `${JSON.stringify({ profile: settings.profile, issuer: settings.issuer, subject: session.subject, username: session.username, scope: session.scope, ...(session.resource && { resource: session.resource }), token_type: session.token_type, expires_at: new Date(session.expires_at).toISOString() })}\n`,
+      `${JSON.stringify({ profile: settings.profile, issuer: settings.issuer, subject: session.subject, username: session.username, ...(session.kind && { kind: session.kind }), scope: session.scope, ...(session.resource && { resource: session.resource }), token_type: session.token_type, expires_at: new Date(session.expires_at).toISOString() })}\n`,
     );
   } else {
     const profile = settings.profile === DEFAULT_PROFILE ? '' : ` (profile ${settings.profile})`;
-    out.data(`Signed in to ${settings.issuer}${session.username ? ` as ${session.username}` : ''}${profile}.\n`);
+    const who =
+      session.kind === 'application' ? ` as the application ${session.client_id}` : session.username ? ` as ${session.username}` : '';
+    out.data(`Signed in to ${settings.issuer}${who}${profile}.\n`);
   }
   if (session.dpop_jkt) out.say(BOUND_TOKEN_USE);
 }

@@ -92,8 +92,10 @@ export async function validSession(
   if (!session || needsRefresh(session, format, Date.now()) || session.access_token === rejected) {
     const { notRenewable, refreshedSession } = await import('../refresh.js');
     // Without a refresh token a token inside the margin is still handed out; only an expired one is an error.
-    if (!stored.refresh_token && (!session || rejected !== undefined || hasExpired(session, format, Date.now()))) throw notRenewable(slot);
-    if (stored.refresh_token) session = await refreshedSession(settings, stored, format, terminalOutput(), signal, rejected);
+    // A person's sign-in renews with its refresh token; an application's (login --client-credentials) with its secret.
+    const renewable = Boolean(stored.refresh_token) || stored.kind === 'application';
+    if (!renewable && (!session || rejected !== undefined || hasExpired(session, format, Date.now()))) throw notRenewable(slot);
+    if (renewable) session = await refreshedSession(settings, stored, format, terminalOutput(), signal, rejected);
     if (!session) throw notRenewable(slot);
     if (hasExpired(session, format, Date.now())) {
       throw new CliError(

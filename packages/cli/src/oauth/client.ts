@@ -1,5 +1,6 @@
 import {
   AUTHORIZATION_CODE_GRANT_TYPE,
+  CLIENT_CREDENTIALS_GRANT_TYPE,
   DEVICE_CODE_GRANT_TYPE,
   type DeviceAuthorizationResponse,
   REFRESH_TOKEN_GRANT_TYPE,
@@ -139,6 +140,13 @@ export class OAuthClient {
   async refresh(refreshToken: string): Promise<TokenResponse> {
     const req = this.#tokenRequest('refresh_token');
     const form = this.#withResource({ grant_type: REFRESH_TOKEN_GRANT_TYPE, refresh_token: refreshToken });
+    return this.#tokens(req, await this.#post(req, this.#tokenTransport, this.authenticate(form)));
+  }
+
+  /** RFC 6749 §4.4: the application's own token (it authenticates with its secret); `scope` left out: the server's default. */
+  async clientCredentials(scope: string | undefined): Promise<TokenResponse> {
+    const req = { ...this.#tokenRequest('client_credentials'), ...(scope !== undefined && { scope }) };
+    const form = this.#withResource({ grant_type: CLIENT_CREDENTIALS_GRANT_TYPE, ...(scope !== undefined && { scope }) });
     return this.#tokens(req, await this.#post(req, this.#tokenTransport, this.authenticate(form)));
   }
 

@@ -54,6 +54,7 @@ const FLOW: Record<Grant, string> = {
   device_code: 'the device flow',
   authorization_code: 'the browser sign-in',
   refresh_token: 'refreshing',
+  client_credentials: 'the application sign-in (client credentials)',
 };
 
 /** What a client that may not use a grant may not do. */
@@ -61,12 +62,14 @@ const MAY_NOT: Record<Grant, string> = {
   device_code: 'use the device flow',
   authorization_code: 'use the browser sign-in',
   refresh_token: 'renew sign-ins',
+  client_credentials: 'get tokens of its own (client credentials)',
 };
 
 const GRANT_TYPE: Record<Grant, string> = {
   device_code: DEVICE_CODE_GRANT_TYPE,
   authorization_code: 'authorization_code',
   refresh_token: 'refresh_token',
+  client_credentials: 'client_credentials',
 };
 
 /** What to do instead, for a client that may not use a grant or a server that does not offer it. */
@@ -74,6 +77,7 @@ const INSTEAD: Record<Grant, string> = {
   device_code: 'sign in with `authcli login --browser`',
   authorization_code: 'sign in with the device flow (`authcli login`)',
   refresh_token: 'run `authcli login` whenever the token expires',
+  client_credentials: 'ask the operator to allow it (`authcli-server apps update CLIENT_ID --grant client_credentials ...`)',
 };
 
 /** The grant an endpoint's request is about (the token endpoint's is in the failure). */

@@ -19,6 +19,12 @@ export interface StoredSession {
   resource?: string | undefined;
   /** Tokens for other APIs the sign-in covers (`token --resource`), by resource: refreshed from the one refresh token. */
   resource_tokens?: Record<string, ResourceToken> | undefined;
+  /**
+   * Who signed in: absent for a person; `application` for `login --client-credentials` (RFC 6749 §4.4), whose
+   * token is minted again with `client_secret` (kept here, in the same store as a person's refresh token).
+   */
+  kind?: 'application' | undefined;
+  client_secret?: string | undefined;
 }
 
 /** An access token for another API of the same sign-in. */

@@ -3,8 +3,19 @@ import type { OAuthContext } from './context.js';
 import type { Grant, User } from '../store/store.js';
 import { InvalidToken } from './errors.js';
 
+/** The claims of an access token issued here; `gid` names the grant of a person's, and an application's own has none. */
+export type AccessTokenClaims = JWTPayload & {
+  client_id: string;
+  scope: string;
+  jti: string;
+  gid?: string;
+  sub: string;
+  aud: string;
+  cnf?: { jkt?: unknown };
+};
+
 export interface VerifiedAccessToken {
-  payload: JWTPayload & { client_id: string; scope: string; jti: string; gid: string; sub: string; cnf?: { jkt?: unknown } };
+  payload: AccessTokenClaims & { gid: string };
   user: User;
   /** The grant (sign-in) the token belongs to. */
   grant: Grant;
@@ -28,13 +39,34 @@ export async function verifyAccessToken(
   token: string,
   audience: AcceptedAudience = 'issuer',
 ): Promise<VerifiedAccessToken> {
-  const payload = await verifyAccessTokenJwt(ctx, token, audience);
+  return personToken(ctx, await verifyAccessTokenJwt(ctx, token, audience));
+}
+
+/**
+ * The revocation checks of a person's access token whose JWT verified (verifyAccessTokenJwt): the token, its grant,
+ * the account. An application's own token (no grant) is refused here.
+ * @throws InvalidToken
+ */
+export async function personToken(ctx: OAuthContext, payload: AccessTokenClaims): Promise<VerifiedAccessToken> {
+  if (payload.gid === undefined) throw new InvalidToken("the access token is an application's own, not a person's");
   if (await ctx.store.grants.isAccessTokenRevoked(payload.jti)) throw new InvalidToken('the access token has been revoked');
   const grant = await ctx.store.grants.find(payload.gid);
   if (!grant || grant.revoked_at !== null) throw new InvalidToken('the access token has been revoked');
   const user = await ctx.store.users.findById(payload.sub);
   if (!user || user.disabled_at !== null) throw new InvalidToken('the account is disabled or no longer exists');
-  return { payload, user, grant };
+  return { payload: payload as VerifiedAccessToken['payload'], user, grant };
+}
+
+/**
+ * An application's own access token (client credentials, RFC 6749 §4.4), verified: not revoked, and the
+ * application still registered. Undefined for a person's token (verifyAccessToken).
+ * @throws InvalidToken
+ */
+export async function verifyClientAccessToken(ctx: OAuthContext, payload: AccessTokenClaims): Promise<AccessTokenClaims | undefined> {
+  if (payload.gid !== undefined) return undefined;
+  if (await ctx.store.grants.isAccessTokenRevoked(payload.jti)) throw new InvalidToken('the access token has been revoked');
+  if (!(await ctx.store.applications.get(payload.client_id))) throw new InvalidToken('the application no longer exists');
+  return payload;
 }
 
 /** The JWT checks alone (RFC 9068 §4), without looking at revocation. */
@@ -42,8 +74,8 @@ export async function verifyAccessTokenJwt(
   ctx: OAuthContext,
   token: string,
   audience: AcceptedAudience = 'issuer',
-): Promise<VerifiedAccessToken['payload']> {
-  let payload: VerifiedAccessToken['payload'];
+): Promise<AccessTokenClaims> {
+  let payload: AccessTokenClaims;
   try {
     ({ payload } = (await jwtVerify(token, await ctx.keys.verificationKeys(), {
       issuer: ctx.config.issuer,
@@ -52,20 +84,22 @@ export async function verifyAccessTokenJwt(
       algorithms: ['ES256', 'RS256'],
       currentDate: new Date(ctx.config.now()),
       requiredClaims: ['sub', 'jti', 'client_id', 'exp', 'iat'],
-    })) as { payload: VerifiedAccessToken['payload'] });
+    })) as { payload: AccessTokenClaims });
   } catch (err) {
     if (err instanceof joseErrors.JWTExpired) throw new InvalidToken('the access token has expired');
     if (err instanceof joseErrors.JOSEError || err instanceof TypeError) throw new InvalidToken('the access token is invalid');
     throw err;
   }
-  if (typeof payload.gid !== 'string' || typeof payload.scope !== 'string' || typeof payload.aud !== 'string') {
+  if (typeof payload.scope !== 'string' || typeof payload.aud !== 'string') throw new InvalidToken('the access token is invalid');
+  // A person's token names its grant; an application's own (client credentials) has none, and its subject is itself.
+  if (typeof payload.gid !== 'string' && !(payload.gid === undefined && payload.sub === payload.client_id)) {
     throw new InvalidToken('the access token is invalid');
   }
   return payload;
 }
 
 /** RFC 9449 §6.1: the JWK thumbprint a verified access token is bound to (`cnf.jkt`), or undefined for a Bearer token. */
-export function boundJkt(payload: VerifiedAccessToken['payload']): string | undefined {
+export function boundJkt(payload: AccessTokenClaims): string | undefined {
   const jkt = payload.cnf?.jkt;
   return typeof jkt === 'string' ? jkt : undefined;
 }

@@ -153,9 +153,12 @@ export function parseMetadata(body: unknown, clientId: string, apiScopes: Readon
   }
 
   // Said without echoing the values sent (RFC 6749 §5.2 text): the lists of what is supported instead.
+  // A client that registers itself gets no tokens of its own (client_credentials): they would carry API scopes no
+  // person approved. An operator allows that grant (`apps update --grant client_credentials`).
+  const registrable = GRANT_TYPES.filter((g) => g !== 'client_credentials');
   for (const g of grantTypes) {
-    if (!(GRANT_TYPES as readonly string[]).includes(g))
-      throw new InvalidClientMetadata(`grant_types may only hold ${GRANT_TYPES.join(', ')}`);
+    if (!(registrable as readonly string[]).includes(g))
+      throw new InvalidClientMetadata(`grant_types may only hold ${registrable.join(', ')}`);
   }
   const scope = optionalString(body, 'scope', 1000);
   const scopes = scope === undefined ? [...DEFAULT_SCOPES] : scope.split(' ').filter(Boolean);
@@ -216,5 +219,6 @@ export function parseMetadata(body: unknown, clientId: string, apiScopes: Readon
     stored.contacts = contacts;
   }
   const keys = keysOfMetadata(body, method);
-  return { kind: method === 'none' ? 'public' : 'confidential', fields, stored, ...(keys && { keys }) };
+  const kind = method === 'none' ? 'public' : 'confidential';
+  return { kind, fields, stored, ...(keys && { keys }) };
 }

@@ -2,7 +2,7 @@ import { PRESENTED_SECRET_MAX, PRESENTED_TOKEN_MAX } from '../config/defaults.js
 import type { OAuthContext } from './context.js';
 import type { Application } from '../store/store.js';
 import { sha256Hex } from '../util/crypto.js';
-import { boundJkt, verifyAccessToken } from './access-token.js';
+import { type AccessTokenClaims, boundJkt, personToken, verifyAccessTokenJwt, verifyClientAccessToken } from './access-token.js';
 import { authenticateClient } from './client-auth.js';
 import { InvalidClient, InvalidRequest, InvalidToken } from './errors.js';
 
@@ -29,14 +29,17 @@ async function mayIntrospect(ctx: OAuthContext, caller: Application, clientId: s
 /** An access token issued here (RFC 9068), verified and still valid, or undefined. */
 async function introspectAccessToken(ctx: OAuthContext, client: Application, token: string): Promise<Introspection | undefined> {
   if (token.split('.').length !== 3) return undefined;
-  let verified;
+  let payload: AccessTokenClaims;
+  let username: string | undefined;
   try {
-    verified = await verifyAccessToken(ctx, token, 'any');
+    payload = await verifyAccessTokenJwt(ctx, token, 'any');
+    // A person's token (its grant and account still live), or an application's own (client credentials).
+    if (payload.gid === undefined) await verifyClientAccessToken(ctx, payload);
+    else username = (await personToken(ctx, payload)).user.username;
   } catch (err) {
     if (err instanceof InvalidToken) return undefined;
     throw err;
   }
-  const { payload, user } = verified;
   const jkt = boundJkt(payload);
   // A token the caller may not see is answered as inactive, exactly as an unknown one (§2.2): nothing tells it the token exists.
   if (!(await mayIntrospect(ctx, client, payload.client_id))) return undefined;
@@ -44,7 +47,7 @@ async function introspectAccessToken(ctx: OAuthContext, client: Application, tok
     active: true,
     scope: payload.scope,
     client_id: payload.client_id,
-    username: user.username,
+    ...(username !== undefined && { username }),
     // RFC 9449 §6.2: a DPoP-bound token is introspected with its type and the key's thumbprint.
     token_type: jkt !== undefined ? 'DPoP' : 'Bearer',
     ...(jkt !== undefined && { cnf: { jkt } }),

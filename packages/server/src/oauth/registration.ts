@@ -44,7 +44,8 @@ export async function bootstrapStore(store: Store, now: number): Promise<void> {
       secretHash: null,
       callbackUrls: ['http://127.0.0.1/callback'],
       scopes: [...SUPPORTED_SCOPES],
-      grantTypes: [...GRANT_TYPES],
+      // Every grant a person signs in with; client_credentials is for confidential applications only.
+      grantTypes: GRANT_TYPES.filter((g) => g !== 'client_credentials'),
       idTokenAlg: 'RS256',
       createdAt: now,
     });
@@ -52,6 +53,17 @@ export async function bootstrapStore(store: Store, now: number): Promise<void> {
     if (!(err instanceof StoreError && err.code === 'duplicate')) throw err;
   }
   await store.settings.set('bootstrapped_at', String(now));
+}
+
+/**
+ * RFC 6749 §4.4.2: only a confidential client may use client credentials (its own token, with no person): a
+ * public client proves nothing about who asks.
+ * @throws InputError
+ */
+export function checkGrantsForKind(kind: string, grantTypes: readonly string[]): void {
+  if (kind !== 'confidential' && grantTypes.includes('client_credentials')) {
+    throw new InputError('the client_credentials grant is for confidential applications only (RFC 6749 section 4.4)');
+  }
 }
 
 /** The grants an application gets when none are named: the code flow and its refresh tokens. */
@@ -238,6 +250,7 @@ export async function registerApplication(
     byScope,
   );
   if (input.clientKeys && input.kind !== 'confidential') throw new InputError('only a confidential application authenticates with keys');
+  checkGrantsForKind(input.kind, fields.grantTypes);
   checkFapi2(options.fapi2 === true, { kind: input.kind, clientKeys: input.clientKeys ?? null, idTokenAlg: fields.idTokenAlg });
   const secret = input.kind === 'confidential' && !input.clientKeys ? newClientSecret() : undefined;
   const app = await store.applications.create({

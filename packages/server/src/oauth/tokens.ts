@@ -97,6 +97,32 @@ export class TokenIssuer {
   }
 
   /**
+   * A client credentials token (RFC 6749 §4.4.3, RFC 9068 §2.2): the application's own, for one API; `sub` is its
+   * client_id and no grant stands behind it (no `gid`, no `auth_time`); bound to `jkt` when a DPoP proof came.
+   */
+  async issueToClient(app: Application, audience: TokenAudience, jkt: string | undefined): Promise<TokenResponse> {
+    const iat = Math.floor(this.config.now() / 1000);
+    const scope = audience.scopes.join(' ');
+    const access = await this.keys.signJwt(this.accessTokenAlg, 'at+jwt', {
+      iss: this.config.issuer,
+      sub: app.clientId,
+      aud: audience.resource.id,
+      client_id: app.clientId,
+      scope,
+      iat,
+      exp: iat + this.config.accessTokenTtlSeconds,
+      jti: randomToken(16),
+      ...(jkt !== undefined && { cnf: { jkt } }),
+    });
+    return {
+      access_token: access,
+      token_type: jkt !== undefined ? 'DPoP' : 'Bearer',
+      expires_in: this.config.accessTokenTtlSeconds,
+      scope,
+    };
+  }
+
+  /**
    * RFC 6749 §5.1 successful response; an ID token when `openid` was granted; `token_type` DPoP for a
    * DPoP-bound access token (RFC 9449 §5).
    */

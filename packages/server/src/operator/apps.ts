@@ -2,7 +2,7 @@ import { printJson, printTable, say, sayError } from './output.js';
 import { collect, withStore } from './shared.js';
 import { DEVICE_CODE_GRANT_TYPE } from '@authcli/protocol';
 import { type Command, Option } from 'commander';
-import { DEFAULT_GRANT_TYPES, registerApplication, validateApplicationFields } from '../oauth/registration.js';
+import { checkGrantsForKind, DEFAULT_GRANT_TYPES, registerApplication, validateApplicationFields } from '../oauth/registration.js';
 import { INTROSPECTION_SCOPES, StoreError, type Application } from '../store/store.js';
 import { authMethodOf, keysMetadata } from '../oauth/client-keys.js';
 import { newClientSecret } from '../oauth/registration.js';
@@ -226,6 +226,7 @@ export function appsCommand(cli: Command): void {
             clientId,
             (await store.resources.catalog()).byScope,
           );
+          checkGrantsForKind(app.kind, fields.grantTypes);
           const authentication = clientKeys
             ? { clientKeys, secretHash: null }
             : secret

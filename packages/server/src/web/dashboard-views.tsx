@@ -8,6 +8,7 @@ const GRANT_LABELS: Record<string, string> = {
   authorization_code: 'Authorization code (browser sign-in, PKCE)',
   refresh_token: 'Refresh token',
   [DEVICE_CODE_GRANT_TYPE]: 'Device code (sign-in on a second screen)',
+  client_credentials: 'Client credentials (the application’s own token, no person; confidential only)',
 };
 
 export function DashboardPage(props: { viewer: Viewer; apps: Application[]; all: boolean; notice?: string | undefined }) {

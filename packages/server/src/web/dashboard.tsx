@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PHISHING_RESISTANT_ACR } from '../oauth/acr.js';
-import { newClientSecret, registerApplication, validateApplicationFields } from '../oauth/registration.js';
+import { checkGrantsForKind, newClientSecret, registerApplication, validateApplicationFields } from '../oauth/registration.js';
 import { keysOfText } from '../oauth/client-keys.js';
 import { InputError } from '../util/input-error.js';
 import type { WebContext } from './context.js';
@@ -80,6 +80,10 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
   function checkIntrospection(c: CurrentSession, v: AppFormValues, base?: Application): void {
     if (v.introspection === 'all' && c.user.is_admin !== 1 && base?.introspection !== 'all') {
       throw new InputError('only an administrator can let an application introspect every token');
+    }
+    // Client credentials tokens carry API scopes no person approved: only an administrator (or the operator) grants them.
+    if (v.grantTypes.includes('client_credentials') && c.user.is_admin !== 1 && !base?.grantTypes.includes('client_credentials')) {
+      throw new InputError('only an administrator can let an application get tokens of its own (client credentials)');
     }
   }
   const fieldsOf = (v: AppFormValues) => ({
@@ -238,6 +242,7 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
         a.clientId,
         (await ctx.store.resources.catalog()).byScope,
       );
+      checkGrantsForKind(a.kind, fields.grantTypes);
       checkFapi2(config.fapi2, {
         kind: a.kind,
         clientKeys: 'clientKeys' in authentication ? (authentication.clientKeys ?? null) : a.clientKeys,

@@ -2,8 +2,15 @@ import type { Application, GrantType } from '../../store/store.js';
 import type { OAuthContext } from '../context.js';
 import type { DpopProof } from '../dpop.js';
 import type { OAuthError } from '../errors.js';
-import { AUTHORIZATION_CODE_GRANT_TYPE, DEVICE_CODE_GRANT_TYPE, REFRESH_TOKEN_GRANT_TYPE, type TokenResponse } from '@authcli/protocol';
+import {
+  AUTHORIZATION_CODE_GRANT_TYPE,
+  CLIENT_CREDENTIALS_GRANT_TYPE,
+  DEVICE_CODE_GRANT_TYPE,
+  REFRESH_TOKEN_GRANT_TYPE,
+  type TokenResponse,
+} from '@authcli/protocol';
 import { authorizationCodeGrant } from './authorization-code.js';
+import { clientCredentialsGrant } from './client-credentials.js';
 import { deviceCodeGrant } from './device-code.js';
 import { refreshTokenGrant } from './refresh-token.js';
 
@@ -34,6 +41,7 @@ export const GRANT_HANDLERS: Partial<Record<GrantType, GrantHandler>> = {
   [AUTHORIZATION_CODE_GRANT_TYPE]: authorizationCodeGrant,
   [DEVICE_CODE_GRANT_TYPE]: deviceCodeGrant,
   [REFRESH_TOKEN_GRANT_TYPE]: refreshTokenGrant,
+  [CLIENT_CREDENTIALS_GRANT_TYPE]: clientCredentialsGrant,
 };
 
 /** The grant handler for `grantType`, if this server serves it. */

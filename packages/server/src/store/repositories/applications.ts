@@ -5,7 +5,12 @@ import { Prepared } from '../prepared.js';
 import type { ApplicationRow } from '../schema.js';
 
 /** Grant types an application may be allowed (RFC 6749 §4.1, §6; RFC 8628 §3.4). */
-export const GRANT_TYPES = ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code'] as const;
+export const GRANT_TYPES = [
+  'authorization_code',
+  'refresh_token',
+  'urn:ietf:params:oauth:grant-type:device_code',
+  'client_credentials',
+] as const;
 export type GrantType = (typeof GRANT_TYPES)[number];
 
 /**
