@@ -200,7 +200,10 @@ describe('GET /metrics on a listener of its own (AUTHCLI_METRICS_PORT)', () => {
     expect(value(m, 'authcli_tokens_issued_total', { grant_type: 'device_code' })).toBe(1);
     expect(value(m, 'authcli_tokens_issued_total', { grant_type: 'refresh_token' })).toBe(1);
     expect(value(m, 'authcli_tokens_issued_total', { grant_type: 'authorization_code' })).toBe(1);
-    expect(samples(m, 'authcli_tokens_issued_total')).toHaveLength(3);
+    // Every grant the endpoint serves has its series from the start, at 0 until used.
+    expect(value(m, 'authcli_tokens_issued_total', { grant_type: 'client_credentials' })).toBe(0);
+    expect(value(m, 'authcli_tokens_issued_total', { grant_type: 'token-exchange' })).toBe(0);
+    expect(samples(m, 'authcli_tokens_issued_total')).toHaveLength(5);
     expect(errors.get('invalid_grant')).toBe(1);
     for (const [error, n] of errors) expect(value(m, 'authcli_token_errors_total', { error }), error).toBe(n);
     expect((errors.get('authorization_pending') ?? 0) + (errors.get('slow_down') ?? 0)).toBe(pendingPolls);

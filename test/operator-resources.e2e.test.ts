@@ -114,5 +114,56 @@ for (const dialect of dialects()) {
       expect(stolen.stderr).toContain('the scope shared:x belongs to the resource https://a.example');
       expect(JSON.parse((await run('resources', 'list', '--json')).stdout).map((r: { id: string }) => r.id)).toEqual(['https://a.example']);
     });
+    it('workloads add|list|remove: a CI trust policy for an application allowed token exchange and an API scope', async () => {
+      const TE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+      expect((await run('resources', 'add', '--id', API, '--name', 'Deploy', '--scope', 'deploy:write=Deploy')).code).toBe(0);
+      const app = await run('apps', 'add', '--name', 'CI', '--kind', 'public', '--grant', TE, '--scope', 'deploy:write', '--json');
+      expect(app.code, app.stderr).toBe(0);
+      const clientId = (JSON.parse(app.stdout) as { client_id: string }).client_id;
+      const policy = [
+        '--id',
+        'deploy-main',
+        '--issuer',
+        'https://token.actions.githubusercontent.com',
+        '--audience',
+        'https://auth.example/ci',
+        '--subject',
+        'repo:acme/deploy:ref:refs/heads/main',
+        '--claim',
+        'repository_owner=acme',
+        '--app',
+        clientId,
+        '--scope',
+        'deploy:write',
+      ];
+      const added = await run('workloads', 'add', ...policy, '--token-lifetime', '5m', '--json');
+      expect(added.code, added.stderr).toBe(0);
+      expect(JSON.parse(added.stdout)).toMatchObject({
+        id: 'deploy-main',
+        issuer: 'https://token.actions.githubusercontent.com',
+        claims: { repository_owner: 'acme' },
+        app: clientId,
+        scope: 'deploy:write',
+        token_lifetime: 300,
+      });
+      expect((await run('workloads', 'list')).stdout).toMatch(/deploy-main\s+https:\/\/token\.actions\.githubusercontent\.com/);
+      const bad: [string[], RegExp][] = [
+        [policy.map((a) => (a === 'https://token.actions.githubusercontent.com' ? 'http://ci.example' : a)), /https/],
+        [policy.map((a) => (a === 'repo:acme/deploy:ref:refs/heads/main' ? '*' : a)), /not every subject/],
+        [policy.map((a) => (a === 'deploy:write' ? 'openid' : a)), /no API's scope/],
+        [[...policy, '--token-lifetime', '2d'], /--token-lifetime/],
+        [policy.map((a) => (a === clientId ? 'authcli' : a)), /not allowed token exchange/],
+      ];
+      for (const [args, message] of bad) {
+        const r = await run('workloads', 'add', ...args.map((a) => (a === 'deploy-main' ? 'other' : a)));
+        expect(r.code, args.join(' ')).toBe(1);
+        expect(r.stderr, args.join(' ')).toMatch(message);
+      }
+      const again = await run('workloads', 'add', ...policy);
+      expect(again.stderr).toContain('a workload deploy-main already exists');
+      expect((await run('workloads', 'remove', 'deploy-main')).code).toBe(0);
+      expect((await run('workloads', 'remove', 'deploy-main')).stderr).toContain('no workload deploy-main');
+      expect(JSON.parse((await run('workloads', 'list', '--json')).stdout)).toEqual([]);
+    });
   });
 }

@@ -182,8 +182,12 @@ export const MIGRATIONS_AFTER_0008 = [
   '0019_credential_history',
   '0020_logout_outbox',
   '0021_resources',
+  '0022_workloads',
 ];
 export async function undoMigrationsAfter0008(db: TestDatabase, dialect: DialectName): Promise<void> {
+  // 0022: CI workloads' trust policies and the CI tokens exchanged.
+  await execute(db, dialect, 'drop table subject_tokens');
+  await execute(db, dialect, 'drop table workloads');
   // 0021: resources, their scopes, and what each grant was for.
   for (const table of ['authorization_codes', 'device_authorizations', 'grants'])
     await execute(db, dialect, `alter table ${table} drop column resource`);

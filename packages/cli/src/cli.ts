@@ -90,6 +90,12 @@ export function program(signal: AbortSignal, out: Output): Command {
     .option('--browser', 'sign in through the local browser (authorization code + PKCE, loopback redirect)')
     .option('--scope <scopes>', 'scopes to request', 'openid profile offline_access')
     .option(
+      '--ci',
+      "a CI job signs in with its own OIDC token (GitHub Actions' ID-token request, or --ci-token-env): token exchange, no secret",
+    )
+    .option('--ci-audience <aud>', 'with --ci on GitHub Actions: the audience asked for (default: the issuer)')
+    .option('--ci-token-env <name>', 'with --ci: the environment variable holding the OIDC token (GitLab: an id_tokens entry)')
+    .option(
       '--client-credentials',
       "an application signs in as itself (no person): AUTHCLI_CLIENT_ID and its secret (AUTHCLI_CLIENT_SECRET or --client-secret-stdin); scope: the API's by default",
     )

@@ -62,6 +62,27 @@ export async function refreshedSession(
         return view;
       }
       const other = settings.resource !== undefined && settings.resource !== current.resource;
+      if (current.kind === 'workload') {
+        // A CI job (login --ci): a new token of the job exchanged, for its API.
+        if (other) throw new CliError('usage', `the CI workload signed in for ${current.resource ?? 'its API'} only`);
+        const { workloadSession } = await import('./workload.js');
+        const key = await keyOfSession(slot, current);
+        const meta = await discover(issuer, httpTransport);
+        const exchanged = await workloadSession(
+          meta,
+          { ...settings, clientId: current.client_id, clientSecret: undefined, resource: current.resource },
+          {
+            source: { audience: current.ci?.audience ?? issuer, tokenEnv: current.ci?.token_env },
+            scope: current.scope || undefined,
+            transport: httpTransport,
+            tokenTransport: key ? dpopTransport(httpTransport, key, { nonces: await savedNonces() }) : httpTransport,
+            dpopJkt: key?.jkt,
+          },
+        );
+        assertHeld();
+        await writeSession(slot, exchanged);
+        return exchanged;
+      }
       if (current.kind === 'application') {
         // An application's own token (login --client-credentials): minted again with its secret, for its API.
         if (other) {

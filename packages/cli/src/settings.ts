@@ -46,6 +46,13 @@ export const CLI_SETTINGS: readonly CliSetting[] = [
       "A confidential client's secret, sent with HTTP Basic. `--client-secret-stdin` reads it from a pipe or file and wins; `--client-secret S` works but warns (argv shows in `ps`). Before the profile's `client_secret` in `config.json`, then the top-level one (never remembered in `profiles.json`).",
   },
   {
+    env: ['ACTIONS_ID_TOKEN_REQUEST_URL', 'ACTIONS_ID_TOKEN_REQUEST_TOKEN'],
+    flag: '--ci',
+    default: 'set by GitHub Actions in a job with `permissions: id-token: write`',
+    meaning:
+      "`login --ci` asks the runner for the job's OIDC token there, with `audience` = `--ci-audience` (default the issuer), and exchanges it under the server's trust policy ([sign in from CI](ci.md)); elsewhere `--ci-token-env NAME` names the variable holding the token.",
+  },
+  {
     env: ['AUTHCLI_STORAGE'],
     flag: '--storage',
     default: 'the keychain when one answers, else the file',

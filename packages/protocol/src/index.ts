@@ -15,6 +15,7 @@ export {
   CLIENT_CREDENTIALS_GRANT_TYPE,
   DEVICE_CODE_GRANT_TYPE,
   REFRESH_TOKEN_GRANT_TYPE,
+  TOKEN_EXCHANGE_GRANT_TYPE,
 } from './grant-types.js';
 export type { OAuthErrorResponse, TokenResponse } from './token.js';
 export { type DeviceAuthorizationResponse, USER_CODE_ALPHABET, USER_CODE_LENGTH } from './device.js';

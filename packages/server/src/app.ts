@@ -1,3 +1,4 @@
+import { UpstreamIssuers } from './oauth/workloads.js';
 import cookie from '@fastify/cookie';
 import { connectorRoutes } from './web/connectors.js';
 import cors, { type FastifyCorsOptions } from '@fastify/cors';
@@ -235,6 +236,7 @@ export async function buildApp(config: ServerConfig, store: Store, options: AppO
     dpopKeys: new DpopKeys(),
     backchannel,
     clientJwks: new ClientJwks(config.now),
+    upstreamIssuers: new UpstreamIssuers(config.now),
   };
   app.addHook('onClose', async () => ctx.passwords.close());
   // Logouts still being posted get the shutdown grace to finish; what cannot stays in the outbox, pending.

@@ -8,6 +8,7 @@ import { limitsCommand } from './operator/limits.js';
 import { logoutsCommand } from './operator/logouts.js';
 import { registrationCommand } from './operator/registration.js';
 import { resourcesCommand } from './operator/resources.js';
+import { workloadsCommand } from './operator/workloads.js';
 import { isExpected } from './operator/shared.js';
 import { startCommand } from './operator/start.js';
 import { storeCommands } from './operator/store.js';
@@ -31,6 +32,7 @@ export function program(): Command {
   limitsCommand(cli);
   resourcesCommand(cli);
   appsCommand(cli);
+  workloadsCommand(cli);
   connectorsCommand(cli);
   logoutsCommand(cli);
   registrationCommand(cli);

@@ -33,6 +33,10 @@ export interface LoginFlags extends SettingFlags {
   resource?: string;
   /** `--client-credentials`: the application signs in as itself (RFC 6749 §4.4), with its secret. */
   clientCredentials?: boolean;
+  /** `--ci`: a CI job signs in with its own OIDC token (RFC 8693), `--ci-audience`, `--ci-token-env`. */
+  ci?: boolean;
+  ciAudience?: string;
+  ciTokenEnv?: string;
 }
 
 /** `--scope`'s default: a person's sign-in. An application's asks the server for its default instead. */
@@ -84,7 +88,22 @@ export async function login(flags: LoginFlags, signal: AbortSignal, out: Output 
     return session;
   };
   let session;
-  if (flags.clientCredentials) {
+  if (flags.ci) {
+    if (flags.browser || flags.clientCredentials) {
+      throw new CliError('usage', '--ci signs a CI job in with its own token: not with --browser or --client-credentials', {
+        hint: 'See `authcli login --help`.',
+      });
+    }
+    const { workloadSession } = await import('../workload.js');
+    session = await workloadSession(meta, settings, {
+      source: { audience: flags.ciAudience ?? settings.issuer, tokenEnv: flags.ciTokenEnv },
+      scope: flags.scope === DEFAULT_LOGIN_SCOPE ? undefined : flags.scope,
+      transport: httpTransport,
+      tokenTransport,
+      dpopJkt: dpopKey()?.jkt,
+    });
+    await replaceSession(settings, session, meta, out, signal, session.dpop_jkt ? dpopKey() : undefined);
+  } else if (flags.clientCredentials) {
     if (flags.browser)
       throw new CliError('usage', '--client-credentials signs an application in with its secret: no browser', {
         hint: 'See `authcli login --help`.',
@@ -151,7 +170,13 @@ export async function login(flags: LoginFlags, signal: AbortSignal, out: Output 
   } else {
     const profile = settings.profile === DEFAULT_PROFILE ? '' : ` (profile ${settings.profile})`;
     const who =
-      session.kind === 'application' ? ` as the application ${session.client_id}` : session.username ? ` as ${session.username}` : '';
+      session.kind === 'application'
+        ? ` as the application ${session.client_id}`
+        : session.kind === 'workload'
+          ? ` as the CI workload ${session.subject ?? ''}`.trimEnd()
+          : session.username
+            ? ` as ${session.username}`
+            : '';
     out.data(`Signed in to ${settings.issuer}${who}${profile}.\n`);
   }
   if (session.dpop_jkt) out.say(BOUND_TOKEN_USE);

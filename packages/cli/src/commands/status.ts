@@ -15,7 +15,7 @@ export const STATUS_EXIT_CODES: Record<SessionState, number> = { valid: 0, renew
 export function sessionState(session: StoredSession | undefined, now: number): SessionState {
   if (!session) return 'signed_out';
   if (session.expires_at > now) return 'valid';
-  return session.refresh_token || session.kind === 'application' ? 'renewable' : 'expired';
+  return session.refresh_token || session.kind !== undefined ? 'renewable' : 'expired';
 }
 
 function describeIn(ms: number): string {
@@ -104,7 +104,7 @@ export async function status(flags: SettingFlags & { json?: boolean }): Promise<
               ...(session.dpop_jkt && { dpop_jkt: session.dpop_jkt, dpop_key: dpopKey }),
               expires_at: new Date(session.expires_at).toISOString(),
               expired: session.expires_at <= now,
-              refreshable: Boolean(session.refresh_token) || session.kind === 'application',
+              refreshable: Boolean(session.refresh_token) || session.kind !== undefined,
               storage: store,
             }
           : { signed_in: false, state, profile, issuer, storage: store },
@@ -115,7 +115,9 @@ export async function status(flags: SettingFlags & { json?: boolean }): Promise<
       [
         session.kind === 'application'
           ? `Signed in to ${issuer} as the application ${session.client_id} (client credentials: no person)`
-          : `Signed in to ${issuer}${session.username ? ` as ${session.username}` : ''}${session.subject ? ` (subject ${session.subject})` : ''}`,
+          : session.kind === 'workload'
+            ? `Signed in to ${issuer} as the CI workload ${session.subject ?? '(unnamed)'} (token exchange, application ${session.client_id})`
+            : `Signed in to ${issuer}${session.username ? ` as ${session.username}` : ''}${session.subject ? ` (subject ${session.subject})` : ''}`,
         ...(profile === DEFAULT_PROFILE ? [] : [`  profile:      ${profile}`]),
         `  client:       ${session.client_id}`,
         `  access token: ${ACCESS_LINE[state]}, expires ${localTime(session.expires_at)} (${describeIn(session.expires_at - now)})`,
@@ -123,9 +125,11 @@ export async function status(flags: SettingFlags & { json?: boolean }): Promise<
         `  refresh:      ${
           session.kind === 'application'
             ? 'with its secret (`authcli token` mints the next token)'
-            : session.refresh_token
-              ? 'yes (`authcli token` renews the access token)'
-              : 'no: sign in again when it expires'
+            : session.kind === 'workload'
+              ? 'with a new CI token (`authcli token` exchanges it)'
+              : session.refresh_token
+                ? 'yes (`authcli token` renews the access token)'
+                : 'no: sign in again when it expires'
         }`,
         `  scopes:       ${session.scope || '(none)'}`,
         ...(session.resource ? [`  for the API:  ${session.resource}`] : []),

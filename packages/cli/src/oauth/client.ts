@@ -4,6 +4,7 @@ import {
   DEVICE_CODE_GRANT_TYPE,
   type DeviceAuthorizationResponse,
   REFRESH_TOKEN_GRANT_TYPE,
+  TOKEN_EXCHANGE_GRANT_TYPE,
   type TokenResponse,
 } from '@authcli/protocol';
 import type { ClientSettings } from '../config.js';
@@ -147,6 +148,18 @@ export class OAuthClient {
   async clientCredentials(scope: string | undefined): Promise<TokenResponse> {
     const req = { ...this.#tokenRequest('client_credentials'), ...(scope !== undefined && { scope }) };
     const form = this.#withResource({ grant_type: CLIENT_CREDENTIALS_GRANT_TYPE, ...(scope !== undefined && { scope }) });
+    return this.#tokens(req, await this.#post(req, this.#tokenTransport, this.authenticate(form)));
+  }
+
+  /** RFC 8693 §2.1: a CI job's OIDC token for the application's access token (the client names itself, no secret). */
+  async tokenExchange(subjectToken: string, scope: string | undefined): Promise<TokenResponse> {
+    const req = { ...this.#tokenRequest('token_exchange'), ...(scope !== undefined && { scope }) };
+    const form = this.#withResource({
+      grant_type: TOKEN_EXCHANGE_GRANT_TYPE,
+      subject_token: subjectToken,
+      subject_token_type: 'urn:ietf:params:oauth:token-type:jwt',
+      ...(scope !== undefined && { scope }),
+    });
     return this.#tokens(req, await this.#post(req, this.#tokenTransport, this.authenticate(form)));
   }
 

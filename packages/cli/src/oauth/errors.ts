@@ -14,7 +14,7 @@ export type Endpoint =
   | 'userinfo';
 
 /** What a token request was for. */
-export type Grant = 'device_code' | 'authorization_code' | 'refresh_token' | 'client_credentials';
+export type Grant = 'device_code' | 'authorization_code' | 'refresh_token' | 'client_credentials' | 'token_exchange';
 
 /** What went wrong with one request, as facts: nothing here is worded for people (explain.ts does that). */
 export interface ProtocolFailure {

@@ -55,6 +55,7 @@ const FLOW: Record<Grant, string> = {
   authorization_code: 'the browser sign-in',
   refresh_token: 'refreshing',
   client_credentials: 'the application sign-in (client credentials)',
+  token_exchange: 'the CI sign-in (token exchange)',
 };
 
 /** What a client that may not use a grant may not do. */
@@ -63,6 +64,7 @@ const MAY_NOT: Record<Grant, string> = {
   authorization_code: 'use the browser sign-in',
   refresh_token: 'renew sign-ins',
   client_credentials: 'get tokens of its own (client credentials)',
+  token_exchange: 'exchange CI tokens',
 };
 
 const GRANT_TYPE: Record<Grant, string> = {
@@ -70,6 +72,7 @@ const GRANT_TYPE: Record<Grant, string> = {
   authorization_code: 'authorization_code',
   refresh_token: 'refresh_token',
   client_credentials: 'client_credentials',
+  token_exchange: 'urn:ietf:params:oauth:grant-type:token-exchange',
 };
 
 /** What to do instead, for a client that may not use a grant or a server that does not offer it. */
@@ -78,6 +81,7 @@ const INSTEAD: Record<Grant, string> = {
   authorization_code: 'sign in with the device flow (`authcli login`)',
   refresh_token: 'run `authcli login` whenever the token expires',
   client_credentials: 'ask the operator to allow it (`authcli-server apps update CLIENT_ID --grant client_credentials ...`)',
+  token_exchange: 'ask the operator for a trust policy (`authcli-server workloads add ...`)',
 };
 
 /** The grant an endpoint's request is about (the token endpoint's is in the failure). */

@@ -23,8 +23,10 @@ export interface StoredSession {
    * Who signed in: absent for a person; `application` for `login --client-credentials` (RFC 6749 §4.4), whose
    * token is minted again with `client_secret` (kept here, in the same store as a person's refresh token).
    */
-  kind?: 'application' | undefined;
+  kind?: 'application' | 'workload' | undefined;
   client_secret?: string | undefined;
+  /** A CI workload (`login --ci`): where its OIDC token comes from, to exchange a new one (workload.ts). */
+  ci?: { audience: string; token_env?: string } | undefined;
 }
 
 /** An access token for another API of the same sign-in. */

@@ -96,6 +96,8 @@ export const APPLICATION_CACHE_MS = SECOND;
  * them again: another instance's `resources add|update|remove` shows within it, as an application's change does.
  */
 export const RESOURCE_CACHE_MS = SECOND;
+/** The same for CI workloads' trust policies (`workloads add|remove`). */
+export const WORKLOAD_CACHE_MS = SECOND;
 /** A new signing key waits this long before use, so every instance publishes it first. */
 export const KEY_ACTIVATION_DELAY_MS = MINUTE;
 /** How often an instance re-reads the signing keys. */

@@ -92,7 +92,9 @@ export async function verifyAccessTokenJwt(
   }
   if (typeof payload.scope !== 'string' || typeof payload.aud !== 'string') throw new InvalidToken('the access token is invalid');
   // A person's token names its grant; an application's own (client credentials) has none, and its subject is itself.
-  if (typeof payload.gid !== 'string' && !(payload.gid === undefined && payload.sub === payload.client_id)) {
+  // A CI workload's (token exchange) names the upstream subject, and its policy as `workload`.
+  const own = payload.gid === undefined && (payload.sub === payload.client_id || typeof payload.workload === 'string');
+  if (typeof payload.gid !== 'string' && !own) {
     throw new InvalidToken('the access token is invalid');
   }
   return payload;

@@ -155,7 +155,7 @@ export function parseMetadata(body: unknown, clientId: string, apiScopes: Readon
   // Said without echoing the values sent (RFC 6749 §5.2 text): the lists of what is supported instead.
   // A client that registers itself gets no tokens of its own (client_credentials): they would carry API scopes no
   // person approved. An operator allows that grant (`apps update --grant client_credentials`).
-  const registrable = GRANT_TYPES.filter((g) => g !== 'client_credentials');
+  const registrable = GRANT_TYPES.filter((g) => g !== 'client_credentials' && g !== 'urn:ietf:params:oauth:grant-type:token-exchange');
   for (const g of grantTypes) {
     if (!(registrable as readonly string[]).includes(g))
       throw new InvalidClientMetadata(`grant_types may only hold ${registrable.join(', ')}`);

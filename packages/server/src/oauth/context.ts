@@ -1,3 +1,4 @@
+import type { UpstreamIssuers } from './workloads.js';
 import type { ServerConfig } from '../config/config.js';
 import type { BackchannelLogout } from './backchannel-logout.js';
 import type { Store } from '../store/store.js';
@@ -31,4 +32,6 @@ export interface OAuthContext {
   backchannel: BackchannelLogout;
   /** The JWK Sets of private_key_jwt clients, a jwks_uri's fetched and kept per instance. */
   clientJwks: ClientJwks;
+  /** The CI providers' discovery and keys, for the issuers trust policies name (oauth/workloads.ts). */
+  upstreamIssuers: UpstreamIssuers;
 }

@@ -45,7 +45,7 @@ export async function bootstrapStore(store: Store, now: number): Promise<void> {
       callbackUrls: ['http://127.0.0.1/callback'],
       scopes: [...SUPPORTED_SCOPES],
       // Every grant a person signs in with; client_credentials is for confidential applications only.
-      grantTypes: GRANT_TYPES.filter((g) => g !== 'client_credentials'),
+      grantTypes: GRANT_TYPES.filter((g) => g !== 'client_credentials' && g !== 'urn:ietf:params:oauth:grant-type:token-exchange'),
       idTokenAlg: 'RS256',
       createdAt: now,
     });

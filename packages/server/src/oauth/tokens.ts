@@ -100,26 +100,29 @@ export class TokenIssuer {
    * A client credentials token (RFC 6749 §4.4.3, RFC 9068 §2.2): the application's own, for one API; `sub` is its
    * client_id and no grant stands behind it (no `gid`, no `auth_time`); bound to `jkt` when a DPoP proof came.
    */
-  async issueToClient(app: Application, audience: TokenAudience, jkt: string | undefined): Promise<TokenResponse> {
+  async issueToClient(
+    app: Application,
+    audience: TokenAudience,
+    jkt: string | undefined,
+    /** A CI workload's exchange (RFC 8693): the upstream `sub`, the policy, its lifetime. */
+    workload?: { subject: string; id: string; issuer: string; lifetimeSeconds: number },
+  ): Promise<TokenResponse> {
     const iat = Math.floor(this.config.now() / 1000);
     const scope = audience.scopes.join(' ');
+    const ttl = workload?.lifetimeSeconds ?? this.config.accessTokenTtlSeconds;
     const access = await this.keys.signJwt(this.accessTokenAlg, 'at+jwt', {
       iss: this.config.issuer,
-      sub: app.clientId,
+      sub: workload?.subject ?? app.clientId,
       aud: audience.resource.id,
       client_id: app.clientId,
       scope,
       iat,
-      exp: iat + this.config.accessTokenTtlSeconds,
+      exp: iat + ttl,
       jti: randomToken(16),
+      ...(workload && { workload: workload.id, upstream_iss: workload.issuer }),
       ...(jkt !== undefined && { cnf: { jkt } }),
     });
-    return {
-      access_token: access,
-      token_type: jkt !== undefined ? 'DPoP' : 'Bearer',
-      expires_in: this.config.accessTokenTtlSeconds,
-      scope,
-    };
+    return { access_token: access, token_type: jkt !== undefined ? 'DPoP' : 'Bearer', expires_in: ttl, scope };
   }
 
   /**

@@ -55,6 +55,8 @@ export async function purgeExpired(db: Kysely<Database>, now: number): Promise<v
   await db.deleteFrom('dpop_proofs').where('expires_at', '<=', now).execute();
   // Client assertions (RFC 7523): one past its exp is refused anyway.
   await db.deleteFrom('client_assertions').where('expires_at', '<=', now).execute();
+  // CI tokens exchanged (RFC 8693): one past its exp is refused anyway.
+  await db.deleteFrom('subject_tokens').where('expires_at', '<=', now).execute();
   // Logout deliveries delivered or given up: kept a while for `authcli-server logouts`; pending ones never.
   await db
     .deleteFrom('logout_outbox')

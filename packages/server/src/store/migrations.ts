@@ -14,6 +14,7 @@ import { privateKeyJwt } from './migrations/0018_private_key_jwt.js';
 import { credentialHistory } from './migrations/0019_credential_history.js';
 import { logoutOutbox } from './migrations/0020_logout_outbox.js';
 import { resources } from './migrations/0021_resources.js';
+import { workloads } from './migrations/0022_workloads.js';
 import type { Past } from './migrations/past.js';
 
 const migrations: Record<string, Migration> = {
@@ -342,6 +343,7 @@ const migrations: Record<string, Migration> = {
   '0019_credential_history': credentialHistory,
   '0020_logout_outbox': logoutOutbox,
   '0021_resources': resources,
+  '0022_workloads': workloads,
 };
 
 /** Provides the migrations above, then those in migrations/, to Kysely's Migrator. */

@@ -2,6 +2,7 @@ import type { ColumnType, Insertable, Selectable, Updateable } from 'kysely';
 import type { ConnectorStatesTable, ConnectorsTable, FederatedIdentitiesTable } from './repositories/connector-tables.js';
 import type { LogoutOutboxTable } from './repositories/logout-outbox.js';
 import type { ResourceScopesTable, ResourcesTable } from './repositories/resources.js';
+import type { SubjectTokensTable, WorkloadsTable } from './repositories/workloads.js';
 
 export type { ConnectorStatesTable, ConnectorsTable, FederatedIdentitiesTable } from './repositories/connector-tables.js';
 
@@ -338,6 +339,8 @@ export interface WebauthnChallengesTable {
 
 export interface Database {
   resources: ResourcesTable;
+  workloads: WorkloadsTable;
+  subject_tokens: SubjectTokensTable;
   resource_scopes: ResourceScopesTable;
   connectors: ConnectorsTable;
   federated_identities: FederatedIdentitiesTable;

@@ -22,6 +22,7 @@ import { KyselySignInEvents, type SignInEvents, signInEventStatements } from './
 import { KyselyLogoutOutbox, type LogoutOutbox } from './repositories/logout-outbox.js';
 import { KyselyUsers, type Users } from './repositories/users.js';
 import { KyselyResources, type Resources } from './repositories/resources.js';
+import { KyselyWorkloads, type Workloads } from './repositories/workloads.js';
 
 export type { Dialect } from './engine.js';
 export { StoreError, type StoreErrorCode } from './errors.js';
@@ -37,6 +38,7 @@ export {
 } from './repositories/applications.js';
 export type { AuthorizationCode } from './repositories/codes.js';
 export type { Resource, ResourceCatalog, ResourceScope } from './repositories/resources.js';
+export type { Workload } from './repositories/workloads.js';
 export type { PushedRequest } from './repositories/pushed-requests.js';
 export type { DeviceAuthorization, DeviceDecision, DevicePoll, DevicePollSummary } from './repositories/device-grants.js';
 export type { Grant, GrantHolder, RefreshToken } from './repositories/grants.js';
@@ -61,6 +63,8 @@ export class Store {
   readonly applications: Applications;
   /** The team's APIs (RFC 8707 resources) and their scopes. */
   readonly resources: Resources;
+  /** CI workloads' trust policies (RFC 8693 token exchange), and the CI tokens exchanged. */
+  readonly workloads: Workloads;
   readonly users: Users;
   readonly consents: Consents;
   readonly sessions: Sessions;
@@ -98,6 +102,7 @@ export class Store {
     const signIns = signInEventStatements();
     this.applications = new KyselyApplications(engine, cacheClock);
     this.resources = new KyselyResources(engine, cacheClock);
+    this.workloads = new KyselyWorkloads(engine, cacheClock);
     this.users = new KyselyUsers(engine);
     this.consents = new KyselyConsents(engine);
     this.sessions = new KyselySessions(engine);

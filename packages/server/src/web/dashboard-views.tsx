@@ -9,6 +9,7 @@ const GRANT_LABELS: Record<string, string> = {
   refresh_token: 'Refresh token',
   [DEVICE_CODE_GRANT_TYPE]: 'Device code (sign-in on a second screen)',
   client_credentials: 'Client credentials (the application’s own token, no person; confidential only)',
+  'urn:ietf:params:oauth:grant-type:token-exchange': 'Token exchange (CI jobs, under the trust policies of `workloads add`)',
 };
 
 export function DashboardPage(props: { viewer: Viewer; apps: Application[]; all: boolean; notice?: string | undefined }) {

@@ -7,10 +7,12 @@ import {
   CLIENT_CREDENTIALS_GRANT_TYPE,
   DEVICE_CODE_GRANT_TYPE,
   REFRESH_TOKEN_GRANT_TYPE,
+  TOKEN_EXCHANGE_GRANT_TYPE,
   type TokenResponse,
 } from '@authcli/protocol';
 import { authorizationCodeGrant } from './authorization-code.js';
 import { clientCredentialsGrant } from './client-credentials.js';
+import { tokenExchangeGrant } from './token-exchange.js';
 import { deviceCodeGrant } from './device-code.js';
 import { refreshTokenGrant } from './refresh-token.js';
 
@@ -42,6 +44,7 @@ export const GRANT_HANDLERS: Partial<Record<GrantType, GrantHandler>> = {
   [DEVICE_CODE_GRANT_TYPE]: deviceCodeGrant,
   [REFRESH_TOKEN_GRANT_TYPE]: refreshTokenGrant,
   [CLIENT_CREDENTIALS_GRANT_TYPE]: clientCredentialsGrant,
+  [TOKEN_EXCHANGE_GRANT_TYPE]: tokenExchangeGrant,
 };
 
 /** The grant handler for `grantType`, if this server serves it. */

@@ -10,6 +10,7 @@ export const GRANT_TYPES = [
   'refresh_token',
   'urn:ietf:params:oauth:grant-type:device_code',
   'client_credentials',
+  'urn:ietf:params:oauth:grant-type:token-exchange',
 ] as const;
 export type GrantType = (typeof GRANT_TYPES)[number];
 

@@ -2,7 +2,7 @@ import type { Engine } from '../engine.js';
 import { Prepared } from '../prepared.js';
 
 /** The tables of single-use `jti`s: a primary key `jti_hash` and the `expires_at` housekeeping.ts purges them at. */
-export type SingleUseTable = 'dpop_proofs' | 'client_assertions';
+export type SingleUseTable = 'dpop_proofs' | 'client_assertions' | 'subject_tokens';
 
 /**
  * A single-use record (a DPoP proof's or a client assertion's `jti`):
