@@ -94,19 +94,25 @@ describe('authcli login --ci: a CI job signed in without a secret (RFC 8693)', (
     expect(login.code, login.stderr).toBe(0);
     expect(login.stdout).toContain(`as the CI workload ${MAIN_BRANCH_SUBJECT}`);
     expect(decodeJwt((await runCli(['token'], env).exit).stdout.trim())).toMatchObject({ aud: API });
+    // The variable's token was exchanged at login: once expired, the sign-in says so instead of replaying it.
+    expireStoredToken(home, server.issuer);
+    const expired = await runCli(['token'], env).exit;
+    expect(expired.code).toBe(1);
+    expect(expired.stderr).toContain('AUTHCLI_ID_TOKEN was exchanged when the job signed in');
+    expect(JSON.parse((await runCli(['status', '--json'], env).exit).stdout)).toMatchObject({ state: 'expired', refreshable: false });
     const again = await runCli(
       ['login', '--ci', '--ci-token-env', 'AUTHCLI_ID_TOKEN', '--force'],
       jobEnv(tempConfigHome(), { AUTHCLI_ID_TOKEN: jobToken }),
     ).exit;
     expect(again.code).toBe(1);
-    expect(again.stderr).toContain('invalid_grant');
+    expect(again.stderr).toContain('already exchanged');
   });
 
   it('refused: a pull_request job, no CI token at all, an empty variable', async () => {
     const pr = await ci.token(Date.now(), { aud: server.issuer, sub: 'repo:acme/deploy:pull_request', event_name: 'pull_request' });
     const refused = await runCli(['login', '--ci', '--ci-token-env', 'PR_TOKEN'], jobEnv(tempConfigHome(), { PR_TOKEN: pr })).exit;
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toContain('invalid_grant');
+    expect(refused.stderr).toContain('matches no trust policy');
     const none = await runCli(['login', '--ci'], jobEnv(tempConfigHome())).exit;
     expect(none.code).toBe(1);
     expect(none.stderr).toContain('permissions: id-token: write');

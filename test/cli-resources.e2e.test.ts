@@ -200,5 +200,9 @@ describe('authcli with the team’s APIs (RFC 8707 resources)', () => {
     expect(minted.size).toBe(1);
     expect([...minted][0]).not.toBe(token);
     expect(decodeJwt([...minted][0]!)).toMatchObject({ sub: app.client_id, aud: deploy.id });
+    // logout revokes the token with the application's own secret (no AUTHCLI_CLIENT_SECRET here).
+    const out = await runCli(['logout'], env).exit;
+    expect(out.code, out.stderr).toBe(0);
+    expect(out.stdout).toContain('Signed out');
   });
 });

@@ -150,6 +150,7 @@ for (const dialect of dialects()) {
       const bad: [string[], RegExp][] = [
         [policy.map((a) => (a === 'https://token.actions.githubusercontent.com' ? 'http://ci.example' : a)), /https/],
         [policy.map((a) => (a === 'repo:acme/deploy:ref:refs/heads/main' ? '*' : a)), /not every subject/],
+        [policy.map((a) => (a === 'repo:acme/deploy:ref:refs/heads/main' ? '*:*' : a)), /not every subject/],
         [policy.map((a) => (a === 'deploy:write' ? 'openid' : a)), /no API's scope/],
         [[...policy, '--token-lifetime', '2d'], /--token-lifetime/],
         [policy.map((a) => (a === clientId ? 'authcli' : a)), /not allowed token exchange/],

@@ -65,6 +65,13 @@ export async function refreshedSession(
       if (current.kind === 'workload') {
         // A CI job (login --ci): a new token of the job exchanged, for its API.
         if (other) throw new CliError('usage', `the CI workload signed in for ${current.resource ?? 'its API'} only`);
+        // A token from a variable (GitLab's id_tokens) is one value for the whole job, and each is exchanged once.
+        if (current.ci?.token_env !== undefined) {
+          throw new CliError(
+            'signed_out',
+            `the CI token in ${current.ci.token_env} was exchanged when the job signed in, and each is exchanged once; give the job a longer --token-lifetime in its trust policy, or sign in again with a new job token`,
+          );
+        }
         const { workloadSession } = await import('./workload.js');
         const key = await keyOfSession(slot, current);
         const meta = await discover(issuer, httpTransport);

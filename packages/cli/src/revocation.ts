@@ -29,7 +29,8 @@ export async function revokeSession(
   const client = {
     ...settings,
     clientId: session.client_id,
-    clientSecret: session.client_id === settings.clientId ? settings.clientSecret : undefined,
+    // An application's sign-in (login --client-credentials) keeps its own secret.
+    clientSecret: session.client_secret ?? (session.client_id === settings.clientId ? settings.clientSecret : undefined),
   };
   const tokenTransport = key ? dpopTransport(httpTransport, key, { nonces: await savedNonces() }) : httpTransport;
   const oauth = new OAuthClient({ meta, settings: client, transport: httpTransport, tokenTransport });

@@ -126,6 +126,28 @@ describe.each(dialects())('dashboard: applications (%s)', (dialect) => {
     expect((await server.store.applications.get(clientId))?.grantTypes).toEqual(['client_credentials']);
   });
 
+  it('a developer cannot widen what an application with client credentials (allowed by an administrator) gets', async () => {
+    const alice = await as('alice');
+    const { clientId } = await secretPage(alice, await register(alice, { name: 'Alice bot', kind: 'confidential', scopes: ['openid'] }));
+    // An administrator allowed it client credentials (as `apps update --grant client_credentials` would).
+    await server.store.applications.update(clientId, { grantTypes: ['authorization_code', 'client_credentials'] }, server.clock.now());
+    const page = await alice.get(`/dashboard/apps/${clientId}`);
+    const body = new URLSearchParams({
+      _csrf: hidden(page.text, '_csrf'),
+      name: 'Alice bot',
+      callback_urls: 'https://app.example/cb',
+      id_token_alg: 'RS256',
+    });
+    for (const scope of ['openid', 'profile']) body.append('scope', scope);
+    for (const grant of ['authorization_code', 'client_credentials']) body.append('grant', grant);
+    const widened = await alice.request('POST', `/dashboard/apps/${clientId}`, body.toString(), {
+      'content-type': 'application/x-www-form-urlencoded',
+    });
+    expect(widened.status).toBe(400);
+    expect(widened.text).toContain('only an administrator can add a scope (profile)');
+    expect((await server.store.applications.get(clientId))?.scopes).toEqual(['openid']);
+  });
+
   it('a confidential secret is shown once, on a no-store page, and only its hash is kept', async () => {
     const b = await as('alice');
     const res = await register(b, { name: 'Backend', kind: 'confidential', grants: ['authorization_code', DEVICE] });

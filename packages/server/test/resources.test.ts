@@ -210,7 +210,8 @@ for (const dialect of dialects()) {
     it('invalid_target at the authorization endpoint for an unknown API, or one the application has no scope of', async () => {
       const browser = await signedInBrowser(server, 'alice');
       const { url } = await authorizeUrl({ clientId: confidential.id, redirectUri: CALLBACK, scope: 'openid' });
-      for (const resource of ['https://unknown.example', BILLING, 'relative/path']) {
+      // DEPLOY: the application is allowed one of its scopes, but none is asked for: nothing of it would be approved.
+      for (const resource of ['https://unknown.example', BILLING, 'relative/path', DEPLOY]) {
         const res = await browser.get(`${url}&resource=${encodeURIComponent(resource)}`);
         expect(res.status, resource).toBe(303);
         const location = new URL(res.headers.get('location')!);
@@ -342,6 +343,26 @@ for (const dialect of dialects()) {
       await server.store.resources.update(BILLING, { scopes: [{ name: 'invoices:read', description: 'Read invoices' }] }, now);
       expect((await server.store.resources.catalog()).byId.get(BILLING)?.scopes.map((s) => s.name)).toEqual(['invoices:read']);
       await expect(server.store.resources.update('https://nope.example', { name: 'x' }, now)).rejects.toMatchObject({ code: 'not_found' });
+    });
+
+    it('a scope taken from the application (apps update --scope) is left out of its next token: none left for the API is invalid_target', async () => {
+      const { app } = await seedApp(server, { scopes: ['openid', 'offline_access', 'invoices:read'] });
+      const { callback, verifier } = await codeFor('openid offline_access invoices:read', [], app.clientId);
+      const first = await tokenRequest(server, {
+        grant_type: 'authorization_code',
+        code: callback.searchParams.get('code')!,
+        redirect_uri: CALLBACK,
+        client_id: app.clientId,
+        code_verifier: verifier,
+      });
+      expect(decodeJwt(first.json.access_token as string)).toMatchObject({ aud: BILLING, scope: 'invoices:read' });
+      await server.store.applications.update(app.clientId, { scopes: ['openid', 'offline_access'] }, server.clock.now());
+      const refreshed = await tokenRequest(server, {
+        grant_type: 'refresh_token',
+        refresh_token: first.json.refresh_token as string,
+        client_id: app.clientId,
+      });
+      expect(refreshed.json.error).toBe('invalid_target');
     });
 
     it('applications may be allowed API scopes only once the API exists', async () => {

@@ -127,13 +127,13 @@ for (const dialect of dialects()) {
       ];
       for (const [name, token] of cases) {
         const res = await exchange(token);
-        expect([res.status, res.json.error], name).toEqual([400, 'invalid_grant']);
+        expect([res.status, res.json.error], name).toEqual([400, 'invalid_request']);
       }
       // An issuer no policy names: refused without a single request to it.
       const stranger = await ciIssuer({ audience: AUDIENCE });
       try {
         const res = await exchange(await stranger.token(now));
-        expect(res.json.error).toBe('invalid_grant');
+        expect(res.json.error).toBe('invalid_request');
         expect(stranger.requests()).toBe(0);
       } finally {
         await stranger.close();
@@ -144,6 +144,7 @@ for (const dialect of dialects()) {
       const now = server.clock.now();
       expect((await exchange(await ci.token(now), { scope: 'deploy:read' })).json.error).toBe('invalid_scope');
       expect((await exchange(await ci.token(now), { resource: 'https://unknown.example' })).json.error).toBe('invalid_target');
+      expect((await exchange(await ci.token(now), { audience: DEPLOY })).json.error).toBe('invalid_target');
       const named = await exchange(await ci.token(now), { scope: 'deploy:write', resource: DEPLOY });
       expect(named.status).toBe(200);
       for (const [fields, error] of [
@@ -165,11 +166,11 @@ for (const dialect of dialects()) {
       expect(refused.json.error).toBe('unauthorized_client');
     });
 
-    it('ten parallel exchanges of one CI token: one access token, nine invalid_grant', async () => {
+    it('ten parallel exchanges of one CI token: one access token, nine invalid_request (RFC 8693 §2.2.2)', async () => {
       const token = await ci.token(server.clock.now());
       const answers = await Promise.all(Array.from({ length: 10 }, () => exchange(token)));
       expect(tally(answers)).toEqual({ 200: 1, 400: 9 });
-      for (const a of answers.filter((x) => x.status === 400)) expect(a.json.error).toBe('invalid_grant');
+      for (const a of answers.filter((x) => x.status === 400)) expect(a.json.error).toBe('invalid_request');
     });
   });
 }

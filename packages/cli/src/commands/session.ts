@@ -93,6 +93,7 @@ export async function validSession(
     const { notRenewable, refreshedSession } = await import('../refresh.js');
     // Without a refresh token a token inside the margin is still handed out; only an expired one is an error.
     // A person's sign-in renews with its refresh token; an application's (login --client-credentials) with its secret.
+    // (A CI job's variable token cannot be exchanged again: refreshedSession says so in its own words.)
     const renewable = Boolean(stored.refresh_token) || stored.kind !== undefined;
     if (!renewable && (!session || rejected !== undefined || hasExpired(session, format, Date.now()))) throw notRenewable(slot);
     if (renewable) session = await refreshedSession(settings, stored, format, terminalOutput(), signal, rejected);

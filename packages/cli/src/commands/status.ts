@@ -12,10 +12,14 @@ export type SessionState = 'valid' | 'renewable' | 'signed_out' | 'expired';
 
 export const STATUS_EXIT_CODES: Record<SessionState, number> = { valid: 0, renewable: 0, signed_out: 1, expired: 2 };
 
+/** A person's sign-in with a refresh token, an application's (its secret), a GitHub Actions job's (a new job token). */
+const renewable = (s: StoredSession) =>
+  Boolean(s.refresh_token) || s.kind === 'application' || (s.kind === 'workload' && s.ci?.token_env === undefined);
+
 export function sessionState(session: StoredSession | undefined, now: number): SessionState {
   if (!session) return 'signed_out';
   if (session.expires_at > now) return 'valid';
-  return session.refresh_token || session.kind !== undefined ? 'renewable' : 'expired';
+  return renewable(session) ? 'renewable' : 'expired';
 }
 
 function describeIn(ms: number): string {
@@ -104,7 +108,7 @@ export async function status(flags: SettingFlags & { json?: boolean }): Promise<
               ...(session.dpop_jkt && { dpop_jkt: session.dpop_jkt, dpop_key: dpopKey }),
               expires_at: new Date(session.expires_at).toISOString(),
               expired: session.expires_at <= now,
-              refreshable: Boolean(session.refresh_token) || session.kind !== undefined,
+              refreshable: renewable(session),
               storage: store,
             }
           : { signed_in: false, state, profile, issuer, storage: store },

@@ -58,6 +58,8 @@ async function introspectAccessToken(ctx: OAuthContext, client: Application, tok
     aud: payload.aud,
     iss: payload.iss,
     jti: payload.jti,
+    // A CI workload's token (RFC 8693): the trust policy and the CI provider its subject is of.
+    ...(typeof payload.workload === 'string' && { workload: payload.workload, upstream_iss: payload.upstream_iss }),
   };
 }
 

@@ -109,8 +109,17 @@ export function namedResources(values: readonly string[], catalog: ResourceCatal
   return out;
 }
 
-/** The resources a grant covers: those named, then those its scopes imply, each once. */
+/**
+ * The resources a grant covers: those named, then those its scopes imply, each once. A named API none of whose
+ * scopes is asked for is invalid_target: the person would approve nothing of it (consent shows scopes).
+ * @throws InvalidTarget
+ */
 export function coveredResources(named: readonly string[], scopes: readonly string[], catalog: ResourceCatalog): string[] {
+  for (const id of named) {
+    if (!scopes.some((s) => catalog.byScope.get(s)?.id === id)) {
+      throw new InvalidTarget(`ask for at least one scope of ${id} with it (scope), so that it can be approved`);
+    }
+  }
   const out = [...named];
   for (const scope of scopes) {
     const id = catalog.byScope.get(scope)?.id;
@@ -156,7 +165,10 @@ export function tokenAudience(
   const resource = catalog.byId.get(id);
   if (!resource) throw new InvalidTarget('the resource no longer exists on this server');
   const own = new Set(resource.scopes.map((s) => s.name));
-  return { resource, scopes: scopes.filter((s) => own.has(s)) };
+  const granted = scopes.filter((s) => own.has(s));
+  // A token for an API carries at least one of its scopes: an empty one would pass an API that checks only aud.
+  if (granted.length === 0) throw new InvalidTarget(`none of the scopes asked for is one of ${id}: ask for that API's scopes`);
+  return { resource, scopes: granted };
 }
 
 /**

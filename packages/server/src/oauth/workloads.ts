@@ -5,7 +5,7 @@
  * policies' rules and the verification of the CI token against its issuer; grants/token-exchange.ts the grant.
  */
 import { errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
-import { CLIENT_JWKS_MAX_BYTES, CLIENT_JWKS_TIMEOUT_MS } from '../config/defaults.js';
+import { CLIENT_JWKS_MAX_BYTES, CLIENT_JWKS_REFETCH_COOLDOWN_MS, CLIENT_JWKS_TIMEOUT_MS } from '../config/defaults.js';
 import { SUBJECT_TOKEN_SKEW_S, UPSTREAM_DISCOVERY_CACHE_MS, WORKLOAD_TOKEN_LIFETIME_BOUNDS_S } from '../config/workload-defaults.js';
 import { FetchJsonError, fetchJson } from '../http/fetch-json.js';
 import type { Workload } from '../store/store.js';
@@ -71,22 +71,34 @@ export function validateWorkload(input: { id: string; issuer: string; audience: 
   claims: Record<string, string>;
 } {
   if (!WORKLOAD_ID.test(input.id)) throw new InputError('--id is 1-64 letters, digits, dots, dashes or underscores');
-  const issuer = input.issuer.replace(/\/+$/, '');
+  const issuer = input.issuer;
   const problem = issuerProblem(issuer);
   if (problem) throw new InputError(problem);
   if (!input.audience || input.audience.length > 255) throw new InputError('--audience is 1-255 characters');
-  if (!input.subject || input.subject === '*') {
+  if (!input.subject || /^[*:/]*$/.test(input.subject)) {
     throw new InputError('--subject must name the jobs trusted (e.g. repo:my-org/my-repo:ref:refs/heads/main), not every subject');
   }
   const claims: Record<string, string> = {};
   for (const c of input.claims) {
     const eq = c.indexOf('=');
     const name = eq === -1 ? '' : c.slice(0, eq);
-    if (!CLAIM_NAME.test(name) || eq === c.length - 1)
+    if (!CLAIM_NAME.test(name) || name === '__proto__' || name === 'constructor' || eq === c.length - 1)
       throw new InputError(`--claim takes NAME=PATTERN, e.g. repository_owner=my-org; got ${JSON.stringify(c)}`);
     claims[name] = c.slice(eq + 1);
   }
   return { id: input.id, issuer, audience: input.audience, subject: input.subject, claims };
+}
+
+/** A jwks_uri the issuer's discovery may name: https on the issuer's host (or its loopback stand-in's origin). */
+function sameSite(issuer: string, jwksUri: string): boolean {
+  try {
+    const i = new URL(issuer);
+    const j = new URL(jwksUri);
+    if (i.protocol === 'http:') return j.origin === i.origin;
+    return j.protocol === 'https:' && (j.hostname === i.hostname || j.hostname.endsWith(`.${i.hostname}`));
+  } catch {
+    return false;
+  }
 }
 
 /** Whether a verified CI token's claims meet a policy's patterns (`sub` and every claim named). */
@@ -111,7 +123,7 @@ export class SubjectTokenInvalid extends Error {
  * names are ever fetched: a token's `iss` alone never makes the server fetch anything.
  */
 export class UpstreamIssuers {
-  private readonly discovered = new Map<string, { jwksUri: string; until: number }>();
+  private readonly discovered = new Map<string, { jwksUri: string | undefined; until: number }>();
   private readonly keys: ClientJwks;
 
   constructor(private readonly now: () => number) {
@@ -120,22 +132,28 @@ export class UpstreamIssuers {
 
   private async jwksUri(issuer: string): Promise<string> {
     const kept = this.discovered.get(issuer);
-    if (kept && this.now() < kept.until) return kept.jwksUri;
+    if (kept && this.now() < kept.until) {
+      if (kept.jwksUri === undefined) throw new SubjectTokenInvalid("the CI provider's discovery document could not be had");
+      return kept.jwksUri;
+    }
     try {
       const { json } = await fetchJson(`${issuer}/.well-known/openid-configuration`, {
         timeoutMs: CLIENT_JWKS_TIMEOUT_MS,
         maxBytes: CLIENT_JWKS_MAX_BYTES,
         publicOnly: false,
       });
-      const doc = json as { issuer?: unknown; jwks_uri?: unknown };
-      if (doc.issuer !== issuer || typeof doc.jwks_uri !== 'string')
-        throw new SubjectTokenInvalid("the CI provider's discovery document does not name this issuer and a jwks_uri");
+      const doc = (typeof json === 'object' && json !== null ? json : {}) as { issuer?: unknown; jwks_uri?: unknown };
+      if (doc.issuer !== issuer || typeof doc.jwks_uri !== 'string' || !sameSite(issuer, doc.jwks_uri)) {
+        throw new SubjectTokenInvalid("the CI provider's discovery document does not name this issuer and an https jwks_uri of its own");
+      }
       this.discovered.set(issuer, { jwksUri: doc.jwks_uri, until: this.now() + UPSTREAM_DISCOVERY_CACHE_MS });
       return doc.jwks_uri;
     } catch (err) {
-      if (kept) return kept.jwksUri;
-      if (err instanceof FetchJsonError) throw new SubjectTokenInvalid("the CI provider's discovery document could not be fetched");
-      throw err;
+      if (!(err instanceof FetchJsonError || err instanceof SubjectTokenInvalid)) throw err;
+      if (kept?.jwksUri !== undefined) return kept.jwksUri;
+      // Tried again after a cooldown, not on every request that names the issuer.
+      this.discovered.set(issuer, { jwksUri: undefined, until: this.now() + CLIENT_JWKS_REFETCH_COOLDOWN_MS });
+      throw err instanceof SubjectTokenInvalid ? err : new SubjectTokenInvalid("the CI provider's discovery document could not be fetched");
     }
   }
 
@@ -145,8 +163,7 @@ export class UpstreamIssuers {
    * @throws SubjectTokenInvalid
    */
   async verify(token: string, issuer: string, audience: string): Promise<JWTPayload & { jti: string; sub: string; exp: number }> {
-    const jwksUri = await this.jwksUri(issuer);
-    const attempt = async (unknownKid: boolean) => {
+    const attempt = async (jwksUri: string, unknownKid: boolean) => {
       const set = await this.keys.keySet({ jwksUri, anyAddress: true }, unknownKid);
       return {
         set,
@@ -161,13 +178,15 @@ export class UpstreamIssuers {
       };
     };
     try {
+      const jwksUri = await this.jwksUri(issuer);
       try {
-        return (await attempt(false)).result.payload as JWTPayload & { jti: string; sub: string; exp: number };
+        return (await attempt(jwksUri, false)).result.payload as JWTPayload & { jti: string; sub: string; exp: number };
       } catch (err) {
         if (!(err instanceof joseErrors.JWKSNoMatchingKey)) throw err;
-        return (await attempt(true)).result.payload as JWTPayload & { jti: string; sub: string; exp: number };
+        return (await attempt(jwksUri, true)).result.payload as JWTPayload & { jti: string; sub: string; exp: number };
       }
     } catch (err) {
+      if (err instanceof SubjectTokenInvalid) throw err;
       if (err instanceof KeySetUnavailable) throw new SubjectTokenInvalid("the CI provider's keys could not be fetched");
       if (err instanceof joseErrors.JWTExpired) throw new SubjectTokenInvalid('the CI token has expired');
       if (err instanceof joseErrors.JOSEError || err instanceof TypeError) throw new SubjectTokenInvalid('the CI token did not verify');

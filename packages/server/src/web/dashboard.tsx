@@ -82,8 +82,14 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
       throw new InputError('only an administrator can let an application introspect every token');
     }
     // Client credentials tokens carry API scopes no person approved: only an administrator (or the operator) grants them.
-    if (v.grantTypes.includes('client_credentials') && c.user.is_admin !== 1 && !base?.grantTypes.includes('client_credentials')) {
-      throw new InputError('only an administrator can let an application get tokens of its own (client credentials)');
+    if (v.grantTypes.includes('client_credentials') && c.user.is_admin !== 1) {
+      if (!base?.grantTypes.includes('client_credentials')) {
+        throw new InputError('only an administrator can let an application get tokens of its own (client credentials)');
+      }
+      // Nor widen what such tokens carry: a scope added to it would be in its next token, approved by nobody.
+      const added = v.scopes.find((s) => !base.scopes.includes(s));
+      if (added !== undefined)
+        throw new InputError(`only an administrator can add a scope (${added}) to an application with client credentials`);
     }
   }
   const fieldsOf = (v: AppFormValues) => ({

@@ -64,6 +64,8 @@ export async function refreshTokenGrant(
     for (const s of scopes)
       if (!granted.includes(s)) throw new InvalidScope(`the ${s} scope was not granted (a refresh may only narrow scope)`);
   }
+  // An API scope the application is no longer allowed (`apps update --scope`) is left out of its next token.
+  if (grant.resource) scopes = scopes.filter((s) => isSupportedScope(s) || app.scopes.includes(s));
   // RFC 8707 §2.2: a refresh may name any API the grant covers, and gets a token for it alone.
   const audience = await audienceFor(ctx, grant.resource, scopes, resources);
 

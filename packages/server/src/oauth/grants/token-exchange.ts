@@ -5,7 +5,7 @@ import { PRESENTED_TOKEN_MAX } from '../../config/defaults.js';
 import type { Application } from '../../store/store.js';
 import type { OAuthContext } from '../context.js';
 import type { DpopProof } from '../dpop.js';
-import { InvalidGrant, InvalidRequest, InvalidScope, InvalidTarget } from '../errors.js';
+import { InvalidRequest, InvalidScope, InvalidTarget } from '../errors.js';
 import { coveredResources, namedResources, tokenAudience } from '../resources.js';
 import { parseScope } from '../scopes.js';
 import { meetsPolicy, SubjectTokenInvalid } from '../workloads.js';
@@ -23,7 +23,8 @@ const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
  * audience, its `sub` and claims must match the policy's patterns, the scope must be within the policy's, and it
  * is used once (its `jti`; of parallel uses one wins). The access token is for one API, names the upstream `sub`
  * and the policy (`workload`), lives as long as the policy says, and comes with no refresh token. Every refusal
- * of the CI token itself is invalid_grant.
+ * of the CI token itself is invalid_request, as RFC 8693 §2.2.2 says ("invalid for any reason, or unacceptable
+ * based on policy").
  */
 export async function tokenExchangeGrant(
   ctx: OAuthContext,
@@ -41,16 +42,18 @@ export async function tokenExchangeGrant(
   if (params.requested_token_type !== undefined && params.requested_token_type !== ACCESS_TOKEN_TYPE) {
     throw new InvalidRequest(`requested_token_type may only be ${ACCESS_TOKEN_TYPE}`);
   }
-  if (token.length > PRESENTED_TOKEN_MAX) throw new InvalidGrant('the CI token is not a JWT');
+  // RFC 8693 §2.1 `audience`: this server names APIs by `resource` (RFC 8707).
+  if (params.audience !== undefined) throw new InvalidTarget('name the API with resource (RFC 8707), not audience');
+  if (token.length > PRESENTED_TOKEN_MAX) throw new InvalidRequest('the CI token is not a JWT');
   let issuer: unknown;
   try {
     issuer = decodeJwt(token).iss;
   } catch {
-    throw new InvalidGrant('the CI token is not a JWT');
+    throw new InvalidRequest('the CI token is not a JWT');
   }
   const candidates = (await ctx.store.workloads.list()).filter((w) => w.clientId === app.clientId && w.issuer === issuer);
   // Nothing is fetched for an issuer no policy of this application names.
-  if (candidates.length === 0) throw new InvalidGrant('no trust policy of this application takes tokens of that issuer');
+  if (candidates.length === 0) throw new InvalidRequest('no trust policy of this application takes tokens of that issuer');
   let payload;
   let failure: SubjectTokenInvalid | undefined;
   for (const audience of new Set(candidates.map((w) => w.audience))) {
@@ -62,10 +65,11 @@ export async function tokenExchangeGrant(
       failure = err;
     }
   }
-  if (!payload) throw new InvalidGrant(failure?.message ?? 'the CI token did not verify');
+  if (!payload) throw new InvalidRequest(failure?.message ?? 'the CI token did not verify');
+  if (typeof payload.jti !== 'string' || typeof payload.sub !== 'string') throw new InvalidRequest('the CI token has no jti or sub');
   const audiences = Array.isArray(payload.aud) ? payload.aud : [payload.aud];
   const matching = candidates.filter((w) => audiences.includes(w.audience) && meetsPolicy(w, payload));
-  if (matching.length === 0) throw new InvalidGrant('the CI token matches no trust policy of this application (its subject or claims)');
+  if (matching.length === 0) throw new InvalidRequest('the CI token matches no trust policy of this application (its subject or claims)');
 
   const catalog = await ctx.store.resources.catalog();
   if (resources.length > 1) throw new InvalidTarget('name one resource per token request: each token is for one API');
@@ -86,7 +90,7 @@ export async function tokenExchangeGrant(
     .update(`${issuer as string} ${payload.jti}`)
     .digest('hex');
   if (!(await ctx.store.workloads.useSubjectToken(used, payload.exp * 1000 + 60_000))) {
-    throw new InvalidGrant('the CI token was already exchanged: each is used once');
+    throw new InvalidRequest('the CI token was already exchanged: each is used once');
   }
   const answer = await ctx.tokens.issueToClient(app, audience, dpop?.jkt, {
     subject: payload.sub,
