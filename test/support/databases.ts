@@ -183,8 +183,12 @@ export const MIGRATIONS_AFTER_0008 = [
   '0020_logout_outbox',
   '0021_resources',
   '0022_workloads',
+  '0023_audit',
 ];
 export async function undoMigrationsAfter0008(db: TestDatabase, dialect: DialectName): Promise<void> {
+  // 0023: the audit trail and its head.
+  await execute(db, dialect, 'drop table audit_head');
+  await execute(db, dialect, 'drop table audit_events');
   // 0022: CI workloads' trust policies and the CI tokens exchanged.
   await execute(db, dialect, 'drop table subject_tokens');
   await execute(db, dialect, 'drop table workloads');

@@ -1,3 +1,5 @@
+import { adminRoutes } from './admin/routes.js';
+import { ensureAdminResource } from './admin/bootstrap.js';
 import { UpstreamIssuers } from './oauth/workloads.js';
 import cookie from '@fastify/cookie';
 import { connectorRoutes } from './web/connectors.js';
@@ -185,6 +187,7 @@ export async function buildApp(config: ServerConfig, store: Store, options: AppO
   const { metrics, draining = () => false } = options;
   const keys = serverKeyRing(store, config);
   await keys.init();
+  await ensureAdminResource(store, config.issuer, config.now());
   const https = config.issuer.startsWith('https:');
 
   // Requests carry secrets in their query strings (an authorization code at a callback, a user code) and
@@ -206,6 +209,8 @@ export async function buildApp(config: ServerConfig, store: Store, options: AppO
     ...(requestLogging ? {} : { childLoggerFactory: (logger: FastifyBaseLogger) => logger }),
     return503OnClosing: true,
     frameworkErrors: frameworkErrorHandler(),
+    // Route schemas (the admin API's bodies): unknown members are refused, and nothing is coerced or filled in.
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false } },
     // On close, idle keep-alive connections are closed and requests in flight finish (graceful shutdown, main.ts
     // cuts the rest after AUTHCLI_SHUTDOWN_GRACE); `true` would cut them all at once.
     forceCloseConnections: 'idle',
@@ -282,6 +287,8 @@ export async function buildApp(config: ServerConfig, store: Store, options: AppO
   });
 
   await app.register(oauthApi, ctx);
+  // The admin API (/admin/v1): JSON, its own errors (RFC 9457), no cookies.
+  await app.register(adminRoutes, ctx);
   // Cookies (the session, CSRF) belong to the pages only: the protocol endpoints neither read nor set any,
   // and keeping the cookie hooks off them saves work on every token request.
   await app.register(async (pages) => {

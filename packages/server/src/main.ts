@@ -2,6 +2,7 @@
 import { Command, CommanderError } from 'commander';
 import { sayError } from './operator/output.js';
 import { appsCommand } from './operator/apps.js';
+import { auditCommand } from './operator/audit.js';
 import { connectorsCommand } from './operator/connectors.js';
 import { configCommand } from './operator/config.js';
 import { limitsCommand } from './operator/limits.js';
@@ -37,6 +38,7 @@ export function program(): Command {
   logoutsCommand(cli);
   registrationCommand(cli);
   storeCommands(cli);
+  auditCommand(cli);
   return cli;
 }
 

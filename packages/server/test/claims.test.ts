@@ -274,7 +274,17 @@ describe.each(dialects())('userinfo releases exactly the claims of each scope; t
 
   it('discovery lists exactly the scopes and claims served', async () => {
     const meta = (await (await fetch(`${server.url}/.well-known/openid-configuration`)).json()) as Record<string, string[]>;
-    expect(meta.scopes_supported).toEqual(['openid', 'profile', 'email', 'address', 'phone', 'offline_access']);
+    // OpenID Connect's, then those of the APIs: here the built-in admin API's (admin/bootstrap.ts).
+    expect(meta.scopes_supported).toEqual([
+      'openid',
+      'profile',
+      'email',
+      'address',
+      'phone',
+      'offline_access',
+      'admin:read',
+      'admin:write',
+    ]);
     expect([...meta.claims_supported!].sort()).toEqual(
       [
         ...['sub', 'iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'azp', 'at_hash', 'acr', 'amr', 'preferred_username', 'updated_at'],

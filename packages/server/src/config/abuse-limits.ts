@@ -79,6 +79,12 @@ export const LIMITS = {
    * attempt with a passkey needs one of its own). A person starts a few; autofill starts one per page view.
    */
   'webauthn-ip': { limit: 300, windowMs: 10 * MINUTE },
+  /**
+   * Writes to the admin API (/admin/v1) per caller (an administrator, or an application by client_id): ten a
+   * second for a minute. A Terraform apply or a provisioning script makes a few hundred; a loop gone wrong
+   * making users or applications without end is stopped before it fills the store.
+   */
+  'admin-write': { limit: 600, windowMs: MINUTE },
 } as const satisfies Record<string, Limit>;
 
 export type CounterKind = keyof typeof LIMITS;

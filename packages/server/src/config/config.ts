@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { readKeyEncryptionKey } from './key-encryption-key.js';
+import { type AuditSettings, parseAudit } from './audit-config.js';
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { IssuerError, normalizeIssuer as normalizeIssuerIdentifier } from '@authcli/protocol';
@@ -88,9 +89,13 @@ export interface ServerConfig {
   /** Access token algorithm (RFC 9068 §2.1 requires RS256 support; ES256 is the default since it signs far faster). */
   accessTokenAlg: 'ES256' | 'RS256';
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** The audit trail's retention (`AUTHCLI_AUDIT_RETENTION`) and where its rows are shipped (`AUTHCLI_AUDIT_LOG`). */
+  audit: AuditSettings;
   /** Clock in epoch milliseconds; injectable so expiry is testable without sleeping. */
   now: () => number;
 }
+
+export { readKeyEncryptionKey } from './key-encryption-key.js';
 
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -185,38 +190,6 @@ export function parseTrustProxy(value: string | undefined): false | number | str
     }
   }
   return list;
-}
-
-/**
- * The key-encryption key: `AUTHCLI_KEY_ENCRYPTION_KEY` (32 random bytes,
- * base64url or base64) or the file `AUTHCLI_KEY_ENCRYPTION_KEY_FILE` holding
- * the same text (or the 32 raw bytes).
- */
-export function readKeyEncryptionKey(env: NodeJS.ProcessEnv): Buffer | undefined {
-  const inline = env.AUTHCLI_KEY_ENCRYPTION_KEY;
-  const file = env.AUTHCLI_KEY_ENCRYPTION_KEY_FILE;
-  if (inline && file) throw new ConfigError('set AUTHCLI_KEY_ENCRYPTION_KEY or AUTHCLI_KEY_ENCRYPTION_KEY_FILE, not both');
-  let text: string;
-  if (file) {
-    let raw: Buffer;
-    try {
-      raw = readFileSync(file);
-    } catch (err) {
-      throw new ConfigError(`cannot read AUTHCLI_KEY_ENCRYPTION_KEY_FILE ${file}: ${(err as Error).message}`);
-    }
-    if (raw.length === 32) return raw;
-    text = raw.toString('utf8');
-  } else if (inline) {
-    text = inline;
-  } else {
-    return undefined;
-  }
-  const t = text.trim();
-  const key = /^[A-Za-z0-9+/_-]+={0,2}$/.test(t) ? Buffer.from(t.replace(/-/g, '+').replace(/_/g, '/'), 'base64') : Buffer.alloc(0);
-  if (key.length !== 32) {
-    throw new ConfigError('the key-encryption key must be 32 random bytes, base64url (e.g. `openssl rand -base64 32`)');
-  }
-  return key;
 }
 
 const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000 };
@@ -391,6 +364,7 @@ export function loadConfig(
     },
     fapi2: envFlag(env, 'AUTHCLI_FAPI2', D.FAPI2),
     accessTokenAlg,
+    audit: parseAudit(env),
     logLevel,
     now: Date.now,
     ...overrides,

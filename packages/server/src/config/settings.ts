@@ -1,6 +1,7 @@
 import { availableParallelism } from 'node:os';
 import type { ServerConfig } from './config.js';
 import * as D from './defaults.js';
+import { AUDIT_RETENTION_BOUNDS_DAYS, AUDIT_RETENTION_DAYS } from './audit-defaults.js';
 
 /**
  * One setting an operator gives `authcli-server`. docs/configuration.md's
@@ -241,6 +242,22 @@ export const SERVER_SETTINGS: readonly Setting[] = [
     default: code(D.PASSWORD_HASH_COST),
     range: D.PASSWORD_HASH_COST_BOUNDS,
     meaning: `Argon2id cost of password hashes as log2 of its memory in KiB (${D.PASSWORD_HASH.passes} passes, ${D.PASSWORD_HASH.lanes} lane): ${D.PASSWORD_HASH_COST} (${2 ** (D.PASSWORD_HASH_COST - 10)} MiB a hash, RFC 9106's memory-constrained choice) is the production floor, and below it \`start\` warns loudly; tests use ${D.PASSWORD_HASH_COST_BOUNDS.min}. A hash made at a lower cost, or with scrypt before Argon2id, is upgraded at the next sign-in; one made at a higher cost is kept.`,
+  },
+  // ---- the audit trail
+  {
+    env: 'AUTHCLI_AUDIT_RETENTION',
+    default: code(`${AUDIT_RETENTION_DAYS}`),
+    loaded: (c) => code(`${c.audit.retentionMs / 86_400_000}`),
+    range: AUDIT_RETENTION_BOUNDS_DAYS,
+    meaning:
+      'Days audit rows are kept; older ones are removed by the server, which records an `audit.pruned` row naming the last one removed, so `audit verify` tells retention from tampering. See [audit](audit.md).',
+  },
+  {
+    env: 'AUTHCLI_AUDIT_LOG',
+    default: 'unset',
+    loaded: (c) => c.audit.log ?? 'unset',
+    meaning:
+      'Also write every audit row, once committed, as one JSON line: `stdout` (the server) or an absolute file path the server and operator commands append to (mode 0600), for a log shipper. See [audit](audit.md).',
   },
   // ---- metrics
   {

@@ -1,17 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { MIN_PASSWORD_LENGTH, USERNAME_PATTERN } from '../config/defaults.js';
-import { type GrantHolder, serializeClaims, StoreError, type Store, type User } from '../store/store.js';
+import { type GrantHolder, type NewUser, serializeClaims, StoreError, type Store, type User } from '../store/store.js';
 import { applyClaimsPatch, type ClaimsPatch } from './claims.js';
 import { InputError } from '../util/input-error.js';
 import { hashPassword, type PasswordHashParams } from '../util/password.js';
 
-/** Creates a user with an Argon2id password hash made with `params` (the configured cost). */
-export async function addUser(
-  store: Store,
+/** A new user's row: the username and password checked, the password's Argon2id hash made with `params` (the configured cost). */
+export async function newUserRow(
   input: { username: string; password: string; admin?: boolean; name?: string | null; email?: string | null },
   now: number,
   params: PasswordHashParams,
-) {
+): Promise<NewUser> {
   if (!USERNAME_PATTERN.test(input.username)) throw new InputError('username must be 1-64 characters of letters, digits and . _ @ -');
   if (input.password.length < MIN_PASSWORD_LENGTH) throw new InputError(`password must be at least ${MIN_PASSWORD_LENGTH} characters`);
   // The name and email are claims like any other: checked the same way, and updated_at is when they were given.
@@ -20,7 +19,7 @@ export async function addUser(
   if (input.email) patch.email = input.email;
   const claims = applyClaimsPatch({}, patch);
   const any = Object.keys(claims).length > 0;
-  return store.users.create({
+  return {
     id: randomUUID(),
     username: input.username,
     password_hash: await hashPassword(input.password, params),
@@ -29,7 +28,17 @@ export async function addUser(
     is_admin: input.admin ? 1 : 0,
     disabled_at: null,
     created_at: now,
-  });
+  };
+}
+
+/** Creates a user ({@link newUserRow}). */
+export async function addUser(
+  store: Store,
+  input: { username: string; password: string; admin?: boolean; name?: string | null; email?: string | null },
+  now: number,
+  params: PasswordHashParams,
+) {
+  return store.users.create(await newUserRow(input, now, params));
 }
 
 /**
@@ -56,7 +65,7 @@ export async function resetUserPassword(
   store: Store,
   username: string,
   password: string,
-  options: { revokeTokens?: boolean; now?: number; params?: PasswordHashParams } = {},
+  options: { revokeTokens?: boolean; now?: number; params?: PasswordHashParams; passwordHash?: string } = {},
 ): Promise<{
   userId: string;
   username: string;
@@ -68,7 +77,8 @@ export async function resetUserPassword(
   const user = await store.users.findByUsername(username);
   if (!user) throw new StoreError('not_found', `no user ${username}`);
   const now = options.now ?? Date.now();
-  const sessionsEnded = await store.users.resetPassword(user.id, await hashPassword(password, options.params));
+  const hash = options.passwordHash ?? (await hashPassword(password, options.params));
+  const sessionsEnded = await store.users.resetPassword(user.id, hash);
   // After a leaked password: the applications' refresh and access tokens of the user stop working too.
   const holders = options.revokeTokens ? await store.grants.revokeForUser(user.id, now) : [];
   return { userId: user.id, username: user.username, sessionsEnded, grantsRevoked: holders.length, holders };

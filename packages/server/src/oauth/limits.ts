@@ -44,6 +44,8 @@ export interface CounterInfo {
   connector?: string;
   userId?: string;
   clientId?: string;
+  /** An admin API caller: a user's sub or a client_id. */
+  actor?: string;
 }
 
 const key = (kind: CounterKind, ...subjects: string[]) => [kind, ...subjects].join('|');
@@ -84,6 +86,8 @@ export function describeCounter(counterKey: string, limits: Limits = DEFAULT_LIM
       return { kind, limit, ...nameOf(a), ...(b !== undefined && { ip: b }) };
     case 'user-code-account':
       return { kind, limit, userId: a };
+    case 'admin-write':
+      return { kind, limit, actor: a };
     case 'signin-device':
       return { kind, limit };
     case 'device-authz-ip':
@@ -284,6 +288,11 @@ export class AbuseLimits {
     const perClient: [CounterKind, string] = ['par-client', key('par-client', client.clientId)];
     if (client.kind === 'confidential') return this.consume([perClient]);
     return this.consume([['par-ip', key('par-ip', client.clientId, ipOf(ip))], perClient]);
+  }
+
+  /** A write to the admin API, per caller (a user's sub or a client_id). */
+  async adminWrite(actor: string): Promise<Admission> {
+    return this.consume([['admin-write', key('admin-write', actor)]]);
   }
 
   /** A device authorization request (RFC 8628 §3.1), per client IP and application, then per application. */

@@ -1,25 +1,17 @@
 import { printJson, printTable, say, sayError } from './output.js';
-import { collect, withStore } from './shared.js';
+import { collect, operatorContext, withStore } from './shared.js';
+import { createApp, deleteApp, registeredBy, updateApp } from '../admin/apps.js';
 import { DEVICE_CODE_GRANT_TYPE } from '@authcli/protocol';
 import { type Command, Option } from 'commander';
-import { checkGrantsForKind, DEFAULT_GRANT_TYPES, registerApplication, validateApplicationFields } from '../oauth/registration.js';
-import { INTROSPECTION_SCOPES, StoreError, type Application } from '../store/store.js';
+import { DEFAULT_GRANT_TYPES } from '../oauth/registration.js';
+import { INTROSPECTION_SCOPES, type Application } from '../store/store.js';
 import { authMethodOf, keysMetadata } from '../oauth/client-keys.js';
-import { newClientSecret } from '../oauth/registration.js';
 import { ASSERTION_ALG_HELP, JWKS_HELP, JWKS_URI_HELP, type KeyOptions, keysOfOptions } from './app-keys.js';
-import { InputError } from '../util/input-error.js';
-import { checkFapi2 } from '../oauth/fapi2.js';
 
 const INTROSPECTION_HELP = 'whose tokens it may introspect (RFC 7662): own, owner (every application of the same dashboard user) or all';
 
 /** The grant types as typed: `device_code` is accepted for the device grant's URN (RFC 8628 §3.4), as the dashboard and `apps list` show it. */
 const grantTypesOf = (grants: string[]) => grants.map((g) => (g === 'device_code' ? DEVICE_CODE_GRANT_TYPE : g));
-
-/** Who registered an application: a dashboard user, an operator (`apps add`, the built-in one), or the client itself (RFC 7591). */
-function registeredBy(a: Application): 'dashboard' | 'operator' | 'client' {
-  if (a.registrationTokenHash !== null) return 'client';
-  return a.ownerId === null ? 'operator' : 'dashboard';
-}
 
 /** An application as `apps list --json` prints it (client metadata names where RFC 7591, 9449 and 9126 have them). */
 function appJson(a: Application) {
@@ -49,25 +41,6 @@ const SESSION_REQUIRED_HELP = 'every logout token it gets names the session (sid
 
 const REQUIRE_ACR_HELP =
   'the class every sign-in for it must meet: phr (a passkey); the code flow, PAR and device approvals step a password sign-in up';
-
-/**
- * The back-channel settings `apps update` leaves the application with: `none` clears the URI (and with it the
- * sid requirement, unless asked for again, which is then refused); a self-registered application is held to
- * the public-address rule whoever changes it.
- */
-function backchannelUpdate(app: Application, opts: { backchannelLogoutUri?: string; backchannelLogoutSessionRequired?: boolean }) {
-  const uri =
-    opts.backchannelLogoutUri === undefined
-      ? app.backchannelLogoutUri
-      : opts.backchannelLogoutUri === 'none'
-        ? null
-        : opts.backchannelLogoutUri;
-  return {
-    backchannelLogoutUri: uri,
-    backchannelLogoutSessionRequired: opts.backchannelLogoutSessionRequired ?? (uri !== null && app.backchannelLogoutSessionRequired),
-    selfRegistered: app.registrationTokenHash !== null,
-  };
-}
 
 /** `authcli-server apps ...`: client applications (add, update, list). */
 export function appsCommand(cli: Command): void {
@@ -119,27 +92,22 @@ export function appsCommand(cli: Command): void {
       ) => {
         await withStore(opts.database, async (store, config) => {
           const clientKeys = await keysOfOptions(opts, config);
-          const { app, clientSecret } = await registerApplication(
-            store,
-            {
-              name: opts.name,
-              kind: opts.kind,
-              callbackUrls: opts.callback,
-              postLogoutRedirectUris: opts.postLogoutRedirectUri,
-              scopes: opts.scope.split(/\s+/).filter(Boolean),
-              ...(opts.grant && { grantTypes: grantTypesOf(opts.grant) }),
-              idTokenAlg: opts.idTokenAlg,
-              introspection: opts.introspection,
-              requireDpop: opts.requireDpop === true,
-              requirePushedAuthorizationRequests: opts.requirePar === true,
-              requireAcr: opts.requireAcr ?? null,
-              backchannelLogoutUri: opts.backchannelLogoutUri ?? null,
-              backchannelLogoutSessionRequired: opts.backchannelLogoutSessionRequired === true,
-              ...(clientKeys && { clientKeys }),
-            },
-            Date.now(),
-            { fapi2: config.fapi2 },
-          );
+          const { app, clientSecret } = await createApp(operatorContext(store, config), {
+            name: opts.name,
+            kind: opts.kind,
+            callbackUrls: opts.callback,
+            postLogoutRedirectUris: opts.postLogoutRedirectUri,
+            scopes: opts.scope.split(/\s+/).filter(Boolean),
+            ...(opts.grant && { grantTypes: grantTypesOf(opts.grant) }),
+            idTokenAlg: opts.idTokenAlg,
+            introspection: opts.introspection,
+            requireDpop: opts.requireDpop === true,
+            requirePushedAuthorizationRequests: opts.requirePar === true,
+            requireAcr: opts.requireAcr ?? null,
+            backchannelLogoutUri: opts.backchannelLogoutUri ?? null,
+            backchannelLogoutSessionRequired: opts.backchannelLogoutSessionRequired === true,
+            ...(clientKeys && { clientKeys }),
+          });
           if (opts.json) {
             printJson(clientSecret ? { client_id: app.clientId, client_secret: clientSecret } : { client_id: app.clientId });
           } else {
@@ -200,44 +168,23 @@ export function appsCommand(cli: Command): void {
         } & KeyOptions,
       ) => {
         await withStore(opts.database, async (store, config) => {
-          const app = await store.applications.get(clientId);
-          if (!app) throw new StoreError('not_found', `no application ${clientId} (see apps list)`);
-          const clientKeys = await keysOfOptions(opts, config);
-          if ((clientKeys || opts.clientSecret) && app.kind !== 'confidential') {
-            throw new InputError('a public application has no secret and no keys: register a confidential one');
-          }
-          if (clientKeys && opts.clientSecret) throw new InputError('give --client-secret or keys (--jwks-uri, --jwks), not both');
-          const secret = opts.clientSecret ? newClientSecret() : undefined;
-          // The whole application is checked again with the changes, by the rules it was registered with.
-          const fields = validateApplicationFields(
-            {
-              name: opts.name ?? app.name,
-              callbackUrls: opts.callback ?? [...app.callbackUrls],
-              postLogoutRedirectUris: opts.postLogoutRedirectUri ?? [...app.postLogoutRedirectUris],
-              scopes: opts.scope !== undefined ? opts.scope.split(/\s+/).filter(Boolean) : [...app.scopes],
-              grantTypes: opts.grant ? grantTypesOf(opts.grant) : [...app.grantTypes],
-              idTokenAlg: opts.idTokenAlg ?? app.idTokenAlg,
-              introspection: opts.introspection ?? app.introspection,
-              requireDpop: opts.requireDpop ?? app.requireDpop,
-              requirePushedAuthorizationRequests: opts.requirePar ?? app.requirePushedAuthorizationRequests,
-              requireAcr: opts.requireAcr ?? app.requireAcr,
-              ...backchannelUpdate(app, opts),
-            },
-            clientId,
-            (await store.resources.catalog()).byScope,
-          );
-          checkGrantsForKind(app.kind, fields.grantTypes);
-          const authentication = clientKeys
-            ? { clientKeys, secretHash: null }
-            : secret
-              ? { clientKeys: null, secretHash: secret.hash }
-              : {};
-          checkFapi2(config.fapi2, {
-            kind: app.kind,
-            clientKeys: 'clientKeys' in authentication ? (authentication.clientKeys ?? null) : app.clientKeys,
-            idTokenAlg: fields.idTokenAlg,
+          const { app: updated, clientSecret } = await updateApp(operatorContext(store, config), clientId, {
+            name: opts.name,
+            callbackUrls: opts.callback,
+            postLogoutRedirectUris: opts.postLogoutRedirectUri,
+            scopes: opts.scope?.split(/\s+/).filter(Boolean),
+            grantTypes: opts.grant && grantTypesOf(opts.grant),
+            idTokenAlg: opts.idTokenAlg,
+            introspection: opts.introspection,
+            requireDpop: opts.requireDpop,
+            requirePushedAuthorizationRequests: opts.requirePar,
+            requireAcr: opts.requireAcr,
+            backchannelLogoutUri: opts.backchannelLogoutUri === 'none' ? null : opts.backchannelLogoutUri,
+            backchannelLogoutSessionRequired: opts.backchannelLogoutSessionRequired,
+            clientKeys: await keysOfOptions(opts, config),
+            newSecret: opts.clientSecret,
           });
-          const updated = await store.applications.update(clientId, { ...fields, ...authentication }, Date.now());
+          const secret = clientSecret === undefined ? undefined : { secret: clientSecret };
           if (opts.json) printJson({ ...appJson(updated), ...(secret && { client_secret: secret.secret }) }, 2);
           else sayError(`Updated ${updated.name} (${updated.clientId})`);
           if (secret && !opts.json) say(`client_secret: ${secret.secret}\n(shown once: store it now)`);
@@ -268,6 +215,17 @@ export function appsCommand(cli: Command): void {
             a.callbackUrls.join(' '),
           ]),
         );
+      });
+    });
+  apps
+    .command('remove')
+    .description('delete an application with its grants and tokens (its sign-ins end)')
+    .argument('<client_id>', 'the application')
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(async (clientId: string, opts: { database?: string }) => {
+      await withStore(opts.database, async (store, config) => {
+        await deleteApp(operatorContext(store, config), clientId);
+        say(`removed application ${clientId}`);
       });
     });
 }

@@ -5,6 +5,10 @@ import { StoreError, type Store } from '../store/store.js';
 import { isStoreUnavailable } from '../store/unavailable.js';
 import { InputError } from '../util/input-error.js';
 import { sayError } from './output.js';
+import type { AdminContext } from '../admin/context.js';
+import { shipAuditLog } from '../admin/audit-log.js';
+import { OPERATOR } from '../store/store.js';
+import { tellApplicationsAndSay } from './backchannel.js';
 
 /** Expected failures print one line and exit 1; anything else is a bug and prints its stack. */
 export function isExpected(err: unknown): err is Error {
@@ -60,10 +64,12 @@ export function databaseHost(url: string): string {
 export async function withStore<T>(database: string | undefined, fn: (store: Store, config: ServerConfig) => Promise<T>): Promise<T> {
   const config = loadConfig({ database });
   const store = await openMigrated(config);
+  const closeAuditLog = shipAuditLog(store, config.audit, { stdout: false, warn });
   try {
     await bootstrapStore(store, Date.now());
     return await fn(store, config);
   } finally {
+    closeAuditLog();
     await store.close();
   }
 }
@@ -82,3 +88,27 @@ export async function promptHidden(prompt: string): Promise<string> {
 }
 
 export const collect = (v: string, prev: string[] = []) => [...prev, v];
+
+/**
+ * The operator CLI's side of an administrative operation (admin/): the
+ * actor `operator`, no address. Logouts are held until `tellApplications`,
+ * which the command calls after saying what it did: they are sent at once,
+ * with what came of them said (a failure to tell applications exits 1; the
+ * change stands).
+ */
+export function operatorContext(store: Store, config: ServerConfig): AdminContext & { tellApplications(): Promise<void> } {
+  const held: Parameters<AdminContext['logout']>[0][] = [];
+  return {
+    store,
+    config,
+    actor: OPERATOR,
+    address: null,
+    now: Date.now(),
+    logout: async (ended) => {
+      held.push(ended);
+    },
+    async tellApplications() {
+      for (const ended of held.splice(0)) await tellApplicationsAndSay(store, config, 'the change is made', ended);
+    },
+  };
+}

@@ -1,3 +1,4 @@
+import { shipAuditLog } from '../admin/audit-log.js';
 import { say, sayError } from './output.js';
 import { passkeyAvailability } from '../web/webauthn.js';
 import { databaseHost, openMigrated, warn } from './shared.js';
@@ -50,6 +51,7 @@ export function startCommand(cli: Command): void {
       // Metrics off: no registry, no timed store engine, no hook; nothing on any request.
       const metrics = config.metrics ? new Metrics({ version: __AUTHCLI_SERVER_VERSION__, grantTypes: supportedGrantTypes() }) : undefined;
       const store = await openMigrated(config, { backgroundCheckpoints: true, ...(metrics && { observer: metrics }) });
+      shipAuditLog(store, config.audit, { stdout: true, warn });
       let app: FastifyInstance;
       let draining = false;
       try {
@@ -79,7 +81,7 @@ export function startCommand(cli: Command): void {
       // A person at a terminal gets text; anything else (systemd, docker, a pipe) gets JSON log lines only.
       const human = process.stdout.isTTY === true;
       const purge = setInterval(() => {
-        store.purgeExpired(config.now()).catch((err: unknown) => app.log.warn({ err }, 'purge failed'));
+        store.purgeExpired(config.now(), config.audit.retentionMs).catch((err: unknown) => app.log.warn({ err }, 'purge failed'));
       }, PURGE_INTERVAL_MS);
       purge.unref();
       let closing = false;

@@ -1,15 +1,12 @@
 import { printJson, printTable, say } from './output.js';
 import { readFile } from 'node:fs/promises';
-import { collect, promptHidden, readAll, withStore } from './shared.js';
+import { collect, operatorContext, promptHidden, readAll, withStore } from './shared.js';
+import { createUser, deleteUser, findUser, listUsers, resetPassword, updateUser } from '../admin/users.js';
 import type { Command } from 'commander';
-import { addUser, resetUserPassword, updateUserClaims } from '../oauth/accounts.js';
 import { claimAssignment, claimRemoval, mergePatches, parseClaimsJson, standardClaims, type ClaimsPatch } from '../oauth/claims.js';
 import { InputError } from '../util/input-error.js';
 import { accountCounterKeys } from '../oauth/limits.js';
-import { claimsOf } from '../store/store.js';
-import { passwordHashParams } from '../config/defaults.js';
 import { passkeyCommands } from './passkeys.js';
-import { tellApplicationsAndSay } from './backchannel.js';
 
 /** `authcli-server users ...`: end users (add, list, reset-password, disable, enable, passkeys, reset-passkeys, unlock). */
 export function usersCommand(cli: Command): void {
@@ -28,12 +25,13 @@ export function usersCommand(cli: Command): void {
           ? (await readAll(process.stdin)).replace(/\r?\n$/, '')
           : await promptHidden(`Password for ${username}: `);
         await withStore(opts.database, async (store, config) => {
-          const user = await addUser(
-            store,
-            { username, password, admin: opts.admin ?? false, name: opts.name ?? null, email: opts.email ?? null },
-            Date.now(),
-            passwordHashParams(config.passwordHashCost),
-          );
+          const user = await createUser(operatorContext(store, config), {
+            username,
+            password,
+            admin: opts.admin ?? false,
+            name: opts.name ?? null,
+            email: opts.email ?? null,
+          });
           say(`added user ${user.username}${opts.admin ? ' (admin)' : ''}`);
         });
       },
@@ -45,18 +43,7 @@ export function usersCommand(cli: Command): void {
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(async (opts: { json?: boolean; database?: string }) => {
       await withStore(opts.database, async (store) => {
-        const rows = await Promise.all(
-          (await store.users.list()).map(async (u) => ({
-            username: u.username,
-            name: claimsOf(u).name ?? null,
-            email: claimsOf(u).email ?? null,
-            admin: u.is_admin === 1,
-            disabled: u.disabled_at !== null,
-            // The connectors this person signs in through (docs/connectors.md); none for a local account.
-            connectors: (await store.connectors.linksOf(u.id)).map((l) => l.connectorId),
-            created: new Date(Number(u.created_at)).toISOString(),
-          })),
-        );
+        const rows = (await listUsers(store)).items.map(({ id: _id, ...rest }) => rest);
         if (opts.json) {
           printJson(rows, 2);
           return;
@@ -92,8 +79,9 @@ export function usersCommand(cli: Command): void {
         if (opts.claimsJson !== undefined) patches.push(parseClaimsJson(await readClaimsFile(opts.claimsJson)));
         patches.push(...opts.claim.map(claimAssignment), ...opts.unset.map(claimRemoval));
         if (patches.length === 0) throw new InputError('nothing to update: give --claim NAME=VALUE, --claims-json FILE or --unset NAME');
-        await withStore(opts.database, async (store) => {
-          const user = await updateUserClaims(store, username, mergePatches(patches), Date.now());
+        await withStore(opts.database, async (store, config) => {
+          await updateUser(operatorContext(store, config), username, { claims: mergePatches(patches) });
+          const user = await findUser(store, username);
           const claims = standardClaims(user, ['profile', 'email', 'address', 'phone']);
           if (opts.json) {
             printJson(claims, 2);
@@ -123,31 +111,14 @@ export function usersCommand(cli: Command): void {
         ? (await readAll(process.stdin)).replace(/\r?\n$/, '')
         : await promptHidden(`New password for ${username}: `);
       await withStore(opts.database, async (store, config) => {
-        const reset = await resetUserPassword(store, username, password, {
-          revokeTokens: opts.revokeTokens ?? false,
-          params: passwordHashParams(config.passwordHashCost),
-        });
-        // A lockout earned by someone guessing the old password would otherwise outlast the reset.
-        const cleared = await store.rateLimits.delete(
-          accountCounterKeys(
-            (await store.rateLimits.list()).map((r) => r.key),
-            reset.username,
-          ),
-        );
-        const ended = reset.sessionsEnded.length;
+        const ctx = operatorContext(store, config);
+        const reset = await resetPassword(ctx, username, password, { revokeTokens: opts.revokeTokens ?? false });
+        const ended = reset.sessionsEnded;
+        const cleared = reset.countersCleared;
         say(
           `reset the password of ${reset.username} (${ended} session${ended === 1 ? '' : 's'} ended, ${cleared} failed sign-in counter${cleared === 1 ? '' : 's'} cleared${opts.revokeTokens ? `, ${reset.grantsRevoked} application sign-in${reset.grantsRevoked === 1 ? '' : 's'} ended` : ''})`,
         );
-        // Back-channel logout: with --revoke-tokens every application the user signed in to (and those of the
-        // sessions ended); else those of the sessions ended (their grants without offline_access end with them, as
-        // at /signout). A failure is said, and the command exits 1.
-        if (ended + reset.holders.length > 0) {
-          await tellApplicationsAndSay(store, config, 'the password is reset', (b) =>
-            opts.revokeTokens
-              ? b.accessEnded(reset.userId, reset.holders, reset.sessionsEnded)
-              : b.sessionsEnded(reset.userId, reset.sessionsEnded),
-          );
-        }
+        await ctx.tellApplications();
       });
     });
   users
@@ -158,12 +129,10 @@ export function usersCommand(cli: Command): void {
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(async (username: string, opts: { database?: string }) => {
       await withStore(opts.database, async (store, config) => {
-        await store.users.setDisabled(username, Date.now());
+        const ctx = operatorContext(store, config);
+        await updateUser(ctx, username, { disabled: true });
         say(`disabled user ${username}`);
-        const user = await store.users.findByUsername(username);
-        if (!user) return;
-        const holders = await store.grants.holders(user.id, Date.now());
-        await tellApplicationsAndSay(store, config, 'the user is disabled', (b) => b.accessEnded(user.id, holders));
+        await ctx.tellApplications();
       });
     });
   users
@@ -171,12 +140,26 @@ export function usersCommand(cli: Command): void {
     .description('enable a disabled user')
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(async (username: string, opts: { database?: string }) => {
-      await withStore(opts.database, async (store) => {
-        await store.users.setDisabled(username, null);
+      await withStore(opts.database, async (store, config) => {
+        await updateUser(operatorContext(store, config), username, { disabled: false });
         say(`enabled user ${username}`);
       });
     });
 
+  users
+    .command('remove <username>')
+    .description(
+      "delete a user with their sessions, sign-ins, passkeys and connector links (their applications stay, the operator's); applications holding their sign-ins are told",
+    )
+    .option('--database <url>', 'database (env DATABASE_URL)')
+    .action(async (username: string, opts: { database?: string }) => {
+      await withStore(opts.database, async (store, config) => {
+        const ctx = operatorContext(store, config);
+        await deleteUser(ctx, username);
+        say(`removed user ${username}`);
+        await ctx.tellApplications();
+      });
+    });
   passkeyCommands(users);
   users
     .command('unlock <username>')

@@ -15,6 +15,7 @@ import { credentialHistory } from './migrations/0019_credential_history.js';
 import { logoutOutbox } from './migrations/0020_logout_outbox.js';
 import { resources } from './migrations/0021_resources.js';
 import { workloads } from './migrations/0022_workloads.js';
+import { audit } from './migrations/0023_audit.js';
 import type { Past } from './migrations/past.js';
 
 const migrations: Record<string, Migration> = {
@@ -344,6 +345,7 @@ const migrations: Record<string, Migration> = {
   '0020_logout_outbox': logoutOutbox,
   '0021_resources': resources,
   '0022_workloads': workloads,
+  '0023_audit': audit,
 };
 
 /** Provides the migrations above, then those in migrations/, to Kysely's Migrator. */

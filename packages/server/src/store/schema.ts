@@ -3,6 +3,7 @@ import type { ConnectorStatesTable, ConnectorsTable, FederatedIdentitiesTable } 
 import type { LogoutOutboxTable } from './repositories/logout-outbox.js';
 import type { ResourceScopesTable, ResourcesTable } from './repositories/resources.js';
 import type { SubjectTokensTable, WorkloadsTable } from './repositories/workloads.js';
+import type { AuditEventsTable, AuditHeadTable } from './repositories/audit-tables.js';
 
 export type { ConnectorStatesTable, ConnectorsTable, FederatedIdentitiesTable } from './repositories/connector-tables.js';
 
@@ -338,6 +339,8 @@ export interface WebauthnChallengesTable {
 }
 
 export interface Database {
+  audit_events: AuditEventsTable;
+  audit_head: AuditHeadTable;
   resources: ResourcesTable;
   workloads: WorkloadsTable;
   subject_tokens: SubjectTokensTable;

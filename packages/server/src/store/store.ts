@@ -1,5 +1,8 @@
 import { sql } from 'kysely';
 import type { Dialect, Engine } from './engine.js';
+import { AmbientEngine } from './ambient.js';
+import { KyselyAudit } from './repositories/audit.js';
+import { AUDIT_RETENTION_MS } from '../config/audit-defaults.js';
 import { purgeExpired } from './housekeeping.js';
 import { latestMigration, migrationApplied } from './migrate.js';
 import { type Applications, KyselyApplications } from './repositories/applications.js';
@@ -39,6 +42,16 @@ export {
 export type { AuthorizationCode } from './repositories/codes.js';
 export type { Resource, ResourceCatalog, ResourceScope } from './repositories/resources.js';
 export type { Workload } from './repositories/workloads.js';
+export {
+  ANONYMOUS,
+  OPERATOR,
+  SYSTEM,
+  type Actor,
+  type AuditEvent,
+  type AuditFilter,
+  type AuditVerdict,
+  type NewAuditEvent,
+} from './repositories/audit.js';
 export type { PushedRequest } from './repositories/pushed-requests.js';
 export type { DeviceAuthorization, DeviceDecision, DevicePoll, DevicePollSummary } from './repositories/device-grants.js';
 export type { Grant, GrantHolder, RefreshToken } from './repositories/grants.js';
@@ -86,17 +99,19 @@ export class Store {
   readonly signInEvents: SignInEvents;
   /** Back-channel logout tokens to deliver, until delivered or given up (oauth/backchannel-delivery.ts). */
   readonly logoutOutbox: LogoutOutbox;
+  /** The audit trail: changes and security events, hash-chained (repositories/audit.ts). */
+  readonly audit: KyselyAudit;
   /** Which database this store is on (messages and operator advice). */
   readonly dialect: Dialect;
+  private readonly engine: AmbientEngine;
 
   /** The newest migration this version knows (see schemaIsCurrent). */
   private latestMigration: string | undefined;
 
   /** `cacheClock`: the monotonic clock of the lookup caches (see OpenOptions). */
-  constructor(
-    private readonly engine: Engine,
-    cacheClock: () => number = () => performance.now(),
-  ) {
+  constructor(below: Engine, cacheClock: () => number = () => performance.now()) {
+    const engine = new AmbientEngine(below);
+    this.engine = engine;
     this.dialect = engine.dialect;
     const statements = grantStatements();
     const signIns = signInEventStatements();
@@ -121,6 +136,16 @@ export class Store {
     this.connectors = new KyselyConnectors(engine);
     this.signInEvents = new KyselySignInEvents(engine, signIns);
     this.logoutOutbox = new KyselyLogoutOutbox(engine);
+    this.audit = new KyselyAudit(engine);
+  }
+
+  /**
+   * Runs `work` as one transaction: every store call it makes (any
+   * repository) and the audit rows it appends commit together, or not at
+   * all. What it ships to the audit log goes out after the commit.
+   */
+  changes<T>(work: () => Promise<T>): Promise<T> {
+    return this.engine.within(work);
   }
 
   /** Brings the schema up to date; safe to run concurrently from several instances on PostgreSQL. */
@@ -150,9 +175,10 @@ export class Store {
     return migrationApplied(this.engine.db, this.latestMigration);
   }
 
-  /** Deletes what has expired (see housekeeping.ts for what is kept, and why). */
-  purgeExpired(now: number): Promise<void> {
-    return purgeExpired(this.engine.db, now);
+  /** Deletes what has expired (see housekeeping.ts for what is kept, and why), and audit rows past their retention. */
+  async purgeExpired(now: number, auditRetentionMs = AUDIT_RETENTION_MS): Promise<void> {
+    await purgeExpired(this.engine.db, now);
+    await this.audit.prune(now - auditRetentionMs, now);
   }
 
   /**

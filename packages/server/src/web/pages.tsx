@@ -51,7 +51,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
   // read by programs: a JSON problem (RFC 9457). Neither repeats anything of the request.
   app.setNotFoundHandler(async (req, reply) => {
     const path = (req.raw.url ?? '/').split('?')[0]!;
-    if (path.startsWith('/oauth/') || path.startsWith('/.well-known/')) return sendNotFoundProblem(reply);
+    if (path.startsWith('/oauth/') || path.startsWith('/.well-known/') || path.startsWith('/admin/')) return sendNotFoundProblem(reply);
     const current = req.method === 'GET' || req.method === 'HEAD' ? await sessions.current(req) : undefined;
     return sendPage(reply, <NotFoundPage viewer={viewerOf(reply, current)} />, 404);
   });

@@ -70,6 +70,10 @@ export interface Users {
   /** Every user, oldest first (`users list`). */
   list(): Promise<User[]>;
   count(): Promise<number>;
+  /** Makes a user an administrator of the dashboard and admin API, or not. */
+  setAdmin(userId: string, admin: boolean): Promise<void>;
+  /** Deletes a user and, by the foreign keys' cascades, their sessions, grants, passkeys and links; their applications stay, the operator's. */
+  delete(userId: string): Promise<boolean>;
   /** Disables (a time) or enables (null) a user; `not_found` when there is none. */
   setDisabled(username: string, disabledAt: number | null): Promise<void>;
   /**
@@ -147,6 +151,19 @@ export class KyselyUsers implements Users {
       .where(sql`lower(username)`, '=', username.toLowerCase())
       .executeTakeFirst();
     if (Number(r.numUpdatedRows) === 0) throw new StoreError('not_found', `no user ${username}`);
+  }
+
+  async setAdmin(userId: string, admin: boolean): Promise<void> {
+    await this.engine.db
+      .updateTable('users')
+      .set({ is_admin: admin ? 1 : 0 })
+      .where('id', '=', userId)
+      .execute();
+  }
+
+  async delete(userId: string): Promise<boolean> {
+    const r = await this.engine.db.deleteFrom('users').where('id', '=', userId).executeTakeFirst();
+    return Number(r.numDeletedRows) === 1;
   }
 
   async setPasswordHash(userId: string, passwordHash: string, replacing?: string): Promise<void> {

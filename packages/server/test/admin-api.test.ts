@@ -1,0 +1,267 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { registerApplication } from '../src/oauth/registration.js';
+import {
+  authorize,
+  basic,
+  dialects,
+  seedApp,
+  seedUser,
+  signedInBrowser,
+  startServer,
+  tally,
+  tokenRequest,
+  type TestServer,
+} from './helpers.js';
+
+type Json = Record<string, unknown>;
+
+/** One admin API call over real HTTP: JSON in, the status, headers and parsed body out. */
+async function call(
+  server: TestServer,
+  method: string,
+  path: string,
+  token: string | undefined,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Headers; json: Json }> {
+  const res = await fetch(`${server.url}/admin/v1${path}`, {
+    method,
+    headers: {
+      ...(token && { authorization: `Bearer ${token}` }),
+      ...(body !== undefined && { 'content-type': 'application/json' }),
+      ...headers,
+    },
+    ...(body !== undefined && { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, json: text ? (JSON.parse(text) as Json) : {} };
+}
+
+for (const dialect of dialects()) {
+  describe(`admin API /admin/v1 (${dialect})`, () => {
+    let server: TestServer;
+    let reader: string;
+    let writer: string;
+    let writerId: string;
+
+    /** A confidential application allowed `scope` by client credentials, and a token it got with them. */
+    const machine = async (name: string, scope: string) => {
+      const { app, clientSecret } = await registerApplication(
+        server.store,
+        { name, kind: 'confidential', callbackUrls: [], scopes: scope.split(' '), grantTypes: ['client_credentials'] },
+        server.clock.now(),
+      );
+      const r = await tokenRequest(
+        server,
+        { grant_type: 'client_credentials', scope },
+        { authorization: basic(app.clientId, clientSecret!) },
+      );
+      expect(r.status, JSON.stringify(r.json)).toBe(200);
+      return { clientId: app.clientId, token: r.json.access_token as string };
+    };
+
+    beforeAll(async () => {
+      server = await startServer(dialect);
+      reader = (await machine('Inventory', 'admin:read')).token;
+      const w = await machine('Provisioner', 'admin:write');
+      writer = w.token;
+      writerId = w.clientId;
+    });
+    afterAll(async () => server.close());
+
+    it('an application allowed admin:read lists users and is refused (403 insufficient_scope) when it writes', async () => {
+      await seedUser(server, 'listed');
+      const list = await call(server, 'GET', '/users', reader);
+      expect(list.status).toBe(200);
+      expect((list.json.items as Json[]).map((u) => u.username)).toContain('listed');
+      expect((list.json.items as Json[])[0]).not.toHaveProperty('password');
+      const write = await call(server, 'POST', '/users', reader, { username: 'nope', password: 'long enough pw' });
+      expect(write.status).toBe(403);
+      expect(write.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(write.headers.get('www-authenticate')).toMatch(/error="insufficient_scope", scope="admin:write"/);
+      expect(write.json).toMatchObject({ type: 'about:blank', title: 'Forbidden', status: 403, error: 'insufficient_scope' });
+      expect(await server.store.users.findByUsername('nope')).toBeUndefined();
+    });
+
+    it('admin:write creates, reads, updates and deletes a user, each change audited with the application as actor', async () => {
+      const made = await call(server, 'POST', '/users', writer, { username: 'carol', password: 'carols password', email: 'c@example.com' });
+      expect(made.status).toBe(201);
+      expect(made.headers.get('location')).toBe(`${server.url}/admin/v1/users/carol`);
+      expect(made.json).toMatchObject({ username: 'carol', email: 'c@example.com', admin: false, disabled: false });
+      expect(made.json).not.toHaveProperty('password');
+      expect((await call(server, 'GET', '/users/CAROL', reader)).json).toMatchObject({ username: 'carol' });
+      const changed = await call(server, 'PATCH', '/users/carol', writer, { name: 'Carol C', disabled: true });
+      expect(changed.json).toMatchObject({ name: 'Carol C', disabled: true });
+      expect((await server.store.users.findByUsername('carol'))!.disabled_at).not.toBeNull();
+      expect((await call(server, 'DELETE', '/users/carol', writer)).status).toBe(204);
+      expect(await server.store.users.findByUsername('carol')).toBeUndefined();
+      expect((await call(server, 'GET', '/users/carol', reader)).status).toBe(404);
+      const trail = await call(server, 'GET', `/audit?target=${made.json.id}`, reader);
+      const rows = (trail.json.items as Json[]).reverse();
+      expect(rows.map((r) => r.action)).toEqual(['user.created', 'user.updated', 'user.deleted']);
+      for (const r of rows) {
+        expect(r.actor).toEqual({ type: 'client', id: writerId, name: 'Provisioner' });
+        expect(r.address).toBe('127.0.0.1');
+      }
+      expect(rows[1]!.detail).toEqual({ name: { from: null, to: 'Carol C' }, disabled: { from: false, to: true } });
+      expect(JSON.stringify(rows)).not.toContain('carols password');
+    });
+
+    it("an application's secret is answered once, at creation and rotation, and never read back", async () => {
+      const made = await call(server, 'POST', '/apps', writer, {
+        name: 'Billing web',
+        kind: 'confidential',
+        redirect_uris: ['https://billing.example/cb'],
+        scope: 'openid profile',
+      });
+      expect(made.status).toBe(201);
+      const id = made.json.client_id as string;
+      const secret = made.json.client_secret as string;
+      expect(secret).toMatch(/^[\w-]{40,}$/);
+      expect(made.json).toMatchObject({
+        redirect_uris: ['https://billing.example/cb'],
+        scope: 'openid profile',
+        token_endpoint_auth_method: 'client_secret_basic',
+      });
+      const read = await call(server, 'GET', `/apps/${id}`, reader);
+      expect(read.json).not.toHaveProperty('client_secret');
+      expect(JSON.stringify((await call(server, 'GET', '/apps', reader)).json)).not.toContain(secret);
+      const rotated = await call(server, 'POST', `/apps/${id}/secret`, writer);
+      expect(rotated.json.client_secret).toMatch(/^[\w-]{40,}$/);
+      expect(rotated.json.client_secret).not.toBe(secret);
+      const patched = await call(server, 'PATCH', `/apps/${id}`, writer, { redirect_uris: ['https://billing.example/cb2'] });
+      expect(patched.json).toMatchObject({ redirect_uris: ['https://billing.example/cb2'] });
+      const trail = (await call(server, 'GET', `/audit?target=${id}`, reader)).json.items as Json[];
+      expect(trail.map((r) => r.action).reverse()).toEqual(['app.created', 'app.secret_rotated', 'app.updated']);
+      expect(trail[0]!.detail).toEqual({ redirect_uris: { from: ['https://billing.example/cb'], to: ['https://billing.example/cb2'] } });
+      expect(JSON.stringify(trail)).not.toContain(secret);
+      expect(JSON.stringify(trail)).not.toContain(rotated.json.client_secret as string);
+      expect((await call(server, 'DELETE', `/apps/${id}`, writer)).status).toBe(204);
+      expect(await server.store.applications.get(id)).toBeUndefined();
+    });
+
+    it('bad input is a 400 problem naming what to change: a control character, an unknown member, a wrong type', async () => {
+      const control = await call(server, 'POST', '/users', writer, { username: 'eve\u0007', password: 'long enough pw' });
+      expect(control.status).toBe(400);
+      expect(control.json).toMatchObject({
+        status: 400,
+        title: 'Bad Request',
+        error: 'invalid_input',
+        detail: expect.stringMatching(/username/),
+      });
+      const unknown = await call(server, 'POST', '/users', writer, { username: 'eve', password: 'long enough pw', colour: 'red' });
+      expect(unknown.json).toMatchObject({ status: 400, detail: 'unknown member body.colour', field: 'colour' });
+      const type = await call(server, 'PATCH', '/users/listed', writer, { admin: 'yes' });
+      expect(type.json).toMatchObject({ status: 400, detail: 'body.admin must be boolean' });
+      const missing = await call(server, 'POST', '/apps', writer, { name: 'x', kind: 'public' });
+      expect(missing.json).toMatchObject({ status: 400, detail: 'body.scope is required', field: 'scope' });
+      const callback = await call(server, 'POST', '/apps', writer, {
+        name: 'x',
+        kind: 'public',
+        scope: 'openid',
+        redirect_uris: ['http://evil.example/cb'],
+      });
+      expect(callback.json).toMatchObject({ status: 400, error: 'invalid_input', field: 'callbackUrls' });
+      expect((await call(server, 'POST', '/users', writer, '[1,2]')).json).toMatchObject({
+        status: 400,
+        detail: 'the request body must be a JSON object',
+      });
+      expect((await call(server, 'POST', '/users', writer, '{"username":')).json).toMatchObject({
+        status: 400,
+        detail: 'the request body is not valid JSON',
+      });
+      const form = await call(server, 'POST', '/users', writer, 'username=x', { 'content-type': 'application/x-www-form-urlencoded' });
+      expect(form.status).toBe(415);
+      const big = await call(server, 'POST', '/users', writer, { username: 'big', password: 'x'.repeat(40_000) });
+      expect(big.status).toBe(413);
+      expect((await call(server, 'GET', '/users/%00', reader)).status).toBe(400);
+      expect((await call(server, 'GET', '/users?limit=0', reader)).status).toBe(400);
+      expect((await call(server, 'GET', '/audit?since=yesterday', reader)).json).toMatchObject({
+        status: 400,
+        detail: expect.stringMatching(/since must be/),
+      });
+      expect((await call(server, 'GET', '/nothing', reader)).json).toMatchObject({ status: 404, type: 'about:blank' });
+    });
+
+    it('no token, a token for another audience, a non-administrator: 401 and 403 with their challenges', async () => {
+      const none = await call(server, 'GET', '/users', undefined);
+      expect(none.status).toBe(401);
+      expect(none.headers.get('www-authenticate')).toMatch(/Bearer realm="authcli"/);
+      expect((await call(server, 'GET', '/users', 'not.a.jwt')).status).toBe(401);
+      // A person's sign-in: their token for the admin API works only while they are an administrator.
+      await seedUser(server, 'root', { admin: true });
+      await seedUser(server, 'plain');
+      const { app } = await seedApp(server, { scopes: ['openid', 'admin:write'], grantTypes: ['authorization_code'] });
+      const personal = async (username: string, scope: string) => {
+        const { callback, verifier } = await authorize(server, await signedInBrowser(server, username), {
+          clientId: app.clientId,
+          redirectUri: 'https://app.example/callback',
+          scope,
+        });
+        const r = await tokenRequest(server, {
+          grant_type: 'authorization_code',
+          code: callback.searchParams.get('code')!,
+          redirect_uri: 'https://app.example/callback',
+          client_id: app.clientId,
+          code_verifier: verifier,
+        });
+        return r.json.access_token as string;
+      };
+      expect((await call(server, 'GET', '/users', await personal('root', 'openid admin:write'))).status).toBe(200);
+      const plain = await call(server, 'GET', '/users', await personal('plain', 'openid admin:write'));
+      expect(plain).toMatchObject({
+        status: 403,
+        json: { error: 'insufficient_scope', detail: 'only administrators may use the admin API' },
+      });
+      const other = await call(server, 'GET', '/users', await personal('root', 'openid'));
+      expect(other.status).toBe(401);
+      expect(other.json.detail).toMatch(/not for the admin API/);
+    });
+
+    it('30 creations of one username at once: one 201, the rest 409, one audit row', async () => {
+      const answers = await Promise.all(
+        Array.from({ length: 30 }, () => call(server, 'POST', '/users', writer, { username: 'racer', password: 'long enough pw' })),
+      );
+      expect(tally(answers)).toEqual({ 201: 1, 409: 29 });
+      const user = await server.store.users.findByUsername('racer');
+      expect((await server.store.audit.list({ target: user!.id })).map((r) => r.action)).toEqual(['user.created']);
+    });
+
+    it('lists page by a cursor, with the next page in Link', async () => {
+      for (const n of ['pa', 'pb', 'pc']) await seedUser(server, `page-${n}`);
+      const seen: string[] = [];
+      let next: string | undefined = '/users?limit=2';
+      while (next) {
+        const page = await call(server, 'GET', next, reader);
+        expect((page.json.items as Json[]).length).toBeLessThanOrEqual(2);
+        seen.push(...(page.json.items as Json[]).map((u) => u.username as string));
+        const link = page.headers.get('link');
+        expect(link === null).toBe(page.json.next === null);
+        next = link ? /<[^>]*\/admin\/v1([^>]*)>; rel="next"/.exec(link)![1] : undefined;
+      }
+      expect(new Set(seen).size).toBe(seen.length);
+      expect(seen).toEqual(expect.arrayContaining(['page-pa', 'page-pb', 'page-pc']));
+    });
+
+    it('the OpenAPI 3.1 document describes every route', async () => {
+      const doc = await call(server, 'GET', '/openapi.json', undefined);
+      expect(doc.status).toBe(200);
+      expect(doc.json).toMatchObject({ openapi: '3.1.0', servers: [{ url: `${server.url}/admin/v1` }] });
+      expect(Object.keys(doc.json.paths as Json).sort()).toEqual([
+        '/apps',
+        '/apps/{client_id}',
+        '/apps/{client_id}/secret',
+        '/audit',
+        '/users',
+        '/users/{username}',
+      ]);
+      // Every operation it names is served (asking without a token: 401, not 404).
+      for (const [path, ops] of Object.entries(doc.json.paths as Record<string, Json>)) {
+        for (const method of Object.keys(ops).filter((k) => k !== 'parameters')) {
+          const concrete = path.replace('{username}', 'listed').replace('{client_id}', 'authcli');
+          expect((await call(server, method.toUpperCase(), concrete, undefined)).status, `${method} ${path}`).toBe(401);
+        }
+      }
+    });
+  });
+}
