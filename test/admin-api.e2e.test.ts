@@ -123,6 +123,54 @@ for (const dialect of dialects()) {
       );
     });
 
+    it('every operator command that changes something takes --json, and is audited with the operator as actor', async () => {
+      const json = async (...args: string[]) => {
+        const r = await operator(...args, '--json');
+        expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(0);
+        return JSON.parse(r.stdout) as Json;
+      };
+      const added = await serverCommand(['users', 'add', 'gina', '--password-stdin', '--json'], env, `${PASSWORD}\n`);
+      expect(JSON.parse(added.stdout)).toMatchObject({ username: 'gina', admin: false, disabled: false });
+      expect(await json('users', 'disable', 'gina')).toMatchObject({ username: 'gina', disabled: true });
+      expect(await json('users', 'enable', 'gina')).toMatchObject({ username: 'gina', disabled: false });
+      expect(await json('users', 'unlock', 'gina')).toEqual({ username: 'gina', counters_cleared: 0 });
+      const reset = await serverCommand(['users', 'reset-password', 'gina', '--password-stdin', '--json'], env, 'another long password\n');
+      expect(JSON.parse(reset.stdout)).toEqual({ username: 'gina', sessions_ended: 0, counters_cleared: 0, application_sign_ins_ended: 0 });
+      expect(await json('users', 'reset-passkeys', 'gina')).toEqual({ username: 'gina', passkeys_removed: 0, sessions_ended: 0 });
+      const app = await json('apps', 'add', '--name', 'Temp', '--kind', 'public', '--callback', 'http://127.0.0.1/cb', '--scope', 'openid');
+      expect(await json('apps', 'remove', app.client_id as string)).toEqual({ client_id: app.client_id, removed: true });
+      await json('resources', 'add', '--id', 'https://temp.example', '--name', 'Temp API', '--scope', 'temp:do');
+      expect(await json('resources', 'remove', 'https://temp.example')).toEqual({ id: 'https://temp.example', removed: true });
+      expect(await json('limits', 'clear-ip', '192.0.2.1')).toEqual({ address: '192.0.2.1', counters_cleared: 0 });
+      const keys = (await json('keys', 'rotate')) as unknown as Json[];
+      expect(keys.map((k) => k.alg).sort()).toEqual(['ES256', 'RS256']);
+      const token = await json('registration', 'token', 'create');
+      expect(await json('registration', 'token', 'revoke', token.id as string)).toMatchObject({ id: token.id, state: 'revoked' });
+      expect(await json('users', 'remove', 'gina')).toEqual({ username: 'gina', removed: true });
+      const verdict = await json('audit', 'verify');
+      expect(verdict).toMatchObject({ ok: true, first: 1 });
+      const rows = JSON.parse((await operator('audit', '--json', '--actor', 'operator', '--limit', '500')).stdout) as Json[];
+      expect(rows.map((r) => r.action)).toEqual(
+        expect.arrayContaining([
+          'user.created',
+          'user.updated',
+          'user.password_reset',
+          'passkey.reset',
+          'app.created',
+          'app.deleted',
+          'resource.created',
+          'resource.removed',
+          'keys.rotated',
+          'registration_token.created',
+          'registration_token.revoked',
+          'user.deleted',
+        ]),
+      );
+      for (const r of rows) expect(r.actor).toEqual({ type: 'operator', id: 'operator', name: null });
+      expect(JSON.stringify(rows)).not.toContain(token.token as string);
+      expect(JSON.stringify(rows)).not.toContain('another long password');
+    });
+
     it("an administrator's authcli api /admin/v1/users works with the CLI's own sign-in", async () => {
       const home = tempConfigHome();
       const cliEnv = { XDG_CONFIG_HOME: home, AUTHCLI_ISSUER: server.issuer };

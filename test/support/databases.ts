@@ -184,8 +184,15 @@ export const MIGRATIONS_AFTER_0008 = [
   '0021_resources',
   '0022_workloads',
   '0023_audit',
+  '0024_signins_audited',
 ];
 export async function undoMigrationsAfter0008(db: TestDatabase, dialect: DialectName): Promise<void> {
+  // 0024: the sign-in records back in a table of their own (as 0013 and 0019 left it; the undo below drops it).
+  await execute(
+    db,
+    dialect,
+    'create table signin_events (id text primary key, user_id text not null, at bigint not null, kind text not null, client_ip text not null, device_ip text, client_id text, detail text)',
+  );
   // 0023: the audit trail and its head.
   await execute(db, dialect, 'drop table audit_head');
   await execute(db, dialect, 'drop table audit_events');

@@ -210,7 +210,7 @@ export async function buildApp(config: ServerConfig, store: Store, options: AppO
     return503OnClosing: true,
     frameworkErrors: frameworkErrorHandler(),
     // Route schemas (the admin API's bodies): unknown members are refused, and nothing is coerced or filled in.
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false } },
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: false, allowUnionTypes: true } },
     // On close, idle keep-alive connections are closed and requests in flight finish (graceful shutdown, main.ts
     // cuts the rest after AUTHCLI_SHUTDOWN_GRACE); `true` would cut them all at once.
     forceCloseConnections: 'idle',

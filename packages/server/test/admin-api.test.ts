@@ -243,6 +243,78 @@ for (const dialect of dialects()) {
       expect(seen).toEqual(expect.arrayContaining(['page-pa', 'page-pb', 'page-pc']));
     });
 
+    it("APIs, CI trust policies and connectors: the operator CLI's resources, workloads and connectors, audited; a secret never read back", async () => {
+      const api = 'https://deploy.example.com/v1';
+      const made = await call(server, 'POST', '/resources', writer, {
+        id: api,
+        name: 'Deploy API',
+        scopes: [{ name: 'deploy:write', description: 'Deploy to production' }, { name: 'deploy:read' }],
+      });
+      expect(made.status).toBe(201);
+      expect(made.headers.get('location')).toBe(`${server.url}/admin/v1/resources/${encodeURIComponent(api)}`);
+      expect(made.json.scopes).toEqual([
+        { name: 'deploy:write', description: 'Deploy to production' },
+        { name: 'deploy:read', description: 'deploy:read' },
+      ]);
+      expect((await call(server, 'POST', '/resources', writer, { id: api, name: 'Again', scopes: [{ name: 'x:y' }] })).status).toBe(409);
+      const path = `/resources/${encodeURIComponent(api)}`;
+      expect((await call(server, 'PATCH', path, writer, { name: 'Deployments' })).json).toMatchObject({ name: 'Deployments' });
+      const ci = await call(server, 'POST', '/apps', writer, {
+        name: 'CI deployer',
+        kind: 'confidential',
+        scope: 'deploy:write',
+        grant_types: ['urn:ietf:params:oauth:grant-type:token-exchange'],
+      });
+      expect(ci.status, JSON.stringify(ci.json)).toBe(201);
+      const workload = await call(server, 'POST', '/workloads', writer, {
+        id: 'deploy-main',
+        issuer: 'https://token.actions.githubusercontent.com',
+        audience: server.url,
+        subject: 'repo:acme/deploy:ref:refs/heads/main',
+        claims: { repository_owner: 'acme' },
+        app: ci.json.client_id,
+        scope: 'deploy:write',
+        token_lifetime: '5m',
+      });
+      expect(workload.status, JSON.stringify(workload.json)).toBe(201);
+      expect(workload.json).toMatchObject({ id: 'deploy-main', claims: { repository_owner: 'acme' }, token_lifetime: 300 });
+      const wrongScope = await call(server, 'POST', '/workloads', writer, {
+        ...workload.json,
+        id: 'other',
+        scope: 'openid',
+        token_lifetime: undefined,
+      });
+      expect(wrongScope.status).toBe(400);
+      const connector = await call(server, 'POST', '/connectors', writer, {
+        type: 'oidc',
+        id: 'corp',
+        name: 'Corp SSO',
+        issuer: 'https://login.example.com',
+        client_id: 'authcli-at-corp',
+        client_secret: 'the-upstream-secret',
+        allowed_email_domains: ['example.com'],
+      });
+      expect(connector.status, JSON.stringify(connector.json)).toBe(201);
+      expect(connector.json).toMatchObject({
+        id: 'corp',
+        type: 'oidc',
+        upstream: 'https://login.example.com',
+        redirect_uri: `${server.url}/connectors/corp/callback`,
+      });
+      const missing = await call(server, 'POST', '/connectors', writer, { type: 'github', id: 'gh', name: 'GitHub', client_id: 'x' });
+      expect(missing.json).toMatchObject({ status: 400, field: 'client_secret' });
+      const listed = await call(server, 'GET', '/connectors', reader);
+      expect(JSON.stringify(listed.json)).not.toContain('the-upstream-secret');
+      for (const gone of ['/connectors/corp', '/workloads/deploy-main', path])
+        expect((await call(server, 'DELETE', gone, writer)).status, gone).toBe(204);
+      expect((await call(server, 'GET', path, reader)).status).toBe(404);
+      const rows = await server.store.audit.list({ type: 'resource', actor: writerId, order: 'asc' });
+      expect(rows.map((r) => r.action)).toEqual(['resource.created', 'resource.updated', 'resource.removed']);
+      const others = (await server.store.audit.list({ actor: writerId, order: 'asc', limit: 500 })).map((r) => r.action);
+      expect(others).toEqual(expect.arrayContaining(['workload.created', 'workload.removed', 'connector.created', 'connector.removed']));
+      expect(JSON.stringify(await server.store.audit.list({ limit: 500 }))).not.toContain('the-upstream-secret');
+    });
+
     it('the OpenAPI 3.1 document describes every route', async () => {
       const doc = await call(server, 'GET', '/openapi.json', undefined);
       expect(doc.status).toBe(200);
@@ -252,13 +324,19 @@ for (const dialect of dialects()) {
         '/apps/{client_id}',
         '/apps/{client_id}/secret',
         '/audit',
+        '/connectors',
+        '/connectors/{id}',
+        '/resources',
+        '/resources/{id}',
         '/users',
         '/users/{username}',
+        '/workloads',
+        '/workloads/{id}',
       ]);
       // Every operation it names is served (asking without a token: 401, not 404).
       for (const [path, ops] of Object.entries(doc.json.paths as Record<string, Json>)) {
         for (const method of Object.keys(ops).filter((k) => k !== 'parameters')) {
-          const concrete = path.replace('{username}', 'listed').replace('{client_id}', 'authcli');
+          const concrete = path.replace('{username}', 'listed').replace('{client_id}', 'authcli').replace('{id}', 'x');
           expect((await call(server, method.toUpperCase(), concrete, undefined)).status, `${method} ${path}`).toBe(401);
         }
       }

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseTime } from '../src/admin/audit.js';
 import { openStore } from '../src/store/open.js';
@@ -204,5 +205,72 @@ describe.each(dialects())('audit trail (%s)', (dialect) => {
     });
     expect((await store.users.findById(kept.id))!.disabled_at).toBeNull();
     expect((await store.audit.list({ order: 'desc', limit: 1 }))[0]!.action).toBe('user.updated');
+  });
+  it('migration 0024: the sign-in records of a store migrated before it become audit rows, in order, chained', async () => {
+    const own = await freshStore(dialect);
+    try {
+      const db = dbOf(own.store);
+      const alice = await own.store.users.create(user(`migrated-${randomUUID().slice(0, 6)}`));
+      await own.store.audit.append({ at: 1, actor: OPERATOR, action: 'user.created', target: { type: 'user', id: alice.id } });
+      // Back to before 0024: the table, its rows as 0013 and 0019 wrote them, and the migration not yet run.
+      await sql`create table signin_events (id text primary key, user_id text not null, at bigint not null, kind text not null, client_ip text not null, device_ip text, client_id text, detail text)`.execute(
+        db,
+      );
+      await db.deleteFrom('kysely_migration').where('name', '=', '0024_signins_audited').execute();
+      await db
+        .insertInto('signin_events')
+        .values([
+          {
+            id: 'b',
+            user_id: alice.id,
+            at: 2000,
+            kind: 'device-approved',
+            client_ip: '198.51.100.4',
+            device_ip: '192.0.2.10',
+            client_id: 'cli',
+            detail: null,
+          },
+          {
+            id: 'a',
+            user_id: alice.id,
+            at: 1000,
+            kind: 'password',
+            client_ip: '192.0.2.1',
+            device_ip: null,
+            client_id: null,
+            detail: null,
+          },
+          {
+            id: 'c',
+            user_id: alice.id,
+            at: 3000,
+            kind: 'passkey-added',
+            client_ip: '192.0.2.1',
+            device_ip: null,
+            client_id: null,
+            detail: 'Laptop',
+          },
+        ])
+        .execute();
+      await own.store.migrate();
+      expect(await own.store.audit.verify()).toMatchObject({ ok: true, rows: 4 });
+      expect(
+        (await own.store.signInEvents.recent(alice.id, 3000)).map((e) => [e.kind, e.at, e.client_ip, e.device_ip, e.client_id, e.detail]),
+      ).toEqual([
+        ['passkey-added', 3000, '192.0.2.1', null, null, 'Laptop'],
+        ['device-approved', 2000, '198.51.100.4', '192.0.2.10', 'cli', null],
+        ['password', 1000, '192.0.2.1', null, null, null],
+      ]);
+      expect((await own.store.audit.list({ target: alice.id }))[1]).toMatchObject({
+        actor: alice.id,
+        actor_name: alice.username,
+        action: 'signin.password',
+      });
+      // Appending goes on from the head the migration left.
+      await own.store.audit.append({ at: 4000, actor: OPERATOR, action: 'user.updated' });
+      expect(await own.store.audit.verify()).toMatchObject({ ok: true, rows: 5 });
+    } finally {
+      await own.cleanup();
+    }
   });
 });

@@ -61,6 +61,43 @@ describe.each(dialects())('dashboard: applications (%s)', (dialect) => {
     return { page, secret: /id="client_secret"[^>]*value="([^"]+)"/.exec(page.text)![1]!, clientId: clientIdOf(res.location!) };
   }
 
+  it("an application's page shows its history: who changed what, when and from where, from the audit trail", async () => {
+    const alice = await as('alice');
+    const { clientId } = await secretPage(alice, await register(alice, { name: 'History app', kind: 'confidential' }));
+    const page = await alice.get(`/dashboard/apps/${clientId}`);
+    const body = new URLSearchParams({
+      _csrf: hidden(page.text, '_csrf'),
+      name: 'History app',
+      callback_urls: 'https://app.example/other',
+      id_token_alg: 'RS256',
+    });
+    for (const scope of ['openid', 'profile']) body.append('scope', scope);
+    for (const grant of ['authorization_code', 'refresh_token']) body.append('grant', grant);
+    const saved = await alice.request('POST', `/dashboard/apps/${clientId}`, body.toString(), {
+      'content-type': 'application/x-www-form-urlencoded',
+    });
+    expect(saved.status).toBe(303);
+    const confirm = await alice.get(`/dashboard/apps/${clientId}/rotate-secret`);
+    expect((await alice.postForm(`/dashboard/apps/${clientId}/rotate-secret`, { _csrf: hidden(confirm.text, '_csrf') })).status).toBe(303);
+    const rows = await server.store.audit.list({ target: clientId, order: 'asc' });
+    expect(rows.map((r) => [r.action, r.actor_type, r.actor_name, r.address])).toEqual([
+      ['app.created', 'user', 'alice', '127.0.0.1'],
+      ['app.updated', 'user', 'alice', '127.0.0.1'],
+      ['app.secret_rotated', 'user', 'alice', '127.0.0.1'],
+    ]);
+    const shown = (await alice.get(`/dashboard/apps/${clientId}`)).text;
+    const history = shown.slice(shown.indexOf('id="history"'));
+    expect(history).toMatch(
+      /Made a new client secret<\/strong> by alice, just now \(\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC\) from 127\.0\.0\.1/,
+    );
+    expect(history).toContain(
+      'callback_urls: https://app.example/cb → https://app.example/other'.replace('callback_urls', 'redirect_uris'),
+    );
+    expect(history.indexOf('Made a new client secret')).toBeLessThan(history.indexOf('Registered'));
+    // Only those who may manage it see it: another developer gets the same 404 as for any application not theirs.
+    expect((await (await as('bob')).get(`/dashboard/apps/${clientId}`)).status).toBe(404);
+  });
+
   it('signed-out visitors are sent to sign in', async () => {
     const b = new Browser(server.url);
     const res = await b.get('/dashboard');

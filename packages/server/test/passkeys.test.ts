@@ -409,7 +409,7 @@ describe.each(dialects())('passkey ceremonies answered by a software authenticat
     expect(page).toContain('Added the passkey &quot;Laptop&quot;');
     expect(page).toContain('Added the passkey &quot;Phone&quot;');
     expect(page).toContain('Removed the passkey &quot;Phone&quot;');
-    expect((await s.store.signInEvents.recent(user.id)).map((e) => [e.kind, e.detail, e.client_ip])).toEqual([
+    expect((await s.store.signInEvents.recent(user.id, s.clock.now())).map((e) => [e.kind, e.detail, e.client_ip])).toEqual([
       ['passkey-removed', 'Phone', '127.0.0.1'],
       ['passkey-added', 'Phone', '127.0.0.1'],
       ['passkey-added', 'Laptop', '127.0.0.1'],

@@ -9,7 +9,7 @@ import {
 } from '../oauth/registration.js';
 import { type Application, type ClientKeys, StoreError, type Store } from '../store/store.js';
 import { InputError } from '../util/input-error.js';
-import { type AdminContext, audited, changedFields, type Page, type PageRequest, pageOf } from './context.js';
+import { type AdminContext, audited, changedFields, type Page, type PageRequest, pageOf, type Recorder } from './context.js';
 
 /** Who registered an application: a dashboard user, an operator (`apps add`, the admin API, the built-in one), or the client itself (RFC 7591). */
 export function registeredBy(a: Application): 'dashboard' | 'operator' | 'client' {
@@ -57,6 +57,17 @@ function audible(a: Application): Record<string, unknown> {
   return rest;
 }
 
+/** Records that `app` was created, deleted, or given a new secret (never the secret), as `ctx`'s actor. */
+export function recordApp(ctx: Recorder, change: 'created' | 'deleted' | 'secret_rotated', app: Application): Promise<unknown> {
+  return audited(ctx, { action: `app.${change}`, target: target(app), detail: change === 'secret_rotated' ? {} : audible(app) });
+}
+
+/** Records what an update changed in an application (nothing when nothing did). */
+export async function recordAppUpdate(ctx: Recorder, before: Application, after: Application): Promise<void> {
+  const detail = changedFields(audible(before), audible(after));
+  if (Object.keys(detail).length > 0) await audited(ctx, { action: 'app.updated', target: target(after), detail });
+}
+
 export async function findApp(store: Store, clientId: string): Promise<Application> {
   const app = await store.applications.get(clientId);
   if (!app) throw new StoreError('not_found', `no application ${clientId} (see apps list)`);
@@ -76,7 +87,7 @@ export async function createApp(
 ): Promise<{ app: Application; clientSecret: string | undefined }> {
   return ctx.store.changes(async () => {
     const made = await registerApplication(ctx.store, input, ctx.now, { fapi2: ctx.config.fapi2 });
-    await audited(ctx, { action: 'app.created', target: target(made.app), detail: audible(made.app) });
+    await recordApp(ctx, 'created', made.app);
     return made;
   });
 }
@@ -155,9 +166,8 @@ export async function updateApp(
       idTokenAlg: fields.idTokenAlg,
     });
     const updated = await ctx.store.applications.update(clientId, { ...fields, ...authentication }, ctx.now);
-    const detail = changedFields(audible(app), audible(updated));
-    if (Object.keys(detail).length > 0) await audited(ctx, { action: 'app.updated', target: target(updated), detail });
-    if (secret) await audited(ctx, { action: 'app.secret_rotated', target: target(updated), detail: {} });
+    await recordAppUpdate(ctx, app, updated);
+    if (secret) await recordApp(ctx, 'secret_rotated', updated);
     return { app: updated, clientSecret: secret?.secret };
   });
 }
@@ -167,6 +177,6 @@ export async function deleteApp(ctx: AdminContext, clientId: string): Promise<vo
   await ctx.store.changes(async () => {
     const app = await findApp(ctx.store, clientId);
     await ctx.store.applications.delete(clientId);
-    await audited(ctx, { action: 'app.deleted', target: target(app), detail: audible(app) });
+    await recordApp(ctx, 'deleted', app);
   });
 }

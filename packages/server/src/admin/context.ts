@@ -25,8 +25,11 @@ export interface AdminContext {
   logout(ended: (backchannel: BackchannelLogout) => Promise<string[]>): Promise<void>;
 }
 
+/** Who records a change, from where, when: an operation's context, or a page's (the dashboard, the account page). */
+export type Recorder = Pick<AdminContext, 'store' | 'actor' | 'address' | 'now'>;
+
 /** The audit row of a change `ctx` makes: its actor, address and time. */
-export function audited(ctx: AdminContext, e: Omit<NewAuditEvent, 'at' | 'actor' | 'address'>): Promise<unknown> {
+export function audited(ctx: Recorder, e: Omit<NewAuditEvent, 'at' | 'actor' | 'address'>): Promise<unknown> {
   return ctx.store.audit.append({ ...e, at: ctx.now, actor: ctx.actor, address: ctx.address });
 }
 

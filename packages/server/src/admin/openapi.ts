@@ -13,7 +13,7 @@ const FAILURES = {
   '429': problem('Too many changes from this caller (`Retry-After`).'),
   '503': problem('The store did not answer (`Retry-After`).'),
 };
-const notFound = { '404': problem('There is no such user or application.') };
+const notFound = { '404': problem('There is nothing by that name.') };
 
 /** The query parameters of a list (`limit`, `after`), as OpenAPI parameters. */
 const listParameters = (schema: { properties: Record<string, { description?: string }> }) =>
@@ -141,6 +141,81 @@ export function openApiDocument(issuer: string): Record<string, unknown> {
           ...notFound,
         }),
       },
+      '/resources': {
+        get: op(
+          "List the team's APIs (RFC 8707 resources)",
+          ADMIN_READ,
+          { '200': { description: 'A page of APIs.', content: json(ref('ResourcePage')) } },
+          {
+            parameters: listParameters(S.PageQuery),
+          },
+        ),
+        post: op(
+          'Define an API with its scopes',
+          ADMIN_WRITE,
+          {
+            '201': { description: 'The API.', content: json(ref('Resource')) },
+            '409': problem('The identifier, or a scope name, is taken.'),
+          },
+          body('ResourceCreate'),
+        ),
+      },
+      '/resources/{id}': {
+        parameters: [pathParameter('id', "The API's identifier, percent-encoded.")],
+        get: op('An API', ADMIN_READ, { '200': { description: 'The API.', content: json(ref('Resource')) }, ...notFound }),
+        patch: op(
+          "Change an API's name or scopes",
+          ADMIN_WRITE,
+          { '200': { description: 'The API as changed.', content: json(ref('Resource')) }, ...notFound },
+          body('ResourcePatch', true),
+        ),
+        delete: op('Remove an API: its scopes are taken from every application', ADMIN_WRITE, {
+          '204': { description: 'Removed.' },
+          ...notFound,
+        }),
+      },
+      '/workloads': {
+        get: op(
+          "List CI workloads' trust policies (RFC 8693)",
+          ADMIN_READ,
+          { '200': { description: 'A page of policies.', content: json(ref('WorkloadPage')) } },
+          {
+            parameters: listParameters(S.PageQuery),
+          },
+        ),
+        post: op(
+          'Trust the CI jobs whose tokens match',
+          ADMIN_WRITE,
+          { '201': { description: 'The policy.', content: json(ref('Workload')) }, '409': problem('The id is taken.') },
+          body('WorkloadCreate'),
+        ),
+      },
+      '/workloads/{id}': {
+        parameters: [pathParameter('id', 'The policy.')],
+        get: op('A trust policy', ADMIN_READ, { '200': { description: 'The policy.', content: json(ref('Workload')) }, ...notFound }),
+        delete: op('Remove a trust policy', ADMIN_WRITE, { '204': { description: 'Removed.' }, ...notFound }),
+      },
+      '/connectors': {
+        get: op(
+          'List connectors (upstream identity providers)',
+          ADMIN_READ,
+          { '200': { description: 'A page of connectors.', content: json(ref('ConnectorPage')) } },
+          {
+            parameters: listParameters(S.PageQuery),
+          },
+        ),
+        post: op(
+          'Add a connector (its secret is never read back)',
+          ADMIN_WRITE,
+          { '201': { description: 'The connector.', content: json(ref('Connector')) }, '409': problem('The id is taken.') },
+          body('ConnectorCreate'),
+        ),
+      },
+      '/connectors/{id}': {
+        parameters: [pathParameter('id', 'The connector.')],
+        get: op('A connector', ADMIN_READ, { '200': { description: 'The connector.', content: json(ref('Connector')) }, ...notFound }),
+        delete: op('Remove a connector (its people keep their accounts)', ADMIN_WRITE, { '204': { description: 'Removed.' }, ...notFound }),
+      },
       '/audit': {
         get: op(
           'The audit trail, newest first',
@@ -166,6 +241,16 @@ export function openApiDocument(issuer: string): Record<string, unknown> {
         AppCreate: S.AppCreate,
         AppPatch: S.AppPatch,
         AppPage: S.pageOf(ref('App')),
+        Resource: S.Resource,
+        ResourceCreate: S.ResourceCreate,
+        ResourcePatch: S.ResourcePatch,
+        ResourcePage: S.pageOf(ref('Resource')),
+        Workload: S.Workload,
+        WorkloadCreate: S.WorkloadCreate,
+        WorkloadPage: S.pageOf(ref('Workload')),
+        Connector: S.Connector,
+        ConnectorCreate: S.ConnectorCreate,
+        ConnectorPage: S.pageOf(ref('Connector')),
         AuditEvent: S.AuditEvent,
         AuditPage: S.pageOf(ref('AuditEvent')),
         Problem: {

@@ -12,6 +12,7 @@ import { auditFilter, auditJson, auditPage } from './audit.js';
 import type { AdminContext, Page, PageRequest } from './context.js';
 import type { Actor } from '../store/store.js';
 import { openApiDocument } from './openapi.js';
+import { apiConfigurationRoutes } from './routes-apis.js';
 import { Problem, problemHandler } from './problems.js';
 import * as S from './schemas.js';
 import { createUser, deleteUser, findUser, listUsers, updateUser, userResource } from './users.js';
@@ -236,6 +237,13 @@ export async function adminRoutes(app: FastifyInstance, ctx: OAuthContext): Prom
   app.delete(at('/apps/:clientId'), async (req: Json, reply) => {
     await deleteApp(admin(req), req.params.clientId!);
     return reply.code(204).send();
+  });
+
+  apiConfigurationRoutes(app, ctx, {
+    admin,
+    at,
+    pageRequest,
+    sendPage: (req, reply, page, json) => sendPage(req, reply, issuer, page, json),
   });
 
   // ---- the audit trail

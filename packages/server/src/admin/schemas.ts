@@ -175,3 +175,117 @@ export const AuditQuery = {
     target: { type: 'string', maxLength: 300, description: 'A user id, client_id, resource, workload or connector id.' },
   },
 } as const;
+
+const SCOPES = {
+  type: 'array',
+  maxItems: 50,
+  items: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['name'],
+    properties: { name: text(64), description: text(200, 'Shown on consent pages; the name when absent.') },
+  },
+} as const;
+
+export const ResourceCreate = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'name', 'scopes'],
+  properties: {
+    id: text(255, "The API's identifier, an absolute URL (RFC 8707): the aud of its tokens."),
+    name: text(100, 'Shown on consent pages above its scopes.'),
+    scopes: SCOPES,
+  },
+} as const;
+
+export const ResourcePatch = {
+  type: 'object',
+  additionalProperties: false,
+  minProperties: 1,
+  properties: {
+    name: ResourceCreate.properties.name,
+    scopes: { ...SCOPES, description: 'Replace them all: those left out are taken from every application.' },
+  },
+} as const;
+
+export const Resource = {
+  type: 'object',
+  required: ['id', 'name', 'scopes'],
+  properties: {
+    id: { type: 'string' },
+    name: { type: 'string' },
+    scopes: SCOPES,
+    created_at: { type: 'string', format: 'date-time' },
+    updated_at: { type: 'string', format: 'date-time' },
+  },
+} as const;
+
+const WORKLOAD_FIELDS = {
+  id: text(64, 'A name for the policy, e.g. deploy-main.'),
+  issuer: text(255, "The CI provider's issuer, e.g. https://token.actions.githubusercontent.com."),
+  audience: text(255, 'The audience its tokens must name.'),
+  subject: text(255, 'The sub they must have; * matches any run of characters.'),
+  claims: { type: 'object', additionalProperties: text(255), description: 'Other claims they must match: name -> pattern.' },
+  app: text(64, 'The client_id the tokens are for (allowed the token-exchange grant and the scopes).'),
+  scope: text(2000, 'The API scopes they may have, space-separated.'),
+} as const;
+
+export const WorkloadCreate = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'issuer', 'audience', 'subject', 'app', 'scope'],
+  properties: {
+    ...WORKLOAD_FIELDS,
+    token_lifetime: { type: ['integer', 'string'], description: 'Seconds (or 10m, 1h): from 1 minute to 1 hour; 10 minutes by default.' },
+  },
+} as const;
+
+export const Workload = {
+  type: 'object',
+  required: ['id', 'issuer', 'audience', 'subject', 'claims', 'app', 'scope', 'token_lifetime'],
+  properties: { ...WORKLOAD_FIELDS, token_lifetime: { type: 'integer' }, created_at: { type: 'string', format: 'date-time' } },
+} as const;
+
+const strings = (description: string) => ({ type: 'array', maxItems: 50, items: text(255), description });
+
+export const ConnectorCreate = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['type', 'id', 'name'],
+  properties: {
+    type: { type: 'string', enum: ['oidc', 'github', 'ldap'] },
+    id: text(32, 'Lower-case letters, digits and -; part of its redirect URI.'),
+    name: text(64, 'Shown on the sign-in page as "Continue with NAME".'),
+    client_secret: { ...text(1000, 'oidc and github: the client secret registered at the upstream; never read back.'), writeOnly: true },
+    bind_password: { ...text(1000, "ldap: the service account's password; never read back."), writeOnly: true },
+    issuer: text(255, "oidc: the provider's issuer URL."),
+    client_id: text(255, 'oidc and github: the client id registered at the upstream.'),
+    scope: text(1000, 'oidc: the scopes to ask for (openid among them); openid email profile by default.'),
+    allowed_email_domains: strings('oidc: let in only verified emails of these domains.'),
+    trust_upstream_acr: { type: 'boolean', description: "oidc: count the provider's acr phr as this server's." },
+    orgs: strings('github: let in only members of these organizations (org or org:team).'),
+    api_base: text(255, 'github: GitHub Enterprise API base.'),
+    url: text(255, 'ldap: ldap://HOST[:PORT] or ldaps://HOST[:PORT].'),
+    start_tls: { type: 'boolean', description: 'ldap: upgrade with StartTLS before any bind.' },
+    bind_dn: text(1000, 'ldap: the service account that searches users.'),
+    user_base: text(1000, 'ldap: where users are searched.'),
+    user_filter: text(1000, 'ldap: {username} stands for the escaped username; (uid={username}) by default.'),
+    group_base: text(1000, 'ldap: where groups are searched.'),
+    allowed_groups: strings('ldap: let in only members of these groups (cn).'),
+    ca_cert_pem: text(20000, "ldap: a CA certificate (PEM) to check the directory's certificate with."),
+  },
+} as const;
+
+export const Connector = {
+  type: 'object',
+  required: ['id', 'type', 'name', 'upstream', 'users'],
+  properties: {
+    id: { type: 'string' },
+    type: { type: 'string', enum: ['oidc', 'github', 'ldap'] },
+    name: { type: 'string' },
+    upstream: { type: 'string', description: 'The issuer, the GitHub API, or the directory URL.' },
+    users: { type: 'integer', description: 'How many people have signed in through it.' },
+    redirect_uri: { ...nullable('string'), description: 'To register at the upstream (null for LDAP).' },
+    trust_upstream_acr: { type: 'boolean' },
+  },
+} as const;

@@ -7,7 +7,7 @@ import {
   type Limits,
 } from '../config/defaults.js';
 import { ipSubject } from '../http/client-ip.js';
-import type { Store } from '../store/store.js';
+import { ANONYMOUS, type Store } from '../store/store.js';
 import { NO_METRICS, type ProtocolMetrics } from '../util/metrics.js';
 
 /**
@@ -184,6 +184,7 @@ export class AbuseLimits {
     for (const [kind, k] of counters) {
       const limit = this.limits[kind];
       const { count, windowStart } = await this.store.rateLimits.consume(k, limit.windowMs, now);
+      if (count === limit.limit + 1) await this.reached(k, limit, now);
       if (count > limit.limit) return this.refuse(kind, windowStart, now);
       taken.push({ key: k, windowStart });
     }
@@ -196,6 +197,30 @@ export class AbuseLimits {
         for (const t of taken) await this.store.rateLimits.release(t.key, t.windowStart).catch(() => undefined);
       },
     };
+  }
+
+  /**
+   * A counter went past its limit (the first refusal of its window: one request gets that count, however many
+   * come at once): a `limit.reached` row in the audit trail, with the counter's subjects (docs/audit.md). Once per
+   * window, so a flood past a limit writes one row, not one per request.
+   */
+  private async reached(counter: string, limit: Limit, now: number): Promise<void> {
+    const info = describeCounter(counter, this.limits);
+    await this.store.audit.append({
+      at: now,
+      actor: ANONYMOUS,
+      action: 'limit.reached',
+      address: info?.ip ?? null,
+      detail: {
+        counter: counter.split('|', 1)[0],
+        limit: `${limit.limit} per ${limit.windowMs / 1000} s`,
+        ...(info?.username !== undefined && { username: info.username }),
+        ...(info?.connector !== undefined && { connector: info.connector }),
+        ...(info?.userId !== undefined && { user: info.userId }),
+        ...(info?.clientId !== undefined && { client_id: info.clientId }),
+        ...(info?.actor !== undefined && { actor: info.actor }),
+      },
+    });
   }
 
   private refuse(kind: CounterKind, windowStart: number, now: number) {

@@ -1,4 +1,4 @@
-import { printJson, printTable, say, sayError } from './output.js';
+import { printJson, printTable, reportDone, say, sayError } from './output.js';
 import { collect, operatorContext, withStore } from './shared.js';
 import { createApp, deleteApp, registeredBy, updateApp } from '../admin/apps.js';
 import { DEVICE_CODE_GRANT_TYPE } from '@authcli/protocol';
@@ -221,11 +221,12 @@ export function appsCommand(cli: Command): void {
     .command('remove')
     .description('delete an application with its grants and tokens (its sign-ins end)')
     .argument('<client_id>', 'the application')
+    .option('--json', 'print {"client_id", "removed": true} as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
-    .action(async (clientId: string, opts: { database?: string }) => {
+    .action(async (clientId: string, opts: { json?: boolean; database?: string }) => {
       await withStore(opts.database, async (store, config) => {
         await deleteApp(operatorContext(store, config), clientId);
-        say(`removed application ${clientId}`);
+        reportDone(opts.json, { client_id: clientId, removed: true }, `removed application ${clientId}`);
       });
     });
 }

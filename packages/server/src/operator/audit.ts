@@ -93,10 +93,18 @@ export function auditCommand(cli: Command): void {
   audit
     .command('verify')
     .description("check the audit trail's hash chain; exits 1 naming the first row that does not chain")
+    .option('--json', 'print the verdict as JSON: {"ok", "rows", "first", "last"} or {"ok": false, "seq", "reason"}')
     .option('--database <url>', 'database (env DATABASE_URL)')
-    .action(async (opts: { database?: string }) => {
+    .action(async (_own: { json?: boolean; database?: string }, command: Command) => {
+      // `audit` has --json and --database of its own: given after `verify`, Commander hands them to it.
+      const opts = command.optsWithGlobals() as { json?: boolean; database?: string };
       await withStore(opts.database, async (store) => {
         const verdict = await store.audit.verify();
+        if (!verdict.ok) process.exitCode = 1;
+        if (opts.json) {
+          printJson(verdict, 2);
+          return;
+        }
         if (verdict.ok) {
           say(
             verdict.rows === 0

@@ -1,14 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { githubEndpoints, parseGithubOrgRule } from '../connectors/github.js';
-import { ldapSettingsProblem } from '../connectors/ldap.js';
-import { type Connector, connectorOf, emailDomain, rowOf } from '../connectors/registry.js';
-import { normalizeIssuer } from '../config/config.js';
-import type { ServerConfig } from '../config/config.js';
-import type { Store } from '../store/store.js';
+import { type ConnectorInput, connectorJson, createConnector, listConnectors, removeConnector } from '../admin/connectors.js';
 import { InputError } from '../util/input-error.js';
-import { printJson, printTable, say } from './output.js';
-import { collect, readAll, withStore } from './shared.js';
+import { printJson, printTable, reportDone, say } from './output.js';
+import { collect, operatorContext, readAll, withStore } from './shared.js';
 
 /** The secret a connector is given on standard input (never on the command line, where `ps` shows it). */
 async function secretFromStdin(flag: boolean | undefined, name: string): Promise<string> {
@@ -18,17 +13,25 @@ async function secretFromStdin(flag: boolean | undefined, name: string): Promise
   return secret;
 }
 
-/** Stores a new connector and says where the upstream must send people back to. */
-async function add(store: Store, config: ServerConfig, connector: Connector): Promise<void> {
-  await store.connectors.create(rowOf(connector, Date.now(), config.keyEncryptionKey));
-  say(`added the connector ${connector.id} (${connector.type}): "Continue with ${connector.name}" on the sign-in page`);
-  if (connector.type !== 'ldap') say(`its redirect URI, to register at the upstream: ${config.issuer}/connectors/${connector.id}/callback`);
+/** Adds a connector (connectorFromInput checks it) and says where the upstream must send people back to. */
+async function add(database: string | undefined, json: boolean | undefined, input: ConnectorInput): Promise<void> {
+  await withStore(database, async (store, config) => {
+    const connector = await createConnector(operatorContext(store, config), input);
+    if (json) {
+      printJson(connectorJson(connector, 0, config.issuer), 2);
+      return;
+    }
+    say(`added the connector ${connector.id} (${connector.type}): "Continue with ${connector.name}" on the sign-in page`);
+    if (connector.type !== 'ldap')
+      say(`its redirect URI, to register at the upstream: ${config.issuer}/connectors/${connector.id}/callback`);
+  });
 }
 
 const common = (c: Command) =>
   c
     .requiredOption('--id <id>', 'the connector id: lower-case letters, digits and -; part of its redirect URI')
     .requiredOption('--name <name>', 'shown on the sign-in page as "Continue with NAME"')
+    .option('--json', 'print the connector as JSON (as connectors list --json gives it)')
     .option('--database <url>', 'database (env DATABASE_URL)');
 
 /** `authcli-server connectors ...`: upstream identity providers (add oidc|github|ldap, list, remove). */
@@ -56,32 +59,21 @@ export function connectorsCommand(cli: Command): void {
         scope: string;
         allowedEmailDomain: string[];
         trustUpstreamAcr?: boolean;
+        json?: boolean;
         database?: string;
       }) => {
         const secret = await secretFromStdin(opts.clientSecretStdin, 'client secret');
-        let issuer: string;
-        try {
-          issuer = normalizeIssuer(opts.issuer);
-        } catch (err) {
-          throw new InputError(`--issuer: ${(err as Error).message}`);
-        }
-        const scopes = opts.scope.split(/\s+/).filter(Boolean);
-        if (!scopes.includes('openid')) throw new InputError('--scope must include openid');
-        await withStore(opts.database, (store, config) =>
-          add(store, config, {
-            id: opts.id,
-            type: 'oidc',
-            name: opts.name,
-            secret,
-            settings: {
-              issuer,
-              clientId: opts.clientId,
-              scopes,
-              allowedEmailDomains: opts.allowedEmailDomain.map(emailDomain),
-              ...(opts.trustUpstreamAcr && { trustUpstreamAcr: true }),
-            },
-          }),
-        );
+        await add(opts.database, opts.json, {
+          type: 'oidc',
+          id: opts.id,
+          name: opts.name,
+          secret,
+          issuer: opts.issuer,
+          clientId: opts.clientId,
+          scopes: opts.scope.split(/\s+/).filter(Boolean),
+          allowedEmailDomains: opts.allowedEmailDomain,
+          trustUpstreamAcr: opts.trustUpstreamAcr,
+        });
       },
     );
 
@@ -98,20 +90,19 @@ export function connectorsCommand(cli: Command): void {
         clientSecretStdin?: boolean;
         org: string[];
         apiBase?: string;
+        json?: boolean;
         database?: string;
       }) => {
         const secret = await secretFromStdin(opts.clientSecretStdin, 'client secret');
-        const orgs = opts.org.map(parseGithubOrgRule);
-        if (opts.apiBase !== undefined) githubEndpoints({ apiBase: opts.apiBase });
-        await withStore(opts.database, (store, config) =>
-          add(store, config, {
-            id: opts.id,
-            type: 'github',
-            name: opts.name,
-            secret,
-            settings: { clientId: opts.clientId, orgs, ...(opts.apiBase !== undefined && { apiBase: opts.apiBase }) },
-          }),
-        );
+        await add(opts.database, opts.json, {
+          type: 'github',
+          id: opts.id,
+          name: opts.name,
+          secret,
+          clientId: opts.clientId,
+          orgs: opts.org,
+          apiBase: opts.apiBase,
+        });
       },
     );
 
@@ -138,6 +129,7 @@ export function connectorsCommand(cli: Command): void {
         groupBase?: string;
         allowedGroup: string[];
         caFile?: string;
+        json?: boolean;
         database?: string;
       }) => {
         const secret = await secretFromStdin(opts.bindPasswordStdin, 'bind password');
@@ -147,21 +139,20 @@ export function connectorsCommand(cli: Command): void {
             : await readFile(opts.caFile, 'utf8').catch(() => {
                 throw new InputError(`cannot read ${opts.caFile}`);
               });
-        const settings = {
+        await add(opts.database, opts.json, {
+          type: 'ldap',
+          id: opts.id,
+          name: opts.name,
+          secret,
           url: opts.url,
           startTls: opts.startTls === true,
           bindDn: opts.bindDn,
           userBase: opts.userBase,
           userFilter: opts.userFilter,
-          ...(opts.groupBase !== undefined && { groupBase: opts.groupBase }),
+          groupBase: opts.groupBase,
           allowedGroups: opts.allowedGroup,
-          ...(caCertPem !== undefined && { caCertPem }),
-        };
-        const problem = ldapSettingsProblem({ ...settings, bindPassword: secret });
-        if (problem) throw new InputError(problem);
-        await withStore(opts.database, (store, config) =>
-          add(store, config, { id: opts.id, type: 'ldap', name: opts.name, secret, settings }),
-        );
+          caCertPem,
+        });
       },
     );
 
@@ -172,20 +163,7 @@ export function connectorsCommand(cli: Command): void {
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(async (opts: { json?: boolean; database?: string }) => {
       await withStore(opts.database, async (store, config) => {
-        const counts = await store.connectors.userCounts();
-        const rows = (await store.connectors.list()).map((row) => {
-          const c = connectorOf(row, config.keyEncryptionKey);
-          const where = c.type === 'oidc' ? c.settings.issuer : c.type === 'ldap' ? c.settings.url : (c.settings.apiBase ?? 'github.com');
-          return {
-            id: c.id,
-            type: c.type,
-            name: c.name,
-            upstream: where,
-            users: counts[c.id] ?? 0,
-            redirect_uri: c.type === 'ldap' ? null : `${config.issuer}/connectors/${c.id}/callback`,
-            trust_upstream_acr: c.type === 'oidc' && c.settings.trustUpstreamAcr === true,
-          };
-        });
+        const rows = await listConnectors(store, config.keyEncryptionKey, config.issuer);
         if (opts.json) {
           printJson(rows, 2);
           return;
@@ -200,11 +178,12 @@ export function connectorsCommand(cli: Command): void {
   connectors
     .command('remove <id>')
     .description('remove a connector: its button goes, its people can no longer sign in through it (their accounts stay)')
+    .option('--json', 'print {"id", "removed": true} as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
-    .action(async (id: string, opts: { database?: string }) => {
-      await withStore(opts.database, async (store) => {
-        if (!(await store.connectors.delete(id))) throw new InputError(`no connector ${id} (see connectors list)`);
-        say(`removed the connector ${id}`);
+    .action(async (id: string, opts: { json?: boolean; database?: string }) => {
+      await withStore(opts.database, async (store, config) => {
+        await removeConnector(operatorContext(store, config), id);
+        reportDone(opts.json, { id, removed: true }, `removed the connector ${id}`);
       });
     });
 }

@@ -1,5 +1,6 @@
-import { printJson, printTable, say } from './output.js';
-import { withStore } from './shared.js';
+import { printJson, printTable, reportDone } from './output.js';
+import { operatorContext, withStore } from './shared.js';
+import { audited } from '../admin/context.js';
 import type { Command } from 'commander';
 import { InputError } from '../util/input-error.js';
 import { ipSubject } from '../http/client-ip.js';
@@ -53,17 +54,27 @@ export function limitsCommand(cli: Command): void {
     .description(
       "clear a client IP's sign-in, user-code, client-registration and client-authentication counters (e.g. an office locked out of /device)",
     )
+    .option('--json', 'print {"address", "counters_cleared"} as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
-    .action(async (address: string, opts: { database?: string }) => {
+    .action(async (address: string, opts: { json?: boolean; database?: string }) => {
       if (ipSubject(address) === undefined) throw new InputError(`${address} is not an IP address`);
-      await withStore(opts.database, async (store) => {
-        const n = await store.rateLimits.delete(
-          ipCounterKeys(
-            (await store.rateLimits.list()).map((r) => r.key),
-            address,
-          ),
+      await withStore(opts.database, async (store, config) => {
+        const n = await store.changes(async () => {
+          const cleared = await store.rateLimits.delete(
+            ipCounterKeys(
+              (await store.rateLimits.list()).map((r) => r.key),
+              address,
+            ),
+          );
+          if (cleared > 0)
+            await audited(operatorContext(store, config), { action: 'limit.cleared', detail: { address, counters: cleared } });
+          return cleared;
+        });
+        reportDone(
+          opts.json,
+          { address, counters_cleared: n },
+          n ? `cleared ${n} counter${n === 1 ? '' : 's'} of ${address}` : `${address} had nothing counted`,
         );
-        say(n ? `cleared ${n} counter${n === 1 ? '' : 's'} of ${address}` : `${address} had nothing counted`);
       });
     });
 }

@@ -63,3 +63,9 @@ export function printTable(header: string[], rows: string[][]): void {
   const widths = header.map((_, i) => Math.max(...cells.map((r) => r[i]!.length)));
   for (const row of cells) process.stdout.write(`${row.map((c, i) => (i === row.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')}\n`);
 }
+
+/** What a command that changes something did: `value` as JSON with `--json`, else `line` for people. */
+export function reportDone(json: boolean | undefined, value: Record<string, unknown>, line: string): void {
+  if (json) printJson(value, 2);
+  else say(line);
+}

@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { InputError } from '../util/input-error.js';
-import { printJson, printTable, say } from './output.js';
-import { withStore } from './shared.js';
+import { printJson, printTable, reportDone, say } from './output.js';
+import { operatorContext, withStore } from './shared.js';
+import { audited } from '../admin/context.js';
 import { tellApplicationsAndSay } from './backchannel.js';
 
 /** `authcli-server users passkeys <username>` and `users reset-passkeys <username>`. */
@@ -39,15 +40,28 @@ export function passkeyCommands(users: Command): void {
   users
     .command('reset-passkeys <username>')
     .description('remove every passkey of a user (a lost device) and end the browser sessions signed in with one; the password still works')
+    .option('--json', 'print {"username", "passkeys_removed", "sessions_ended"} as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
-    .action(async (username: string, opts: { database?: string }) => {
+    .action(async (username: string, opts: { json?: boolean; database?: string }) => {
       await withStore(opts.database, async (store, config) => {
         const user = await store.users.findByUsername(username);
         if (!user) throw new InputError(`no user ${username}`);
-        const { passkeys, sessions } = await store.passkeys.deleteAll(user.id);
+        const { passkeys, sessions } = await store.changes(async () => {
+          const removed = await store.passkeys.deleteAll(user.id);
+          await audited(operatorContext(store, config), {
+            action: 'passkey.reset',
+            target: { type: 'user', id: user.id, name: user.username },
+            detail: { passkeys: removed.passkeys, sessions_ended: removed.sessions.length },
+          });
+          return removed;
+        });
         const n = sessions.length;
         const ended = n === 0 ? '' : `; ended ${n} browser session${n === 1 ? '' : 's'} signed in with one`;
-        say(`removed ${passkeys} passkey${passkeys === 1 ? '' : 's'} of ${user.username}${ended}`);
+        reportDone(
+          opts.json,
+          { username: user.username, passkeys_removed: passkeys, sessions_ended: n },
+          `removed ${passkeys} passkey${passkeys === 1 ? '' : 's'} of ${user.username}${ended}`,
+        );
         if (n > 0) await tellApplicationsAndSay(store, config, 'the passkeys are removed', (b) => b.sessionsEnded(user.id, sessions));
       });
     });

@@ -1,5 +1,6 @@
-import { printJson, printTable, say } from './output.js';
-import { warn, withStore } from './shared.js';
+import { printJson, printTable, reportDone, say } from './output.js';
+import { operatorContext, warn, withStore } from './shared.js';
+import { audited } from '../admin/context.js';
 import type { Command } from 'commander';
 import { INITIAL_ACCESS_TOKEN_TTL_SECONDS } from '../config/defaults.js';
 import { createInitialAccessToken, initialAccessTokenState } from '../oauth/initial-access-tokens.js';
@@ -29,7 +30,15 @@ export function registrationCommand(cli: Command): void {
       if (!/^\d{1,10}$/.test(raw.trim()))
         throw new InputError(`--expires-in must be a whole number of seconds, got ${JSON.stringify(raw)}`);
       await withStore(opts.database, async (store, config) => {
-        const created = await createInitialAccessToken(store, Number(raw), Date.now());
+        const created = await store.changes(async () => {
+          const made = await createInitialAccessToken(store, Number(raw), Date.now());
+          await audited(operatorContext(store, config), {
+            action: 'registration_token.created',
+            target: { type: 'registration_token', id: made.id },
+            detail: { expires_at: iso(made.expiresAt) },
+          });
+          return made;
+        });
         if (opts.json) {
           printJson({ id: created.id, token: created.token, expires_at: iso(created.expiresAt) });
         } else {
@@ -73,12 +82,25 @@ export function registrationCommand(cli: Command): void {
   tokens
     .command('revoke <id>')
     .description('revoke an initial access token: it registers nothing from now on (a client it registered stays)')
+    .option('--json', 'print {"id", "state", "client_id"} as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
-    .action(async (id: string, opts: { database?: string }) => {
-      await withStore(opts.database, async (store) => {
-        const t = await store.initialAccessTokens.revoke(id, Date.now());
+    .action(async (id: string, opts: { json?: boolean; database?: string }) => {
+      await withStore(opts.database, async (store, config) => {
+        const t = await store.changes(async () => {
+          const revoked = await store.initialAccessTokens.revoke(id, Date.now());
+          await audited(operatorContext(store, config), {
+            action: 'registration_token.revoked',
+            target: { type: 'registration_token', id },
+            detail: {},
+          });
+          return revoked;
+        });
         const state = initialAccessTokenState(t, Date.now());
-        say(state === 'used' ? `${id} was already used (client ${t.clientId}); revoked` : `revoked ${id}`);
+        reportDone(
+          opts.json,
+          { id, state: 'revoked', client_id: t.clientId ?? null },
+          state === 'used' ? `${id} was already used (client ${t.clientId}); revoked` : `revoked ${id}`,
+        );
       });
     });
 }

@@ -1,22 +1,11 @@
 import type { Command } from 'commander';
-import { parseScopeArgument, validateResource } from '../oauth/resources.js';
-import { type Resource, StoreError } from '../store/store.js';
+import { parseScopeArgument } from '../oauth/resources.js';
+import { createResource, removeResource, resourceJson, updateResource } from '../admin/resources.js';
 import { printJson, printTable, say, sayError } from './output.js';
-import { collect, withStore } from './shared.js';
+import { collect, operatorContext, withStore } from './shared.js';
 
 const SCOPE_HELP =
   'a scope of the API as NAME=DESCRIPTION (the description is shown on consent pages), e.g. "deploy:write=Deploy to production" (repeatable)';
-
-/** A resource as `resources list --json` prints it. */
-function resourceJson(r: Resource) {
-  return {
-    id: r.id,
-    name: r.name,
-    scopes: r.scopes.map((s) => ({ name: s.name, description: s.description })),
-    created_at: new Date(r.createdAt).toISOString(),
-    updated_at: new Date(r.updatedAt).toISOString(),
-  };
-}
 
 /** `authcli-server resources ...`: the team's APIs (RFC 8707 resources), whose identifiers are their tokens' `aud`. */
 export function resourcesCommand(cli: Command): void {
@@ -32,9 +21,12 @@ export function resourcesCommand(cli: Command): void {
     .option('--json', 'print the resource as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(async (opts: { id: string; name: string; scope: string[]; json?: boolean; database?: string }) => {
-      const input = validateResource({ id: opts.id, name: opts.name, scopes: opts.scope.map(parseScopeArgument) });
-      await withStore(opts.database, async (store) => {
-        const created = await store.resources.create(input, Date.now());
+      await withStore(opts.database, async (store, config) => {
+        const created = await createResource(operatorContext(store, config), {
+          id: opts.id,
+          name: opts.name,
+          scopes: opts.scope.map(parseScopeArgument),
+        });
         if (opts.json) printJson(resourceJson(created), 2);
         else {
           say(
@@ -55,19 +47,11 @@ export function resourcesCommand(cli: Command): void {
     .option('--json', 'print the resource as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(async (id: string, opts: { name?: string; scope?: string[]; json?: boolean; database?: string }) => {
-      await withStore(opts.database, async (store) => {
-        const current = (await store.resources.catalog()).byId.get(id);
-        if (!current) throw new StoreError('not_found', `no resource ${id} (see resources list)`);
-        const input = validateResource({
-          id,
-          name: opts.name ?? current.name,
-          scopes: opts.scope ? opts.scope.map(parseScopeArgument) : current.scopes,
+      await withStore(opts.database, async (store, config) => {
+        const updated = await updateResource(operatorContext(store, config), id, {
+          name: opts.name,
+          scopes: opts.scope?.map(parseScopeArgument),
         });
-        const updated = await store.resources.update(
-          id,
-          { ...(opts.name !== undefined && { name: input.name }), ...(opts.scope !== undefined && { scopes: input.scopes }) },
-          Date.now(),
-        );
         if (opts.json) printJson(resourceJson(updated), 2);
         else sayError(`Updated ${updated.name} (${updated.id})`);
       });
@@ -76,11 +60,13 @@ export function resourcesCommand(cli: Command): void {
     .command('remove')
     .description('remove an API: its tokens can no longer be had, and its scopes are taken from every application')
     .argument('<id>', "the API's identifier")
+    .option('--json', 'print {"id", "removed": true} as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
-    .action(async (id: string, opts: { database?: string }) => {
-      await withStore(opts.database, async (store) => {
-        await store.resources.remove(id, Date.now());
-        sayError(`Removed ${id}`);
+    .action(async (id: string, opts: { json?: boolean; database?: string }) => {
+      await withStore(opts.database, async (store, config) => {
+        await removeResource(operatorContext(store, config), id);
+        if (opts.json) printJson({ id, removed: true }, 2);
+        else sayError(`Removed ${id}`);
       });
     });
   resources

@@ -1,5 +1,6 @@
-import { say } from './output.js';
-import { warn, withStore } from './shared.js';
+import { printJson, say } from './output.js';
+import { operatorContext, warn, withStore } from './shared.js';
+import { audited } from '../admin/context.js';
 import type { Command } from 'commander';
 import { loadConfig } from '../config/config.js';
 import { isEncryptedPrivateJwk, UNENCRYPTED_KEYS_WARNING } from '../oauth/key-encryption.js';
@@ -11,11 +12,13 @@ export function storeCommands(cli: Command): void {
   cli
     .command('backup <file>')
     .description('copy the embedded SQLite store to a new file (0600) while the server runs; for PostgreSQL, use pg_dump')
+    .option('--json', 'print {"path", "pages"} as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
-    .action(async (file: string, opts: { database?: string }) => {
+    .action(async (file: string, opts: { json?: boolean; database?: string }) => {
       const config = loadConfig({ database: opts.database });
       const { path, pages, privateKeys } = await backupStore(config.databaseUrl, file);
-      say(`backed up ${config.databaseUrl} to ${path} (${pages} pages)`);
+      if (opts.json) printJson({ path, pages }, 2);
+      else say(`backed up ${config.databaseUrl} to ${path} (${pages} pages)`);
       // What the copy holds decides, not this shell's environment: the server that wrote the keys may have a KEK.
       const plain = privateKeys.filter((k) => !isEncryptedPrivateJwk(k)).length;
       if (plain > 0) {
@@ -32,11 +35,24 @@ export function storeCommands(cli: Command): void {
     .description('manage signing keys')
     .command('rotate')
     .description('create new signing keys; the previous ones stay in JWKS until their tokens expire')
+    .option('--json', 'print the new keys as JSON: [{"kid", "alg"}]')
     .option('--database <url>', 'database (env DATABASE_URL)')
-    .action(async (opts: { database?: string }) => {
+    .action(async (opts: { json?: boolean; database?: string }) => {
       await withStore(opts.database, async (store, config) => {
-        const fresh = await rotateKeys(store, Date.now(), config.keyEncryptionKey);
-        for (const k of fresh) say(`new ${k.alg} key ${k.kid} (signs in about a minute, once every instance has published it)`);
+        const fresh = await store.changes(async () => {
+          const made = await rotateKeys(store, Date.now(), config.keyEncryptionKey);
+          await audited(operatorContext(store, config), {
+            action: 'keys.rotated',
+            detail: { keys: made.map((k) => ({ kid: k.kid, alg: k.alg })) },
+          });
+          return made;
+        });
+        if (opts.json)
+          printJson(
+            fresh.map((k) => ({ kid: k.kid, alg: k.alg })),
+            2,
+          );
+        else for (const k of fresh) say(`new ${k.alg} key ${k.kid} (signs in about a minute, once every instance has published it)`);
         if (!config.keyEncryptionKey) warn(UNENCRYPTED_KEYS_WARNING);
       });
     });

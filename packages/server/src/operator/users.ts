@@ -1,4 +1,5 @@
-import { printJson, printTable, say } from './output.js';
+import { printJson, printTable, reportDone } from './output.js';
+import { audited } from '../admin/context.js';
 import { readFile } from 'node:fs/promises';
 import { collect, operatorContext, promptHidden, readAll, withStore } from './shared.js';
 import { createUser, deleteUser, findUser, listUsers, resetPassword, updateUser } from '../admin/users.js';
@@ -18,9 +19,13 @@ export function usersCommand(cli: Command): void {
     .option('--admin', 'make the user an administrator (sees every application)')
     .option('--name <name>', 'display name')
     .option('--email <email>', 'email address')
+    .option('--json', 'print the user as JSON (as users list --json and the admin API give it)')
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(
-      async (username: string, opts: { passwordStdin?: boolean; admin?: boolean; name?: string; email?: string; database?: string }) => {
+      async (
+        username: string,
+        opts: { passwordStdin?: boolean; admin?: boolean; name?: string; email?: string; json?: boolean; database?: string },
+      ) => {
         const password = opts.passwordStdin
           ? (await readAll(process.stdin)).replace(/\r?\n$/, '')
           : await promptHidden(`Password for ${username}: `);
@@ -32,7 +37,7 @@ export function usersCommand(cli: Command): void {
             name: opts.name ?? null,
             email: opts.email ?? null,
           });
-          say(`added user ${user.username}${opts.admin ? ' (admin)' : ''}`);
+          reportDone(opts.json, { ...user }, `added user ${user.username}${opts.admin ? ' (admin)' : ''}`);
         });
       },
     );
@@ -105,8 +110,9 @@ export function usersCommand(cli: Command): void {
     )
     .option('--password-stdin', 'read the password from standard input')
     .option('--revoke-tokens', "also end every application's access: the user's refresh and access tokens stop working")
+    .option('--json', 'print what was done as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
-    .action(async (username: string, opts: { passwordStdin?: boolean; revokeTokens?: boolean; database?: string }) => {
+    .action(async (username: string, opts: { passwordStdin?: boolean; revokeTokens?: boolean; json?: boolean; database?: string }) => {
       const password = opts.passwordStdin
         ? (await readAll(process.stdin)).replace(/\r?\n$/, '')
         : await promptHidden(`New password for ${username}: `);
@@ -115,7 +121,9 @@ export function usersCommand(cli: Command): void {
         const reset = await resetPassword(ctx, username, password, { revokeTokens: opts.revokeTokens ?? false });
         const ended = reset.sessionsEnded;
         const cleared = reset.countersCleared;
-        say(
+        reportDone(
+          opts.json,
+          { username: reset.username, sessions_ended: ended, counters_cleared: cleared, application_sign_ins_ended: reset.grantsRevoked },
           `reset the password of ${reset.username} (${ended} session${ended === 1 ? '' : 's'} ended, ${cleared} failed sign-in counter${cleared === 1 ? '' : 's'} cleared${opts.revokeTokens ? `, ${reset.grantsRevoked} application sign-in${reset.grantsRevoked === 1 ? '' : 's'} ended` : ''})`,
         );
         await ctx.tellApplications();
@@ -126,23 +134,25 @@ export function usersCommand(cli: Command): void {
     .description(
       'disable a user: sign-in and token redemption are refused; applications with a back-channel logout URI are told (and waited for)',
     )
+    .option('--json', 'print the user as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
-    .action(async (username: string, opts: { database?: string }) => {
+    .action(async (username: string, opts: { json?: boolean; database?: string }) => {
       await withStore(opts.database, async (store, config) => {
         const ctx = operatorContext(store, config);
-        await updateUser(ctx, username, { disabled: true });
-        say(`disabled user ${username}`);
+        const user = await updateUser(ctx, username, { disabled: true });
+        reportDone(opts.json, { ...user }, `disabled user ${username}`);
         await ctx.tellApplications();
       });
     });
   users
     .command('enable <username>')
     .description('enable a disabled user')
+    .option('--json', 'print the user as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
-    .action(async (username: string, opts: { database?: string }) => {
+    .action(async (username: string, opts: { json?: boolean; database?: string }) => {
       await withStore(opts.database, async (store, config) => {
-        await updateUser(operatorContext(store, config), username, { disabled: false });
-        say(`enabled user ${username}`);
+        const user = await updateUser(operatorContext(store, config), username, { disabled: false });
+        reportDone(opts.json, { ...user }, `enabled user ${username}`);
       });
     });
 
@@ -151,12 +161,13 @@ export function usersCommand(cli: Command): void {
     .description(
       "delete a user with their sessions, sign-ins, passkeys and connector links (their applications stay, the operator's); applications holding their sign-ins are told",
     )
+    .option('--json', 'print {"username", "removed": true} as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
-    .action(async (username: string, opts: { database?: string }) => {
+    .action(async (username: string, opts: { json?: boolean; database?: string }) => {
       await withStore(opts.database, async (store, config) => {
         const ctx = operatorContext(store, config);
         await deleteUser(ctx, username);
-        say(`removed user ${username}`);
+        reportDone(opts.json, { username, removed: true }, `removed user ${username}`);
         await ctx.tellApplications();
       });
     });
@@ -165,17 +176,32 @@ export function usersCommand(cli: Command): void {
     .command('unlock <username>')
     .description('clear the failed sign-in counters of a user (every client IP), so sign-in is not limited or slowed')
     .option('--connector <id>', "a name at this LDAP connector's form instead of this server's account (counted apart)")
+    .option('--json', 'print {"username", "counters_cleared"} as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
-    .action(async (username: string, opts: { connector?: string; database?: string }) => {
-      await withStore(opts.database, async (store) => {
+    .action(async (username: string, opts: { connector?: string; json?: boolean; database?: string }) => {
+      await withStore(opts.database, async (store, config) => {
         const keys = accountCounterKeys(
           (await store.rateLimits.list()).map((r) => r.key),
           username,
           opts.connector,
         );
-        const n = await store.rateLimits.delete(keys);
+        const n = await store.changes(async () => {
+          const cleared = await store.rateLimits.delete(keys);
+          if (cleared > 0) {
+            await audited(operatorContext(store, config), {
+              action: 'limit.cleared',
+              target: null,
+              detail: { username, ...(opts.connector !== undefined && { connector: opts.connector }), counters: cleared },
+            });
+          }
+          return cleared;
+        });
         const who = opts.connector === undefined ? username : `${username} at ${opts.connector}`;
-        say(n ? `unlocked ${who} (${n} counter${n === 1 ? '' : 's'} cleared)` : `${who} had no failed sign-ins counted`);
+        reportDone(
+          opts.json,
+          { username, ...(opts.connector !== undefined && { connector: opts.connector }), counters_cleared: n },
+          n ? `unlocked ${who} (${n} counter${n === 1 ? '' : 's'} cleared)` : `${who} had no failed sign-ins counted`,
+        );
       });
     });
 }

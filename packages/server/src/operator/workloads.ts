@@ -1,26 +1,9 @@
 import type { Command } from 'commander';
-import { TOKEN_EXCHANGE_GRANT_TYPE } from '@authcli/protocol';
 import { WORKLOAD_TOKEN_LIFETIME_S } from '../config/workload-defaults.js';
-import { parseLifetime, validateWorkload } from '../oauth/workloads.js';
-import { StoreError, type Workload } from '../store/store.js';
-import { InputError } from '../util/input-error.js';
+import { parseLifetime } from '../oauth/workloads.js';
+import { createWorkload, removeWorkload, workloadJson } from '../admin/workloads.js';
 import { printJson, printTable, say, sayError } from './output.js';
-import { collect, withStore } from './shared.js';
-
-/** A policy as `workloads list --json` prints it. */
-function workloadJson(w: Workload) {
-  return {
-    id: w.id,
-    issuer: w.issuer,
-    audience: w.audience,
-    subject: w.subject,
-    claims: w.claims,
-    app: w.clientId,
-    scope: w.scopes.join(' '),
-    token_lifetime: w.tokenLifetimeSeconds,
-    created_at: new Date(w.createdAt).toISOString(),
-  };
-}
+import { collect, operatorContext, withStore } from './shared.js';
 
 /** `authcli-server workloads ...`: the trust policies under which CI jobs exchange their OIDC tokens (RFC 8693). */
 export function workloadsCommand(cli: Command): void {
@@ -56,35 +39,22 @@ export function workloadsCommand(cli: Command): void {
         json?: boolean;
         database?: string;
       }) => {
-        const fields = validateWorkload({
-          id: opts.id,
-          issuer: opts.issuer,
-          audience: opts.audience,
-          subject: opts.subject,
-          claims: opts.claim,
-        });
-        const tokenLifetimeSeconds = opts.tokenLifetime === undefined ? WORKLOAD_TOKEN_LIFETIME_S : parseLifetime(opts.tokenLifetime);
-        const scopes = opts.scope.split(/\s+/).filter(Boolean);
-        await withStore(opts.database, async (store) => {
-          const app = await store.applications.get(opts.app);
-          if (!app) throw new StoreError('not_found', `no application ${opts.app} (see apps list)`);
-          if (!app.grantTypes.includes(TOKEN_EXCHANGE_GRANT_TYPE)) {
-            throw new InputError(
-              `the application ${opts.app} is not allowed token exchange: apps update ${opts.app} --grant ${TOKEN_EXCHANGE_GRANT_TYPE} ...`,
-            );
-          }
-          const { byScope } = await store.resources.catalog();
-          if (scopes.length === 0) throw new InputError('--scope names at least one API scope');
-          for (const s of scopes) {
-            if (!byScope.has(s)) throw new InputError(`${s} is no API's scope (see resources list): a CI job's token is for an API`);
-            if (!app.scopes.includes(s))
-              throw new InputError(`the application ${opts.app} is not allowed the scope ${s} (apps update --scope)`);
-          }
-          const created = await store.workloads.create({ ...fields, clientId: app.clientId, scopes, tokenLifetimeSeconds }, Date.now());
+        const tokenLifetimeSeconds = opts.tokenLifetime === undefined ? undefined : parseLifetime(opts.tokenLifetime);
+        await withStore(opts.database, async (store, config) => {
+          const created = await createWorkload(operatorContext(store, config), {
+            id: opts.id,
+            issuer: opts.issuer,
+            audience: opts.audience,
+            subject: opts.subject,
+            claims: opts.claim,
+            app: opts.app,
+            scopes: opts.scope.split(/\s+/).filter(Boolean),
+            tokenLifetimeSeconds,
+          });
           if (opts.json) printJson(workloadJson(created), 2);
           else
             say(
-              `Added workload ${created.id}: tokens of ${created.issuer} for ${created.audience} whose sub matches ${created.subject} become ${app.clientId}'s, with ${scopes.join(' ')}`,
+              `Added workload ${created.id}: tokens of ${created.issuer} for ${created.audience} whose sub matches ${created.subject} become ${created.clientId}'s, with ${created.scopes.join(' ')}`,
             );
         });
       },
@@ -111,11 +81,13 @@ export function workloadsCommand(cli: Command): void {
     .command('remove')
     .description('remove a trust policy: its CI jobs can no longer exchange their tokens (tokens issued live until they expire)')
     .argument('<id>', 'the policy')
+    .option('--json', 'print {"id", "removed": true} as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
-    .action(async (id: string, opts: { database?: string }) => {
-      await withStore(opts.database, async (store) => {
-        await store.workloads.remove(id);
-        sayError(`Removed workload ${id}`);
+    .action(async (id: string, opts: { json?: boolean; database?: string }) => {
+      await withStore(opts.database, async (store, config) => {
+        await removeWorkload(operatorContext(store, config), id);
+        if (opts.json) printJson({ id, removed: true }, 2);
+        else sayError(`Removed workload ${id}`);
       });
     });
 }

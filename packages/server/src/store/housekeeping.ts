@@ -4,7 +4,6 @@ import {
   INITIAL_ACCESS_TOKENS_KEPT_MS,
   RATE_LIMIT_ROWS_KEPT_MS,
   REPLAY_EVIDENCE_MS,
-  SIGNIN_EVENTS_KEPT_MS,
 } from '../config/defaults.js';
 import type { Database } from './schema.js';
 
@@ -18,9 +17,8 @@ import type { Database } from './schema.js';
  * still sees what became of them); pushed authorization requests at expiry;
  * DPoP proof `jti`s once their `iat` is out of the window (RFC 9449 §11.1:
  * such a proof is refused anyway) and client assertion `jti`s at the
- * assertion's expiry (RFC 7523 §3); sign-in records {@link SIGNIN_EVENTS_KEPT_MS}
- * after they were made (each user's are also bounded in number as they are
- * recorded, repositories/signin-events.ts).
+ * assertion's expiry (RFC 7523 §3). Sign-in records are audit rows, kept for
+ * the audit trail's retention (Store.purgeExpired).
  */
 export async function purgeExpired(db: Kysely<Database>, now: number): Promise<void> {
   await db.deleteFrom('sessions').where('expires_at', '<=', now).execute();
@@ -61,9 +59,5 @@ export async function purgeExpired(db: Kysely<Database>, now: number): Promise<v
   await db
     .deleteFrom('logout_outbox')
     .where('finished_at', '<=', now - BACKCHANNEL_LOGOUT_KEPT_MS)
-    .execute();
-  await db
-    .deleteFrom('signin_events')
-    .where('at', '<=', now - SIGNIN_EVENTS_KEPT_MS)
     .execute();
 }

@@ -16,6 +16,7 @@ import { logoutOutbox } from './migrations/0020_logout_outbox.js';
 import { resources } from './migrations/0021_resources.js';
 import { workloads } from './migrations/0022_workloads.js';
 import { audit } from './migrations/0023_audit.js';
+import { signInsAudited } from './migrations/0024_signins_audited.js';
 import type { Past } from './migrations/past.js';
 
 const migrations: Record<string, Migration> = {
@@ -346,6 +347,7 @@ const migrations: Record<string, Migration> = {
   '0021_resources': resources,
   '0022_workloads': workloads,
   '0023_audit': audit,
+  '0024_signins_audited': signInsAudited,
 };
 
 /** Provides the migrations above, then those in migrations/, to Kysely's Migrator. */

@@ -237,7 +237,8 @@ export type CredentialEventKind = 'passkey-added' | 'passkey-removed' | 'connect
 /**
  * A user's sign-ins and device decisions (the account page's "Recent sign-ins"), only what the user needs to
  * recognise them: when, how, from which address, and for a device, the device's address and the application.
- * Bounded per user and in time (config/defaults.ts SIGNIN_EVENTS_PER_USER, SIGNIN_EVENTS_KEPT_MS).
+ * Stored as audit rows since migration 0024 (repositories/signin-events.ts); the account page shows those of
+ * SIGNIN_EVENTS_KEPT_MS, at most SIGNIN_EVENTS_PER_USER.
  */
 export interface SignInEventsTable {
   id: string;
@@ -354,7 +355,6 @@ export interface Database {
   initial_access_tokens: InitialAccessTokensTable;
   pushed_requests: PushedRequestsTable;
   device_authorizations: DeviceAuthorizationsTable;
-  signin_events: SignInEventsTable;
   logout_outbox: LogoutOutboxTable;
   refresh_tokens: RefreshTokensTable;
   revoked_access_tokens: RevokedAccessTokensTable;
@@ -382,5 +382,5 @@ export type AuthorizationCode = Selectable<AuthorizationCodesTable>;
 export type Grant = Selectable<GrantsTable>;
 export type SigningKeyRow = Selectable<SigningKeysTable>;
 export type DeviceAuthorization = Selectable<DeviceAuthorizationsTable>;
-export type SignInEvent = Selectable<SignInEventsTable>;
+export type SignInEvent = SignInEventsTable;
 export type RefreshToken = Selectable<RefreshTokensTable>;

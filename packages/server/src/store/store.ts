@@ -21,7 +21,7 @@ import { type Connectors, KyselyConnectors } from './repositories/connectors.js'
 import { KyselyRateLimits, type RateLimits } from './repositories/rate-limits.js';
 import { KyselySessions, type Sessions } from './repositories/sessions.js';
 import { KyselySettings, type Settings } from './repositories/settings.js';
-import { KyselySignInEvents, type SignInEvents, signInEventStatements } from './repositories/signin-events.js';
+import { AuditSignInEvents, type SignInEvents } from './repositories/signin-events.js';
 import { KyselyLogoutOutbox, type LogoutOutbox } from './repositories/logout-outbox.js';
 import { KyselyUsers, type Users } from './repositories/users.js';
 import { KyselyResources, type Resources } from './repositories/resources.js';
@@ -114,7 +114,6 @@ export class Store {
     this.engine = engine;
     this.dialect = engine.dialect;
     const statements = grantStatements();
-    const signIns = signInEventStatements();
     this.applications = new KyselyApplications(engine, cacheClock);
     this.resources = new KyselyResources(engine, cacheClock);
     this.workloads = new KyselyWorkloads(engine, cacheClock);
@@ -122,7 +121,9 @@ export class Store {
     this.consents = new KyselyConsents(engine);
     this.sessions = new KyselySessions(engine);
     this.codes = new KyselyCodes(engine, statements);
-    this.deviceGrants = new KyselyDeviceGrants(engine, statements, signIns);
+    const audit = new KyselyAudit(engine);
+    this.audit = audit;
+    this.deviceGrants = new KyselyDeviceGrants(engine, statements, audit);
     this.grants = new KyselyGrants(engine, statements);
     this.keys = new KyselySigningKeys(engine);
     this.rateLimits = new KyselyRateLimits(engine);
@@ -134,9 +135,8 @@ export class Store {
     this.clientAssertions = new KyselyClientAssertions(engine);
     this.passkeys = new KyselyPasskeys(engine);
     this.connectors = new KyselyConnectors(engine);
-    this.signInEvents = new KyselySignInEvents(engine, signIns);
+    this.signInEvents = new AuditSignInEvents(audit, async (id) => (await this.users.findById(id))?.username ?? null);
     this.logoutOutbox = new KyselyLogoutOutbox(engine);
-    this.audit = new KyselyAudit(engine);
   }
 
   /**

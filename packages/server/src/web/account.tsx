@@ -2,13 +2,15 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { MIN_PASSWORD_LENGTH, SIGNIN_PASSWORD_MAX } from '../config/defaults.js';
 import { clientAddress } from '../http/client-ip.js';
 import { pageForm } from '../http/form.js';
+import { changedFields } from '../admin/context.js';
 import { applyClaimsPatch, checkClaim, PROFILE_CLAIMS, type ClaimsPatch } from '../oauth/claims.js';
-import { claimsOf, type GrantHolder, type Passkey, type UserClaims } from '../store/store.js';
+import { claimsOf, type GrantHolder, type Passkey } from '../store/store.js';
 import { InputError } from '../util/input-error.js';
 import { PasswordHasherBusy } from '../util/password-pool.js';
 import type { WebContext } from './context.js';
 import type { Continuation } from './continuation.js';
 import { PASSKEY_SCRIPT, PasskeysCard } from './passkey-views.js';
+import { FIELDS, type ProfileClaim, type ProfileValues, valuesOf } from './profile-fields.js';
 import { ConnectorsCard } from './connector-views.js';
 import { passkeyAvailability } from './webauthn.js';
 import { type RecentSignIn, RecentSignIns, recentSignInsOf } from './recent-signins.js';
@@ -17,30 +19,7 @@ import { retryAfterText } from './retry-after.js';
 import { requireSignIn, type CurrentSession } from './session.js';
 import { Alert, Layout, Notice, ScopeList, type Viewer } from './views.js';
 
-type ProfileClaim = (typeof PROFILE_CLAIMS)[number];
-type ProfileValues = Record<ProfileClaim, string>;
-
 const ACCOUNT: Continuation = { kind: 'page', page: 'account' };
-
-/** Each profile claim's label, input type and hint on the form. */
-const FIELDS: Record<ProfileClaim, { label: string; type: 'text' | 'url'; hint?: string; autocomplete?: string }> = {
-  name: { label: 'Full name', type: 'text', autocomplete: 'name' },
-  given_name: { label: 'Given name', type: 'text', autocomplete: 'given-name' },
-  family_name: { label: 'Family name', type: 'text', autocomplete: 'family-name' },
-  middle_name: { label: 'Middle name', type: 'text', autocomplete: 'additional-name' },
-  nickname: { label: 'Nickname', type: 'text', autocomplete: 'nickname' },
-  profile: { label: 'Profile page', type: 'url', hint: 'https://…', autocomplete: 'url' },
-  picture: { label: 'Picture', type: 'url', hint: 'https://… (an image)', autocomplete: 'photo' },
-  website: { label: 'Website', type: 'url', hint: 'https://…', autocomplete: 'url' },
-  gender: { label: 'Gender', type: 'text', autocomplete: 'sex' },
-  birthdate: { label: 'Birthdate', type: 'text', hint: 'YYYY-MM-DD, YYYY, or 0000-MM-DD without the year', autocomplete: 'bday' },
-  zoneinfo: { label: 'Time zone', type: 'text', hint: 'e.g. Europe/Paris', autocomplete: 'off' },
-  locale: { label: 'Language', type: 'text', hint: 'e.g. en-US, fr-CA', autocomplete: 'language' },
-};
-
-function valuesOf(claims: UserClaims): ProfileValues {
-  return Object.fromEntries(PROFILE_CLAIMS.map((c) => [c, claims[c] ?? ''])) as ProfileValues;
-}
 
 /** An application with access to the user's account: approved on the consent page, or holding working tokens. */
 interface ConnectedApplication {
@@ -220,6 +199,18 @@ function AccountPage(props: {
 export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Promise<void> {
   const { store, config, limits, passwords, trustedDevices, backchannel, flash } = ctx;
   const passkeys = passkeyAvailability(config.issuer);
+  /** An audit row of the person's own change to their account (docs/audit.md). */
+  const recordSelf = (req: FastifyRequest, c: CurrentSession, action: string, detail: Record<string, unknown>) => {
+    const me = { type: 'user', id: c.user.id, name: c.user.username };
+    return store.audit.append({
+      at: config.now(),
+      actor: { ...me, type: 'user' },
+      action,
+      target: me,
+      address: clientAddress(req),
+      detail,
+    });
+  };
   const signedIn = (req: FastifyRequest, reply: FastifyReply) => requireSignIn(ctx, req, reply, ACCOUNT);
   /**
    * Back-channel logout after sign-ins ended: the browser sessions `sids` that ended and, with `revoked`, the
@@ -267,7 +258,7 @@ export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Prom
         passkeys={await store.passkeys.listByUser(c.user.id)}
         connectors={await connectorsOf(c.user.id)}
         passkeysUnavailable={passkeys.available ? undefined : passkeys.reason}
-        recentSignIns={await recentSignInsOf(store, c.user.id)}
+        recentSignIns={await recentSignInsOf(store, c.user.id, config.now())}
         now={config.now()}
         {...props}
       />,
@@ -305,7 +296,12 @@ export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Prom
       }
     }
     if (Object.keys(errors).length > 0) return page(reply, c, { values, errors }, 400);
-    await store.users.updateClaims(c.user.id, (current) => applyClaimsPatch(current, patch), config.now());
+    await store.changes(async () => {
+      const before = claimsOf(c.user);
+      const after = claimsOf(await store.users.updateClaims(c.user.id, (current) => applyClaimsPatch(current, patch), config.now()));
+      const detail = changedFields(before as Record<string, unknown>, after as Record<string, unknown>);
+      if (Object.keys(detail).length > 0) await recordSelf(req, c, 'user.updated', detail);
+    });
     return saved(reply, c, 'Saved');
   });
 
@@ -344,15 +340,21 @@ export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Prom
     }
     if (hash === undefined) return refuse('The current password is wrong.', 403);
     await admission.giveBack();
-    const otherSessions = await store.users.changePassword(c.user.id, hash, c.session.id_hash);
-    if (form.sign_out_apps !== 'on') {
+    // After a password that may have leaked (sign_out_apps): every application's refresh and access tokens stop
+    // working too. Both, and the audit row, in one transaction.
+    const signOutApps = form.sign_out_apps === 'on';
+    const { otherSessions, revoked } = await store.changes(async () => {
+      const ended = await store.users.changePassword(c.user.id, hash, c.session.id_hash);
+      const holders = signOutApps ? await store.grants.revokeForUser(c.user.id, config.now()) : [];
+      await recordSelf(req, c, 'user.password_changed', { sessions_ended: ended.length, applications_signed_out: holders.length });
+      return { otherSessions: ended, revoked: holders };
+    });
+    if (!signOutApps) {
       // The applications signed in through the browser sessions just ended hear of it (back-channel logout).
       await tellEnded(c.user.id, otherSessions);
       return saved(reply, c, 'Password changed');
     }
-    // After a password that may have leaked: every application's refresh and access tokens stop working too,
-    // and every application the person signed in to hears of it.
-    const revoked = await store.grants.revokeForUser(c.user.id, config.now());
+    // Every application the person signed in to hears of it.
     await tellEnded(c.user.id, otherSessions, revoked);
     const ended = revoked.length;
     return saved(reply, c, ended === 0 ? 'Password changed' : `Password changed; ${signInsText(ended)} ended`);
@@ -364,10 +366,12 @@ export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Prom
     const clientId = pageForm(req).client_id ?? '';
     const known = clientId === '' ? undefined : await store.applications.get(clientId);
     // Idempotent: an application without access (or removed already, or unknown) changes nothing.
-    const [revoked, forgotten] = await Promise.all([
-      store.grants.revokeForUser(c.user.id, config.now(), clientId),
-      store.consents.remove(c.user.id, clientId),
-    ]);
+    const [revoked, forgotten] = await store.changes(async () => {
+      const ended = await store.grants.revokeForUser(c.user.id, config.now(), clientId);
+      const removed = await store.consents.remove(c.user.id, clientId);
+      if (ended.length + removed > 0) await recordSelf(req, c, 'access.removed', { client_id: clientId, sign_ins_ended: ended.length });
+      return [ended, removed] as const;
+    });
     // The application hears of the sign-ins that ended (back-channel logout).
     if (revoked.length > 0) await tellEnded(c.user.id, [], revoked);
     const ended = revoked.length;

@@ -1,3 +1,4 @@
+import type { ComponentChildren } from 'preact';
 import type { ResourceCatalog } from '../store/store.js';
 import { DEVICE_CODE_GRANT_TYPE } from '@authcli/protocol';
 import { SUPPORTED_SCOPES } from '../oauth/scopes.js';
@@ -101,6 +102,8 @@ export function AppFormPage(props: {
   notice?: string | undefined;
   /** The team's APIs (resources), whose scopes an application may be allowed too. */
   apis?: ResourceCatalog | undefined;
+  /** An existing application's history (its audit rows, newest first), shown below the form. */
+  history?: ComponentChildren;
 }) {
   const v = props.values;
   const editing = props.app !== undefined;
@@ -275,6 +278,7 @@ export function AppFormPage(props: {
           </div>
         )}
       </div>
+      {props.history}
     </Layout>
   );
 }

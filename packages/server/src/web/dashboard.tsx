@@ -1,3 +1,7 @@
+import { recordApp, recordAppUpdate } from '../admin/apps.js';
+import { APP_HISTORY_SHOWN, AppHistory } from './app-history.js';
+import { clientAddress } from '../http/client-ip.js';
+import type { Recorder } from '../admin/context.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { PHISHING_RESISTANT_ACR } from '../oauth/acr.js';
 import { checkGrantsForKind, newClientSecret, registerApplication, validateApplicationFields } from '../oauth/registration.js';
@@ -125,6 +129,13 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
   });
   // Someone else's application looks exactly like an unknown address: the same 404 page.
   const notFound = (reply: FastifyReply) => sendPage(reply, <NotFoundPage />, 404);
+  /** Who the audit trail says made a change here: the signed-in user, from the request's address. */
+  const recorder = (req: FastifyRequest, c: CurrentSession): Recorder => ({
+    store,
+    actor: { type: 'user', id: c.user.id, name: c.user.username },
+    address: clientAddress(req),
+    now: config.now(),
+  });
   const appPath = (clientId: string) => `/dashboard/apps/${encodeURIComponent(clientId)}`;
   const notice = (c: CurrentSession) => flash.take(c.session.id_hash, 'notice')?.text;
 
@@ -171,12 +182,16 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
     try {
       checkIntrospection(c, values);
       const clientKeys = await keysOf(values);
-      const { app: created, clientSecret } = await registerApplication(
-        store,
-        { ...fieldsOf(values), kind: values.kind, ownerId: c.user.id, clientKeys },
-        config.now(),
-        { fapi2: config.fapi2 },
-      );
+      const { app: created, clientSecret } = await store.changes(async () => {
+        const made = await registerApplication(
+          store,
+          { ...fieldsOf(values), kind: values.kind, ownerId: c.user.id, clientKeys },
+          config.now(),
+          { fapi2: config.fapi2 },
+        );
+        await recordApp(recorder(req, c), 'created', made.app);
+        return made;
+      });
       if (clientSecret) {
         flash.put(c.session.id_hash, { kind: 'secret', clientId: created.clientId, secret: clientSecret, rotated: false });
         return reply.redirect(`${appPath(created.clientId)}/secret`, 303);
@@ -213,6 +228,12 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
         values={valuesOf(a)}
         app={a}
         notice={notice(c)}
+        history={
+          <AppHistory
+            rows={await store.audit.list({ target: a.clientId, type: 'app', order: 'desc', limit: APP_HISTORY_SHOWN })}
+            now={config.now()}
+          />
+        }
       />,
     );
   });
@@ -254,7 +275,11 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
         clientKeys: 'clientKeys' in authentication ? (authentication.clientKeys ?? null) : a.clientKeys,
         idTokenAlg: fields.idTokenAlg,
       });
-      await store.applications.update(a.clientId, { ...fields, ...authentication }, config.now());
+      await store.changes(async () => {
+        const updated = await store.applications.update(a.clientId, { ...fields, ...authentication }, config.now());
+        await recordAppUpdate(recorder(req, c), a, updated);
+        if (secret) await recordApp(recorder(req, c), 'secret_rotated', updated);
+      });
       if (secret) {
         flash.put(c.session.id_hash, { kind: 'secret', clientId: a.clientId, secret: secret.secret, rotated: true });
         return reply.redirect(`${appPath(a.clientId)}/secret`, 303);
@@ -301,7 +326,10 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
     if (a.kind !== 'confidential') return reply.code(400).type('text/plain').send('Public applications have no secret');
     if (a.clientKeys) return reply.code(400).type('text/plain').send('This application authenticates with its keys, not a secret');
     const { secret, hash } = newClientSecret();
-    await store.applications.update(a.clientId, { secretHash: hash }, config.now());
+    await store.changes(async () => {
+      await store.applications.update(a.clientId, { secretHash: hash }, config.now());
+      await recordApp(recorder(req, c), 'secret_rotated', a);
+    });
     flash.put(c.session.id_hash, { kind: 'secret', clientId: a.clientId, secret, rotated: true });
     return reply.redirect(`${appPath(a.clientId)}/secret`, 303);
   });
@@ -311,7 +339,10 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
     if (!c) return reply;
     const a = await store.applications.get(req.params.clientId);
     if (!mayManage(c, a)) return notFound(reply);
-    await store.applications.delete(a.clientId);
+    await store.changes(async () => {
+      await store.applications.delete(a.clientId);
+      await recordApp(recorder(req, c), 'deleted', a);
+    });
     flash.put(c.session.id_hash, { kind: 'notice', text: `Application “${a.name}” deleted` });
     return reply.redirect('/dashboard', 303);
   });

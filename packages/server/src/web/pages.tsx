@@ -2,6 +2,7 @@ import { SIGNIN_PASSWORD_MAX, SIGNIN_USERNAME_MAX } from '../config/defaults.js'
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebContext } from './context.js';
 import { clientAddress } from '../http/client-ip.js';
+import { ANONYMOUS } from '../store/store.js';
 import { FormError, isParsedForm, pageForm, pageQuery } from '../http/form.js';
 import { sendNotFoundProblem } from '../http/errors.js';
 import { validateAuthorizationRequest } from '../oauth/authorize.js';
@@ -171,7 +172,19 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
     }
     // A disabled account answers as a wrong password does, and counts as one: a different answer to the right
     // password would tell whoever tries it that the password is right.
-    if (!user || !ok || user.disabled_at !== null) return retry('Invalid username or password.', 401);
+    if (!user || !ok || user.disabled_at !== null) {
+      // The audit trail's `signin.failed`: about an account that exists (never the name typed for one that does
+      // not: people type passwords into username fields), from where, and why, which only administrators read.
+      await store.audit.append({
+        at: config.now(),
+        actor: ANONYMOUS,
+        action: 'signin.failed',
+        target: user ? { type: 'user', id: user.id, name: user.username } : null,
+        address: client,
+        detail: { reason: !user ? 'unknown username' : !ok ? 'wrong password' : 'account disabled' },
+      });
+      return retry('Invalid username or password.', 401);
+    }
     await admission.giveBack();
     if (passwords.needsRehash(user.password_hash)) {
       // Upgraded to the current cost while the password is at hand, only over the hash just checked (a reset in

@@ -20,8 +20,8 @@ const CREDENTIAL_KINDS: ReadonlySet<SignInEvent['kind']> = new Set([
 ]);
 
 /** The user's sign-in records, newest first, each device decision with its application's current name. */
-export async function recentSignInsOf(store: Store, userId: string): Promise<RecentSignIn[]> {
-  const events = await store.signInEvents.recent(userId);
+export async function recentSignInsOf(store: Store, userId: string, now: number): Promise<RecentSignIn[]> {
+  const events = await store.signInEvents.recent(userId, now);
   const ids = [...new Set(events.flatMap((e) => (e.client_id === null ? [] : [e.client_id])))];
   const names = new Map(await Promise.all(ids.map(async (id) => [id, (await store.applications.get(id))?.name] as const)));
   const connectors = events.some((e) => e.kind === 'connector-linked' || e.kind === 'connector-unlinked')

@@ -1,7 +1,7 @@
 import type { TokenResponse } from '@authcli/protocol';
 import { PRESENTED_SECRET_MAX } from '../../config/defaults.js';
 import type { OAuthContext } from '../context.js';
-import type { Application } from '../../store/store.js';
+import type { Application, Grant } from '../../store/store.js';
 import { sha256Hex } from '../../util/crypto.js';
 import { InvalidDpopProof, InvalidGrant, InvalidRequest, InvalidScope } from '../errors.js';
 import type { DpopProof } from '../dpop.js';
@@ -48,10 +48,7 @@ export async function refreshTokenGrant(
     if (!dpop) throw new InvalidDpopProof('this refresh token is bound to a DPoP key: send a proof by that key (RFC 9449 §5)');
     if (dpop.jkt !== grant.dpop_jkt) throw new InvalidGrant('the refresh token is bound to another DPoP key (RFC 9449 §5)');
   }
-  if (row.used_at !== null) {
-    await store.grants.revoke(grant.id, now);
-    throw new InvalidGrant('the refresh token was already used; every token of this sign-in is revoked');
-  }
+  if (row.used_at !== null) throw await reuseDetected(ctx, grant, app, now);
   if (now >= row.expires_at || now >= grant.expires_at) throw new InvalidGrant('the refresh token has expired; sign in again');
 
   const granted = grant.scope.split(' ').filter(Boolean);
@@ -76,10 +73,7 @@ export async function refreshTokenGrant(
   // token stays as it was (RFC 6749 §6 lets the server keep it), so a lost answer costs the client nothing.
   const rotate = !(config.fapi2 && app.kind === 'confidential');
   const successor = rotate ? newRefreshToken(grant, now) : undefined;
-  if (successor && !(await store.grants.rotateRefreshToken(hash, successor.row, now))) {
-    await store.grants.revoke(grant.id, now);
-    throw new InvalidGrant('the refresh token was already used; every token of this sign-in is revoked');
-  }
+  if (successor && !(await store.grants.rotateRefreshToken(hash, successor.row, now))) throw await reuseDetected(ctx, grant, app, now);
   return ctx.tokens.issue(
     {
       grantId: grant.id,
@@ -96,4 +90,23 @@ export async function refreshTokenGrant(
     },
     successor ? { refreshToken: successor.token } : {},
   );
+}
+
+/**
+ * A refresh token used twice (RFC 9700 §4.14.2): the family (the grant) is revoked, and the reuse recorded in
+ * the audit trail in the same transaction (`token.reuse_detected`: a stolen token, or a client that lost an
+ * answer). Returns the error to answer.
+ */
+async function reuseDetected(ctx: OAuthContext, grant: Grant, app: Application, now: number): Promise<InvalidGrant> {
+  await ctx.store.changes(async () => {
+    await ctx.store.grants.revoke(grant.id, now);
+    await ctx.store.audit.append({
+      at: now,
+      actor: { type: 'client', id: app.clientId, name: app.name },
+      action: 'token.reuse_detected',
+      target: { type: 'user', id: grant.user_id },
+      detail: { client_id: app.clientId, grant: grant.id },
+    });
+  });
+  return new InvalidGrant('the refresh token was already used; every token of this sign-in is revoked');
 }

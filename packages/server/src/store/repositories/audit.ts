@@ -39,6 +39,8 @@ export interface AuditFilter {
   type?: string;
   actor?: string;
   target?: string;
+  /** Only these actions. */
+  actions?: readonly string[];
   /** Rows past this `seq` in the order asked for (the cursor of a page). */
   after?: number;
   order?: 'asc' | 'desc';
@@ -122,6 +124,7 @@ export class KyselyAudit {
         : q.where((eb) => eb.or([eb('action', '=', type), eb('action', 'like', `${type.replace(/[\\%_]/g, '')}.%`)]));
     }
     if (f.actor !== undefined) q = q.where('actor', '=', f.actor);
+    if (f.actions !== undefined) q = q.where('action', 'in', f.actions.length > 0 ? [...f.actions] : ['']);
     if (f.target !== undefined) q = q.where('target', '=', f.target);
     if (f.after !== undefined) q = q.where('seq', order === 'asc' ? '>' : '<', f.after);
     return q

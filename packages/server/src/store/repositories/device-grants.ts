@@ -1,11 +1,11 @@
+import type { AmbientEngine } from '../ambient.js';
 import { type Kysely, sql } from 'kysely';
-import type { Engine } from '../engine.js';
 import { isUniqueViolation, StoreError } from '../errors.js';
-import { timeOrderedId } from '../../util/crypto.js';
 import { Prepared } from '../prepared.js';
 import type { Database, DeviceAuthorization, Grant, RefreshToken } from '../schema.js';
 import type { GrantStatements } from './grants.js';
-import type { SignInEventStatements, SignInKind } from './signin-events.js';
+import { type SignInKind, signInAuditEvent } from './signin-events.js';
+import type { KyselyAudit } from './audit.js';
 import { insertRow } from './statements.js';
 
 export type { DeviceAuthorization, DeviceStatus } from '../schema.js';
@@ -168,9 +168,9 @@ export class KyselyDeviceGrants implements DeviceGrants {
   };
 
   constructor(
-    private readonly engine: Engine,
+    private readonly engine: AmbientEngine,
     private readonly grants: GrantStatements,
-    private readonly signIns: SignInEventStatements,
+    private readonly audit: KyselyAudit,
   ) {}
 
   async insert(row: DeviceAuthorization): Promise<void> {
@@ -236,11 +236,24 @@ export class KyselyDeviceGrants implements DeviceGrants {
           }
         : { q: this.q.deny, values: { userCode, userId, now } };
     const kind: SignInKind = decision.status === 'approved' ? 'device-approved' : 'device-denied';
-    return this.engine.atomically('device_decision', [
-      { ...decided, mustChange: true },
-      { q: this.signIns.insertForDevice, values: { id: timeOrderedId(now), userId, at: now, kind, clientIp, userCode } },
-      { q: this.signIns.trim, values: { userId } },
-    ]);
+    // The decision and its audit row (the account page's record of it, with the device's address and the
+    // application, read from the row it decided) in one transaction: a decision another request won records nothing.
+    return this.engine.within(async () => {
+      if (!(await this.engine.atomically('device_decision', [{ ...decided, mustChange: true }]))) return false;
+      const device = await this.engine.db
+        .selectFrom('device_authorizations')
+        .innerJoin('users', 'users.id', 'device_authorizations.user_id')
+        .select(['device_authorizations.client_ip', 'device_authorizations.client_id', 'users.username'])
+        .where('user_code', '=', userCode)
+        .executeTakeFirstOrThrow();
+      await this.audit.append(
+        signInAuditEvent(
+          { user_id: userId, at: now, kind, client_ip: clientIp, device_ip: device.client_ip, client_id: device.client_id },
+          device.username,
+        ),
+      );
+      return true;
+    });
   }
 
   async redeem(hash: string, grant: Grant, now: number, refresh?: RefreshToken): Promise<boolean> {
