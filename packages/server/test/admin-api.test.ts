@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { LIMITS } from '../src/config/defaults.js';
 import { registerApplication } from '../src/oauth/registration.js';
 import {
+  adminToken,
   authorize,
   basic,
   dialects,
@@ -318,6 +321,10 @@ for (const dialect of dialects()) {
     it('the OpenAPI 3.1 document describes every route', async () => {
       const doc = await call(server, 'GET', '/openapi.json', undefined);
       expect(doc.status).toBe(200);
+      // A standard validator (the OpenAPI Initiative's 3.1 schema and its JSON Schema dialect) accepts it.
+      const verdict = await new Validator().validate(doc.json as object);
+      expect(verdict.errors ?? [], JSON.stringify(verdict.errors)).toEqual([]);
+      expect(verdict.valid).toBe(true);
       expect(doc.json).toMatchObject({ openapi: '3.1.0', servers: [{ url: `${server.url}/admin/v1` }] });
       expect(Object.keys(doc.json.paths as Json).sort()).toEqual([
         '/apps',
@@ -343,3 +350,26 @@ for (const dialect of dialects()) {
     });
   });
 }
+
+describe.each(dialects())('admin API writes are rate-limited per caller (%s)', (dialect) => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer(dialect, { limits: { ...LIMITS, 'admin-write': { limit: 5, windowMs: 60_000 } } });
+  });
+  afterAll(async () => server.close());
+
+  it('20 writes at once past the budget: 5 made, 15 refused 429 with Retry-After, one limit.reached row; reads go on', async () => {
+    const token = await adminToken(server);
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => call(server, 'POST', '/users', token, { username: `burst-${i}`, password: 'long enough pw' })),
+    );
+    expect(tally(answers)).toEqual({ 201: 5, 429: 15 });
+    const refused = answers.find((a) => a.status === 429)!;
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(refused.json).toMatchObject({ status: 429, error: 'rate_limited' });
+    expect((await server.store.users.list()).filter((u) => u.username.startsWith('burst-'))).toHaveLength(5);
+    const reached = await server.store.audit.list({ type: 'limit.reached' });
+    expect(reached.map((r) => JSON.parse(r.detail).counter)).toEqual(['admin-write']);
+    expect((await call(server, 'GET', '/users', token)).status).toBe(200);
+  });
+});

@@ -414,3 +414,23 @@ export async function decideOnDevicePage(
     decision,
   });
 }
+
+/**
+ * An access token for the admin API (/admin/v1) by client credentials, for an application allowed `scope`
+ * (`admin:read`, `admin:write`) registered here for it.
+ */
+export async function adminToken(server: { store: Store; url: string }, scope = 'admin:write'): Promise<string> {
+  const { app, clientSecret } = await registerApplication(
+    server.store,
+    { name: `Admin ${scope}`, kind: 'confidential', callbackUrls: [], scopes: scope.split(' '), grantTypes: ['client_credentials'] },
+    Date.now(),
+  );
+  const res = await fetch(`${server.url}/oauth/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic(app.clientId, clientSecret!) },
+    body: new URLSearchParams({ grant_type: 'client_credentials', scope }).toString(),
+  });
+  const body = (await res.json()) as { access_token?: string };
+  if (!body.access_token) throw new Error(`no admin token: ${JSON.stringify(body)}`);
+  return body.access_token;
+}

@@ -15,7 +15,7 @@ import { rawExchange } from '@authcli/test-support/raw-http';
 import { postgresTestUrl } from '@authcli/test-support/databases';
 import { addUser } from '../src/oauth/accounts.js';
 import { bootstrapStore } from '../src/oauth/registration.js';
-import { dialects, freshStore, startServer, type TestServer, TEST_PASSWORD_HASH } from './helpers.js';
+import { adminToken, dialects, freshStore, startServer, type TestServer, TEST_PASSWORD_HASH } from './helpers.js';
 import { testRows } from '../src/testing.js';
 
 /** Opens `n` connections that each send `head` and then nothing, in batches (the listen backlog is finite). */
@@ -136,6 +136,21 @@ describe('slow and stalled clients are cut by the socket timeouts', () => {
       expect(closedAfterMs, POST_ROUTES[i]).toBeGreaterThan(1900);
       expect(closedAfterMs, POST_ROUTES[i]).toBeLessThan(2000 + 250 + 500);
     }
+  });
+
+  it('the admin API: a body that never arrives is cut at the request timeout; without a token it is refused before any body is read', async () => {
+    const token = await adminToken(server);
+    const head = (auth: string) =>
+      `POST /admin/v1/users HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n${auth}Content-Length: 100\r\n\r\n{`;
+    const [withToken, without] = await Promise.all([
+      rawExchange(portOf(server), head(`Authorization: Bearer ${token}\r\n`), { giveUpMs: 10_000 }),
+      rawExchange(portOf(server), head(''), { giveUpMs: 10_000 }),
+    ]);
+    expect(withToken.response).toMatch(/^HTTP\/1\.1 408 /);
+    expect(withToken.closedAfterMs).toBeGreaterThan(1900);
+    expect(withToken.closedAfterMs).toBeLessThan(2000 + 250 + 500);
+    expect(without.response).toMatch(/^HTTP\/1\.1 401 /);
+    expect(without.response).toMatch(/content-type: application\/problem\+json/i);
   });
 
   it('headers that never finish (slowloris) are cut at the headers timeout, however busy the trickle', async () => {
@@ -421,8 +436,10 @@ describe.runIf(dialects().includes('postgres'))('a stalled PostgreSQL gives quic
   });
 
   it('with the database gone, every endpoint answers within the database timeout, never a 500: 503 where it needs the store', async () => {
-    // Before the outage: a signed-in browser (session and CSRF cookies, a form token) to reach the pages with.
+    // Before the outage: a signed-in browser (session and CSRF cookies, a form token) to reach the pages with, and a
+    // token for the admin API.
     await addUser(server.store, { username: 'alice', password: 'correct horse battery' }, Date.now(), TEST_PASSWORD_HASH);
+    const admin = { authorization: `Bearer ${await adminToken(server)}` };
     const browser = new Browser(server.url);
     const signin = await browser.get('/signin');
     const csrf = hidden(signin.text, '_csrf');
@@ -465,6 +482,12 @@ describe.runIf(dialects().includes('postgres'))('a stalled PostgreSQL gives quic
       'POST /account/applications/remove': () =>
         browser.postForm('/account/applications/remove', { _csrf: pageCsrf, client_id: 'authcli' }),
       'GET /developer/playground': () => browser.get('/developer/playground'),
+      'GET /admin/v1/users': () => browser.request('GET', '/admin/v1/users', undefined, admin),
+      'POST /admin/v1/users': () =>
+        browser.request('POST', '/admin/v1/users', JSON.stringify({ username: 'zed', password: 'long enough pw' }), {
+          ...admin,
+          'content-type': 'application/json',
+        }),
       'GET /': () => browser.get('/'),
       'GET /readyz': () => browser.get('/readyz'),
     };
@@ -473,6 +496,7 @@ describe.runIf(dialects().includes('postgres'))('a stalled PostgreSQL gives quic
       'GET /healthz': () => browser.get('/healthz'),
       'GET /.well-known/openid-configuration': () => browser.get('/.well-known/openid-configuration'),
       'GET /oauth/jwks': () => browser.get('/oauth/jwks'),
+      'GET /admin/v1/openapi.json': () => browser.get('/admin/v1/openapi.json'),
       'GET /oauth/userinfo (a token that is not ours)': () =>
         browser.request('GET', '/oauth/userinfo', undefined, { authorization: 'Bearer not.a.token' }),
     };
