@@ -322,7 +322,7 @@ for (const dialect of dialects()) {
       const doc = await call(server, 'GET', '/openapi.json', undefined);
       expect(doc.status).toBe(200);
       // A standard validator (the OpenAPI Initiative's 3.1 schema and its JSON Schema dialect) accepts it.
-      const verdict = await new Validator().validate(doc.json as object);
+      const verdict = await new Validator().validate(doc.json as Parameters<Validator['validate']>[0]);
       expect(verdict.errors ?? [], JSON.stringify(verdict.errors)).toEqual([]);
       expect(verdict.valid).toBe(true);
       expect(doc.json).toMatchObject({ openapi: '3.1.0', servers: [{ url: `${server.url}/admin/v1` }] });

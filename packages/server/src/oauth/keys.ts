@@ -94,10 +94,20 @@ export async function secureStoredKeys(store: Store, kek: Buffer | undefined): P
  * expire). The stored keys are checked against `kek` first, so a rotation
  * with a missing or wrong KEK changes nothing.
  */
-export async function rotateKeys(store: Store, now: number, kek: Buffer | undefined): Promise<SigningKeyRow[]> {
+export async function rotateKeys(
+  store: Store,
+  now: number,
+  kek: Buffer | undefined,
+  record?: (fresh: SigningKeyRow[]) => Promise<unknown>,
+): Promise<SigningKeyRow[]> {
   await secureStoredKeys(store, kek);
+  // Made before the transaction opens: generating keys holds no lock. `record` writes its audit row in the same
+  // transaction as the rotation.
   const fresh = await Promise.all(SIGNING_ALGS.map((alg) => generateSigningKey(alg, now, kek)));
-  await store.keys.rotate(fresh, now);
+  await store.changes(async () => {
+    await store.keys.rotate(fresh, now);
+    await record?.(fresh);
+  });
   return fresh;
 }
 

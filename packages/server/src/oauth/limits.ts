@@ -206,21 +206,28 @@ export class AbuseLimits {
    */
   private async reached(counter: string, limit: Limit, now: number): Promise<void> {
     const info = describeCounter(counter, this.limits);
-    await this.store.audit.append({
-      at: now,
-      actor: ANONYMOUS,
-      action: 'limit.reached',
-      address: info?.ip ?? null,
-      detail: {
-        counter: counter.split('|', 1)[0],
-        limit: `${limit.limit} per ${limit.windowMs / 1000} s`,
-        ...(info?.username !== undefined && { username: info.username }),
-        ...(info?.connector !== undefined && { connector: info.connector }),
-        ...(info?.userId !== undefined && { user: info.userId }),
-        ...(info?.clientId !== undefined && { client_id: info.clientId }),
-        ...(info?.actor !== undefined && { actor: info.actor }),
-      },
-    });
+    // A name typed at sign-in is recorded only as the account it names, when there is one (people type passwords
+    // into username fields); a name typed on an LDAP connector's form is the directory's, and is not recorded.
+    const account =
+      info?.username !== undefined && info.connector === undefined ? await this.store.users.findByUsername(info.username) : undefined;
+    // Best effort: the refusal stands whether or not its row can be written (the metrics count it either way).
+    await this.store.audit
+      .append({
+        at: now,
+        actor: ANONYMOUS,
+        action: 'limit.reached',
+        target: account ? { type: 'user', id: account.id, name: account.username } : null,
+        address: info?.ip ?? null,
+        detail: {
+          counter: counter.split('|', 1)[0],
+          limit: `${limit.limit} per ${limit.windowMs / 1000} s`,
+          ...(info?.connector !== undefined && { connector: info.connector }),
+          ...(info?.userId !== undefined && { user: info.userId }),
+          ...(info?.clientId !== undefined && { client_id: info.clientId }),
+          ...(info?.actor !== undefined && { actor: info.actor }),
+        },
+      })
+      .catch(() => undefined);
   }
 
   private refuse(kind: CounterKind, windowStart: number, now: number) {

@@ -39,14 +39,12 @@ export function storeCommands(cli: Command): void {
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(async (opts: { json?: boolean; database?: string }) => {
       await withStore(opts.database, async (store, config) => {
-        const fresh = await store.changes(async () => {
-          const made = await rotateKeys(store, Date.now(), config.keyEncryptionKey);
-          await audited(operatorContext(store, config), {
+        const fresh = await rotateKeys(store, Date.now(), config.keyEncryptionKey, (made) =>
+          audited(operatorContext(store, config), {
             action: 'keys.rotated',
             detail: { keys: made.map((k) => ({ kid: k.kid, alg: k.alg })) },
-          });
-          return made;
-        });
+          }),
+        );
         if (opts.json)
           printJson(
             fresh.map((k) => ({ kid: k.kid, alg: k.alg })),

@@ -71,7 +71,14 @@ export class AmbientEngine implements Engine {
       if (scope) scope.done = true;
       this.open--;
     }
-    for (const f of scope?.committed ?? []) f();
+    // What runs after the commit (shipping audit rows) cannot undo it: a failure there is its own to report.
+    for (const f of scope?.committed ?? []) {
+      try {
+        f();
+      } catch {
+        /* the commit stands */
+      }
+    }
     return value;
   }
 
@@ -129,7 +136,8 @@ export class AmbientEngine implements Engine {
     try {
       value = await work();
     } catch (err) {
-      await sql`rollback to savepoint ${name}`.execute(s.trx);
+      // The error that made the rollback needed is the one to answer, whatever becomes of the rollback.
+      await sql`rollback to savepoint ${name}`.execute(s.trx).catch(() => undefined);
       throw err;
     }
     await sql`release savepoint ${name}`.execute(s.trx);

@@ -175,14 +175,17 @@ export async function pageRoutes(app: FastifyInstance, ctx: WebContext): Promise
     if (!user || !ok || user.disabled_at !== null) {
       // The audit trail's `signin.failed`: about an account that exists (never the name typed for one that does
       // not: people type passwords into username fields), from where, and why, which only administrators read.
-      await store.audit.append({
-        at: config.now(),
-        actor: ANONYMOUS,
-        action: 'signin.failed',
-        target: user ? { type: 'user', id: user.id, name: user.username } : null,
-        address: client,
-        detail: { reason: !user ? 'unknown username' : !ok ? 'wrong password' : 'account disabled' },
-      });
+      // Best effort: the answer is the same whether or not the row can be written.
+      await store.audit
+        .append({
+          at: config.now(),
+          actor: ANONYMOUS,
+          action: 'signin.failed',
+          target: user ? { type: 'user', id: user.id, name: user.username } : null,
+          address: client,
+          detail: { reason: !user ? 'unknown username' : !ok ? 'wrong password' : 'account disabled' },
+        })
+        .catch((err: unknown) => req.log.warn({ err, reqId: req.id }, 'audit row not written'));
       return retry('Invalid username or password.', 401);
     }
     await admission.giveBack();

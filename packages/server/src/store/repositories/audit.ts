@@ -141,6 +141,8 @@ export class KyselyAudit {
    */
   async verify(): Promise<AuditVerdict> {
     const head = await this.engine.db.selectFrom('audit_head').select(['seq', 'hash']).where('id', '=', 1).executeTakeFirstOrThrow();
+    // Rows appended while this reads (a running server) come after the head read here: the chain is checked up to it.
+    const headSeq = Number(head.seq);
     let prev: { seq: number; hash: string } | undefined;
     let rows = 0;
     let first: number | null = null;
@@ -149,6 +151,7 @@ export class KyselyAudit {
         .selectFrom('audit_events')
         .selectAll()
         .where('seq', '>', after)
+        .where('seq', '<=', headSeq)
         .orderBy('seq', 'asc')
         .limit(AUDIT_PAGE_MAX)
         .execute();
@@ -177,10 +180,15 @@ export class KyselyAudit {
       if (page.length < AUDIT_PAGE_MAX) break;
       after = Number(page[page.length - 1]!.seq);
     }
-    const headSeq = Number(head.seq);
     const lastSeq = prev?.seq ?? 0;
     if (lastSeq < headSeq) return { ok: false, seq: lastSeq + 1, reason: `rows ${lastSeq + 1} to ${headSeq} are missing`, rows };
-    if (lastSeq > headSeq) return { ok: false, seq: lastSeq, reason: 'the head names an older row than the newest', rows };
+    // Rows past the head while the head has not moved: not a live append (a row and the head that names it commit
+    // together), but a head set back.
+    const now = await this.engine.db.selectFrom('audit_head').select('seq').where('id', '=', 1).executeTakeFirstOrThrow();
+    if (Number(now.seq) === headSeq) {
+      const beyond = await this.engine.db.selectFrom('audit_events').select('seq').where('seq', '>', headSeq).limit(1).executeTakeFirst();
+      if (beyond) return { ok: false, seq: Number(beyond.seq), reason: 'the head names an older row than this one: it was set back', rows };
+    }
     if (prev && prev.hash !== head.hash) return { ok: false, seq: prev.seq, reason: 'the newest row does not match the head', rows };
     return { ok: true, rows, first, last: prev?.seq ?? null };
   }
