@@ -7,6 +7,7 @@ import {
   authorize,
   basic,
   dialects,
+  hidden,
   seedApp,
   seedUser,
   signedInBrowser,
@@ -219,6 +220,44 @@ for (const dialect of dialects()) {
       const other = await call(server, 'GET', '/users', await personal('root', 'openid'));
       expect(other.status).toBe(401);
       expect(other.json.detail).toMatch(/not for the admin API/);
+    });
+
+    it("the admin API's scopes: only an administrator allows them; an application that loses them loses the API at once", async () => {
+      // The operator takes admin:write back from the Provisioner: its token stops working now, not at its expiry.
+      const w = await registerApplication(
+        server.store,
+        { name: 'Short-lived', kind: 'confidential', callbackUrls: [], scopes: ['admin:write'], grantTypes: ['client_credentials'] },
+        server.clock.now(),
+      );
+      const got = await tokenRequest(
+        server,
+        { grant_type: 'client_credentials', scope: 'admin:write' },
+        { authorization: basic(w.app.clientId, w.clientSecret!) },
+      );
+      const token = got.json.access_token as string;
+      expect((await call(server, 'GET', '/users', token)).status).toBe(200);
+      await server.store.applications.update(w.app.clientId, { scopes: ['openid'] }, server.clock.now());
+      const after = await call(server, 'GET', '/users', token);
+      expect(after.status).toBe(401);
+      expect(after.json.detail).toMatch(/no longer allowed the admin API/);
+      // A developer cannot allow an application the admin API's scopes in the dashboard.
+      await seedUser(server, 'dev');
+      const dev = await signedInBrowser(server, 'dev');
+      const page = await dev.get('/dashboard/apps/new');
+      const body = new URLSearchParams({
+        _csrf: hidden(page.text, '_csrf'),
+        name: 'Sneaky',
+        kind: 'public',
+        callback_urls: 'https://app.example/cb',
+        id_token_alg: 'RS256',
+      });
+      for (const scope of ['openid', 'admin:write']) body.append('scope', scope);
+      body.append('grant', 'authorization_code');
+      const refused = await dev.request('POST', '/dashboard/apps', body.toString(), {
+        'content-type': 'application/x-www-form-urlencoded',
+      });
+      expect(refused.status).toBe(400);
+      expect(refused.text).toMatch(/only an administrator can allow an application the admin API(&#39;|&#x27;|')s scope admin:write/);
     });
 
     it('30 creations of one username at once: one 201, the rest 409, one audit row', async () => {

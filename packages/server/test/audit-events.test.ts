@@ -131,3 +131,47 @@ describe.each(dialects())('audit trail: security events (%s)', (dialect) => {
     expect(await server.store.audit.verify()).toMatchObject({ ok: true });
   });
 });
+
+describe.each(dialects())('audit trail: a client registering itself (%s)', (dialect) => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startServer(dialect, { registration: 'open' });
+  });
+  afterAll(async () => server.close());
+
+  it('RFC 7591/7592: registration, update and deletion are audited with the client as actor; the admin scopes are refused', async () => {
+    const register = (body: unknown) =>
+      fetch(`${server.url}/oauth/register`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const refused = await register({ redirect_uris: ['https://rp.example/cb'], scope: 'openid admin:write' });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { error: string }).error).toBe('invalid_client_metadata');
+    const made = (await (await register({ redirect_uris: ['https://rp.example/cb'], client_name: 'Self RP' })).json()) as Record<
+      string,
+      string
+    >;
+    const manage = { authorization: `Bearer ${made.registration_access_token}`, 'content-type': 'application/json' };
+    const put = await fetch(made.registration_client_uri!, {
+      method: 'PUT',
+      headers: manage,
+      body: JSON.stringify({ client_id: made.client_id, redirect_uris: ['https://rp.example/other'], client_name: 'Self RP' }),
+    });
+    expect(put.status).toBe(200);
+    const next = ((await put.json()) as Record<string, string>).registration_access_token;
+    expect((await fetch(made.registration_client_uri!, { method: 'DELETE', headers: { authorization: `Bearer ${next}` } })).status).toBe(
+      204,
+    );
+    const rows = await server.store.audit.list({ target: made.client_id, order: 'asc' });
+    expect(rows.map((r) => [r.action, r.actor_type, r.actor, r.address])).toEqual([
+      ['app.created', 'client', made.client_id, '127.0.0.1'],
+      ['app.updated', 'client', made.client_id, null],
+      ['app.deleted', 'client', made.client_id, null],
+    ]);
+    expect(JSON.parse(rows[1]!.detail)).toEqual({ redirect_uris: { from: ['https://rp.example/cb'], to: ['https://rp.example/other'] } });
+    expect(JSON.stringify(rows)).not.toContain(made.client_secret ?? 'no secret');
+    expect(JSON.stringify(rows)).not.toContain(made.registration_access_token);
+  });
+});

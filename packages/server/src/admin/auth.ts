@@ -10,6 +10,7 @@ export const ADMIN_PATH = '/admin/v1';
 /** Its scopes: reading, and changing (which includes reading). */
 export const ADMIN_READ = 'admin:read';
 export const ADMIN_WRITE = 'admin:write';
+export const ADMIN_SCOPES: readonly string[] = [ADMIN_READ, ADMIN_WRITE];
 
 /** The resource identifier (RFC 8707) of the admin API: the `aud` of the access tokens it takes. */
 export const adminResourceId = (issuer: string) => `${issuer}${ADMIN_PATH}`;
@@ -81,12 +82,17 @@ export async function adminCaller(ctx: OAuthContext, req: AdminRequest, write: b
     const needed = write ? ADMIN_WRITE : ADMIN_READ;
     throw new InsufficientScope(`this needs the ${needed} scope`, needed);
   }
+  // The application the token was issued to must still be allowed what it carries (the operator took the scope
+  // back, or deleted it: its tokens stop here at once, not at their expiry).
+  const client = await ctx.store.applications.get(payload.client_id);
+  if (!client || !scopes.some((s) => ADMIN_SCOPES.includes(s) && client.scopes.includes(s))) {
+    throw refuse('the application this token was issued to is no longer allowed the admin API');
+  }
   let actor: Actor;
   try {
     const own = await verifyClientAccessToken(ctx, payload);
     if (own) {
-      const app = await ctx.store.applications.get(own.client_id);
-      actor = { type: 'client', id: own.client_id, name: app?.name ?? null };
+      actor = { type: 'client', id: own.client_id, name: client.name };
     } else {
       const { user } = await personToken(ctx, payload);
       if (user.is_admin !== 1) {

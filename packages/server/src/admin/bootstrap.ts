@@ -1,6 +1,8 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { BUILTIN_CLIENT_ID } from '../oauth/registration.js';
-import { StoreError, type Store } from '../store/store.js';
+import { SYSTEM, type Store } from '../store/store.js';
+import { recordAppUpdate } from './apps.js';
+import { audited } from './context.js';
 import { ADMIN_READ, ADMIN_WRITE, adminResourceId } from './auth.js';
 
 /** The setting that records for which issuer the admin API's resource was made (so a removal is respected). */
@@ -23,24 +25,31 @@ export async function ensureAdminResource(store: Store, issuer: string, now: num
     log?.warn(`the admin API's scopes belong to ${owner.id}, not ${id}: remove it (resources remove) and restart to move them`);
     return;
   }
-  try {
-    await store.resources.create(
-      {
-        id,
-        name: 'authcli-server administration API',
-        scopes: [
-          { name: ADMIN_READ, description: 'See the users, applications and audit trail of this server' },
-          { name: ADMIN_WRITE, description: 'Add, change and delete users and applications of this server' },
-        ],
-      },
-      now,
-    );
-  } catch (err) {
-    if (!(err instanceof StoreError && err.code === 'duplicate')) throw err;
-  }
-  const cli = await store.applications.get(BUILTIN_CLIENT_ID);
-  if (cli && !cli.scopes.includes(ADMIN_WRITE)) {
-    await store.applications.update(BUILTIN_CLIENT_ID, { scopes: [...cli.scopes, ADMIN_READ, ADMIN_WRITE] }, now);
-  }
+  const recorder = { store, actor: SYSTEM, address: null, now };
+  await store.changes(async () => {
+    if (!(await store.resources.catalog()).byId.has(id)) {
+      const made = await store.resources.create(
+        {
+          id,
+          name: 'authcli-server administration API',
+          scopes: [
+            { name: ADMIN_READ, description: 'See the users, applications and audit trail of this server' },
+            { name: ADMIN_WRITE, description: 'Add, change and delete users and applications of this server' },
+          ],
+        },
+        now,
+      );
+      await audited(recorder, {
+        action: 'resource.created',
+        target: { type: 'resource', id, name: made.name },
+        detail: { name: made.name, scopes: made.scopes.map((s) => `${s.name}=${s.description}`) },
+      });
+    }
+    const cli = await store.applications.get(BUILTIN_CLIENT_ID);
+    if (cli && !cli.scopes.includes(ADMIN_WRITE)) {
+      const updated = await store.applications.update(BUILTIN_CLIENT_ID, { scopes: [...cli.scopes, ADMIN_READ, ADMIN_WRITE] }, now);
+      await recordAppUpdate(recorder, cli, updated);
+    }
+  });
   await store.settings.set(MARKER, id);
 }

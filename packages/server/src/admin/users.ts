@@ -111,8 +111,11 @@ export async function updateUser(ctx: AdminContext, username: string, patch: Use
     }
     const sessionsEnded = hash === undefined ? [] : await store.users.resetPassword(before.id, hash);
     if (hash !== undefined) await clearFailedSignIns(store, before.username);
-    const after = await userResource(store, (await store.users.findById(before.id))!);
-    const detail: Record<string, unknown> = changedFields(audible(was), audible(after));
+    const row = (await store.users.findById(before.id))!;
+    const after = await userResource(store, row);
+    // The resource's fields, then every other claim that changed (a phone number, an address).
+    const claimChanges = changedFields(claimsOf(before) as Record<string, unknown>, claimsOf(row) as Record<string, unknown>);
+    const detail: Record<string, unknown> = { ...claimChanges, ...changedFields(audible(was), audible(after)) };
     if (hash !== undefined) detail.password = 'changed';
     if (Object.keys(detail).length > 0) await audited(ctx, { action: 'user.updated', target: target(before), detail });
     const holders = patch.disabled === true && !was.disabled ? await store.grants.holders(before.id, ctx.now) : [];

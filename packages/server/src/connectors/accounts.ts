@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { USERNAME_PATTERN } from '../config/defaults.js';
-import { serializeClaims, type Store, StoreError, type User, type UserClaims } from '../store/store.js';
+import { serializeClaims, type Store, StoreError, SYSTEM, type User, type UserClaims } from '../store/store.js';
 
 /**
  * People who sign in through a connector: a first sign-in makes a user linked to (connector, upstream
@@ -56,21 +56,35 @@ export async function federatedUser(store: Store, connectorId: string, id: Upstr
     const username = n === 1 ? base : `${base}-${n === 20 ? randomUUID().slice(0, 8) : n}`;
     if (n < 20 && (await store.users.findByUsername(username))) continue;
     try {
-      const userId = await store.connectors.provision(
-        connectorId,
-        id.subject,
-        {
-          id: randomUUID(),
-          username,
-          password_hash: NO_PASSWORD,
-          claims: serializeClaims(claims),
-          claims_updated_at: now,
-          is_admin: 0,
-          disabled_at: null,
-          created_at: now,
-        },
-        now,
-      );
+      const newId = randomUUID();
+      // The account and its audit row together; a sign-in that races this one and links first makes none.
+      const userId = await store.changes(async () => {
+        const linkedId = await store.connectors.provision(
+          connectorId,
+          id.subject,
+          {
+            id: newId,
+            username,
+            password_hash: NO_PASSWORD,
+            claims: serializeClaims(claims),
+            claims_updated_at: now,
+            is_admin: 0,
+            disabled_at: null,
+            created_at: now,
+          },
+          now,
+        );
+        if (linkedId === newId) {
+          await store.audit.append({
+            at: now,
+            actor: { ...SYSTEM, name: `connector ${connectorId}` },
+            action: 'user.created',
+            target: { type: 'user', id: newId, name: username },
+            detail: { username, connector: connectorId, name: claims.name ?? null, email: claims.email ?? null },
+          });
+        }
+        return linkedId;
+      });
       const user = await store.users.findById(userId);
       return user && user.disabled_at === null ? user : undefined;
     } catch (err) {

@@ -162,6 +162,10 @@ export function parseMetadata(body: unknown, clientId: string, apiScopes: Readon
   }
   const scope = optionalString(body, 'scope', 1000);
   const scopes = scope === undefined ? [...DEFAULT_SCOPES] : scope.split(' ').filter(Boolean);
+  // The admin API's scopes (admin/auth.ts) are the operator's to allow: a client registering itself never gets them.
+  if (scopes.some((s) => s === 'admin:read' || s === 'admin:write')) {
+    throw new InvalidClientMetadata("scope must not hold the admin API's scopes: only an operator or an administrator allows them");
+  }
   if (!scopes.every((s) => isSupportedScope(s) || apiScopes.has(s))) {
     throw new InvalidClientMetadata(
       `scope may only hold ${SUPPORTED_SCOPES.join(', ')} and the scopes of this server's APIs (scopes_supported)`,

@@ -10,6 +10,7 @@
  * stored as their SHA-256 only, like client secrets.
  */
 
+import { recordApp, recordAppUpdate } from '../admin/apps.js';
 import { PRESENTED_SECRET_MAX } from '../config/defaults.js';
 import { StoreError, type Application, type Store } from '../store/store.js';
 import { hashesEqual, randomToken, sha256Hex } from '../util/crypto.js';
@@ -126,23 +127,27 @@ export async function registerClient(
   }
   const registration = newRegistrationToken();
   try {
-    const { app, clientSecret } = await registerApplication(
-      store,
-      {
-        ...metadata.fields,
-        idTokenAlg: idTokenAlgOf(ctx, body, metadata.fields.idTokenAlg),
-        kind: metadata.kind,
-        ownerId: null,
-        clientId,
-        registrationTokenHash: registration.hash,
-        registrationMetadata: JSON.stringify(metadata.stored),
-        ...(clientKeys && { clientKeys }),
-      },
-      config.now(),
-      { fapi2: config.fapi2 },
-    ).catch((err: unknown) => {
-      // What FAPI 2.0 forbids (a secret, a public client, RS256 ID tokens) is metadata this server will not take.
-      throw err instanceof Fapi2Refused ? new InvalidClientMetadata(err.message) : err;
+    const { app, clientSecret } = await store.changes(async () => {
+      const made = await registerApplication(
+        store,
+        {
+          ...metadata.fields,
+          idTokenAlg: idTokenAlgOf(ctx, body, metadata.fields.idTokenAlg),
+          kind: metadata.kind,
+          ownerId: null,
+          clientId,
+          registrationTokenHash: registration.hash,
+          registrationMetadata: JSON.stringify(metadata.stored),
+          ...(clientKeys && { clientKeys }),
+        },
+        config.now(),
+        { fapi2: config.fapi2 },
+      ).catch((err: unknown) => {
+        // What FAPI 2.0 forbids (a secret, a public client, RS256 ID tokens) is metadata this server will not take.
+        throw err instanceof Fapi2Refused ? new InvalidClientMetadata(err.message) : err;
+      });
+      await recordApp(clientRecorder(ctx, made.app, ip), 'created', made.app);
+      return made;
     });
     return clientInformation(ctx, app, registration.token, clientSecret);
   } catch (err) {
@@ -181,7 +186,13 @@ async function updateManaged(
   patch: Parameters<Store['applications']['update']>[1],
 ): Promise<Application> {
   try {
-    return await ctx.store.applications.update(clientId, patch, ctx.config.now(), { registrationTokenHash: tokenHash });
+    return await ctx.store.changes(async () => {
+      const before = await ctx.store.applications.get(clientId);
+      const after = await ctx.store.applications.update(clientId, patch, ctx.config.now(), { registrationTokenHash: tokenHash });
+      // A read rotates the registration token and changes nothing else: no row for it.
+      if (before) await recordAppUpdate(clientRecorder(ctx, after, null), before, after);
+      return after;
+    });
   } catch (err) {
     if (err instanceof StoreError && err.code === 'not_found') throw INVALID_REGISTRATION_TOKEN;
     throw err;
@@ -253,11 +264,19 @@ export async function updateClient(
  * and its access tokens fail verification (their grant is gone).
  */
 export async function deleteClient(ctx: OAuthContext, clientId: string, authorization: string | undefined): Promise<void> {
-  const { tokenHash } = await managedClient(ctx.store, clientId, authorization);
+  const { app, tokenHash } = await managedClient(ctx.store, clientId, authorization);
   try {
-    await ctx.store.applications.delete(clientId, { registrationTokenHash: tokenHash });
+    await ctx.store.changes(async () => {
+      await ctx.store.applications.delete(clientId, { registrationTokenHash: tokenHash });
+      await recordApp(clientRecorder(ctx, app, null), 'deleted', app);
+    });
   } catch (err) {
     if (err instanceof StoreError && err.code === 'not_found') throw INVALID_REGISTRATION_TOKEN;
     throw err;
   }
+}
+
+/** The audit trail's actor of a client managing its own registration (RFC 7591, 7592): the client itself. */
+function clientRecorder(ctx: OAuthContext, app: Application, address: string | null) {
+  return { store: ctx.store, actor: { type: 'client' as const, id: app.clientId, name: app.name }, address, now: ctx.config.now() };
 }

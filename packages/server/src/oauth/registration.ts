@@ -9,6 +9,7 @@ import {
   GRANT_TYPES,
   INTROSPECTION_SCOPES,
   StoreError,
+  SYSTEM,
   type Application,
   type ClientKeys,
   type GrantType,
@@ -36,18 +37,33 @@ export async function bootstrapStore(store: Store, now: number): Promise<void> {
   const marker = await store.settings.getOrCreate('bootstrapped_at', () => 'pending');
   if (marker !== 'pending') return;
   try {
-    await store.applications.create({
-      clientId: BUILTIN_CLIENT_ID,
-      ownerId: null,
-      name: 'authcli',
-      kind: 'public',
-      secretHash: null,
-      callbackUrls: ['http://127.0.0.1/callback'],
-      scopes: [...SUPPORTED_SCOPES],
-      // Every grant a person signs in with; client_credentials is for confidential applications only.
-      grantTypes: GRANT_TYPES.filter((g) => g !== 'client_credentials' && g !== 'urn:ietf:params:oauth:grant-type:token-exchange'),
-      idTokenAlg: 'RS256',
-      createdAt: now,
+    await store.changes(async () => {
+      const app = await store.applications.create({
+        clientId: BUILTIN_CLIENT_ID,
+        ownerId: null,
+        name: 'authcli',
+        kind: 'public',
+        secretHash: null,
+        callbackUrls: ['http://127.0.0.1/callback'],
+        scopes: [...SUPPORTED_SCOPES],
+        // Every grant a person signs in with; client_credentials is for confidential applications only.
+        grantTypes: GRANT_TYPES.filter((g) => g !== 'client_credentials' && g !== 'urn:ietf:params:oauth:grant-type:token-exchange'),
+        idTokenAlg: 'RS256',
+        createdAt: now,
+      });
+      await store.audit.append({
+        at: now,
+        actor: SYSTEM,
+        action: 'app.created',
+        target: { type: 'app', id: app.clientId, name: app.name },
+        detail: {
+          name: app.name,
+          kind: app.kind,
+          redirect_uris: app.callbackUrls,
+          scope: app.scopes.join(' '),
+          grant_types: app.grantTypes,
+        },
+      });
     });
   } catch (err) {
     if (!(err instanceof StoreError && err.code === 'duplicate')) throw err;

@@ -49,6 +49,13 @@ export interface Engine {
   readonly grouped: GroupedWork | undefined;
   /** Runs `work` in one transaction, rolled back if it throws. */
   transaction<T>(work: (trx: Kysely<Database>) => Promise<T>): Promise<T>;
+  /**
+   * True for the code running inside an ambient transaction (Store.changes, ambient.ts): what it reads may yet
+   * roll back, so no per-instance cache may keep it.
+   */
+  readonly inside?: boolean;
+  /** Runs `f` once the calling code's ambient transaction commits, at once outside one (a cache dropped then). */
+  afterCommit?(f: () => void): void;
   /** Brings the schema up to date; safe to run concurrently from several instances on PostgreSQL. */
   migrate(): Promise<void>;
   /**

@@ -30,9 +30,10 @@ function changes(r: AuditEvent): string[] {
 
 /**
  * An application's history on its dashboard page: who changed what, when and from where, from the audit
- * trail (docs/audit.md), so a team sees who changed its redirect URIs without asking the operator.
+ * trail (docs/audit.md), so a team sees who changed its redirect URIs without asking the operator. The addresses
+ * changes came from are shown to administrators only: a developer is not told where an administrator works from.
  */
-export function AppHistory(props: { rows: readonly AuditEvent[]; now: number }) {
+export function AppHistory(props: { rows: readonly AuditEvent[]; now: number; showAddresses: boolean }) {
   return (
     <div class="card">
       <h2 id="history">History</h2>
@@ -45,7 +46,7 @@ export function AppHistory(props: { rows: readonly AuditEvent[]; now: number }) 
             {props.rows.map((r) => (
               <li>
                 <strong>{WHAT[r.action] ?? r.action}</strong> by {who(r)}, {timeAgo(props.now - Number(r.at))} ({utcMinute(Number(r.at))})
-                {r.address !== null && <> from {r.address}</>}
+                {props.showAddresses && r.address !== null && <> from {r.address}</>}
                 {changes(r).map((line) => (
                   <div class="muted mono">{line}</div>
                 ))}

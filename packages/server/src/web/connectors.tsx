@@ -202,17 +202,20 @@ export async function connectorRoutes(app: FastifyInstance, ctx: WebContext): Pr
       current.user.password_hash !== NO_PASSWORD ||
       links.some((l) => l.connectorId !== id) ||
       (await store.passkeys.listByUser(current.user.id)).length > 0;
-    if (!otherWays) {
-      return problem(reply, 409, 'Not unlinked', 'This is the only way into your account: it stays linked.');
-    }
-    if (await store.connectors.unlink(id, current.user.id)) await recordLink(req, current.user.id, 'connector-unlinked', id);
+    if (!otherWays) return problem(reply, 409, 'Not unlinked', 'This is the only way into your account: it stays linked.');
+    await store.changes(
+      async () => (await store.connectors.unlink(id, current.user.id)) && recordLink(req, current.user.id, 'connector-unlinked', id),
+    );
     return reply.redirect('/account#connectors', 303);
   });
 
   /** Links (connector, subject) to `userId`, unless it signs someone else in already. */
   async function link(req: FastifyRequest, reply: FastifyReply, connector: Connector, subject: string, userId: string) {
-    const linked = await store.connectors.link(connector.id, subject, userId, config.now());
-    if (linked === userId) await recordLink(req, userId, 'connector-linked', connector.id);
+    const linked = await store.changes(async () => {
+      const to = await store.connectors.link(connector.id, subject, userId, config.now());
+      if (to === userId) await recordLink(req, userId, 'connector-linked', connector.id);
+      return to;
+    });
     if (linked !== userId) {
       return problem(
         reply,

@@ -1,4 +1,5 @@
 import { recordApp, recordAppUpdate } from '../admin/apps.js';
+import { ADMIN_SCOPES } from '../admin/auth.js';
 import { APP_HISTORY_SHOWN, AppHistory } from './app-history.js';
 import { clientAddress } from '../http/client-ip.js';
 import type { Recorder } from '../admin/context.js';
@@ -84,6 +85,11 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
   function checkIntrospection(c: CurrentSession, v: AppFormValues, base?: Application): void {
     if (v.introspection === 'all' && c.user.is_admin !== 1 && base?.introspection !== 'all') {
       throw new InputError('only an administrator can let an application introspect every token');
+    }
+    // The admin API's scopes make an application an administrator's proxy: only an administrator allows them.
+    const adminScope = v.scopes.find((s) => ADMIN_SCOPES.includes(s) && !base?.scopes.includes(s));
+    if (adminScope !== undefined && c.user.is_admin !== 1) {
+      throw new InputError(`only an administrator can allow an application the admin API's scope ${adminScope}`);
     }
     // Client credentials tokens carry API scopes no person approved: only an administrator (or the operator) grants them.
     if (v.grantTypes.includes('client_credentials') && c.user.is_admin !== 1) {
@@ -232,6 +238,7 @@ export async function dashboardRoutes(app: FastifyInstance, ctx: WebContext): Pr
           <AppHistory
             rows={await store.audit.list({ target: a.clientId, type: 'app', order: 'desc', limit: APP_HISTORY_SHOWN })}
             now={config.now()}
+            showAddresses={c.user.is_admin === 1}
           />
         }
       />,

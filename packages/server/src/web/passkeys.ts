@@ -115,16 +115,20 @@ export async function passkeyRoutes(app: FastifyInstance, ctx: WebContext): Prom
     const form = pageForm(req);
     const from = clientAddress(req);
     try {
-      const passkey = await finishRegistration(
-        store,
-        party,
-        c.user,
-        { response: form.response, name: form.name },
-        existingBrowser(req),
-        config.now(),
-        { onlyFirst: !meetsAcr(amrOf(c.session.amr), PHISHING_RESISTANT_ACR, c.session.acr), from },
-      );
-      await store.signInEvents.recordCredential(c.user.id, 'passkey-added', passkey.name, from, config.now());
+      // The passkey and its audit row together.
+      const passkey = await store.changes(async () => {
+        const added = await finishRegistration(
+          store,
+          party,
+          c.user,
+          { response: form.response, name: form.name },
+          existingBrowser(req),
+          config.now(),
+          { onlyFirst: !meetsAcr(amrOf(c.session.amr), PHISHING_RESISTANT_ACR, c.session.acr), from },
+        );
+        await store.signInEvents.recordCredential(c.user.id, 'passkey-added', added.name, from, config.now());
+        return added;
+      });
       flash.put(c.session.id_hash, { kind: 'notice', text: `Added the passkey "${passkey.name}"` });
       return json(reply, { added: passkey.name });
     } catch (err) {
@@ -139,8 +143,14 @@ export async function passkeyRoutes(app: FastifyInstance, ctx: WebContext): Prom
     const change = await mayChange(c);
     if (!change.allowed) return reply.redirect(await continuations.signInUrl(req, reply, reauthFor(change.needs)), 303);
     const id = pageForm(req).id ?? '';
-    const removed = id === '' ? undefined : await store.passkeys.delete(c.user.id, id);
-    if (removed) await store.signInEvents.recordCredential(c.user.id, 'passkey-removed', removed.name, clientAddress(req), config.now());
+    const removed =
+      id === ''
+        ? undefined
+        : await store.changes(async () => {
+            const gone = await store.passkeys.delete(c.user.id, id);
+            if (gone) await store.signInEvents.recordCredential(c.user.id, 'passkey-removed', gone.name, clientAddress(req), config.now());
+            return gone;
+          });
     flash.put(c.session.id_hash, {
       kind: 'notice',
       text: removed ? `Removed the passkey "${removed.name}"` : 'That passkey was removed already',

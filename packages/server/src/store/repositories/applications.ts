@@ -243,6 +243,11 @@ export class KyselyApplications implements Applications {
   }
 
   async get(clientId: string): Promise<Application | undefined> {
+    // Inside a change's transaction: its own view, never cached (it may roll back).
+    if (this.engine.inside) {
+      const [own] = (await this.engine.run(this.byClientId, { clientId })).rows;
+      return own && freezeApplication(toApplication(own));
+    }
     const now = this.cacheClock();
     const hit = this.cache.get(clientId);
     if (hit && now - hit.at < APPLICATION_CACHE_MS) return hit.app;
@@ -296,7 +301,7 @@ export class KyselyApplications implements Applications {
       .where('client_id', '=', clientId);
     if (when) q = q.where('registration_token_hash', '=', when.registrationTokenHash);
     const r = await q.executeTakeFirst();
-    this.cache.delete(clientId);
+    this.forget(clientId);
     if (Number(r.numUpdatedRows) === 0) throw new StoreError('not_found', `no application ${clientId}`);
     return (await this.reload(clientId))!;
   }
@@ -305,7 +310,13 @@ export class KyselyApplications implements Applications {
     let q = this.engine.db.deleteFrom('applications').where('client_id', '=', clientId);
     if (when) q = q.where('registration_token_hash', '=', when.registrationTokenHash);
     const r = await q.executeTakeFirst();
-    this.cache.delete(clientId);
+    this.forget(clientId);
     if (Number(r.numDeletedRows) === 0) throw new StoreError('not_found', `no application ${clientId}`);
+  }
+
+  /** Drops a changed application from the cache, now and once the change commits (a read in between kept the old one). */
+  private forget(clientId: string): void {
+    this.cache.delete(clientId);
+    this.engine.afterCommit?.(() => this.cache.delete(clientId));
   }
 }

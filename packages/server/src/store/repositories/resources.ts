@@ -71,6 +71,8 @@ export class KyselyResources implements Resources {
   ) {}
 
   async catalog(): Promise<ResourceCatalog> {
+    // Inside a change's transaction: its own view, never cached (it may roll back).
+    if (this.engine.inside) return this.read();
     const now = this.cacheClock();
     if (this.cached && now - this.cached.at < RESOURCE_CACHE_MS) return this.cached.catalog;
     const catalog = await this.read();
@@ -164,12 +166,20 @@ export class KyselyResources implements Resources {
         now,
       );
     });
+    this.forget();
+  }
+
+  /** Drops the cached catalog, now and once the change commits (a read in between kept the old one). */
+  private forget(): void {
     this.cached = undefined;
+    this.engine.afterCommit?.(() => {
+      this.cached = undefined;
+    });
   }
 
   /** The resource as the store has it now, past the cache (after changing it). */
   private async fresh(id: string): Promise<Resource> {
-    this.cached = undefined;
+    this.forget();
     const found = (await this.catalog()).byId.get(id);
     if (!found) throw new StoreError('not_found', `no resource ${id}`);
     return found;

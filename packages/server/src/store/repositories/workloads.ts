@@ -81,10 +81,15 @@ export class KyselyWorkloads implements Workloads {
 
   async list(): Promise<readonly Workload[]> {
     const now = this.cacheClock();
-    if (this.cached && now - this.cached.at < WORKLOAD_CACHE_MS) return this.cached.list;
+    // Inside a change's transaction: its own view, never cached (it may roll back).
+    if (!this.engine.inside && this.cached && now - this.cached.at < WORKLOAD_CACHE_MS) return this.cached.list;
     const rows = await this.engine.db.selectFrom('workloads').selectAll().orderBy('id').execute();
     const list = Object.freeze(rows.map(toWorkload));
-    this.cached = { list, at: now };
+    if (this.engine.inside) {
+      this.engine.afterCommit?.(() => {
+        this.cached = undefined;
+      });
+    } else this.cached = { list, at: now };
     return list;
   }
 
@@ -115,6 +120,9 @@ export class KyselyWorkloads implements Workloads {
   async remove(id: string): Promise<void> {
     const r = await this.engine.db.deleteFrom('workloads').where('id', '=', id).executeTakeFirst();
     this.cached = undefined;
+    this.engine.afterCommit?.(() => {
+      this.cached = undefined;
+    });
     if (Number(r.numDeletedRows) === 0) throw new StoreError('not_found', `no workload ${id} (see workloads list)`);
   }
 
