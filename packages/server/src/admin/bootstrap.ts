@@ -19,16 +19,18 @@ const MARKER = 'admin_api_resource';
 export async function ensureAdminResource(store: Store, issuer: string, now: number, log?: FastifyBaseLogger): Promise<void> {
   const id = adminResourceId(issuer);
   if ((await store.settings.getOrCreate(MARKER, () => '')) === id) return;
-  const owner = (await store.resources.catalog()).byScope.get(ADMIN_WRITE);
-  if (owner && owner.id !== id) {
-    // Another issuer's: its scopes cannot be had twice (scope names are unique across resources).
-    log?.warn(`the admin API's scopes belong to ${owner.id}, not ${id}: remove it (resources remove) and restart to move them`);
-    return;
-  }
   const recorder = { store, actor: SYSTEM, address: null, now };
-  await store.changes(async () => {
+  // Everything is read inside the transaction, so nothing is cached at start: an API an operator adds from
+  // another process right after is seen at once.
+  const made = await store.changes(async () => {
+    const owner = (await store.resources.catalog()).byScope.get(ADMIN_WRITE);
+    if (owner && owner.id !== id) {
+      // Another issuer's: its scopes cannot be had twice (scope names are unique across resources).
+      log?.warn(`the admin API's scopes belong to ${owner.id}, not ${id}: remove it (resources remove) and restart to move them`);
+      return false;
+    }
     if (!(await store.resources.catalog()).byId.has(id)) {
-      const made = await store.resources.create(
+      const resource = await store.resources.create(
         {
           id,
           name: 'authcli-server administration API',
@@ -41,8 +43,8 @@ export async function ensureAdminResource(store: Store, issuer: string, now: num
       );
       await audited(recorder, {
         action: 'resource.created',
-        target: { type: 'resource', id, name: made.name },
-        detail: { name: made.name, scopes: made.scopes.map((s) => `${s.name}=${s.description}`) },
+        target: { type: 'resource', id, name: resource.name },
+        detail: { name: resource.name, scopes: resource.scopes.map((s) => `${s.name}=${s.description}`) },
       });
     }
     const cli = await store.applications.get(BUILTIN_CLIENT_ID);
@@ -50,6 +52,8 @@ export async function ensureAdminResource(store: Store, issuer: string, now: num
       const updated = await store.applications.update(BUILTIN_CLIENT_ID, { scopes: [...cli.scopes, ADMIN_READ, ADMIN_WRITE] }, now);
       await recordAppUpdate(recorder, cli, updated);
     }
+    return true;
   });
+  if (!made) return;
   await store.settings.set(MARKER, id);
 }
