@@ -5,8 +5,8 @@ import { describeWith } from './support/tools.js';
 
 /**
  * The instruction-count regression guard (issue 38): the hot paths of this build, counted under valgrind's
- * callgrind (test/support/instructions.ts), against bench/instructions-baseline.json. Counted instructions do not
- * depend on how busy the machine is, so the guard runs beside the rest of the suite. That it fails on a real
+ * callgrind (test/support/instructions.ts), against bench/instructions-baseline.json. The count still moves with
+ * the machine's load, so `pnpm test` runs it after the rest of the suite, alone (vitest.config.ts). That it fails on a real
  * regression is shown by instructions-regression.e2e.test.ts (a file of its own, so the two run side by side).
  */
 describeWith(
