@@ -2,13 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseTime } from '../src/admin/audit.js';
+import type { Past } from '../src/store/migrations/past.js';
 import { openStore } from '../src/store/open.js';
 import { OPERATOR, type Store } from '../src/store/store.js';
 import { dialects, freshStore } from './helpers.js';
 
 /** The store's own Kysely instance, for what a test does behind its back (an attacker with the database). */
-// biome-ignore lint/suspicious/noExplicitAny: reaching into the store for tampering, as an attacker would
-const dbOf = (store: Store) => (store as any).engine.db;
+// biome-ignore lint/complexity/useLiteralKeys: the engine is private to the store; this test tampers as an attacker with the database would.
+const dbOf = (store: Store) => store['engine'].db;
 
 const user = (name: string) => ({
   id: randomUUID(),
@@ -192,8 +193,8 @@ describe.each(dialects())('audit trail (%s)', (dialect) => {
       db.updateTable('users').set({ disabled_at: 5 }).where('id', '=', p.id),
     );
     const kept = await store.users.create(user(`race-${randomUUID().slice(0, 8)}`));
-    // biome-ignore lint/suspicious/noExplicitAny: the engine's atomic sequence, as the repositories call it
-    const engine = (store as any).engine;
+    // biome-ignore lint/complexity/useLiteralKeys: the engine's atomic sequence, as the repositories call it
+    const engine = store['engine'];
     await store.changes(async () => {
       expect(
         await engine.atomically('t', [
@@ -209,7 +210,8 @@ describe.each(dialects())('audit trail (%s)', (dialect) => {
   it('migration 0024: the sign-in records of a store migrated before it become audit rows, in order, chained', async () => {
     const own = await freshStore(dialect);
     try {
-      const db = dbOf(own.store);
+      // The schema as it stood before 0024 (migrations' own untyped view): signin_events, kysely_migration.
+      const db: Past = dbOf(own.store);
       const alice = await own.store.users.create(user(`migrated-${randomUUID().slice(0, 6)}`));
       await own.store.audit.append({ at: 1, actor: OPERATOR, action: 'user.created', target: { type: 'user', id: alice.id } });
       // Back to before 0024: the table, its rows as 0013 and 0019 wrote them, and the migration not yet run.
