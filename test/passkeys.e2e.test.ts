@@ -197,8 +197,10 @@ describe('passkeys in a real Chromium with a virtual authenticator', () => {
     await t.signOut();
     await expect(t.page.evaluate(() => PublicKeyCredential.isConditionalMediationAvailable())).resolves.toBe(true);
     const optionsAsked = t.page.waitForResponse((r) => r.url().endsWith('/signin/passkey/options'));
-    const page = await t.page.goto(`${issuer}/signin`);
-    expect(await page!.text()).toContain('autocomplete="username webauthn"');
+    // The page as served: read over plain HTTP, since the browser may leave it (the passkey picked) before its body is read.
+    const served = await fetch(`http://127.0.0.1:${new URL(issuer).port}/signin`);
+    expect(await served.text()).toContain('autocomplete="username webauthn"');
+    await t.page.goto(`${issuer}/signin`);
     const username = t.page.getByLabel('Username');
     // The virtual authenticator picks the passkey as soon as the browser offers it; a person would put the
     // cursor in the field first, which is done here too when the page is still there.
