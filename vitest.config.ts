@@ -1,4 +1,5 @@
 import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 /**
@@ -10,6 +11,13 @@ const env = {
   AUTHCLI_PASSWORD_HASH_COST: '10',
   // Server processes stop at once on SIGTERM: the shutdown tests set the drain they are about.
   AUTHCLI_SHUTDOWN_DRAIN: '0',
+};
+
+/** The CLI reaches @authcli/client's modules by this name (packages/cli/tsconfig.json, bundled by its tsup.config.ts). */
+const clientInternals = {
+  alias: [
+    { find: /^@authcli\/client\/internal\/(.*)$/, replacement: `${fileURLToPath(new URL('./packages/client/src/', import.meta.url))}$1` },
+  ],
 };
 
 export default defineConfig({
@@ -34,7 +42,8 @@ export default defineConfig({
     projects: [
       { test: { name: 'pkce', root: 'packages/pkce', include: ['test/**/*.test.ts'], env } },
       { test: { name: 'protocol', root: 'packages/protocol', include: ['test/**/*.test.ts'], env } },
-      { test: { name: 'cli', root: 'packages/cli', include: ['test/**/*.test.ts'], env } },
+      { test: { name: 'client', root: 'packages/client', include: ['test/**/*.test.ts'], testTimeout: 30_000, env } },
+      { test: { name: 'cli', root: 'packages/cli', include: ['test/**/*.test.ts'], env }, resolve: clientInternals },
       {
         test: {
           name: 'server',
@@ -44,6 +53,7 @@ export default defineConfig({
           hookTimeout: 60_000,
           env,
         },
+        resolve: clientInternals,
         esbuild: { jsx: 'automatic', jsxImportSource: 'preact' },
       },
       {

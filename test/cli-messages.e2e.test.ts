@@ -55,7 +55,7 @@ describe('authcli messages: one line and a hint, the detail with --debug', () =>
     const [first, ...detail] = run.stderr.split('\n');
     expect(first).toBe(`authcli: cannot reach ${issuer}: connection refused. Is the server running?`);
     const rest = detail.join('\n');
-    expect(rest).toMatch(/CliError: cannot reach/);
+    expect(rest).toMatch(/AuthcliError: cannot reach/);
     expect(rest).toMatch(/\[cause\]: TypeError: fetch failed/);
     expect(rest).toMatch(/code: 'ECONNREFUSED'/);
     expect(rest).toMatch(/^\s+at /m);

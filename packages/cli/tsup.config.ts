@@ -1,5 +1,23 @@
 import { readFileSync } from 'node:fs';
-import { defineConfig } from 'tsup';
+import { fileURLToPath } from 'node:url';
+import { defineConfig, type Options } from 'tsup';
+
+type Plugin = NonNullable<Options['esbuildPlugins']>[number];
+
+/**
+ * `@authcli/client/internal/<module>.js` is the library's source module (packages/client/src/<module>.ts): the CLI
+ * is built on the library's modules and bundles them as its own code, so its lazy imports and the one-file fast
+ * path of `authcli token` stay as they were (tsconfig.json and vitest.config.ts have the same alias).
+ */
+const clientInternals: Plugin = {
+  name: 'authcli-client-internals',
+  setup(build) {
+    const src = fileURLToPath(new URL('../client/src/', import.meta.url));
+    build.onResolve({ filter: /^@authcli\/client\/internal\// }, (args) => ({
+      path: `${src}${args.path.slice('@authcli/client/internal/'.length).replace(/\.js$/, '.ts')}`,
+    }));
+  },
+};
 
 const { version } = JSON.parse(readFileSync(new URL('./package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -15,6 +33,7 @@ export default defineConfig([
     // @authcli/protocol is bundled in: config.ts needs it on the `authcli token` fast path, which loads no
     // package from node_modules (test/cli-session.e2e.test.ts); it is about a kilobyte, without side effects.
     noExternal: ['@authcli/protocol'],
+    esbuildPlugins: [clientInternals],
     // `authcli --version` is package.json's, fixed at build time (no file read on every start).
     define: { __AUTHCLI_VERSION__: JSON.stringify(version) },
   },
@@ -33,6 +52,7 @@ export default defineConfig([
     // import.meta.url (createRequire in the sources) as the CommonJS file's own URL.
     shims: true,
     noExternal: ['@authcli/protocol'],
+    esbuildPlugins: [clientInternals],
     external: ['@napi-rs/keyring', 'undici', 'jose'],
   },
 ]);

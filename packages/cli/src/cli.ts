@@ -76,6 +76,10 @@ export function program(signal: AbortSignal, out: Output): Command {
       // credentials.ts reads AUTHCLI_STORAGE; the flag overrides it for this process.
       const storage = action.opts<{ storage?: string }>().storage;
       if (storage) process.env.AUTHCLI_STORAGE = storage;
+      // `memory` is @authcli/client's (a sign-in that lasts as long as its process): a command's would be gone at its end.
+      if (process.env.AUTHCLI_STORAGE === 'memory') {
+        throw new (commander().CommanderError)(1, 'authcli.storage', 'error: AUTHCLI_STORAGE must be file or keychain, not "memory"');
+      }
     });
 
   cli.hook('preAction', (_, action) => {

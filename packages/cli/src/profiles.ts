@@ -1,7 +1,7 @@
 // What `authcli login` remembers of each profile in profiles.json: the issuer and client id of its last
 // sign-in, nothing secret, so that later commands on the profile need no --issuer (config.ts resolveSettings).
-import { profilesPath, readProfileIndex, type ProfileSettings } from './config.js';
-import { underFileLock, writePrivateFile } from './storage/file.js';
+import { profilesPath, readProfileIndex, type ProfileSettings } from '@authcli/client/internal/config.js';
+import { underFileLock, writePrivateFile } from '@authcli/client/internal/storage/file.js';
 
 /**
  * Records the profile's issuer and client id. The read, change and atomic write happen under the file's

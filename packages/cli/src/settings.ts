@@ -1,6 +1,6 @@
 // The CLI's settings, for docs/configuration.md (`pnpm docs:config` writes its table from this list, and
 // packages/server/test/configuration-docs.test.ts checks it). Nothing at run time imports this file.
-import { DEFAULT_CLIENT_ID, DEFAULT_ISSUER, DEFAULT_PROFILE } from './config.js';
+import { DEFAULT_CLIENT_ID, DEFAULT_ISSUER, DEFAULT_PROFILE } from '@authcli/client/internal/config.js';
 
 /** One environment variable the CLI reads, with its flag. */
 export interface CliSetting {

@@ -1,9 +1,9 @@
 import { challengeS256 } from '@authcli/pkce';
 import { describe, expect, it } from 'vitest';
-import { browserLogin, type SignedIn } from '../src/browser/login.js';
-import { PAGE_CSP } from '../src/browser/pages.js';
+import { browserLogin, type SignedIn } from '@authcli/client/internal/browser/login.js';
+import { PAGE_CSP } from '@authcli/client/internal/browser/pages.js';
 import { CliError } from '../src/errors.js';
-import type { Transport } from '../src/http.js';
+import type { Transport } from '@authcli/client/internal/http.js';
 import { response, scripted } from './support/scripted.js';
 
 const ISS = 'https://id.example';

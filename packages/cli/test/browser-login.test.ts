@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { browserLogin, duration } from '../src/browser/login.js';
+import { browserLogin, duration } from '@authcli/client/internal/browser/login.js';
 import { CliError } from '../src/errors.js';
-import type { HttpResponse, Transport } from '../src/http.js';
+import type { HttpResponse, Transport } from '@authcli/client/internal/http.js';
 
 const meta = {
   issuer: 'https://id.example',

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { deviceLogin } from '../src/device/login.js';
 import { formatError } from '../src/errors.js';
-import type { Transport } from '../src/http.js';
-import type { ServerMetadata } from '../src/oauth/discovery.js';
+import type { Transport } from '@authcli/client/internal/http.js';
+import type { ServerMetadata } from '@authcli/client/internal/oauth/discovery.js';
 import { createOutput } from '../src/output.js';
 import { deviceCodes, FakeClock, response, scripted } from './support/scripted.js';
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type Server, type Socket } from 'node:net';
 import { fetch } from 'undici';
 import { type CliError, formatError } from '../src/errors.js';
-import { httpTransport, networkError } from '../src/http.js';
+import { httpTransport, networkError } from '@authcli/client/internal/http.js';
 
 /** The error undici really throws for `url` (real sockets on loopback), turned into the CLI's. */
 async function failure(url: string, timeoutMs = 5000): Promise<CliError> {

@@ -4,7 +4,14 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, unlinkSync, utimesSync, 
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CliError } from '../src/errors.js';
-import { acquireLock, inspectLock, sessionLockPath, takeOverLock, withSessionLock, type LockHolder } from '../src/lock.js';
+import {
+  acquireLock,
+  inspectLock,
+  sessionLockPath,
+  takeOverLock,
+  withSessionLock,
+  type LockHolder,
+} from '@authcli/client/internal/lock.js';
 
 const ISS = 'https://id.example';
 let dir: string;

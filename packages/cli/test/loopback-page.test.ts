@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { FAVICON_SVG, STYLESHEET } from '../../server/src/web/assets.js';
-import { BRAND_MARK, failurePage, PAGE_CSP, PALETTE, signedInPage } from '../src/browser/pages.js';
+import { BRAND_MARK, failurePage, PAGE_CSP, PALETTE, signedInPage } from '@authcli/client/internal/browser/pages.js';
 import { CliError } from '../src/errors.js';
 
 /** The `--name:value` custom properties of the first `:root { … }` block after `from` in a stylesheet. */

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { pollForTokens } from '../src/device/poll.js';
+import { pollForTokens } from '@authcli/client/internal/device/poll.js';
 import { CliError } from '../src/errors.js';
-import type { HttpResponse, Transport } from '../src/http.js';
-import { OAuthClient } from '../src/oauth/client.js';
+import type { HttpResponse, Transport } from '@authcli/client/internal/http.js';
+import { OAuthClient } from '@authcli/client/internal/oauth/client.js';
 import { FakeClock } from './support/scripted.js';
 
 const pending: HttpResponse = { status: 400, headers: new Headers(), body: { error: 'authorization_pending' } };

@@ -15,8 +15,8 @@ import {
   readProfileIndex,
   resolveSettings,
   slotOf,
-} from '../src/config.js';
-import { credentialsPath, readSession, writeSession, type StoredSession } from '../src/credentials.js';
+} from '@authcli/client/internal/config.js';
+import { credentialsPath, readSession, writeSession, type StoredSession } from '@authcli/client/internal/credentials.js';
 import { CliError } from '../src/errors.js';
 import { createOutput } from '../src/output.js';
 import { rememberProfile } from '../src/profiles.js';

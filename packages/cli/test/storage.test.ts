@@ -11,11 +11,17 @@ import {
   readSession,
   writeSession,
   type StoredSession,
-} from '../src/credentials.js';
+} from '@authcli/client/internal/credentials.js';
 import { CliError } from '../src/errors.js';
-import { keychainMayAnswer, keychainName } from '../src/storage/keychain.js';
-import { announcesFallback, readsKeychain, storageChoice, writesKeychain, type StorageChoice } from '../src/storage/select.js';
-import { newer, parseSession } from '../src/storage/session.js';
+import { keychainMayAnswer, keychainName } from '@authcli/client/internal/storage/keychain.js';
+import {
+  announcesFallback,
+  readsKeychain,
+  storageChoice,
+  writesKeychain,
+  type StorageChoice,
+} from '@authcli/client/internal/storage/select.js';
+import { newer, parseSession } from '@authcli/client/internal/storage/session.js';
 
 const session = (over: Partial<StoredSession> = {}): StoredSession => ({
   client_id: 'authcli',

@@ -1,8 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { sessionState } from '../src/commands/status.js';
-import type { StoredSession } from '../src/credentials.js';
+import type { StoredSession } from '@authcli/client/internal/credentials.js';
 import { CliError } from '../src/errors.js';
-import { execCredentialVersion, hasExpired, needsRefresh, presented, renderToken, tokenFormat } from '../src/token-output.js';
+import {
+  execCredentialVersion,
+  hasExpired,
+  needsRefresh,
+  presented,
+  renderToken,
+  tokenFormat,
+} from '@authcli/client/internal/token-output.js';
 
 const NOW = Date.UTC(2026, 10, 23, 12, 0, 0);
 const jwt = (claims: Record<string, unknown>) => `eyJhbGciOiJSUzI1NiJ9.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.c2ln`;

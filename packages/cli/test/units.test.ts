@@ -2,12 +2,12 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { validateCallback } from '../src/oauth/authorization.js';
-import { resolveSettings } from '../src/config.js';
-import { credentialsPath, deleteSession, readSession, writeSession, type StoredSession } from '../src/credentials.js';
+import { validateCallback } from '@authcli/client/internal/oauth/authorization.js';
+import { resolveSettings } from '@authcli/client/internal/config.js';
+import { credentialsPath, deleteSession, readSession, writeSession, type StoredSession } from '@authcli/client/internal/credentials.js';
 import { CliError } from '../src/errors.js';
-import { discover, sameLoopbackServer } from '../src/oauth/discovery.js';
-import type { Transport } from '../src/http.js';
+import { discover, sameLoopbackServer } from '@authcli/client/internal/oauth/discovery.js';
+import type { Transport } from '@authcli/client/internal/http.js';
 
 const ISS = 'https://id.example';
 const q = (s: string) => new URLSearchParams(s);

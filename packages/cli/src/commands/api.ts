@@ -4,11 +4,11 @@
 // renewed once and the request sent again. The body goes to stdout as it comes; exit 0 on 2xx, 1 otherwise.
 import { readFile } from 'node:fs/promises';
 import { fetch } from 'undici';
-import { resolveSettings, resourceFlag, type ProfileSettings, type SettingFlags } from '../config.js';
-import type { StoredSession } from '../credentials.js';
+import { resolveSettings, resourceFlag, type ProfileSettings, type SettingFlags } from '@authcli/client/internal/config.js';
+import type { StoredSession } from '@authcli/client/internal/credentials.js';
 import { CliError } from '../errors.js';
-import { agent, networkError, REQUEST_TIMEOUT_MS } from '../http.js';
-import { challengeError } from '../oauth/userinfo.js';
+import { agent, networkError, REQUEST_TIMEOUT_MS } from '@authcli/client/internal/http.js';
+import { challengeError } from '@authcli/client/internal/oauth/userinfo.js';
 import { validSession } from './session.js';
 
 export interface ApiFlags extends SettingFlags {
@@ -146,7 +146,7 @@ async function withToken(req: ApiRequest, settings: ProfileSettings, session: St
   if (!session.dpop_jkt && session.token_type.toLowerCase() !== 'dpop') {
     return send(req, { authorization: `Bearer ${session.access_token}` }, signal);
   }
-  const { dpopProof, keyOfSession, savedNonces } = await import('../dpop.js');
+  const { dpopProof, keyOfSession, savedNonces } = await import('@authcli/client/internal/dpop.js');
   const key = (await keyOfSession(settings.slot, session))!;
   const nonces = await savedNonces();
   const origin = new URL(req.url).origin;

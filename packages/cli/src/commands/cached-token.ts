@@ -3,9 +3,9 @@
 // `authcli token` constantly, so with a valid cached token it loads only the settings, the
 // credentials and the output format (no commander, HTTP, JOSE or lock code).
 import { createRequire } from 'node:module';
-import { resolveSettings } from '../config.js';
-import { readSession } from '../credentials.js';
-import { boundTokenNotice, needsRefresh, renderToken, tokenFormat } from '../token-output.js';
+import { resolveSettings } from '@authcli/client/internal/config.js';
+import { readSession } from '@authcli/client/internal/credentials.js';
+import { boundTokenNotice, needsRefresh, renderToken, tokenFormat } from '@authcli/client/internal/token-output.js';
 
 /**
  * When the command line is one this understands and the cached token is good

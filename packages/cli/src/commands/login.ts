@@ -1,18 +1,14 @@
 import { createInterface } from 'node:readline';
-import type { TokenResponse } from '@authcli/protocol';
-import { browserLogin } from '../browser/login.js';
-import { DEFAULT_PROFILE, resolveSettings, resourceFlag, type SettingFlags } from '../config.js';
+import { DEFAULT_PROFILE, resolveSettings, resourceFlag, type SettingFlags } from '@authcli/client/internal/config.js';
 import { deviceLogin } from '../device/login.js';
-import { realClock } from '../device/poll.js';
-import { dpopTransport, dpopWhenRequired, generateDpopKey, savedNonces, serverUsesDpop } from '../dpop.js';
+import { realClock } from '@authcli/client/internal/device/poll.js';
 import { CliError } from '../errors.js';
-import { httpTransport } from '../http.js';
-import { discover } from '../oauth/discovery.js';
 import { createOutput, hasDisplay, openInBrowser, type Output } from '../output.js';
 import { rememberProfile } from '../profiles.js';
-import { replaceSession } from '../revocation.js';
-import { BOUND_TOKEN_USE } from '../token-output.js';
-import { displayNameFromUserinfo, sessionFromTokens } from '../tokens.js';
+import { replaceSession } from '@authcli/client/internal/revocation.js';
+import { BOUND_TOKEN_USE } from '@authcli/client/internal/token-output.js';
+import { BROWSER_TIMEOUT_MS, planSignIn, signInPerson, storeSignIn } from '@authcli/client/internal/sign-in.js';
+import { httpTransport } from '@authcli/client/internal/http.js';
 import { confirmReplace } from './replace-prompt.js';
 
 export interface LoginFlags extends SettingFlags {
@@ -42,7 +38,7 @@ export interface LoginFlags extends SettingFlags {
 /** `--scope`'s default: a person's sign-in. An application's asks the server for its default instead. */
 export const DEFAULT_LOGIN_SCOPE = 'openid profile offline_access';
 
-export const BROWSER_TIMEOUT_MS = 5 * 60_000;
+export { BROWSER_TIMEOUT_MS };
 
 function parsePort(value: string | undefined): number {
   if (value === undefined) return 0;
@@ -64,29 +60,10 @@ export async function login(flags: LoginFlags, signal: AbortSignal, out: Output 
   const timeoutMs = parseTimeout(flags.timeout);
   // Before any request: a person who says no to replacing the current sign-in has cost the server nothing.
   await confirmReplace(settings, { force: flags.force === true, out, signal });
-  const meta = await discover(settings.issuer, httpTransport);
-  // RFC 9449 binding when asked for (`--dpop`), or when the application requires it (the token endpoint then
-  // refuses a request without a proof, and dpopWhenRequired binds from there); else Bearer, which
-  // `$(authcli token)` and most APIs take.
-  if (flags.dpop && !serverUsesDpop(meta)) {
-    throw new CliError('discovery', `${settings.issuer} does not take DPoP proofs signed with ES256; sign in without --dpop`);
-  }
-  const asked = flags.dpop ? { key: await generateDpopKey(), nonces: await savedNonces() } : undefined;
-  const onDemand = asked ? undefined : dpopWhenRequired(httpTransport, () => savedNonces());
-  const tokenTransport = asked ? dpopTransport(httpTransport, asked.key, { nonces: asked.nonces }) : onDemand!.transport;
-  const dpopKey = () => asked?.key ?? onDemand?.key();
-  /** Verifies the ID token, names the user and stores the sign-in; for --browser, before the browser hears "Signed in". */
-  const signIn = async (tokens: TokenResponse, nonce: string | undefined) => {
-    const session = await sessionFromTokens(tokens, meta, settings, { nonce, dpopJkt: dpopKey()?.jkt });
-    const key = session.dpop_jkt ? dpopKey() : undefined;
-    if (!session.username && session.scope.split(' ').includes('openid')) {
-      const resource = key && dpopTransport(httpTransport, key, { nonces: await savedNonces(), accessToken: session.access_token });
-      session.username = await displayNameFromUserinfo(meta, session.access_token, session.subject, httpTransport, resource);
-    }
-    // Stored under the session lock (with its key); the session it replaces is revoked after (best effort).
-    await replaceSession(settings, session, meta, out, signal, key);
-    return session;
-  };
+  // DPoP when asked for (`--dpop`) or when the application requires it; else Bearer, which `$(authcli token)`
+  // and most APIs take (packages/client/src/sign-in.ts).
+  const plan = await planSignIn(settings, flags.dpop === true);
+  const { meta, tokenTransport, dpopKey } = plan;
   let session;
   if (flags.ci) {
     if (flags.browser || flags.clientCredentials) {
@@ -94,7 +71,7 @@ export async function login(flags: LoginFlags, signal: AbortSignal, out: Output 
         hint: 'See `authcli login --help`.',
       });
     }
-    const { workloadSession } = await import('../workload.js');
+    const { workloadSession } = await import('@authcli/client/internal/workload.js');
     session = await workloadSession(meta, settings, {
       source: { audience: flags.ciAudience ?? settings.issuer, tokenEnv: flags.ciTokenEnv },
       scope: flags.scope === DEFAULT_LOGIN_SCOPE ? undefined : flags.scope,
@@ -108,7 +85,7 @@ export async function login(flags: LoginFlags, signal: AbortSignal, out: Output 
       throw new CliError('usage', '--client-credentials signs an application in with its secret: no browser', {
         hint: 'See `authcli login --help`.',
       });
-    const { applicationSession } = await import('../application.js');
+    const { applicationSession } = await import('@authcli/client/internal/application.js');
     session = await applicationSession(meta, settings, {
       scope: flags.scope === DEFAULT_LOGIN_SCOPE ? undefined : flags.scope,
       transport: httpTransport,
@@ -123,17 +100,20 @@ export async function login(flags: LoginFlags, signal: AbortSignal, out: Output 
         'no browser can be opened here (no display, e.g. an SSH session); run `authcli login` for the device flow, or `--browser --no-open` to open the URL yourself',
       );
     }
-    session = await browserLogin(meta, settings, httpTransport, {
-      scope: flags.scope,
-      port: parsePort(flags.port),
-      openBrowser: flags.open ? openInBrowser : undefined,
-      say: out.say,
-      timeoutMs,
-      signal,
-      complete: signIn,
-      tokenTransport,
-      dpopJkt: asked?.key.jkt,
-    });
+    session = await signInPerson(
+      settings,
+      {
+        flow: 'browser',
+        scope: flags.scope,
+        dpop: flags.dpop === true,
+        notices: out,
+        signal,
+        openBrowser: flags.open ? openInBrowser : undefined,
+        port: parsePort(flags.port),
+        timeoutMs,
+      },
+      plan,
+    );
   } else {
     // On a terminal with a display, Enter opens the verification page in the local browser.
     const prompt = process.stdin.isTTY && hasDisplay() && flags.open ? createInterface({ input: process.stdin }) : undefined;
@@ -156,7 +136,7 @@ export async function login(flags: LoginFlags, signal: AbortSignal, out: Output 
     } finally {
       prompt?.close();
     }
-    session = await signIn(tokens, undefined);
+    session = await storeSignIn(plan, settings, tokens, undefined, out, signal);
   }
   // The profile remembers where it signed in: later commands on it need no --issuer.
   await rememberProfile(settings).catch((err: unknown) => {

@@ -1,9 +1,9 @@
 // `authcli profiles`: every profile, with where it signs in, who is signed in and where that is kept. Reads the
 // local files and (when it may answer) the keychain; no HTTP or JOSE code.
-import { DEFAULT_PROFILE, parseSlot, profileName, readConfigFile, readProfileIndex, slotOf } from '../config.js';
+import { DEFAULT_PROFILE, parseSlot, profileName, readConfigFile, readProfileIndex, slotOf } from '@authcli/client/internal/config.js';
 import { CliError } from '../errors.js';
 import { forgetProfile } from '../profiles.js';
-import { allLocatedSessions, type CredentialStore } from '../credentials.js';
+import { allLocatedSessions, type CredentialStore } from '@authcli/client/internal/credentials.js';
 import { normalizeIssuer } from '@authcli/protocol';
 import { sessionState, type SessionState } from './status.js';
 

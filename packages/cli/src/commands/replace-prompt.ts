@@ -1,8 +1,8 @@
 // `authcli login` on a profile that is already signed in to the issuer: say who is signed in, and on a terminal
 // ask before replacing that sign-in. Decided before any request, so "no" costs nothing at the server.
 import { createInterface } from 'node:readline';
-import { DEFAULT_PROFILE, describeSlot, type ProfileSettings } from '../config.js';
-import { readSession } from '../credentials.js';
+import { DEFAULT_PROFILE, describeSlot, type ProfileSettings } from '@authcli/client/internal/config.js';
+import { readSession } from '@authcli/client/internal/credentials.js';
 import { CliError } from '../errors.js';
 import type { Output } from '../output.js';
 import { sessionState } from './status.js';

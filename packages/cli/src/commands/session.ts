@@ -2,26 +2,17 @@
 import {
   DEFAULT_PROFILE,
   describeSlot,
-  loginCommand,
   resolveSettings,
   resourceFlag,
   type ProfileSettings,
   type SettingFlags,
-} from '../config.js';
-import { deleteSession, readSession, type StoredSession } from '../credentials.js';
-import { sessionFor } from '../storage/session.js';
+} from '@authcli/client/internal/config.js';
+import type { StoredSession } from '@authcli/client/internal/credentials.js';
 import { CliError } from '../errors.js';
-import { withSessionLock } from '../lock.js';
+import { revocationFailed, type SignOutResult, signOutSession } from '@authcli/client/internal/sign-out.js';
+import { validSession as validSessionOf } from '@authcli/client/internal/session.js';
 import { terminalOutput } from '../output.js';
-import {
-  boundTokenNotice,
-  hasExpired,
-  needsRefresh,
-  renderDpopHeaders,
-  renderToken,
-  tokenFormat,
-  type TokenFormat,
-} from '../token-output.js';
+import { boundTokenNotice, renderDpopHeaders, renderToken, tokenFormat, type TokenFormat } from '@authcli/client/internal/token-output.js';
 
 export interface TokenFlags extends SettingFlags {
   json?: boolean;
@@ -65,49 +56,15 @@ function bearerOnly(slot: string): CliError {
   );
 }
 
-function signedOut(slot: string): CliError {
-  return new CliError('signed_out', `not signed in to ${describeSlot(slot)}; run \`${loginCommand(slot)}\``);
-}
-
-/**
- * The sign-in stored for the profile (`settings.slot`: `--profile`, `AUTHCLI_PROFILE`) with a token good for
- * `format`, refreshed under the session lock when it is about to expire (see refreshedSession), or when
- * `rejected` is its access token (a resource server refused it). `check` looks at the stored session before
- * any refresh. What `authcli token` prints and `authcli api` sends; throws CliError('signed_out') when the
- * profile is not signed in, or cannot be renewed.
- */
-export async function validSession(
+/** The profile's sign-in with a token good for `format` (packages/client/src/session.ts), its notices on stderr. */
+export function validSession(
   settings: ProfileSettings,
   format: TokenFormat,
   signal?: AbortSignal,
   check?: (session: StoredSession) => Promise<void>,
   rejected?: string,
 ): Promise<StoredSession> {
-  const { slot } = settings;
-  const stored = await readSession(slot);
-  if (!stored) throw signedOut(slot);
-  await check?.(stored);
-  // `--resource`: the token of that API (storage/session.ts sessionFor); none yet is got by a refresh naming it.
-  let session = sessionFor(stored, settings.resource);
-  if (!session || needsRefresh(session, format, Date.now()) || session.access_token === rejected) {
-    const { notRenewable, refreshedSession } = await import('../refresh.js');
-    // Without a refresh token a token inside the margin is still handed out; only an expired one is an error.
-    // A person's sign-in renews with its refresh token; an application's (login --client-credentials) with its secret.
-    // (A CI job's variable token cannot be exchanged again: refreshedSession says so in its own words.)
-    const renewable = Boolean(stored.refresh_token) || stored.kind !== undefined;
-    if (!renewable && (!session || rejected !== undefined || hasExpired(session, format, Date.now()))) throw notRenewable(slot);
-    if (renewable) session = await refreshedSession(settings, stored, format, terminalOutput(), signal, rejected);
-    if (!session) throw notRenewable(slot);
-    if (hasExpired(session, format, Date.now())) {
-      throw new CliError(
-        'protocol',
-        format === 'exec-credential' && session.id_token
-          ? `${describeSlot(slot)} renewed the sign-in without a new ID token, and the stored one has expired; run \`${loginCommand(slot)}\``
-          : `${describeSlot(slot)} renewed the sign-in with a token that has already expired; is this machine's clock right?`,
-      );
-    }
-  }
-  return session;
+  return validSessionOf(settings, format, { signal, check, rejected, notices: terminalOutput() });
 }
 
 /**
@@ -121,7 +78,7 @@ export async function token(flags: TokenFlags, signal?: AbortSignal): Promise<vo
   const settings = { ...(await resolveSettings(flags)), resource: resourceFlag(flags.resource, 'token') };
   const { slot } = settings;
   // --dpop: the key is looked for first, so a sign-in whose key is not here is refused before any refresh.
-  const dpop = request ? await import('../dpop.js') : undefined;
+  const dpop = request ? await import('@authcli/client/internal/dpop.js') : undefined;
   const session = await validSession(settings, format, signal, async (seen) => {
     if (dpop && !(await dpop.keyOfSession(slot, seen))) throw bearerOnly(slot);
   });
@@ -150,46 +107,29 @@ export async function logout(flags: SettingFlags & { local?: boolean }, signal?:
   const settings = await resolveSettings(flags);
   const { issuer, slot } = settings;
   const named = describeSlot(slot);
-  const seen = await readSession(slot);
-  if (!seen) {
+  let result: SignOutResult;
+  try {
+    result = await signOutSession(settings, { local: flags.local, signal, purpose: `using the sign-in to ${named}` });
+  } catch (err) {
+    if (!revocationFailed(err)) throw err;
+    throw new CliError(
+      err.code,
+      `could not revoke the sign-in at ${issuer}: ${err.message}; still signed in here (\`authcli logout --local${settings.profile === DEFAULT_PROFILE ? '' : ` --profile ${settings.profile}`}\` forgets it on this machine only, leaving the token valid at the server)`,
+      { cause: err },
+    );
+  }
+  if (result.outcome === 'not_signed_in') {
     process.stdout.write(`Not signed in to ${named}.\n`);
     return;
   }
-  await withSessionLock(
-    slot,
-    [seen.client_id],
-    async () => {
-      const session = await readSession(slot);
-      if (!session) {
-        process.stdout.write(`Not signed in to ${named}.\n`);
-        return;
-      }
-      if (flags.local) {
-        await deleteSession(slot);
-        process.stdout.write(`Signed out of ${named} on this machine.\n`);
-        out.say(`The ${session.refresh_token ? 'refresh' : 'access'} token was not revoked: it stays valid at ${issuer} until it expires.`);
-        return;
-      }
-      const [{ revokeSession }, { keyOfSession }] = await Promise.all([import('../revocation.js'), import('../dpop.js')]);
-      // A bound sign-in's revocation carries a proof when its key is here; without the key it is revoked all the same.
-      const key = await keyOfSession(slot, session).catch(() => undefined);
-      try {
-        if ((await revokeSession(settings, session, undefined, key)) === 'unsupported') {
-          out.say(
-            `${issuer} offers no token revocation (RFC 7009): the ${session.refresh_token ? 'refresh' : 'access'} token stays valid there until it expires.`,
-          );
-        }
-      } catch (err) {
-        if (!(err instanceof CliError) || !['network', 'discovery', 'protocol'].includes(err.code)) throw err;
-        throw new CliError(
-          err.code,
-          `could not revoke the sign-in at ${issuer}: ${err.message}; still signed in here (\`authcli logout --local${settings.profile === DEFAULT_PROFILE ? '' : ` --profile ${settings.profile}`}\` forgets it on this machine only, leaving the token valid at the server)`,
-          { cause: err },
-        );
-      }
-      await deleteSession(slot);
-      process.stdout.write(`Signed out of ${named}.\n`);
-    },
-    { signal, purpose: `using the sign-in to ${named}` },
-  );
+  const token = result.session.refresh_token ? 'refresh' : 'access';
+  if (result.outcome === 'forgotten') {
+    process.stdout.write(`Signed out of ${named} on this machine.\n`);
+    out.say(`The ${token} token was not revoked: it stays valid at ${issuer} until it expires.`);
+    return;
+  }
+  if (result.outcome === 'unsupported') {
+    out.say(`${issuer} offers no token revocation (RFC 7009): the ${token} token stays valid there until it expires.`);
+  }
+  process.stdout.write(`Signed out of ${named}.\n`);
 }

@@ -1,7 +1,7 @@
 // Loads no HTTP or JOSE code: `authcli status` only reads the local credentials.
-import { DEFAULT_PROFILE, describeSlot, loginCommand, resolveSettings, type SettingFlags } from '../config.js';
-import { allSessions, describeStore, locateSession, type StoredSession } from '../credentials.js';
-import { readDpopKey } from '../storage/dpop.js';
+import { DEFAULT_PROFILE, describeSlot, loginCommand, resolveSettings, type SettingFlags } from '@authcli/client/internal/config.js';
+import { allSessions, describeStore, locateSession, type StoredSession } from '@authcli/client/internal/credentials.js';
+import { readDpopKey } from '@authcli/client/internal/storage/dpop.js';
 
 /**
  * Where the sign-in stands, and the exit code that says it to scripts:

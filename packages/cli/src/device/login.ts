@@ -1,10 +1,10 @@
 import type { TokenResponse } from '@authcli/protocol';
-import type { ClientSettings } from '../config.js';
-import type { Transport } from '../http.js';
-import { OAuthClient } from '../oauth/client.js';
-import type { ServerMetadata } from '../oauth/discovery.js';
+import type { ClientSettings } from '@authcli/client/internal/config.js';
+import type { Transport } from '@authcli/client/internal/http.js';
+import type { ServerMetadata } from '@authcli/client/internal/oauth/discovery.js';
 import type { Output } from '../output.js';
-import { pollForTokens, type Clock } from './poll.js';
+import { deviceFlow } from '@authcli/client/internal/device/flow.js';
+import type { Clock } from '@authcli/client/internal/device/poll.js';
 
 /** The terminal QR code of `text` when it fits in `columns` (any width when unknown), else undefined. */
 async function fittingQr(text: string, columns: number | undefined): Promise<string | undefined> {
@@ -40,43 +40,42 @@ export async function deviceLogin(
     tokenTransport?: Transport | undefined;
   },
 ): Promise<TokenResponse> {
-  const client = new OAuthClient({ meta, settings, transport, tokenTransport: opts.tokenTransport });
-  const d = await client.deviceAuthorization(opts.scope);
-  const expiresAt = opts.clock.now() + d.expires_in * 1000;
-  const complete = d.verification_uri_complete ?? d.verification_uri;
-
-  out.say(`To sign in, open ${d.verification_uri} on any device and enter the code:\n`);
-  out.say(`    ${out.bold(d.user_code)}\n`);
-  // A QR code needs its explicit colours to scan; in a log or pipe it is noise, so the URL stands alone there.
-  // Drawn only where it fits: a code wider than the terminal wraps, and a wrapped code does not scan.
-  const qr = opts.qr !== false && out.colour ? await fittingQr(complete, out.columns()) : undefined;
-  if (qr) {
-    out.say(`Or scan this QR code:\n\n${qr}\n`);
-  } else if (complete !== d.verification_uri) {
-    out.say(`Or open ${complete} (the code is filled in).\n`);
-  }
-  opts.offerBrowser?.(complete);
-
-  const tick = out.tty
-    ? setInterval(() => {
-        const left = mmss(expiresAt - opts.clock.now());
-        out.status(`Waiting for approval… the code expires in ${left}`, `Waiting… expires in ${left}`);
-      }, 1000)
-    : undefined;
+  let expiresAt = 0;
+  let tick: ReturnType<typeof setInterval> | undefined;
+  const tokens = deviceFlow(meta, settings, transport, {
+    scope: opts.scope,
+    clock: opts.clock,
+    signal: opts.signal,
+    tokenTransport: opts.tokenTransport,
+    onDeviceCode: async (d) => {
+      expiresAt = opts.clock.now() + d.expiresIn * 1000;
+      const complete = d.verificationUriComplete ?? d.verificationUri;
+      out.say(`To sign in, open ${d.verificationUri} on any device and enter the code:\n`);
+      out.say(`    ${out.bold(d.userCode)}\n`);
+      // A QR code needs its explicit colours to scan; in a log or pipe it is noise, so the URL stands alone there.
+      // Drawn only where it fits: a code wider than the terminal wraps, and a wrapped code does not scan.
+      const qr = opts.qr !== false && out.colour ? await fittingQr(complete, out.columns()) : undefined;
+      if (qr) {
+        out.say(`Or scan this QR code:\n\n${qr}\n`);
+      } else if (complete !== d.verificationUri) {
+        out.say(`Or open ${complete} (the code is filled in).\n`);
+      }
+      opts.offerBrowser?.(complete);
+      tick = out.tty
+        ? setInterval(() => {
+            const left = mmss(expiresAt - opts.clock.now());
+            out.status(`Waiting for approval… the code expires in ${left}`, `Waiting… expires in ${left}`);
+          }, 1000)
+        : undefined;
+    },
+    onWait: ({ reason, intervalSeconds }) => {
+      if (reason === 'slow_down' || reason === 'rate_limited')
+        out.say(`The server asked to poll more slowly: every ${intervalSeconds} s from now on.`);
+      if (reason === 'network') out.say('The server did not answer; retrying…');
+    },
+  });
   try {
-    return await pollForTokens(
-      () => client.pollDeviceToken(d.device_code),
-      { interval: d.interval ?? 5, expiresAt },
-      opts.clock,
-      opts.signal,
-      {
-        onWait: ({ reason, intervalSeconds }) => {
-          if (reason === 'slow_down' || reason === 'rate_limited')
-            out.say(`The server asked to poll more slowly: every ${intervalSeconds} s from now on.`);
-          if (reason === 'network') out.say('The server did not answer; retrying…');
-        },
-      },
-    );
+    return await tokens;
   } finally {
     if (tick) clearInterval(tick);
     out.endStatus();

@@ -1,8 +1,8 @@
 // A server as a script: the Transport the protocol client and the flows are tested with, and a clock that only
 // moves when they sleep. What was sent is recorded as it was handed to the transport.
-import type { Clock } from '../../src/device/poll.js';
+import type { Clock } from '@authcli/client/internal/device/poll.js';
 import { CliError } from '../../src/errors.js';
-import type { HttpResponse, Transport } from '../../src/http.js';
+import type { HttpResponse, Transport } from '@authcli/client/internal/http.js';
 
 export type Sent = { url: string; init: Parameters<Transport>[1] };
 

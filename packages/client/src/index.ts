@@ -1,0 +1,229 @@
+/**
+ * @authcli/client: sign a person in from a Node command-line tool, against any standard OAuth 2.0 / OpenID
+ * Connect server, the way `authcli` does: the device flow (RFC 8628) or the local browser (RFC 8252 loopback
+ * redirect, PKCE S256), tokens kept in the OS keychain (or a 0600 file, or this process's memory), refreshed
+ * under a lock that several processes share, optionally bound to a key of this machine (DPoP, RFC 9449).
+ *
+ * The tool draws its own prompt: the library shows nothing, and says what a person should know through
+ * `onDeviceCode` and `notices`.
+ *
+ * @packageDocumentation
+ */
+import { DEFAULT_PROFILE, isApiIdentifier, PROFILE_NAME, type ProfileSettings, slotOf } from './config.js';
+import { describeStore, locateSession, type StoredSession } from './credentials.js';
+import type { DeviceCode } from './device/flow.js';
+import { AuthcliError } from './errors.js';
+import type { Notices } from './notices.js';
+import { validSession } from './session.js';
+import { signInPerson } from './sign-in.js';
+import { signOutSession } from './sign-out.js';
+import { openInBrowser } from './browser/open.js';
+import { sessionFor } from './storage/session.js';
+import { normalizeIssuer } from '@authcli/protocol';
+
+export { AuthcliError, type AuthcliErrorCode } from './errors.js';
+export type { DeviceCode } from './device/flow.js';
+
+/** Where sign-ins are kept: the OS keychain, a 0600 file in `$XDG_CONFIG_HOME/authcli`, or this process's memory. */
+export type Storage = 'keychain' | 'file' | 'memory';
+
+/** Which sign-in: the server, the application (client) and the profile (several accounts on one server). */
+export interface Target {
+  /** The authorization server's issuer identifier, e.g. `https://id.example.com`. */
+  issuer: string;
+  /** The application's client id, as registered at the server (a public native client). */
+  clientId: string;
+  /** Keeps several sign-ins to one server apart (default `"default"`); 1-64 letters, digits, `.`, `_`, `-`. */
+  profile?: string | undefined;
+  /**
+   * Where the sign-in is kept. Default: the keychain when one answers on this machine, else the file (said once
+   * through `notices`). `authcli` keeps its sign-ins in the same places: a tool and `authcli` signed in with the
+   * same issuer, client and profile share one sign-in (and one lock).
+   */
+  storage?: Storage | undefined;
+  /** Where the library says what a person should know (a wait for another process, a fallback to the file). */
+  notices?: ((line: string) => void) | undefined;
+}
+
+export interface SignInOptions extends Target {
+  /** `device` (a code to enter on any device: headless machines, SSH) or `browser` (this machine's browser). */
+  flow: 'device' | 'browser';
+  /** Default `openid profile offline_access`: who signed in, and a refresh token. */
+  scope?: string | undefined;
+  /** The API the tokens are for (RFC 8707 resource indicator): an absolute http(s) URL. */
+  resource?: string | undefined;
+  /** Device flow (required for it): show the person the code, the URL, and, if you like, a QR code of `verificationUriComplete`. */
+  onDeviceCode?: ((code: DeviceCode) => void | Promise<void>) | undefined;
+  /**
+   * Browser flow: open the URL in the browser and say whether that worked. Default: the system browser (the
+   * `open` package) when this machine has a display; with `false`, or when it fails, the URL goes to `notices`.
+   */
+  openBrowser?: ((url: string) => boolean | Promise<boolean>) | false | undefined;
+  /** Browser flow: the loopback port (default any free one) and how long to wait for the browser (default 5 min). */
+  port?: number | undefined;
+  timeoutMs?: number | undefined;
+  /** Bind the tokens to a new key of this machine (DPoP, RFC 9449). Default: only when the application requires it. */
+  dpop?: boolean | undefined;
+  /** Cancels the sign-in (AuthcliError `cancelled`). */
+  signal?: AbortSignal | undefined;
+}
+
+/** Who signed in, where, and until when. */
+export interface SignedIn {
+  issuer: string;
+  /** The `sub` of the ID token (or of a JWT access token); undefined when the server named no one. */
+  subject: string | undefined;
+  /** A name to show: `preferred_username`, else `email`, from the ID token or userinfo. */
+  username?: string | undefined;
+  /** When the access token expires (it is refreshed by getToken). */
+  expiresAt: Date;
+  /** `Bearer`, or `DPoP` when the tokens are bound to this machine's key. */
+  tokenType: 'Bearer' | 'DPoP';
+  scope: string;
+}
+
+export interface GetTokenOptions extends Target {
+  /** A token for this API (RFC 8707) from the same sign-in (refreshed for it the first time). */
+  resource?: string | undefined;
+  /** Seconds the returned token must stay valid at least (default 30, or half a short token's lifetime). */
+  minValidity?: number | undefined;
+  /** Cancels a wait for another process's refresh (never a refresh under way: its answer holds the only valid refresh token). */
+  signal?: AbortSignal | undefined;
+}
+
+export interface Status {
+  signedIn: boolean;
+  issuer: string;
+  profile: string;
+  /** Where the sign-in is kept: `keychain (Secret Service)`, the file's path, or `memory (this process)`. */
+  storedIn: string;
+  subject?: string | undefined;
+  username?: string | undefined;
+  scope?: string | undefined;
+  tokenType?: 'Bearer' | 'DPoP' | undefined;
+  expiresAt?: Date | undefined;
+  /** Whether an expired access token can be renewed without the person (a refresh token). */
+  renewable?: boolean | undefined;
+}
+
+const DEFAULT_SCOPE = 'openid profile offline_access';
+
+/** The settings the library's modules take, from the public options: storage and notices go through `env`. */
+function settingsOf(t: Target & { resource?: string | undefined }): ProfileSettings {
+  if (typeof t.issuer !== 'string' || typeof t.clientId !== 'string' || t.clientId === '') {
+    throw new AuthcliError('usage', 'issuer and clientId are required');
+  }
+  let issuer: string;
+  try {
+    issuer = normalizeIssuer(t.issuer);
+  } catch (err) {
+    throw new AuthcliError('config', (err as Error).message, { cause: err });
+  }
+  const profile = t.profile ?? DEFAULT_PROFILE;
+  if (!PROFILE_NAME.test(profile)) {
+    throw new AuthcliError('usage', `invalid profile name ${JSON.stringify(profile)}: 1-64 letters, digits, '.', '_' or '-'`);
+  }
+  if (t.storage !== undefined && !['keychain', 'file', 'memory'].includes(t.storage)) {
+    throw new AuthcliError('usage', `storage must be keychain, file or memory, not ${JSON.stringify(t.storage)}`);
+  }
+  if (t.resource !== undefined) resourceOf(t.resource);
+  const env = { ...process.env, AUTHCLI_STORAGE: t.storage ?? '' };
+  return { issuer, clientId: t.clientId, clientSecret: undefined, resource: t.resource, profile, slot: slotOf(issuer, profile), env };
+}
+
+function resourceOf(value: string): void {
+  if (!isApiIdentifier(value)) {
+    throw new AuthcliError(
+      'usage',
+      `resource must be the absolute http(s) URL of an API, without a fragment; got ${JSON.stringify(value)}`,
+    );
+  }
+}
+
+const noticesOf = (t: Target): Notices => ({ say: t.notices ?? (() => undefined) });
+
+function signedIn(issuer: string, s: StoredSession): SignedIn {
+  return {
+    issuer,
+    subject: s.subject,
+    ...(s.username !== undefined && { username: s.username }),
+    expiresAt: new Date(s.expires_at),
+    tokenType: s.token_type === 'DPoP' ? 'DPoP' : 'Bearer',
+    scope: s.scope,
+  };
+}
+
+/**
+ * Signs a person in and keeps the sign-in (replacing, and revoking, the one the profile had). Throws
+ * AuthcliError: `access_denied` (the person said no), `expired_token` (the code expired), `timeout` (no answer
+ * from the browser), `cancelled` (the signal), `network`, `discovery`, `invalid_client`, `id_token`, and others.
+ */
+export async function signIn(options: SignInOptions): Promise<SignedIn> {
+  const settings = settingsOf(options);
+  if (options.flow !== 'device' && options.flow !== 'browser') throw new AuthcliError('usage', 'flow must be "device" or "browser"');
+  const opener = options.openBrowser;
+  const session = await signInPerson(settings, {
+    flow: options.flow,
+    scope: options.scope ?? DEFAULT_SCOPE,
+    dpop: options.dpop === true,
+    notices: noticesOf(options),
+    signal: options.signal,
+    onDeviceCode: options.onDeviceCode,
+    openBrowser: opener === false ? undefined : async (url) => (opener ? opener(url) : openInBrowser(url)),
+    port: options.port,
+    timeoutMs: options.timeoutMs,
+  });
+  return signedIn(settings.issuer, session);
+}
+
+/**
+ * A valid access token of the profile's sign-in: the stored one while it has `minValidity` left, else a new one
+ * (a refresh under the cross-process lock, so each refresh token is sent once however many processes ask at
+ * once). Throws AuthcliError `signed_out` when there is no sign-in, or it has ended at the server.
+ */
+export async function getToken(options: GetTokenOptions): Promise<string> {
+  const settings = settingsOf(options);
+  const notices = noticesOf(options);
+  const minMs = (options.minValidity ?? 0) * 1000;
+  if (!(minMs >= 0 && Number.isFinite(minMs))) throw new AuthcliError('usage', 'minValidity must be a number of seconds, 0 or more');
+  let session = await validSession(settings, 'token', { signal: options.signal, notices });
+  // Asked to last longer than the stored token will: refreshed as a token a resource server refused would be.
+  if (session.expires_at - Date.now() < minMs) {
+    session = await validSession(settings, 'token', { signal: options.signal, notices, rejected: session.access_token });
+    if (session.expires_at - Date.now() < minMs) {
+      throw new AuthcliError('protocol', `${settings.issuer} issues tokens that last less than minValidity (${options.minValidity} s)`);
+    }
+  }
+  return session.access_token;
+}
+
+/**
+ * Revokes the sign-in at the server (RFC 7009), then forgets it. When the server cannot be reached or refuses,
+ * the sign-in is kept and the error thrown; `local: true` only forgets it here, leaving the token valid at the
+ * server until it expires. Resolves to whether there was a sign-in.
+ */
+export async function signOut(options: Target & { local?: boolean | undefined; signal?: AbortSignal | undefined }): Promise<boolean> {
+  const result = await signOutSession(settingsOf(options), { local: options.local, signal: options.signal });
+  if (result.outcome === 'unsupported')
+    noticesOf(options).say(`${options.issuer} offers no token revocation: the token stays valid there until it expires.`);
+  return result.outcome !== 'not_signed_in';
+}
+
+/** Who is signed in to the profile, until when, and where the sign-in is kept; reads only what is stored here. */
+export async function status(options: Target & { resource?: string | undefined }): Promise<Status> {
+  const settings = settingsOf(options);
+  const { session: stored, store } = await locateSession(settings.slot, settings.env);
+  const base = { issuer: settings.issuer, profile: settings.profile, storedIn: describeStore(store) };
+  if (!stored || stored.client_id !== settings.clientId) return { signedIn: false, ...base };
+  const session = sessionFor(stored, settings.resource) ?? stored;
+  return {
+    signedIn: true,
+    ...base,
+    subject: session.subject,
+    username: session.username,
+    scope: session.scope,
+    tokenType: session.token_type === 'DPoP' ? 'DPoP' : 'Bearer',
+    expiresAt: new Date(session.expires_at),
+    renewable: Boolean(stored.refresh_token) || stored.kind === 'application',
+  };
+}

@@ -1,0 +1,201 @@
+// @authcli/client, as another tool embeds it (its built package, not its sources), against authcli-server and
+// against another standard OpenID Connect server (node-oidc-provider): both flows, refresh, revocation, status.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AuthcliError, type DeviceCode, getToken, signIn, signOut, status } from '@authcli/client';
+import type { Browser as Chromium } from 'playwright-core';
+import { launchChromium } from '@authcli/test-support/chromium';
+import { approveInBrowser, Browser, hidden, signInFields } from '@authcli/test-support/http';
+import { approveAtOtherProvider, approveDeviceAtOtherProvider, startOtherProvider } from '@authcli/test-support/other-op';
+import { addUsers } from '@authcli/test-support/seed';
+import { startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
+
+const PASSWORD = 'library e2e pass';
+
+/** Approves a device code at authcli-server as a person would, over HTTP: sign in, enter the code, confirm, approve. */
+async function approveDevice(issuer: string, code: DeviceCode, username: string): Promise<void> {
+  const browser = new Browser(issuer);
+  const signin = await browser.get('/signin');
+  await browser.postForm('/signin', signInFields(signin.text, username, PASSWORD));
+  const entry = await browser.get('/device');
+  const confirm = await browser.postForm('/device', { _csrf: hidden(entry.text, '_csrf'), user_code: code.userCode });
+  const decided = await browser.postForm('/device/decision', {
+    _csrf: hidden(confirm.text, '_csrf'),
+    user_code: hidden(confirm.text, 'user_code'),
+    code_confirmed: hidden(confirm.text, 'code_confirmed'),
+    decision: 'approve',
+  });
+  expect(decided.status).toBe(200);
+}
+
+/**
+ * A minValidity the stored token no longer meets but a fresh one will: a second after it was issued, what it had
+ * left then, less a little.
+ */
+async function longerThanLeft(target: Parameters<typeof status>[0]): Promise<number> {
+  const left = ((await status(target)).expiresAt!.getTime() - Date.now()) / 1000;
+  await new Promise((resolve) => setTimeout(resolve, 1100));
+  return left - 0.3;
+}
+
+/** Whether the server takes the access token (userinfo: 200) or no longer does (401). */
+async function userinfo(issuer: string, token: string): Promise<number> {
+  return (await fetch(`${issuer}/oauth/userinfo`, { headers: { authorization: `Bearer ${token}` } })).status;
+}
+
+describe('@authcli/client against authcli-server', () => {
+  let server: ServerProcess;
+
+  beforeAll(async () => {
+    server = await startServerProcess({ env: { AUTHCLI_DEVICE_POLL_INTERVAL: '1' } });
+    await addUsers(server.env, [
+      { username: 'lena', password: PASSWORD },
+      { username: 'lars', password: PASSWORD },
+    ]);
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it('device flow: signIn hands the code to the tool, getToken returns and renews the token, signOut revokes it', async () => {
+    const target = { issuer: server.issuer, clientId: 'authcli', storage: 'memory' as const, profile: 'device' };
+    const shown: DeviceCode[] = [];
+    const who = await signIn({
+      ...target,
+      flow: 'device',
+      onDeviceCode: (code) => {
+        shown.push(code);
+        void approveDevice(server.issuer, code, 'lena');
+      },
+    });
+    expect(shown).toHaveLength(1);
+    expect(shown[0]!.verificationUri).toBe(`${server.issuer}/device`);
+    expect(shown[0]!.verificationUriComplete).toContain('/device?');
+    expect(who).toMatchObject({ issuer: server.issuer, username: 'lena', tokenType: 'Bearer' });
+    expect(who.expiresAt.getTime()).toBeGreaterThan(Date.now());
+
+    const first = await getToken(target);
+    expect(await userinfo(server.issuer, first)).toBe(200);
+    // The same token while it lasts; a new one (a refresh) when asked to last longer than it will.
+    expect(await getToken(target)).toBe(first);
+    const renewed = await getToken({ ...target, minValidity: await longerThanLeft(target) });
+    expect(renewed).not.toBe(first);
+    expect(await userinfo(server.issuer, renewed)).toBe(200);
+
+    const seen = await status(target);
+    expect(seen).toMatchObject({ signedIn: true, username: 'lena', storedIn: 'memory (this process)', renewable: true });
+
+    expect(await signOut(target)).toBe(true);
+    // Revoked at the server (the refresh token, and with it the access tokens), and forgotten here.
+    expect(await userinfo(server.issuer, renewed)).toBe(401);
+    expect((await status(target)).signedIn).toBe(false);
+    await expect(getToken(target)).rejects.toMatchObject({ name: 'AuthcliError', code: 'signed_out' });
+    expect(await signOut(target)).toBe(false);
+  });
+
+  it('browser flow: the tool opens the URL (here a scripted person), the loopback callback completes the sign-in', async () => {
+    const target = { issuer: server.issuer, clientId: 'authcli', storage: 'memory' as const, profile: 'browser' };
+    const notices: string[] = [];
+    const who = await signIn({
+      ...target,
+      flow: 'browser',
+      scope: 'openid profile',
+      notices: (line) => notices.push(line),
+      openBrowser: async (url) => {
+        const person = new Browser(server.issuer);
+        // The person's browser follows the redirect to the tool's loopback listener, which answers the page.
+        const callback = await approveInBrowser(person, url, 'lars', PASSWORD);
+        expect(new URL(callback).hostname).toBe('127.0.0.1');
+        void fetch(callback);
+        return true;
+      },
+    });
+    expect(who).toMatchObject({ username: 'lars', scope: 'openid profile' });
+    expect(notices.join('\n')).toContain('/oauth/authorize?');
+    expect(await userinfo(server.issuer, await getToken(target))).toBe(200);
+    expect(await status(target)).toMatchObject({ signedIn: true, username: 'lars', scope: 'openid profile' });
+    await signOut(target);
+  });
+
+  it('a cancelled sign-in and bad options are AuthcliErrors with a code, and store nothing', async () => {
+    const target = { issuer: server.issuer, clientId: 'authcli', storage: 'memory' as const, profile: 'cancelled' };
+    const abort = new AbortController();
+    const cancelled = signIn({ ...target, flow: 'device', signal: abort.signal, onDeviceCode: () => abort.abort() });
+    await expect(cancelled).rejects.toMatchObject({ code: 'cancelled' });
+    expect((await status(target)).signedIn).toBe(false);
+
+    await expect(signIn({ ...target, flow: 'device' })).rejects.toMatchObject({ code: 'usage' });
+    await expect(getToken({ ...target, issuer: 'not a url' })).rejects.toBeInstanceOf(AuthcliError);
+    await expect(getToken({ ...target, profile: 'a b' })).rejects.toMatchObject({ code: 'usage' });
+    await expect(getToken({ ...target, resource: 'api#x' })).rejects.toMatchObject({ code: 'usage' });
+    // Nothing listens there: a network error, said as such.
+    await expect(signIn({ ...target, issuer: 'http://127.0.0.1:9', flow: 'device', onDeviceCode: () => undefined })).rejects.toMatchObject({
+      code: 'network',
+    });
+  });
+});
+
+describe('@authcli/client against another OpenID Connect server (node-oidc-provider)', () => {
+  let op: { issuer: string; close: () => Promise<void> };
+  let chromium: Chromium;
+
+  beforeAll(async () => {
+    op = await startOtherProvider({ deviceInterval: 1 });
+    chromium = await launchChromium();
+  });
+  afterAll(async () => {
+    await chromium?.close();
+    await op?.close();
+  });
+
+  it('device flow, refresh and revocation', async () => {
+    const target = { issuer: op.issuer, clientId: 'authcli', storage: 'memory' as const, profile: 'other-device' };
+    const page = await chromium.newPage();
+    let done = false;
+    let approving: Promise<void> | undefined;
+    try {
+      const who = await signIn({
+        ...target,
+        flow: 'device',
+        onDeviceCode: (code) => {
+          approving = approveDeviceAtOtherProvider(page, code.verificationUri, code.userCode, 'olga', () => done).catch(() => undefined);
+        },
+      });
+      expect(who.subject).toBe('olga');
+    } finally {
+      done = true;
+      await approving;
+      await page.close();
+    }
+    const first = await getToken(target);
+    const renewed = await getToken({ ...target, minValidity: await longerThanLeft(target) });
+    expect(renewed).not.toBe(first);
+    expect(await signOut(target)).toBe(true);
+    expect((await status(target)).signedIn).toBe(false);
+  });
+
+  it('browser flow in a real Chromium', async () => {
+    const target = { issuer: op.issuer, clientId: 'authcli', storage: 'memory' as const, profile: 'other-browser' };
+    const page = await chromium.newPage();
+    let done = false;
+    let approving: Promise<void> | undefined;
+    try {
+      const who = await signIn({
+        ...target,
+        flow: 'browser',
+        scope: 'openid profile offline_access',
+        openBrowser: async (url) => {
+          await page.goto(url);
+          approving = approveAtOtherProvider(page, 'oskar', () => done).catch(() => undefined);
+          return true;
+        },
+      });
+      expect(who.subject).toBe('oskar');
+    } finally {
+      done = true;
+      await approving;
+      await page.close();
+    }
+    expect(await getToken(target)).toMatch(/\S+/);
+    expect(await signOut(target)).toBe(true);
+  });
+});
