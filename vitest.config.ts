@@ -42,7 +42,6 @@ export default defineConfig({
     projects: [
       { test: { name: 'pkce', root: 'packages/pkce', include: ['test/**/*.test.ts'], env } },
       { test: { name: 'protocol', root: 'packages/protocol', include: ['test/**/*.test.ts'], env } },
-      { test: { name: 'client', root: 'packages/client', include: ['test/**/*.test.ts'], testTimeout: 30_000, env } },
       { test: { name: 'cli', root: 'packages/cli', include: ['test/**/*.test.ts'], env }, resolve: clientInternals },
       {
         test: {
