@@ -42,6 +42,7 @@ export default defineConfig({
     projects: [
       { test: { name: 'pkce', root: 'packages/pkce', include: ['test/**/*.test.ts'], env } },
       { test: { name: 'protocol', root: 'packages/protocol', include: ['test/**/*.test.ts'], env } },
+      { test: { name: 'client', root: 'packages/client', include: ['test/**/*.test.ts'], env } },
       { test: { name: 'cli', root: 'packages/cli', include: ['test/**/*.test.ts'], env }, resolve: clientInternals },
       {
         test: {

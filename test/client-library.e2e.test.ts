@@ -88,13 +88,21 @@ describe('@authcli/client against authcli-server', () => {
     // Revoked at the server (the refresh token, and with it the access tokens), and forgotten here.
     expect(await userinfo(server.issuer, renewed)).toBe(401);
     expect((await status(target)).signedIn).toBe(false);
-    await expect(getToken(target)).rejects.toMatchObject({ name: 'AuthcliError', code: 'signed_out' });
+    await expect(getToken(target)).rejects.toMatchObject({
+      name: 'AuthcliError',
+      code: 'signed_out',
+      message: expect.stringMatching(/; sign in again$/),
+    });
+    // In the embedding tool's words: its own way to sign in again, never authcli's command.
+    const inWords = getToken({ ...target, signInAgain: 'run `deploy login`' });
+    await expect(inWords).rejects.toMatchObject({ code: 'signed_out', message: expect.stringMatching(/; run `deploy login`$/) });
     expect(await signOut(target)).toBe(false);
   });
 
   it('browser flow: the tool opens the URL (here a scripted person), the loopback callback completes the sign-in', async () => {
-    const target = { issuer: server.issuer, clientId: 'authcli', storage: 'memory' as const, profile: 'browser' };
+    const target = { issuer: server.issuer, clientId: 'authcli', storage: 'memory' as const, profile: 'browser', appName: 'deploy-tool' };
     const notices: string[] = [];
+    let lastPage: Promise<string> | undefined;
     const who = await signIn({
       ...target,
       flow: 'browser',
@@ -105,12 +113,15 @@ describe('@authcli/client against authcli-server', () => {
         // The person's browser follows the redirect to the tool's loopback listener, which answers the page.
         const callback = await approveInBrowser(person, url, 'lars', PASSWORD);
         expect(new URL(callback).hostname).toBe('127.0.0.1');
-        void fetch(callback);
+        lastPage = fetch(callback).then((res) => res.text());
         return true;
       },
     });
     expect(who).toMatchObject({ username: 'lars', scope: 'openid profile' });
     expect(notices.join('\n')).toContain('/oauth/authorize?');
+    expect(notices.join('\n')).not.toContain('authcli login');
+    // The browser's last page names the tool, not authcli.
+    expect(await lastPage).toContain('deploy-tool has verified and stored the sign-in');
     expect(await userinfo(server.issuer, await getToken(target))).toBe(200);
     expect(await status(target)).toMatchObject({ signedIn: true, username: 'lars', scope: 'openid profile' });
     await signOut(target);

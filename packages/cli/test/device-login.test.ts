@@ -4,7 +4,7 @@ import { formatError } from '../src/errors.js';
 import type { Transport } from '@authcli/client/internal/http.js';
 import type { ServerMetadata } from '@authcli/client/internal/oauth/discovery.js';
 import { createOutput } from '../src/output.js';
-import { deviceCodes, FakeClock, response, scripted } from './support/scripted.js';
+import { deviceCodes, FakeClock, response, scripted } from '../../client/test/support/scripted.js';
 
 const ISS = 'https://id.example';
 const meta: ServerMetadata = { issuer: ISS, token_endpoint: `${ISS}/token`, device_authorization_endpoint: `${ISS}/device` };

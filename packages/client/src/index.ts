@@ -19,6 +19,7 @@ import { signInPerson } from './sign-in.js';
 import { signOutSession } from './sign-out.js';
 import { openInBrowser } from './browser/open.js';
 import { sessionFor } from './storage/session.js';
+import { errorInToolWords, inToolWords, type ToolWords } from './voice.js';
 import { normalizeIssuer } from '@authcli/protocol';
 
 export { AuthcliError, type AuthcliErrorCode } from './errors.js';
@@ -43,6 +44,10 @@ export interface Target {
   storage?: Storage | undefined;
   /** Where the library says what a person should know (a wait for another process, a fallback to the file). */
   notices?: ((line: string) => void) | undefined;
+  /** The tool's name as people know it, in messages and on the browser's last page (default: `clientId`). */
+  appName?: string | undefined;
+  /** What a person does to sign in again, as messages say it (default "sign in again"), e.g. "run `deploy login`". */
+  signInAgain?: string | undefined;
 }
 
 export interface SignInOptions extends Target {
@@ -140,7 +145,22 @@ function resourceOf(value: string): void {
   }
 }
 
-const noticesOf = (t: Target): Notices => ({ say: t.notices ?? (() => undefined) });
+const wordsOf = (t: Target): ToolWords => ({ name: t.appName ?? t.clientId, signInAgain: t.signInAgain ?? 'sign in again' });
+
+const noticesOf = (t: Target): Notices => {
+  const say = t.notices;
+  const words = wordsOf(t);
+  return { say: say ? (line) => say(inToolWords(line, words)) : () => undefined };
+};
+
+/** Runs a public function's work with its failures in the tool's words (voice.ts). */
+async function said<T>(t: Target, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    throw errorInToolWords(err, wordsOf(t));
+  }
+}
 
 function signedIn(issuer: string, s: StoredSession): SignedIn {
   return {
@@ -158,7 +178,11 @@ function signedIn(issuer: string, s: StoredSession): SignedIn {
  * AuthcliError: `access_denied` (the person said no), `expired_token` (the code expired), `timeout` (no answer
  * from the browser), `cancelled` (the signal), `network`, `discovery`, `invalid_client`, `id_token`, and others.
  */
-export async function signIn(options: SignInOptions): Promise<SignedIn> {
+export function signIn(options: SignInOptions): Promise<SignedIn> {
+  return said(options, () => signInNow(options));
+}
+
+async function signInNow(options: SignInOptions): Promise<SignedIn> {
   const settings = settingsOf(options);
   if (options.flow !== 'device' && options.flow !== 'browser') throw new AuthcliError('usage', 'flow must be "device" or "browser"');
   const opener = options.openBrowser;
@@ -172,6 +196,7 @@ export async function signIn(options: SignInOptions): Promise<SignedIn> {
     openBrowser: opener === false ? undefined : async (url) => (opener ? opener(url) : openInBrowser(url)),
     port: options.port,
     timeoutMs: options.timeoutMs,
+    appName: wordsOf(options).name,
   });
   return signedIn(settings.issuer, session);
 }
@@ -181,7 +206,11 @@ export async function signIn(options: SignInOptions): Promise<SignedIn> {
  * (a refresh under the cross-process lock, so each refresh token is sent once however many processes ask at
  * once). Throws AuthcliError `signed_out` when there is no sign-in, or it has ended at the server.
  */
-export async function getToken(options: GetTokenOptions): Promise<string> {
+export function getToken(options: GetTokenOptions): Promise<string> {
+  return said(options, () => getTokenNow(options));
+}
+
+async function getTokenNow(options: GetTokenOptions): Promise<string> {
   const settings = settingsOf(options);
   const notices = noticesOf(options);
   const minMs = (options.minValidity ?? 0) * 1000;
@@ -202,7 +231,11 @@ export async function getToken(options: GetTokenOptions): Promise<string> {
  * the sign-in is kept and the error thrown; `local: true` only forgets it here, leaving the token valid at the
  * server until it expires. Resolves to whether there was a sign-in.
  */
-export async function signOut(options: Target & { local?: boolean | undefined; signal?: AbortSignal | undefined }): Promise<boolean> {
+export function signOut(options: Target & { local?: boolean | undefined; signal?: AbortSignal | undefined }): Promise<boolean> {
+  return said(options, () => signOutNow(options));
+}
+
+async function signOutNow(options: Target & { local?: boolean | undefined; signal?: AbortSignal | undefined }): Promise<boolean> {
   const result = await signOutSession(settingsOf(options), { local: options.local, signal: options.signal });
   if (result.outcome === 'unsupported')
     noticesOf(options).say(`${options.issuer} offers no token revocation: the token stays valid there until it expires.`);
@@ -210,7 +243,11 @@ export async function signOut(options: Target & { local?: boolean | undefined; s
 }
 
 /** Who is signed in to the profile, until when, and where the sign-in is kept; reads only what is stored here. */
-export async function status(options: Target & { resource?: string | undefined }): Promise<Status> {
+export function status(options: Target & { resource?: string | undefined }): Promise<Status> {
+  return said(options, () => statusNow(options));
+}
+
+async function statusNow(options: Target & { resource?: string | undefined }): Promise<Status> {
   const settings = settingsOf(options);
   const { session: stored, store } = await locateSession(settings.slot, settings.env);
   const base = { issuer: settings.issuer, profile: settings.profile, storedIn: describeStore(store) };

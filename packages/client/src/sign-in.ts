@@ -85,6 +85,8 @@ export interface PersonSignIn {
   port?: number | undefined;
   timeoutMs?: number | undefined;
   clock?: Clock | undefined;
+  /** Browser flow: the tool's name on the page the browser shows at the end (default authcli). */
+  appName?: string | undefined;
 }
 
 /** How long the browser flow waits for the browser by default. */
@@ -104,6 +106,7 @@ export async function signInPerson(settings: ProfileSettings, opts: PersonSignIn
       complete: (tokens, nonce) => storeSignIn(plan, settings, tokens, nonce, opts.notices, opts.signal),
       tokenTransport: plan.tokenTransport,
       dpopJkt: plan.askedJkt,
+      appName: opts.appName,
     });
   }
   if (!opts.onDeviceCode) throw new AuthcliError('usage', 'the device flow needs onDeviceCode, to show the person the code');

@@ -19,6 +19,8 @@ export interface WaitOptions {
   /** The error to end the wait with at the timeout. */
   timedOut(): Error;
   signal?: AbortSignal | undefined;
+  /** The tool's name on the page a failed callback gets (default authcli). */
+  appName?: string | undefined;
 }
 
 export interface Loopback {
@@ -100,7 +102,7 @@ export async function openLoopback(port: number): Promise<Loopback> {
           try {
             finish({ callback: validateCallback(url.searchParams, expect), respond: (page) => respond(res, page) });
           } catch (err) {
-            respond(res, failurePage(err));
+            respond(res, failurePage(err, opts.appName));
             finish(err as Error);
           }
         }

@@ -40,6 +40,8 @@ export interface BrowserLoginOptions<T extends SignedIn> {
   tokenTransport?: Transport | undefined;
   /** RFC 9449 §10: the thumbprint of the sign-in's DPoP key, sent as `dpop_jkt` to bind the code to it. */
   dpopJkt?: string | undefined;
+  /** The tool's name on the page the browser shows at the end (default authcli). */
+  appName?: string | undefined;
 }
 
 /** "5 min", "90 s": how the CLI states a wait. */
@@ -92,6 +94,7 @@ export async function browserLogin<T extends SignedIn>(
         timeoutMs: opts.timeoutMs,
         quietMs: opts.quietHintMs ?? 60_000,
         signal: opts.signal,
+        appName: opts.appName,
         onQuiet: () =>
           opts.say(`Nothing has come back from the browser yet. If it shows an error page, ${check}. Still waiting… Ctrl-C to cancel`),
         timedOut: () =>
@@ -109,10 +112,10 @@ export async function browserLogin<T extends SignedIn>(
     try {
       const tokens = await client.exchangeCode(callback, request.redirectUri, request.verifier);
       const signedIn = await opts.complete(tokens, request.nonce);
-      respond(signedInPage(signedIn.username ?? signedIn.subject, settings.issuer));
+      respond(signedInPage(signedIn.username ?? signedIn.subject, settings.issuer, opts.appName));
       return signedIn;
     } catch (err) {
-      respond(failurePage(err));
+      respond(failurePage(err, opts.appName));
       throw err;
     }
   } finally {

@@ -62,28 +62,31 @@ const notice = (kind: 'ok' | 'failed' | 'info') =>
   kind === 'info' ? '<p>' : kind === 'ok' ? '<p class="result ok" role="status">' : '<p class="result failed" role="alert">';
 
 /** The page, `title` and `message` plain text; `kind` colours the message as the server's success and error notices do. */
-function page(status: number, title: string, message: string, kind: 'ok' | 'failed' | 'info'): Page {
+function page(status: number, title: string, message: string, kind: 'ok' | 'failed' | 'info', name: string): Page {
   const html =
     '<!doctype html><html lang="en"><head><meta charset="utf-8">' +
     '<meta name="viewport" content="width=device-width, initial-scale=1"><meta name="referrer" content="no-referrer">' +
-    `<title>${escapeHtml(title)} · authcli</title><style>${PAGE_STYLE}</style></head><body>` +
-    `<header><span>${BRAND_MARK}authcli</span></header>` +
+    `<title>${escapeHtml(title)} · ${escapeHtml(name)}</title><style>${PAGE_STYLE}</style></head><body>` +
+    `<header><span>${BRAND_MARK}${escapeHtml(name)}</span></header>` +
     `<main><section><h1>${escapeHtml(title)}</h1>${notice(kind)}${escapeHtml(message)}</p>` +
     '<p class="muted">You can close this tab and return to the terminal.</p></section></main>' +
-    '<footer>authcli command-line sign-in</footer></body></html>';
+    `<footer>${escapeHtml(name)} command-line sign-in</footer></body></html>`;
   return { status, html };
 }
 
+/** The name a page gives the tool that signs in, unless its caller names another (@authcli/client's `appName`). */
+export const DEFAULT_APP_NAME = 'authcli';
+
 /** The sign-in is verified and stored. */
-export function signedInPage(who: string | undefined, issuer: string): Page {
-  return page(200, `Signed in${who ? ` as ${who}` : ''}`, `authcli has verified and stored the sign-in to ${issuer}.`, 'ok');
+export function signedInPage(who: string | undefined, issuer: string, name = DEFAULT_APP_NAME): Page {
+  return page(200, `Signed in${who ? ` as ${who}` : ''}`, `${name} has verified and stored the sign-in to ${issuer}.`, 'ok', name);
 }
 
 /** A sign-in that did not complete: denial in its own words, anything else with its reason. */
-export function failurePage(err: unknown): Page {
+export function failurePage(err: unknown, name = DEFAULT_APP_NAME): Page {
   if (err instanceof AuthcliError && err.code === 'access_denied') {
-    return page(200, 'Sign-in cancelled', 'You denied the sign-in in the browser, so authcli did not sign in.', 'info');
+    return page(200, 'Sign-in cancelled', `You denied the sign-in in the browser, so ${name} did not sign in.`, 'info', name);
   }
   const reason = err instanceof AuthcliError ? err.message : 'an unexpected error; the terminal has the details';
-  return page(400, 'Sign-in failed', `authcli could not complete the sign-in: ${reason}.`, 'failed');
+  return page(400, 'Sign-in failed', `${name} could not complete the sign-in: ${reason}.`, 'failed', name);
 }

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { pollForTokens } from '@authcli/client/internal/device/poll.js';
-import { CliError } from '../src/errors.js';
-import type { HttpResponse, Transport } from '@authcli/client/internal/http.js';
-import { OAuthClient } from '@authcli/client/internal/oauth/client.js';
+import { pollForTokens } from '../src/device/poll.js';
+import { AuthcliError } from '../src/errors.js';
+import type { HttpResponse, Transport } from '../src/http.js';
+import { OAuthClient } from '../src/oauth/client.js';
 import { FakeClock } from './support/scripted.js';
 
 const pending: HttpResponse = { status: 400, headers: new Headers(), body: { error: 'authorization_pending' } };
@@ -17,7 +17,7 @@ function scripted(clock: FakeClock, answers: (HttpResponse | 'network')[]) {
     at.push(clock.t);
     const a = answers.shift();
     if (a === undefined) throw new Error('polled more than scripted');
-    if (a === 'network') throw new CliError('network', 'ECONNREFUSED');
+    if (a === 'network') throw new AuthcliError('network', 'ECONNREFUSED');
     return a;
   };
   return { transport, at };

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
-import { verifyIdToken } from '@authcli/client/internal/tokens.js';
-import type { Transport } from '@authcli/client/internal/http.js';
+import { verifyIdToken } from '../src/tokens.js';
+import type { Transport } from '../src/http.js';
 
 const ISS = 'https://id.example';
 const meta = { issuer: ISS, token_endpoint: `${ISS}/token`, jwks_uri: `${ISS}/jwks` };

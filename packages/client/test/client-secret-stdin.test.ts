@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { readSecretFromStdin, resolveSettings } from '@authcli/client/internal/config.js';
+import { readSecretFromStdin, resolveSettings } from '../src/config.js';
 
 const stdin = (text: string, isTTY = false) => Object.assign(Readable.from([Buffer.from(text)]), { isTTY });
 

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { FAVICON_SVG, STYLESHEET } from '../../server/src/web/assets.js';
-import { BRAND_MARK, failurePage, PAGE_CSP, PALETTE, signedInPage } from '@authcli/client/internal/browser/pages.js';
-import { CliError } from '../src/errors.js';
+import { BRAND_MARK, failurePage, PAGE_CSP, PALETTE, signedInPage } from '../src/browser/pages.js';
+import { AuthcliError } from '../src/errors.js';
 
 /** The `--name:value` custom properties of the first `:root { … }` block after `from` in a stylesheet. */
 function rootProperties(css: string, from = 0): Record<string, string> {
@@ -26,11 +26,11 @@ describe('the loopback result page', () => {
   });
 
   it('a denial is "Sign-in cancelled"; any other failure "Sign-in failed" with its reason (a bug without its text)', () => {
-    expect(failurePage(new CliError('access_denied', 'you denied the sign-in in the browser'))).toMatchObject({
+    expect(failurePage(new AuthcliError('access_denied', 'you denied the sign-in in the browser'))).toMatchObject({
       status: 200,
       html: expect.stringContaining('<h1>Sign-in cancelled</h1>'),
     });
-    const failed = failurePage(new CliError('callback', 'the callback repeats <state>'));
+    const failed = failurePage(new AuthcliError('callback', 'the callback repeats <state>'));
     expect(failed.status).toBe(400);
     expect(failed.html).toContain('<h1>Sign-in failed</h1>');
     expect(failed.html).toContain('authcli could not complete the sign-in: the callback repeats &lt;state&gt;.');

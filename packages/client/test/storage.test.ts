@@ -11,17 +11,11 @@ import {
   readSession,
   writeSession,
   type StoredSession,
-} from '@authcli/client/internal/credentials.js';
-import { CliError } from '../src/errors.js';
-import { keychainMayAnswer, keychainName } from '@authcli/client/internal/storage/keychain.js';
-import {
-  announcesFallback,
-  readsKeychain,
-  storageChoice,
-  writesKeychain,
-  type StorageChoice,
-} from '@authcli/client/internal/storage/select.js';
-import { newer, parseSession } from '@authcli/client/internal/storage/session.js';
+} from '../src/credentials.js';
+import { AuthcliError } from '../src/errors.js';
+import { keychainMayAnswer, keychainName } from '../src/storage/keychain.js';
+import { announcesFallback, readsKeychain, storageChoice, writesKeychain, type StorageChoice } from '../src/storage/select.js';
+import { newer, parseSession } from '../src/storage/session.js';
 
 const session = (over: Partial<StoredSession> = {}): StoredSession => ({
   client_id: 'authcli',
@@ -167,7 +161,7 @@ describe('credentials on a machine without a keychain (no D-Bus session bus)', (
 
   it('an unknown AUTHCLI_STORAGE fails every operation before anything is stored', async () => {
     const env = { XDG_CONFIG_HOME: home, AUTHCLI_STORAGE: 'usb' } as NodeJS.ProcessEnv;
-    await expect(writeSession('https://a.example', session(), env, say)).rejects.toThrow(CliError);
+    await expect(writeSession('https://a.example', session(), env, say)).rejects.toThrow(AuthcliError);
     await expect(readSession('https://a.example', env)).rejects.toThrow(/AUTHCLI_STORAGE/);
     expect(existsSync(join(home, 'authcli'))).toBe(false);
   });

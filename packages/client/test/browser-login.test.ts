@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { browserLogin, duration } from '@authcli/client/internal/browser/login.js';
-import { CliError } from '../src/errors.js';
-import type { HttpResponse, Transport } from '@authcli/client/internal/http.js';
+import { browserLogin, duration } from '../src/browser/login.js';
+import { AuthcliError } from '../src/errors.js';
+import type { HttpResponse, Transport } from '../src/http.js';
 
 const meta = {
   issuer: 'https://id.example',
@@ -104,9 +104,9 @@ describe('browser login (RFC 8252 loopback)', () => {
       timeoutMs: 60_000,
       complete,
     }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(CliError);
+    expect(err).toBeInstanceOf(AuthcliError);
     expect(err).toMatchObject({ code: 'authorization_request', hint: expect.stringMatching(/client id \(authcli/) });
-    expect((err as CliError).message).toBe(
+    expect((err as AuthcliError).message).toBe(
       'the server refused the sign-in request with HTTP 400 (invalid_client: The application is not registered with this server (unknown client_id).); the browser was not opened',
     );
     expect(opened).toBe(false);
@@ -131,7 +131,7 @@ describe('browser login (RFC 8252 loopback)', () => {
   it('a preflight that cannot reach the server, or is refused for who asks (403), leaves it to the browser', async () => {
     for (const transport of [
       (async () => {
-        throw new CliError('network', 'cannot reach https://id.example: connection refused');
+        throw new AuthcliError('network', 'cannot reach https://id.example: connection refused');
       }) satisfies Transport,
       (async () => page(403, 'forbidden')) satisfies Transport,
     ]) {

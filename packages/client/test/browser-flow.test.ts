@@ -1,9 +1,9 @@
 import { challengeS256 } from '@authcli/pkce';
 import { describe, expect, it } from 'vitest';
-import { browserLogin, type SignedIn } from '@authcli/client/internal/browser/login.js';
-import { PAGE_CSP } from '@authcli/client/internal/browser/pages.js';
-import { CliError } from '../src/errors.js';
-import type { Transport } from '@authcli/client/internal/http.js';
+import { browserLogin, type SignedIn } from '../src/browser/login.js';
+import { PAGE_CSP } from '../src/browser/pages.js';
+import { AuthcliError } from '../src/errors.js';
+import type { Transport } from '../src/http.js';
 import { response, scripted } from './support/scripted.js';
 
 const ISS = 'https://id.example';
@@ -85,7 +85,7 @@ describe('the browser flow through its callback (rfc8252, rfc6749 §4.1)', () =>
 
   it('a sign-in that cannot be verified or stored is a failure in the browser too', async () => {
     const flow = await start(scripted(toSignIn, response(200, tokens)), async () => {
-      throw new CliError('id_token', 'the ID token nonce does not match this sign-in');
+      throw new AuthcliError('id_token', 'the ID token nonce does not match this sign-in');
     });
     const html = await (await flow.callback({ code: 'code-1' })).text();
     expect(html).toContain('authcli could not complete the sign-in: the ID token nonce does not match this sign-in.');

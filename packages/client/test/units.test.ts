@@ -2,12 +2,12 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { validateCallback } from '@authcli/client/internal/oauth/authorization.js';
-import { resolveSettings } from '@authcli/client/internal/config.js';
-import { credentialsPath, deleteSession, readSession, writeSession, type StoredSession } from '@authcli/client/internal/credentials.js';
-import { CliError } from '../src/errors.js';
-import { discover, sameLoopbackServer } from '@authcli/client/internal/oauth/discovery.js';
-import type { Transport } from '@authcli/client/internal/http.js';
+import { validateCallback } from '../src/oauth/authorization.js';
+import { resolveSettings } from '../src/config.js';
+import { credentialsPath, deleteSession, readSession, writeSession, type StoredSession } from '../src/credentials.js';
+import { AuthcliError } from '../src/errors.js';
+import { discover, sameLoopbackServer } from '../src/oauth/discovery.js';
+import type { Transport } from '../src/http.js';
 
 const ISS = 'https://id.example';
 const q = (s: string) => new URLSearchParams(s);
@@ -25,7 +25,7 @@ describe('validateCallback (rfc6749 §10.12 state, rfc9207 iss)', () => {
       `code=abc&iss=${ISS}`,
       `code=abc&state=${'S'.repeat(43)}&state=${'S'.repeat(43)}&iss=${ISS}`,
     ]) {
-      expect(() => validateCallback(q(bad), expectations), bad).toThrow(CliError);
+      expect(() => validateCallback(q(bad), expectations), bad).toThrow(AuthcliError);
     }
   });
 
@@ -76,7 +76,7 @@ describe('settings and credentials', () => {
   it('bad settings are clear errors', async () => {
     const env = { XDG_CONFIG_HOME: home } as NodeJS.ProcessEnv;
     await expect(resolveSettings({ issuer: 'http://example.com' }, env)).rejects.toThrow(/https/);
-    await expect(resolveSettings({ issuer: 'not a url' }, env)).rejects.toThrow(CliError);
+    await expect(resolveSettings({ issuer: 'not a url' }, env)).rejects.toThrow(AuthcliError);
     mkdirSync(join(home, 'authcli'));
     writeFileSync(join(home, 'authcli', 'config.json'), '{ nope');
     await expect(resolveSettings({}, env)).rejects.toThrow(/not valid JSON/);
@@ -121,7 +121,7 @@ describe('discovery: an issuer the server does not call itself', () => {
     try {
       await discover(asked, answering(named));
     } catch (err) {
-      expect(err).toBeInstanceOf(CliError);
+      expect(err).toBeInstanceOf(AuthcliError);
       return (err as Error).message;
     }
     throw new Error('accepted');

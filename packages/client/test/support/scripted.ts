@@ -1,8 +1,8 @@
 // A server as a script: the Transport the protocol client and the flows are tested with, and a clock that only
 // moves when they sleep. What was sent is recorded as it was handed to the transport.
-import type { Clock } from '@authcli/client/internal/device/poll.js';
-import { CliError } from '../../src/errors.js';
-import type { HttpResponse, Transport } from '@authcli/client/internal/http.js';
+import type { Clock } from '../../src/device/poll.js';
+import { AuthcliError } from '../../src/errors.js';
+import type { HttpResponse, Transport } from '../../src/http.js';
 
 export type Sent = { url: string; init: Parameters<Transport>[1] };
 
@@ -20,7 +20,7 @@ export function scripted(...answers: Answer[]): Transport & { sent: Sent[] } {
     sent.push({ url, init });
     const answer = answers.shift();
     if (answer === undefined) throw new Error(`unscripted ${init.method} ${url}`);
-    if (answer === 'network') throw new CliError('network', `cannot reach ${new URL(url).origin}: connection refused`);
+    if (answer === 'network') throw new AuthcliError('network', `cannot reach ${new URL(url).origin}: connection refused`);
     return typeof answer === 'function' ? answer({ url, init }) : answer;
   };
   return Object.assign(transport, { sent });
@@ -32,7 +32,7 @@ export class FakeClock implements Clock {
   sleeps: number[] = [];
   now = () => this.t;
   sleep = async (ms: number, signal?: AbortSignal) => {
-    if (signal?.aborted) throw new CliError('cancelled', 'cancelled');
+    if (signal?.aborted) throw new AuthcliError('cancelled', 'cancelled');
     this.sleeps.push(ms);
     this.t += ms;
   };

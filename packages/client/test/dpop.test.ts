@@ -15,10 +15,10 @@ import {
   keyOfSession,
   memoryNonces,
   serverUsesDpop,
-} from '@authcli/client/internal/dpop.js';
-import type { HttpResponse, Transport } from '@authcli/client/internal/http.js';
-import { deleteDpopKeys, dpopKeysPath, readDpopKey, writeDpopKey } from '@authcli/client/internal/storage/dpop.js';
-import type { StoredSession } from '@authcli/client/internal/storage/session.js';
+} from '../src/dpop.js';
+import type { HttpResponse, Transport } from '../src/http.js';
+import { deleteDpopKeys, dpopKeysPath, readDpopKey, writeDpopKey } from '../src/storage/dpop.js';
+import type { StoredSession } from '../src/storage/session.js';
 
 const homes: string[] = [];
 afterEach(() => {

@@ -3,15 +3,8 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CliError } from '../src/errors.js';
-import {
-  acquireLock,
-  inspectLock,
-  sessionLockPath,
-  takeOverLock,
-  withSessionLock,
-  type LockHolder,
-} from '@authcli/client/internal/lock.js';
+import { AuthcliError } from '../src/errors.js';
+import { acquireLock, inspectLock, sessionLockPath, takeOverLock, withSessionLock, type LockHolder } from '../src/lock.js';
 
 const ISS = 'https://id.example';
 let dir: string;
@@ -66,9 +59,9 @@ describe('the session lock', () => {
     const holder = await acquireLock(path);
     const started = Date.now();
     const err = await acquireLock(path, { timeoutMs: 400, purpose: 'refreshing the sign-in to x' }).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(CliError);
-    expect((err as CliError).code).toBe('timeout');
-    expect((err as CliError).message).toMatch(
+    expect(err).toBeInstanceOf(AuthcliError);
+    expect((err as AuthcliError).code).toBe('timeout');
+    expect((err as AuthcliError).message).toMatch(
       new RegExp(`waiting for another authcli process \\(pid ${process.pid}\\) refreshing the sign-in to x`),
     );
     expect(Date.now() - started).toBeLessThan(1500);
@@ -84,7 +77,7 @@ describe('the session lock', () => {
     const started = Date.now();
     ac.abort();
     const err = await waiting;
-    expect((err as CliError).code).toBe('cancelled');
+    expect((err as AuthcliError).code).toBe('cancelled');
     expect(Date.now() - started).toBeLessThan(100);
     expect(JSON.parse(readFileSync(path, 'utf8')).pid).toBe(process.pid);
     await holder.release();
@@ -147,7 +140,7 @@ describe('the session lock', () => {
     // A waiter that takes over a lock untouched for 300 ms looks at it for three times that long, and never may.
     const started = Date.now();
     const err = await acquireLock(path, { staleMs: 300, timeoutMs: 900 }).catch((e: unknown) => e);
-    expect((err as CliError).code).toBe('timeout');
+    expect((err as AuthcliError).code).toBe('timeout');
     expect(Date.now() - started).toBeGreaterThanOrEqual(900);
     expect(holder.lost).toBe(false);
     await holder.release();
@@ -224,7 +217,7 @@ describe('the session lock', () => {
       { heartbeatMs: 100 },
       env,
     ).catch((e: unknown) => e);
-    expect((err as CliError).code).toBe('timeout');
-    expect((err as CliError).message).toMatch(/took over the lock/);
+    expect((err as AuthcliError).code).toBe('timeout');
+    expect((err as AuthcliError).message).toMatch(/took over the lock/);
   });
 });

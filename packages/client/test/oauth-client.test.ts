@@ -1,11 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { CliError } from '../src/errors.js';
-import type { ClientSettings } from '@authcli/client/internal/config.js';
-import type { Transport } from '@authcli/client/internal/http.js';
-import { validateCallback } from '@authcli/client/internal/oauth/authorization.js';
-import { OAuthClient } from '@authcli/client/internal/oauth/client.js';
-import type { ServerMetadata } from '@authcli/client/internal/oauth/discovery.js';
-import { ProtocolError } from '@authcli/client/internal/oauth/errors.js';
+import { AuthcliError } from '../src/errors.js';
+import type { ClientSettings } from '../src/config.js';
+import type { Transport } from '../src/http.js';
+import { validateCallback } from '../src/oauth/authorization.js';
+import { OAuthClient } from '../src/oauth/client.js';
+import type { ServerMetadata } from '../src/oauth/discovery.js';
+import { ProtocolError } from '../src/oauth/errors.js';
 import { basic, deviceCodes, response, scripted } from './support/scripted.js';
 
 const ISS = 'https://id.example';
@@ -407,11 +407,11 @@ describe('rfc7009 revocation', () => {
 });
 
 describe('the one error type', () => {
-  it('is a CliError, so the error boundary prints it as one line with its hint', async () => {
+  it('is a AuthcliError, so the error boundary prints it as one line with its hint', async () => {
     const err = await client(scripted(oauthError(401, 'invalid_client')))
       .refresh('rt')
       .catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(CliError);
+    expect(err).toBeInstanceOf(AuthcliError);
     expect(err).toBeInstanceOf(ProtocolError);
   });
 });

@@ -1,10 +1,10 @@
 import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { httpTransport } from '@authcli/client/internal/http.js';
-import { OAuthClient } from '@authcli/client/internal/oauth/client.js';
-import { discover, fetchJwks } from '@authcli/client/internal/oauth/discovery.js';
-import { ProtocolError } from '@authcli/client/internal/oauth/errors.js';
-import { fetchUserinfo } from '@authcli/client/internal/oauth/userinfo.js';
+import { httpTransport } from '../src/http.js';
+import { OAuthClient } from '../src/oauth/client.js';
+import { discover, fetchJwks } from '../src/oauth/discovery.js';
+import { ProtocolError } from '../src/oauth/errors.js';
+import { fetchUserinfo } from '../src/oauth/userinfo.js';
 import { response, scripted } from './support/scripted.js';
 
 const ISS = 'https://id.example';
