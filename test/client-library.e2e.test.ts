@@ -1,5 +1,10 @@
 // @authcli/client, as another tool embeds it (its built package, not its sources), against authcli-server and
 // against another standard OpenID Connect server (node-oidc-provider): both flows, refresh, revocation, status.
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AuthcliError, type DeviceCode, getToken, signIn, signOut, status } from '@authcli/client';
 import type { Browser as Chromium } from 'playwright-core';
@@ -10,6 +15,7 @@ import { addUsers } from '@authcli/test-support/seed';
 import { startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 
 const PASSWORD = 'library e2e pass';
+const execFileAsync = promisify(execFile);
 
 /** Approves a device code at authcli-server as a person would, over HTTP: sign in, enter the code, confirm, approve. */
 async function approveDevice(issuer: string, code: DeviceCode, username: string): Promise<void> {
@@ -125,6 +131,36 @@ describe('@authcli/client against authcli-server', () => {
     expect(await userinfo(server.issuer, await getToken(target))).toBe(200);
     expect(await status(target)).toMatchObject({ signedIn: true, username: 'lars', scope: 'openid profile' });
     await signOut(target);
+  });
+
+  it('file storage in its own folder: five processes ask for a token at once, and the sign-in is refreshed once', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'authcli-library-'));
+    try {
+      const target = { issuer: server.issuer, clientId: 'authcli', storage: 'file' as const, directory, profile: 'processes' };
+      await signIn({ ...target, flow: 'device', onDeviceCode: (code) => void approveDevice(server.issuer, code, 'lena') });
+      expect(statSync(join(directory, 'credentials.json')).mode & 0o777).toBe(0o600);
+      expect((await status(target)).storedIn).toBe(join(directory, 'credentials.json'));
+      const first = await getToken(target);
+      // Each asks for a token that lasts longer than the stored one will: one process refreshes under the lock, the
+      // others wait for it and take what it stored. A refresh token sent twice would end the sign-in (RFC 9700).
+      const asked = JSON.stringify({ ...target, minValidity: await longerThanLeft(target) });
+      const script = "import('@authcli/client').then((c) => c.getToken(JSON.parse(process.argv[1]))).then((t) => process.stdout.write(t))";
+      const tokens = await Promise.all(
+        Array.from({ length: 5 }, () =>
+          execFileAsync(process.execPath, ['-e', script, asked], { cwd: import.meta.dirname }).then((r) => r.stdout),
+        ),
+      );
+      expect(new Set(tokens).size).toBe(1);
+      expect(tokens[0]).not.toBe(first);
+      expect(await userinfo(server.issuer, tokens[0]!)).toBe(200);
+      // The sign-in goes on: the next renewal works too.
+      const next = await getToken({ ...target, minValidity: await longerThanLeft(target) });
+      expect(next).not.toBe(tokens[0]);
+      expect(await signOut(target)).toBe(true);
+      expect((await status(target)).signedIn).toBe(false);
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
   });
 
   it('a cancelled sign-in and bad options are AuthcliErrors with a code, and store nothing', async () => {

@@ -66,6 +66,12 @@ export const CLI_SETTINGS: readonly CliSetting[] = [
     meaning: '`1`: a failure prints its cause chain and stacks.',
   },
   {
+    env: ['AUTHCLI_CONFIG_DIR'],
+    default: code('$XDG_CONFIG_HOME/authcli'),
+    meaning:
+      'The folder itself, when it is elsewhere: the same files as below, in it (an absolute path; anything else is not used). @authcli/client sets it from its `directory` option.',
+  },
+  {
     env: ['XDG_CONFIG_HOME'],
     default: code('~/.config'),
     meaning:

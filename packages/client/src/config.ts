@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { IssuerError, normalizeIssuer } from '@authcli/protocol';
 import { AuthcliError } from './errors.js';
 
@@ -11,8 +11,13 @@ export const DEFAULT_PROFILE = 'default';
 /** A profile name: 1-64 letters, digits, `.`, `_`, `-`, starting with a letter or digit (never a space or `#`, which slots rely on). */
 export const PROFILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
-/** `$XDG_CONFIG_HOME/authcli` (default `~/.config/authcli`): config.json and credentials.json. */
+/**
+ * `AUTHCLI_CONFIG_DIR` when it is an absolute path (@authcli/client's `directory` sets it), else
+ * `$XDG_CONFIG_HOME/authcli` (default `~/.config/authcli`): config.json, credentials.json, the locks.
+ */
 export function configDir(env: NodeJS.ProcessEnv = process.env): string {
+  const own = env.AUTHCLI_CONFIG_DIR;
+  if (own && isAbsolute(own)) return own;
   const base = env.XDG_CONFIG_HOME?.startsWith('/') ? env.XDG_CONFIG_HOME : join(homedir(), '.config');
   return join(base, 'authcli');
 }

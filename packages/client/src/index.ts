@@ -20,6 +20,7 @@ import { signOutSession } from './sign-out.js';
 import { openInBrowser } from './browser/open.js';
 import { sessionFor } from './storage/session.js';
 import { errorInToolWords, inToolWords, type ToolWords } from './voice.js';
+import { resolve } from 'node:path';
 import { normalizeIssuer } from '@authcli/protocol';
 
 export { AuthcliError, type AuthcliErrorCode } from './errors.js';
@@ -42,6 +43,12 @@ export interface Target {
    * same issuer, client and profile share one sign-in (and one lock).
    */
   storage?: Storage | undefined;
+  /**
+   * The folder of the file storage, the locks, the DPoP keys of file-kept sign-ins and the servers' DPoP nonces
+   * (default `$XDG_CONFIG_HOME/authcli`, authcli's own; created 0700 when first written). Give your tool its own
+   * folder to keep its sign-ins apart from authcli's; the keychain's entries are told apart by issuer and profile.
+   */
+  directory?: string | undefined;
   /** Where the library says what a person should know (a wait for another process, a fallback to the file). */
   notices?: ((line: string) => void) | undefined;
   /** The tool's name as people know it, in messages and on the browser's last page (default: `clientId`). */
@@ -132,7 +139,11 @@ function settingsOf(t: Target & { resource?: string | undefined }): ProfileSetti
     throw new AuthcliError('usage', `storage must be keychain, file or memory, not ${JSON.stringify(t.storage)}`);
   }
   if (t.resource !== undefined) resourceOf(t.resource);
-  const env = { ...process.env, AUTHCLI_STORAGE: t.storage ?? '' };
+  const env: NodeJS.ProcessEnv = { ...process.env, AUTHCLI_STORAGE: t.storage ?? '' };
+  if (t.directory !== undefined) {
+    if (typeof t.directory !== 'string' || t.directory === '') throw new AuthcliError('usage', 'directory must be a folder path');
+    env.AUTHCLI_CONFIG_DIR = resolve(t.directory);
+  }
   return { issuer, clientId: t.clientId, clientSecret: undefined, resource: t.resource, profile, slot: slotOf(issuer, profile), env };
 }
 
