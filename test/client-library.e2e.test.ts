@@ -216,7 +216,16 @@ describe('@authcli/client against another OpenID Connect server (node-oidc-provi
     const first = await getToken(target);
     const renewed = await getToken({ ...target, minValidity: await longerThanLeft(target) });
     expect(renewed).not.toBe(first);
-    expect(await signOut(target)).toBe(true);
+    const { userinfo_endpoint } = (await (await fetch(`${op.issuer}/.well-known/openid-configuration`)).json()) as {
+      userinfo_endpoint: string;
+    };
+    const asked = () => fetch(userinfo_endpoint, { headers: { authorization: `Bearer ${renewed}` } }).then((r) => r.status);
+    expect(await asked()).toBe(200);
+    const notices: string[] = [];
+    expect(await signOut({ ...target, notices: (line) => notices.push(line) })).toBe(true);
+    expect(notices).toEqual([]);
+    // Revoking the refresh token (RFC 7009 §2.1) ended the grant and its access tokens at the other server too.
+    expect(await asked()).toBe(401);
     expect((await status(target)).signedIn).toBe(false);
   });
 
