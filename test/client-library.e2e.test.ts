@@ -1,7 +1,7 @@
 // @authcli/client, as another tool embeds it (its built package, not its sources), against authcli-server and
 // against another standard OpenID Connect server (node-oidc-provider): both flows, refresh, revocation, status.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -11,8 +11,9 @@ import type { Browser as Chromium } from 'playwright-core';
 import { launchChromium } from '@authcli/test-support/chromium';
 import { approveInBrowser, Browser, hidden, signInFields } from '@authcli/test-support/http';
 import { approveAtOtherProvider, approveDeviceAtOtherProvider, startOtherProvider } from '@authcli/test-support/other-op';
-import { addUsers } from '@authcli/test-support/seed';
-import { startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
+import { addApp, addUsers } from '@authcli/test-support/seed';
+import { serverCommand, startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
+import { decodeJwt } from 'jose';
 
 const PASSWORD = 'library e2e pass';
 const execFileAsync = promisify(execFile);
@@ -48,8 +49,12 @@ async function userinfo(issuer: string, token: string): Promise<number> {
   return (await fetch(`${issuer}/oauth/userinfo`, { headers: { authorization: `Bearer ${token}` } })).status;
 }
 
+const DEPLOY_API = 'https://deploy.example.test/api';
+const BILLING_API = 'https://billing.example.test';
+
 describe('@authcli/client against authcli-server', () => {
   let server: ServerProcess;
+  let teamTool: string;
 
   beforeAll(async () => {
     server = await startServerProcess({ env: { AUTHCLI_DEVICE_POLL_INTERVAL: '1' } });
@@ -57,6 +62,19 @@ describe('@authcli/client against authcli-server', () => {
       { username: 'lena', password: PASSWORD },
       { username: 'lars', password: PASSWORD },
     ]);
+    for (const [id, name, scope] of [
+      [DEPLOY_API, 'Deploy API', 'deploy:write=Deploy to production'],
+      [BILLING_API, 'Billing', 'invoices:read=Read invoices'],
+    ] as const) {
+      const added = await serverCommand(['resources', 'add', '--id', id, '--name', name, '--scope', scope], server.env);
+      expect(added.code, added.stderr).toBe(0);
+    }
+    ({ client_id: teamTool } = await addApp(server.env, {
+      name: 'Team tool',
+      callbackUrls: ['http://127.0.0.1/callback'],
+      scopes: ['openid', 'offline_access', 'deploy:write', 'invoices:read'],
+      grantTypes: ['authorization_code', 'refresh_token'],
+    }));
   });
   afterAll(async () => {
     await server?.stop();
@@ -141,9 +159,15 @@ describe('@authcli/client against authcli-server', () => {
       expect(statSync(join(directory, 'credentials.json')).mode & 0o777).toBe(0o600);
       expect((await status(target)).storedIn).toBe(join(directory, 'credentials.json'));
       const first = await getToken(target);
-      // Each asks for a token that lasts longer than the stored one will: one process refreshes under the lock, the
-      // others wait for it and take what it stored. A refresh token sent twice would end the sign-in (RFC 9700).
-      const asked = JSON.stringify({ ...target, minValidity: await longerThanLeft(target) });
+      // The kept access token expires (its expiry moved into the past, in the file as the library writes it): each
+      // process needs a new one; one refreshes under the lock, the others wait for it and take what it stored. A
+      // refresh token sent twice would end the sign-in (RFC 9700 §4.14.2).
+      const file = join(directory, 'credentials.json');
+      const kept = JSON.parse(readFileSync(file, 'utf8')) as { sessions: Record<string, { expires_at: number }> };
+      kept.sessions[`${server.issuer}#processes`]!.expires_at = Date.now() - 1000;
+      writeFileSync(`${file}.tmp`, JSON.stringify(kept), { mode: 0o600 });
+      renameSync(`${file}.tmp`, file);
+      const asked = JSON.stringify(target);
       const script = "import('@authcli/client').then((c) => c.getToken(JSON.parse(process.argv[1]))).then((t) => process.stdout.write(t))";
       const tokens = await Promise.all(
         Array.from({ length: 5 }, () =>
@@ -161,6 +185,29 @@ describe('@authcli/client against authcli-server', () => {
     } finally {
       rmSync(directory, { recursive: true, force: true });
     }
+  });
+
+  it("resource (RFC 8707): the sign-in's tokens are for one API, and getToken gets another API's from the same sign-in", async () => {
+    const target = { issuer: server.issuer, clientId: teamTool, storage: 'memory' as const, profile: 'apis' };
+    const who = await signIn({
+      ...target,
+      flow: 'browser',
+      scope: 'openid offline_access deploy:write invoices:read',
+      resource: DEPLOY_API,
+      openBrowser: async (url) => {
+        void fetch(await approveInBrowser(new Browser(server.issuer), url, 'lena', PASSWORD));
+        return true;
+      },
+    });
+    expect(who.scope).toBe('deploy:write');
+    const deploy = await getToken(target);
+    expect(decodeJwt(deploy)).toMatchObject({ aud: DEPLOY_API, scope: 'deploy:write', sub: who.subject });
+    const billing = await getToken({ ...target, resource: BILLING_API });
+    expect(decodeJwt(billing)).toMatchObject({ aud: BILLING_API, scope: 'invoices:read', sub: who.subject });
+    // Each is kept: asked again, the same tokens, and the first API's was not replaced.
+    expect(await getToken({ ...target, resource: BILLING_API })).toBe(billing);
+    expect(await getToken(target)).toBe(deploy);
+    await signOut(target);
   });
 
   it('a cancelled sign-in and bad options are AuthcliErrors with a code, and store nothing', async () => {
