@@ -75,6 +75,9 @@ describe('@authcli/client against authcli-server', () => {
       scopes: ['openid', 'offline_access', 'deploy:write', 'invoices:read'],
       grantTypes: ['authorization_code', 'refresh_token'],
     }));
+    // The running server answers from its copy of the APIs for up to a second (RESOURCE_CACHE_MS): past it, it
+    // knows the two added by the operator command.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
   });
   afterAll(async () => {
     await server?.stop();
