@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AuthcliError, type DeviceCode, getToken, signIn, signOut, status } from '@authcli/client';
+import { AuthcliError, authorization, type DeviceCode, getToken, signIn, signOut, status } from '@authcli/client';
 import type { Browser as Chromium } from 'playwright-core';
 import { launchChromium } from '@authcli/test-support/chromium';
 import { approveInBrowser, Browser, hidden, signInFields } from '@authcli/test-support/http';
@@ -151,6 +151,9 @@ describe('@authcli/client against authcli-server', () => {
     expect(await lastPage).toContain('deploy-tool has verified and stored the sign-in');
     expect(await userinfo(server.issuer, await getToken(target))).toBe(200);
     expect(await status(target)).toMatchObject({ signedIn: true, username: 'lars', scope: 'openid profile' });
+    expect(await authorization({ ...target, url: `${server.issuer}/oauth/userinfo` })).toEqual({
+      authorization: `Bearer ${await getToken(target)}`,
+    });
     await signOut(target);
   });
 
@@ -211,6 +214,29 @@ describe('@authcli/client against authcli-server', () => {
     expect(await getToken({ ...target, resource: BILLING_API })).toBe(billing);
     expect(await getToken(target)).toBe(deploy);
     await signOut(target);
+  });
+
+  it('dpop: the tokens are bound to a key of this process, and authorization() gives the DPoP headers a request needs', async () => {
+    const target = { issuer: server.issuer, clientId: 'authcli', storage: 'memory' as const, profile: 'bound' };
+    const who = await signIn({
+      ...target,
+      flow: 'device',
+      dpop: true,
+      onDeviceCode: (code) => void approveDevice(server.issuer, code, 'lars'),
+    });
+    expect(who.tokenType).toBe('DPoP');
+    const url = `${server.issuer}/oauth/userinfo`;
+    const headers = await authorization({ ...target, url });
+    expect(headers.authorization).toMatch(/^DPoP /);
+    expect(decodeJwt(headers.dpop!)).toMatchObject({ htm: 'GET', htu: url });
+    expect((await fetch(url, { headers })).status).toBe(200);
+    // The same token sent as Bearer is refused: a bound token is only good with a proof of the key.
+    expect((await fetch(url, { headers: { authorization: `Bearer ${await getToken(target)}` } })).status).toBe(401);
+    // A proof is for one method and URL.
+    const post = await authorization({ ...target, url, method: 'post' });
+    expect(decodeJwt(post.dpop!)).toMatchObject({ htm: 'POST' });
+    await expect(authorization({ ...target, url: '/relative' })).rejects.toMatchObject({ code: 'usage' });
+    expect(await signOut(target)).toBe(true);
   });
 
   it('a cancelled sign-in and bad options are AuthcliErrors with a code, and store nothing', async () => {

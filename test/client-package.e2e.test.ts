@@ -50,7 +50,7 @@ describe('@authcli/client packed and installed with npm', () => {
     const script = `
       const viaRequire = require('@authcli/client');
       import('@authcli/client').then(async (viaImport) => {
-        const names = (m) => ['signIn', 'getToken', 'signOut', 'status', 'AuthcliError'].map((n) => typeof m[n]).join(',');
+        const names = (m) => ['signIn', 'getToken', 'signOut', 'status', 'authorization', 'AuthcliError'].map((n) => typeof m[n]).join(',');
         const seen = await viaImport.status({ issuer: 'https://id.example.com', clientId: 'tool', storage: 'memory' });
         let code;
         try { await viaRequire.getToken({ issuer: 'https://id.example.com', clientId: 'tool', storage: 'memory' }); } catch (e) { code = e instanceof viaRequire.AuthcliError && e.code; }
@@ -58,8 +58,8 @@ describe('@authcli/client packed and installed with npm', () => {
       });`;
     const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: project, encoding: 'utf8' })) as Record<string, unknown>;
     expect(out).toEqual({
-      require: 'function,function,function,function,function',
-      import: 'function,function,function,function,function',
+      require: 'function,function,function,function,function,function',
+      import: 'function,function,function,function,function,function',
       signedIn: false,
       code: 'signed_out',
     });

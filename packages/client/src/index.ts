@@ -103,6 +103,14 @@ export interface GetTokenOptions extends Target {
   signal?: AbortSignal | undefined;
 }
 
+export interface AuthorizationOptions extends GetTokenOptions {
+  /** The request the headers go with: its method (default GET) and absolute URL. */
+  method?: string | undefined;
+  url: string;
+  /** The API's latest `DPoP-Nonce` (RFC 9449 §9), when it answered 401 `use_dpop_nonce` with one: ask again with it. */
+  nonce?: string | undefined;
+}
+
 export interface Status {
   signedIn: boolean;
   issuer: string;
@@ -222,7 +230,11 @@ export function getToken(options: GetTokenOptions): Promise<string> {
 }
 
 async function getTokenNow(options: GetTokenOptions): Promise<string> {
-  const settings = settingsOf(options);
+  return (await sessionNow(options, settingsOf(options))).access_token;
+}
+
+/** The sign-in with a token that has `minValidity` left (getToken's). */
+async function sessionNow(options: GetTokenOptions, settings: ProfileSettings): Promise<StoredSession> {
   const notices = noticesOf(options);
   const minMs = (options.minValidity ?? 0) * 1000;
   if (!(minMs >= 0 && Number.isFinite(minMs))) throw new AuthcliError('usage', 'minValidity must be a number of seconds, 0 or more');
@@ -234,7 +246,38 @@ async function getTokenNow(options: GetTokenOptions): Promise<string> {
       throw new AuthcliError('protocol', `${settings.issuer} issues tokens that last less than minValidity (${options.minValidity} s)`);
     }
   }
-  return session.access_token;
+  return session;
+}
+
+/**
+ * The headers that authorize one request to an API with the profile's sign-in: `authorization: Bearer <token>`,
+ * or for a DPoP-bound sign-in (RFC 9449 §7.1) `authorization: DPoP <token>` and a `dpop` proof for this method
+ * and URL, signed with this machine's key. The token is getToken's. A bound token sent as Bearer is refused, so
+ * use these rather than getToken when the sign-in may be bound (`dpop: true`, or an application that requires it).
+ */
+export function authorization(options: AuthorizationOptions): Promise<Record<string, string>> {
+  return said(options, () => authorizationNow(options));
+}
+
+async function authorizationNow(options: AuthorizationOptions): Promise<Record<string, string>> {
+  let url: URL;
+  try {
+    url = new URL(options.url);
+  } catch {
+    throw new AuthcliError('usage', `url must be an absolute URL, got ${JSON.stringify(options.url)}`);
+  }
+  const method = (options.method ?? 'GET').toUpperCase();
+  if (!/^[A-Z]+$/.test(method))
+    throw new AuthcliError('usage', `method must be an HTTP method such as GET or POST, got ${JSON.stringify(options.method)}`);
+  const settings = settingsOf(options);
+  const session = await sessionNow(options, settings);
+  const token = session.access_token;
+  if (!session.dpop_jkt) return { authorization: `Bearer ${token}` };
+  const { dpopProof, keyOfSession } = await import('./dpop.js');
+  // A bound sign-in whose key is not here is refused (AuthcliError signed_out), never sent as Bearer.
+  const key = (await keyOfSession(settings.slot, session, settings.env))!;
+  const proof = await dpopProof(key, { htm: method, htu: url.href, nonce: options.nonce, accessToken: token });
+  return { authorization: `DPoP ${token}`, dpop: proof };
 }
 
 /**
