@@ -1,7 +1,7 @@
 // @authcli/client, as another tool embeds it (its built package, not its sources), against authcli-server and
 // against another standard OpenID Connect server (node-oidc-provider): both flows, refresh, revocation, status.
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -84,16 +84,20 @@ describe('@authcli/client against authcli-server', () => {
   });
 
   it('device flow: signIn hands the code to the tool, getToken returns and renews the token, signOut revokes it', async () => {
-    const target = { issuer: server.issuer, clientId: 'authcli', storage: 'memory' as const, profile: 'device' };
+    // In memory: nothing is written, not even in the folder the sign-ins' files would go to.
+    const directory = mkdtempSync(join(tmpdir(), 'authcli-memory-'));
+    const target = { issuer: server.issuer, clientId: 'authcli', storage: 'memory' as const, directory, profile: 'device' };
     const shown: DeviceCode[] = [];
+    let approved: Promise<void> | undefined;
     const who = await signIn({
       ...target,
       flow: 'device',
       onDeviceCode: (code) => {
         shown.push(code);
-        void approveDevice(server.issuer, code, 'lena');
+        approved = approveDevice(server.issuer, code, 'lena');
       },
     });
+    await approved;
     expect(shown).toHaveLength(1);
     expect(shown[0]!.verificationUri).toBe(`${server.issuer}/device`);
     expect(shown[0]!.verificationUriComplete).toContain('/device?');
@@ -124,6 +128,8 @@ describe('@authcli/client against authcli-server', () => {
     const inWords = getToken({ ...target, signInAgain: 'run `deploy login`' });
     await expect(inWords).rejects.toMatchObject({ code: 'signed_out', message: expect.stringMatching(/; run `deploy login`$/) });
     expect(await signOut(target)).toBe(false);
+    expect(readdirSync(directory)).toEqual([]);
+    rmSync(directory, { recursive: true, force: true });
   });
 
   it('browser flow: the tool opens the URL (here a scripted person), the loopback callback completes the sign-in', async () => {
@@ -161,7 +167,9 @@ describe('@authcli/client against authcli-server', () => {
     const directory = mkdtempSync(join(tmpdir(), 'authcli-library-'));
     try {
       const target = { issuer: server.issuer, clientId: 'authcli', storage: 'file' as const, directory, profile: 'processes' };
-      await signIn({ ...target, flow: 'device', onDeviceCode: (code) => void approveDevice(server.issuer, code, 'lena') });
+      let approved: Promise<void> | undefined;
+      await signIn({ ...target, flow: 'device', onDeviceCode: (code) => void (approved = approveDevice(server.issuer, code, 'lena')) });
+      await approved;
       expect(statSync(join(directory, 'credentials.json')).mode & 0o777).toBe(0o600);
       expect((await status(target)).storedIn).toBe(join(directory, 'credentials.json'));
       const first = await getToken(target);
@@ -218,12 +226,14 @@ describe('@authcli/client against authcli-server', () => {
 
   it('dpop: the tokens are bound to a key of this process, and authorization() gives the DPoP headers a request needs', async () => {
     const target = { issuer: server.issuer, clientId: 'authcli', storage: 'memory' as const, profile: 'bound' };
+    let approved: Promise<void> | undefined;
     const who = await signIn({
       ...target,
       flow: 'device',
       dpop: true,
-      onDeviceCode: (code) => void approveDevice(server.issuer, code, 'lars'),
+      onDeviceCode: (code) => void (approved = approveDevice(server.issuer, code, 'lars')),
     });
+    await approved;
     expect(who.tokenType).toBe('DPoP');
     const url = `${server.issuer}/oauth/userinfo`;
     const headers = await authorization({ ...target, url });
@@ -237,6 +247,26 @@ describe('@authcli/client against authcli-server', () => {
     expect(decodeJwt(post.dpop!)).toMatchObject({ htm: 'POST' });
     await expect(authorization({ ...target, url: '/relative' })).rejects.toMatchObject({ code: 'usage' });
     expect(await signOut(target)).toBe(true);
+  });
+
+  it("two applications on one server: each tool has its own sign-in, and never takes, refreshes or ends another's", async () => {
+    const authcli = { issuer: server.issuer, clientId: 'authcli', storage: 'memory' as const, profile: 'shared' };
+    let approved: Promise<void> | undefined;
+    await signIn({ ...authcli, flow: 'device', onDeviceCode: (code) => void (approved = approveDevice(server.issuer, code, 'lena')) });
+    await approved;
+    const mine = await getToken(authcli);
+    // Another application naming the same profile finds a sign-in that is not its own: refused, never used.
+    const other = { ...authcli, clientId: teamTool };
+    await expect(getToken(other)).rejects.toMatchObject({ code: 'usage', message: expect.stringContaining('another application') });
+    expect((await status(other)).signedIn).toBe(false);
+    expect(await signOut(other)).toBe(false);
+    await expect(signIn({ ...other, flow: 'device', onDeviceCode: () => undefined })).rejects.toMatchObject({ code: 'usage' });
+    expect(await getToken(authcli)).toBe(mine);
+    expect(await userinfo(server.issuer, mine)).toBe(200);
+    // Without a profile, each client has its own: authcli's default, and one named after the other client.
+    expect((await status({ issuer: server.issuer, clientId: 'authcli', storage: 'memory' })).profile).toBe('default');
+    expect((await status({ issuer: server.issuer, clientId: teamTool, storage: 'memory' })).profile).not.toBe('default');
+    await signOut(authcli);
   });
 
   it('a cancelled sign-in and bad options are AuthcliErrors with a code, and store nothing', async () => {

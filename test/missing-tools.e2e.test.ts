@@ -111,7 +111,7 @@ describe('a missing tool fails the test run, with or without CI; AUTHCLI_TEST_AL
     for (const { script } of INSTALLERS) expect(steps.indexOf(`node scripts/${script}`), script).toBeGreaterThanOrEqual(0);
     // Every project, then the instruction-count guard alone (vitest.config.ts says why).
     expect(steps.slice(-2)).toEqual([
-      'vitest run --project pkce --project protocol --project cli --project server --project e2e',
+      'vitest run --project pkce --project protocol --project client --project cli --project server --project e2e',
       'vitest run --project instructions --maxWorkers=1 --minWorkers=1',
     ]);
     const ci = readFileSync(join(root, '.ci/run'), 'utf8');

@@ -9,8 +9,9 @@
  *
  * @packageDocumentation
  */
-import { DEFAULT_PROFILE, isApiIdentifier, PROFILE_NAME, type ProfileSettings, slotOf } from './config.js';
-import { describeStore, locateSession, type StoredSession } from './credentials.js';
+import { createHash } from 'node:crypto';
+import { DEFAULT_CLIENT_ID, DEFAULT_PROFILE, isApiIdentifier, PROFILE_NAME, type ProfileSettings, slotOf } from './config.js';
+import { describeStore, locateSession, readSession, type StoredSession } from './credentials.js';
 import type { DeviceCode } from './device/flow.js';
 import { AuthcliError } from './errors.js';
 import type { Notices } from './notices.js';
@@ -139,7 +140,7 @@ function settingsOf(t: Target & { resource?: string | undefined }): ProfileSetti
   } catch (err) {
     throw new AuthcliError('config', (err as Error).message, { cause: err });
   }
-  const profile = t.profile ?? DEFAULT_PROFILE;
+  const profile = t.profile ?? defaultProfile(t.clientId);
   if (!PROFILE_NAME.test(profile)) {
     throw new AuthcliError('usage', `invalid profile name ${JSON.stringify(profile)}: 1-64 letters, digits, '.', '_' or '-'`);
   }
@@ -150,9 +151,30 @@ function settingsOf(t: Target & { resource?: string | undefined }): ProfileSetti
   const env: NodeJS.ProcessEnv = { ...process.env, AUTHCLI_STORAGE: t.storage ?? '' };
   if (t.directory !== undefined) {
     if (typeof t.directory !== 'string' || t.directory === '') throw new AuthcliError('usage', 'directory must be a folder path');
+    // The keychain is the machine's, and its entries would be shared with the default folder's sign-ins while the
+    // locks are in this folder: a folder of its own keeps its sign-ins in its own file (or in memory).
+    if (t.storage === 'keychain') throw new AuthcliError('usage', 'directory keeps sign-ins in a file in it: not with storage "keychain"');
     env.AUTHCLI_CONFIG_DIR = resolve(t.directory);
+    env.AUTHCLI_STORAGE = t.storage ?? 'file';
   }
   return { issuer, clientId: t.clientId, clientSecret: undefined, resource: t.resource, profile, slot: slotOf(issuer, profile), env };
+}
+
+/**
+ * The profile of a tool that names none: authcli's own default for its client (`authcli`, so that the tool and
+ * `authcli login` share it), else one per client id, so that two tools on one server never take, refresh or
+ * revoke each other's sign-in.
+ */
+function defaultProfile(clientId: string): string {
+  if (clientId === DEFAULT_CLIENT_ID) return DEFAULT_PROFILE;
+  return PROFILE_NAME.test(clientId) ? clientId : `client-${createHash('sha256').update(clientId).digest('hex').slice(0, 16)}`;
+}
+
+function otherClients(settings: ProfileSettings, stored: StoredSession): AuthcliError {
+  return new AuthcliError(
+    'usage',
+    `the profile ${settings.profile} of ${settings.issuer} holds the sign-in of another application (${stored.client_id}); give this one another profile`,
+  );
 }
 
 function resourceOf(value: string): void {
@@ -172,12 +194,19 @@ const noticesOf = (t: Target): Notices => {
   return { say: say ? (line) => say(inToolWords(line, words)) : () => undefined };
 };
 
+/** A system error (a folder that cannot be created or written: EACCES, ENOTDIR, EROFS) as the storage's AuthcliError. */
+function fromSystem(err: unknown): unknown {
+  const e = err as NodeJS.ErrnoException;
+  if (!(err instanceof Error) || err instanceof AuthcliError || typeof e.code !== 'string' || typeof e.syscall !== 'string') return err;
+  return new AuthcliError('storage', `cannot keep the sign-in${e.path ? ` in ${e.path}` : ''}: ${e.message}`, { cause: err });
+}
+
 /** Runs a public function's work with its failures in the tool's words (voice.ts). */
 async function said<T>(t: Target, work: () => Promise<T>): Promise<T> {
   try {
     return await work();
   } catch (err) {
-    throw errorInToolWords(err, wordsOf(t));
+    throw errorInToolWords(fromSystem(err), wordsOf(t));
   }
 }
 
@@ -204,7 +233,24 @@ export function signIn(options: SignInOptions): Promise<SignedIn> {
 async function signInNow(options: SignInOptions): Promise<SignedIn> {
   const settings = settingsOf(options);
   if (options.flow !== 'device' && options.flow !== 'browser') throw new AuthcliError('usage', 'flow must be "device" or "browser"');
+  if (options.port !== undefined && !(Number.isInteger(options.port) && options.port >= 0 && options.port <= 65535)) {
+    throw new AuthcliError('usage', `port must be 0-65535, got ${String(options.port)}`);
+  }
+  if (options.timeoutMs !== undefined && !(Number.isFinite(options.timeoutMs) && options.timeoutMs > 0)) {
+    throw new AuthcliError('usage', `timeoutMs must be a positive number of milliseconds, got ${String(options.timeoutMs)}`);
+  }
+  const stored = await readSession(settings.slot, settings.env);
+  if (stored && stored.client_id !== settings.clientId) throw otherClients(settings, stored);
   const opener = options.openBrowser;
+  const notices = options.notices;
+  // Where nothing opens the URL and nothing shows it, the flow would wait for a browser no one can reach.
+  const open = async (url: string): Promise<boolean> => {
+    const opened = opener === false ? false : opener ? await opener(url) : await openInBrowser(url);
+    if (!opened && !notices) {
+      throw new AuthcliError('no_browser', 'no browser was opened, and without notices nothing shows the sign-in URL; use the device flow');
+    }
+    return opened;
+  };
   const session = await signInPerson(settings, {
     flow: options.flow,
     scope: options.scope ?? DEFAULT_SCOPE,
@@ -212,7 +258,7 @@ async function signInNow(options: SignInOptions): Promise<SignedIn> {
     notices: noticesOf(options),
     signal: options.signal,
     onDeviceCode: options.onDeviceCode,
-    openBrowser: opener === false ? undefined : async (url) => (opener ? opener(url) : openInBrowser(url)),
+    openBrowser: open,
     port: options.port,
     timeoutMs: options.timeoutMs,
     appName: wordsOf(options).name,
@@ -238,7 +284,10 @@ async function sessionNow(options: GetTokenOptions, settings: ProfileSettings): 
   const notices = noticesOf(options);
   const minMs = (options.minValidity ?? 0) * 1000;
   if (!(minMs >= 0 && Number.isFinite(minMs))) throw new AuthcliError('usage', 'minValidity must be a number of seconds, 0 or more');
+  const stored = await readSession(settings.slot, settings.env);
+  if (stored && stored.client_id !== settings.clientId) throw otherClients(settings, stored);
   let session = await validSession(settings, 'token', { signal: options.signal, notices });
+  if (session.client_id !== settings.clientId) throw otherClients(settings, session);
   // Asked to last longer than the stored token will: refreshed as a token a resource server refused would be.
   if (session.expires_at - Date.now() < minMs) {
     session = await validSession(settings, 'token', { signal: options.signal, notices, rejected: session.access_token });
@@ -290,7 +339,8 @@ export function signOut(options: Target & { local?: boolean | undefined; signal?
 }
 
 async function signOutNow(options: Target & { local?: boolean | undefined; signal?: AbortSignal | undefined }): Promise<boolean> {
-  const result = await signOutSession(settingsOf(options), { local: options.local, signal: options.signal });
+  const settings = settingsOf(options);
+  const result = await signOutSession(settings, { local: options.local, signal: options.signal, clientId: settings.clientId });
   if (result.outcome === 'unsupported')
     noticesOf(options).say(`${options.issuer} offers no token revocation: the token stays valid there until it expires.`);
   return result.outcome !== 'not_signed_in';

@@ -18,16 +18,23 @@ export type SignOutResult = { outcome: 'not_signed_in' } | { outcome: 'forgotten
  */
 export async function signOutSession(
   settings: ProfileSettings,
-  opts: { local?: boolean | undefined; signal?: AbortSignal | undefined; purpose?: string | undefined } = {},
+  opts: {
+    local?: boolean | undefined;
+    signal?: AbortSignal | undefined;
+    purpose?: string | undefined;
+    /** Only this client's sign-in: another application's on the profile counts as none (the library's use). */
+    clientId?: string | undefined;
+  } = {},
 ): Promise<SignOutResult> {
   const { slot, env } = settings;
-  const seen = await readSession(slot, env);
+  const mine = (s: StoredSession | undefined) => (s && (opts.clientId === undefined || s.client_id === opts.clientId) ? s : undefined);
+  const seen = mine(await readSession(slot, env));
   if (!seen) return { outcome: 'not_signed_in' };
   return withSessionLock(
     slot,
     [seen.client_id],
     async (): Promise<SignOutResult> => {
-      const session = await readSession(slot, env);
+      const session = mine(await readSession(slot, env));
       if (!session) return { outcome: 'not_signed_in' };
       if (opts.local) {
         await deleteSession(slot, env);

@@ -50,15 +50,32 @@ describe('the library in the tool words (voice.ts)', () => {
     );
   });
 
-  it('an AuthcliError keeps its code and cause; a hint naming an authcli command is dropped; other errors pass', () => {
+  it('an AuthcliError is said again in place (its class and fields stay); a hint naming an authcli command is dropped; other errors pass', () => {
     const original = new AuthcliError('signed_out', 'not signed in to X; run `authcli login`', { hint: 'See `authcli login --help`.' });
     const said = errorInToolWords(original, words) as AuthcliError;
-    expect(said).toBeInstanceOf(AuthcliError);
-    expect(said).toMatchObject({ code: 'signed_out', message: 'not signed in to X; run `deploy login`', hint: undefined, cause: original });
+    expect(said).toBe(original);
+    expect(said).toMatchObject({ code: 'signed_out', message: 'not signed in to X; run `deploy login`', hint: undefined });
+    expect(said.stack).toContain('run `deploy login`');
     const plain = new AuthcliError('network', 'cannot reach X', { hint: 'Is the server running?' });
-    expect(errorInToolWords(plain, words)).toBe(plain);
+    expect(errorInToolWords(plain, words)).toMatchObject({ message: 'cannot reach X', hint: 'Is the server running?' });
     const bug = new TypeError('x');
     expect(errorInToolWords(bug, words)).toBe(bug);
+  });
+
+  it('the expired code, flags and `$` in the tool words', () => {
+    const expired = 'the code expired before the sign-in was approved; run `authcli login` again';
+    expect(inToolWords(expired, { name: 'deploy', signInAgain: 'sign in again' })).toBe(
+      'the code expired before the sign-in was approved; sign in again',
+    );
+    expect(inToolWords('port 80 on 127.0.0.1 is in use; pick another with --port', words)).toBe(
+      'port 80 on 127.0.0.1 is in use; pick another port',
+    );
+    expect(inToolWords('Ask without admin: --scope "openid profile" (or ask the operator)', words)).toBe(
+      'Ask without admin: ask for "openid profile" (or ask the operator)',
+    );
+    expect(inToolWords('not signed in; run `authcli login`', { name: 'x', signInAgain: 'run `pay $1 login`' })).toBe(
+      'not signed in; run `pay $1 login`',
+    );
   });
 });
 

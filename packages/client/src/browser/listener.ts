@@ -73,6 +73,8 @@ export async function openLoopback(port: number): Promise<Loopback> {
   const server = await listen(port);
   const sending: Promise<void>[] = [];
   const respond = (res: ServerResponse, page: Page) => void sending.push(answer(res, page));
+  /** Ends the wait under way (its timers and abort listener) when the listener closes before a callback came. */
+  let endWait: ((err: Error) => void) | undefined;
   return {
     redirectUri: `http://127.0.0.1:${(server.address() as { port: number }).port}/callback`,
     callback: (expect, opts) =>
@@ -82,9 +84,11 @@ export async function openLoopback(port: number): Promise<Loopback> {
         const onAbort = () => finish(new AuthcliError('cancelled', 'sign-in cancelled'));
         opts.signal?.addEventListener('abort', onAbort, { once: true });
         let done = false;
+        endWait = (err) => finish(err);
         function finish(result: Arrived | Error) {
           if (done) return;
           done = true;
+          endWait = undefined;
           clearTimeout(timer);
           clearTimeout(quiet);
           opts.signal?.removeEventListener('abort', onAbort);
@@ -109,6 +113,7 @@ export async function openLoopback(port: number): Promise<Loopback> {
         server.on('request', onRequest);
       }),
     close: async () => {
+      endWait?.(new AuthcliError('cancelled', 'sign-in cancelled'));
       // The page goes out first; then no socket (keep-alive, the browser's preconnects) may hold the listener open.
       await Promise.race([Promise.all(sending), new Promise((resolve) => setTimeout(resolve, 2000).unref())]);
       server.closeAllConnections();

@@ -103,6 +103,8 @@ export async function browserLogin<T extends SignedIn>(
           }),
       },
     );
+    // Awaited below; a failure before then (the opener throws) closes the listener, which ends this wait: handled here.
+    arrived.catch(() => undefined);
     opts.say(`Open this URL in a browser on this machine to sign in:\n\n  ${url.href}\n`);
     if (opts.openBrowser && !(await opts.openBrowser(url.href))) {
       opts.say('Could not open a browser here. On a machine without a display (e.g. over SSH) use `authcli login` (device flow) instead.');
