@@ -168,7 +168,13 @@ describe('@authcli/client against authcli-server', () => {
     try {
       const target = { issuer: server.issuer, clientId: 'authcli', storage: 'file' as const, directory, profile: 'processes' };
       let approved: Promise<void> | undefined;
-      await signIn({ ...target, flow: 'device', onDeviceCode: (code) => void (approved = approveDevice(server.issuer, code, 'lena')) });
+      await signIn({
+        ...target,
+        flow: 'device',
+        onDeviceCode: (code) => {
+          approved = approveDevice(server.issuer, code, 'lena');
+        },
+      });
       await approved;
       expect(statSync(join(directory, 'credentials.json')).mode & 0o777).toBe(0o600);
       expect((await status(target)).storedIn).toBe(join(directory, 'credentials.json'));
@@ -231,7 +237,9 @@ describe('@authcli/client against authcli-server', () => {
       ...target,
       flow: 'device',
       dpop: true,
-      onDeviceCode: (code) => void (approved = approveDevice(server.issuer, code, 'lars')),
+      onDeviceCode: (code) => {
+        approved = approveDevice(server.issuer, code, 'lars');
+      },
     });
     await approved;
     expect(who.tokenType).toBe('DPoP');
@@ -252,7 +260,13 @@ describe('@authcli/client against authcli-server', () => {
   it("two applications on one server: each tool has its own sign-in, and never takes, refreshes or ends another's", async () => {
     const authcli = { issuer: server.issuer, clientId: 'authcli', storage: 'memory' as const, profile: 'shared' };
     let approved: Promise<void> | undefined;
-    await signIn({ ...authcli, flow: 'device', onDeviceCode: (code) => void (approved = approveDevice(server.issuer, code, 'lena')) });
+    await signIn({
+      ...authcli,
+      flow: 'device',
+      onDeviceCode: (code) => {
+        approved = approveDevice(server.issuer, code, 'lena');
+      },
+    });
     await approved;
     const mine = await getToken(authcli);
     // Another application naming the same profile finds a sign-in that is not its own: refused, never used.
