@@ -222,7 +222,8 @@ describe.each(dialects())('migration 0004: usernames unique without regard to ca
 
   it('names the usernames that collide and refuses to go on, then applies once they are renamed', async () => {
     const env = { DATABASE_URL: db.url };
-    expect((await serverCommand(['users', 'list'], env)).code).toBe(0);
+    // A command that changes something makes the store and migrates it (a listing command never makes one).
+    expect((await serverCommand(['limits', 'clear-ip', '203.0.113.1'], env)).code).toBe(0);
     // Back to the schema before 0004 (and the migrations after it, 0005 to 0011), with the duplicates an earlier version allowed.
     await execute(db, dialect, 'drop index users_username_lower');
     await execute(db, dialect, 'alter table applications drop column post_logout_redirect_uris');

@@ -198,7 +198,7 @@ describe('passkeys in a real Chromium with a virtual authenticator', () => {
     await expect(t.page.evaluate(() => PublicKeyCredential.isConditionalMediationAvailable())).resolves.toBe(true);
     const optionsAsked = t.page.waitForResponse((r) => r.url().endsWith('/signin/passkey/options'));
     // The page as served: read over plain HTTP, since the browser may leave it (the passkey picked) before its body is read.
-    const served = await fetch(`http://127.0.0.1:${new URL(issuer).port}/signin`);
+    const served = await fetch(`${issuer}/signin`);
     expect(await served.text()).toContain('autocomplete="username webauthn"');
     await t.page.goto(`${issuer}/signin`);
     const username = t.page.getByLabel('Username');

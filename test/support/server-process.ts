@@ -14,10 +14,14 @@ export interface CommandResult {
   stderr: string;
 }
 
-/** Runs `authcli-server <args>` to completion, feeding `input` on stdin. */
-export function serverCommand(args: string[], env: NodeJS.ProcessEnv, input?: string): Promise<CommandResult> {
+/** Runs `authcli-server <args>` to completion, feeding `input` on stdin; in `cwd` when given. */
+export function serverCommand(args: string[], env: NodeJS.ProcessEnv, input?: string, cwd?: string): Promise<CommandResult> {
   return new Promise((res, rej) => {
-    const child = spawn(process.execPath, [SERVER_BIN, ...args], { env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [SERVER_BIN, ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+      ...(cwd !== undefined && { cwd }),
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

@@ -1,4 +1,5 @@
 import { adminRoutes } from './admin/routes.js';
+import { issuerHostRedirect } from './web/issuer-host.js';
 import { ensureAdminResource } from './admin/bootstrap.js';
 import { UpstreamIssuers } from './oauth/workloads.js';
 import cookie from '@fastify/cookie';
@@ -291,7 +292,15 @@ export async function buildApp(config: ServerConfig, store: Store, options: AppO
   await app.register(adminRoutes, ctx);
   // Cookies (the session, CSRF) belong to the pages only: the protocol endpoints neither read nor set any,
   // and keeping the cookie hooks off them saves work on every token request.
+  const onIssuerHost = issuerHostRedirect(new URL(config.issuer));
   await app.register(async (pages) => {
+    // A page asked for by another loopback name of this server (127.0.0.1 for localhost) goes to the issuer's host,
+    // where its cookies and passkeys are (web/issuer-host.ts).
+    pages.addHook('onRequest', async (req, reply) => {
+      if (req.method !== 'GET' && req.method !== 'HEAD') return;
+      const there = onIssuerHost(req.headers.host, req.url);
+      if (there) return reply.redirect(there, 302);
+    });
     await pages.register(cookie);
     await pages.register(csrf, {
       cookieKey: https ? '__Host-authcli_csrf' : 'authcli_csrf',

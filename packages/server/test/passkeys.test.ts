@@ -86,8 +86,8 @@ describe.each(dialects())('passkey ceremonies answered by a software authenticat
     server = await startServer(dialect, overrides, { issuerHost: 'localhost' });
     const s = server;
     const origin = s.config.issuer;
-    // Requests go to the listening address; the pages are the issuer's (http://localhost:<port>).
-    const base = `http://127.0.0.1:${new URL(origin).port}`;
+    // Requests go to the issuer's host (http://localhost:<port>): a page asked for on 127.0.0.1 is sent there.
+    const base = origin;
     const user = await seedUser(s, 'alice');
     const sessions = new Sessions(s.config, s.store);
     /** A browser with its CSRF token; signed in as alice when asked (a seeded session). */

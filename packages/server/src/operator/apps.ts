@@ -1,5 +1,5 @@
 import { printJson, printTable, reportDone, say, sayError } from './output.js';
-import { collect, operatorContext, withStore } from './shared.js';
+import { collect, operatorContext, readStore, withStore } from './shared.js';
 import { createApp, deleteApp, registeredBy, updateApp } from '../admin/apps.js';
 import { DEVICE_CODE_GRANT_TYPE } from '@authcli/protocol';
 import { type Command, Option } from 'commander';
@@ -197,7 +197,7 @@ export function appsCommand(cli: Command): void {
     .option('--json', 'print JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(async (opts: { json?: boolean; database?: string }) => {
-      await withStore(opts.database, async (store) => {
+      await readStore(opts.database, async (store) => {
         const list = await store.applications.list();
         if (opts.json) {
           printJson(list.map(appJson), 2);

@@ -4,7 +4,7 @@ import { AUDIT_PAGE_MAX } from '../config/audit-defaults.js';
 import type { AuditEvent, Store } from '../store/store.js';
 import { InputError } from '../util/input-error.js';
 import { printJson, printTable, say, sayError } from './output.js';
-import { withStore } from './shared.js';
+import { readStore } from './shared.js';
 
 interface AuditOptions {
   since?: string;
@@ -70,7 +70,7 @@ export function auditCommand(cli: Command): void {
     .action(async (opts: AuditOptions) => {
       const limit = Number(opts.limit);
       if (!/^\d{1,6}$/.test(opts.limit) || limit < 1) throw new InputError('--limit must be a whole number from 1');
-      await withStore(opts.database, async (store) => {
+      await readStore(opts.database, async (store) => {
         const rows = await matching(store, opts, limit);
         if (opts.json) {
           printJson(rows.map(auditJson), 2);
@@ -98,7 +98,7 @@ export function auditCommand(cli: Command): void {
     .action(async (_own: { json?: boolean; database?: string }, command: Command) => {
       // `audit` has --json and --database of its own: given after `verify`, Commander hands them to it.
       const opts = command.optsWithGlobals() as { json?: boolean; database?: string };
-      await withStore(opts.database, async (store) => {
+      await readStore(opts.database, async (store) => {
         const verdict = await store.audit.verify();
         if (!verdict.ok) process.exitCode = 1;
         if (opts.json) {

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { type ConnectorInput, connectorJson, createConnector, listConnectors, removeConnector } from '../admin/connectors.js';
 import { InputError } from '../util/input-error.js';
 import { printJson, printTable, reportDone, say } from './output.js';
-import { collect, operatorContext, readAll, withStore } from './shared.js';
+import { collect, operatorContext, readAll, readStore, withStore } from './shared.js';
 
 /** The secret a connector is given on standard input (never on the command line, where `ps` shows it). */
 async function secretFromStdin(flag: boolean | undefined, name: string): Promise<string> {
@@ -22,8 +22,15 @@ async function add(database: string | undefined, json: boolean | undefined, inpu
       return;
     }
     say(`added the connector ${connector.id} (${connector.type}): "Continue with ${connector.name}" on the sign-in page`);
-    if (connector.type !== 'ldap')
+    if (connector.type !== 'ldap') {
       say(`its redirect URI, to register at the upstream: ${config.issuer}/connectors/${connector.id}/callback`);
+      // No server has started on this store yet: the address is what `start` would choose in this shell.
+      if (config.issuerGuessed) {
+        say(
+          `  (a guess: no server has started on this store yet; it is right if the server will serve at ${config.issuer}, else set AUTHCLI_ISSUER)`,
+        );
+      }
+    }
   });
 }
 
@@ -162,7 +169,7 @@ export function connectorsCommand(cli: Command): void {
     .option('--json', 'print JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(async (opts: { json?: boolean; database?: string }) => {
-      await withStore(opts.database, async (store, config) => {
+      await readStore(opts.database, async (store, config) => {
         const rows = await listConnectors(store, config.keyEncryptionKey, config.issuer);
         if (opts.json) {
           printJson(rows, 2);

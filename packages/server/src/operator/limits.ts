@@ -1,5 +1,5 @@
 import { printJson, printTable, reportDone } from './output.js';
-import { operatorContext, withStore } from './shared.js';
+import { operatorContext, readStore, withStore } from './shared.js';
 import { audited } from '../admin/context.js';
 import type { Command } from 'commander';
 import { InputError } from '../util/input-error.js';
@@ -17,7 +17,7 @@ export function limitsCommand(cli: Command): void {
     .option('--json', 'print JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(async (opts: { json?: boolean; database?: string }) => {
-      await withStore(opts.database, async (store, config) => {
+      await readStore(opts.database, async (store, config) => {
         const now = Date.now();
         const rows = (await store.rateLimits.list()).flatMap((r) => {
           const info = describeCounter(r.key, config.limits);

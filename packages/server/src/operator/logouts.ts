@@ -1,7 +1,7 @@
 import { type Command, Option } from 'commander';
 import type { LogoutRow, LogoutState } from '../store/store.js';
 import { printJson, printTable, say } from './output.js';
-import { withStore } from './shared.js';
+import { readStore } from './shared.js';
 
 /** The states as the operator reads and filters them (`given-up` in the command line, `given_up` in JSON). */
 const STATES: Record<string, LogoutState> = { pending: 'pending', delivered: 'delivered', 'given-up': 'given_up' };
@@ -40,7 +40,7 @@ export function logoutsCommand(cli: Command): void {
     .option('--json', 'print JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(async (opts: { state?: string; json?: boolean; database?: string }) => {
-      await withStore(opts.database, async (store) => {
+      await readStore(opts.database, async (store) => {
         const rows = (await store.logoutOutbox.list(LIST_MAX, opts.state === undefined ? undefined : STATES[opts.state])).map(view);
         if (opts.json) {
           printJson(rows, 2);

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { InputError } from '../util/input-error.js';
 import { printJson, printTable, reportDone, say } from './output.js';
-import { operatorContext, withStore } from './shared.js';
+import { operatorContext, readStore, withStore } from './shared.js';
 import { audited } from '../admin/context.js';
 import { tellApplicationsAndSay } from './backchannel.js';
 
@@ -13,7 +13,7 @@ export function passkeyCommands(users: Command): void {
     .option('--json', 'print JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(async (username: string, opts: { json?: boolean; database?: string }) => {
-      await withStore(opts.database, async (store) => {
+      await readStore(opts.database, async (store) => {
         const user = await store.users.findByUsername(username);
         if (!user) throw new InputError(`no user ${username}`);
         const rows = (await store.passkeys.listByUser(user.id)).map((p) => ({

@@ -1,5 +1,5 @@
 import { printJson, printTable, reportDone, say } from './output.js';
-import { operatorContext, warn, withStore } from './shared.js';
+import { operatorContext, readStore, warn, withStore } from './shared.js';
 import { audited } from '../admin/context.js';
 import type { Command } from 'commander';
 import { INITIAL_ACCESS_TOKEN_TTL_SECONDS } from '../config/defaults.js';
@@ -58,7 +58,7 @@ export function registrationCommand(cli: Command): void {
     .option('--json', 'print JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(async (opts: { json?: boolean; database?: string }) => {
-      await withStore(opts.database, async (store) => {
+      await readStore(opts.database, async (store) => {
         const now = Date.now();
         const rows = (await store.initialAccessTokens.list()).map((t) => ({
           id: t.id,

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { parseScopeArgument } from '../oauth/resources.js';
 import { createResource, removeResource, resourceJson, updateResource } from '../admin/resources.js';
 import { printJson, printTable, say, sayError } from './output.js';
-import { collect, operatorContext, withStore } from './shared.js';
+import { collect, operatorContext, readStore, withStore } from './shared.js';
 
 const SCOPE_HELP =
   'a scope of the API as NAME=DESCRIPTION (the description is shown on consent pages), e.g. "deploy:write=Deploy to production" (repeatable)';
@@ -75,7 +75,7 @@ export function resourcesCommand(cli: Command): void {
     .option('--json', 'print JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(async (opts: { json?: boolean; database?: string }) => {
-      await withStore(opts.database, async (store) => {
+      await readStore(opts.database, async (store) => {
         const { list } = await store.resources.catalog();
         if (opts.json) {
           printJson(list.map(resourceJson), 2);

@@ -1,6 +1,7 @@
 import { ConfigError, loadConfig, type ServerConfig } from '../config/config.js';
 import { bootstrapStore } from '../oauth/registration.js';
-import { openStore, type OpenOptions } from '../store/open.js';
+import { existsSync } from 'node:fs';
+import { openStore, type OpenOptions, parseDatabaseUrl } from '../store/open.js';
 import { StoreError, type Store } from '../store/store.js';
 import { isStoreUnavailable } from '../store/unavailable.js';
 import { InputError } from '../util/input-error.js';
@@ -57,17 +58,73 @@ export function databaseHost(url: string): string {
   }
 }
 
+/** Where DATABASE_URL points, as messages name it: the SQLite file, or PostgreSQL's host and port (never a password). */
+export function storeLocation(databaseUrl: string): { name: string; file: string | undefined } {
+  let loc: ReturnType<typeof parseDatabaseUrl>;
+  try {
+    loc = parseDatabaseUrl(databaseUrl);
+  } catch {
+    return { name: 'the configured DATABASE_URL', file: undefined };
+  }
+  if (loc.dialect === 'postgres') return { name: `PostgreSQL ${databaseHost(databaseUrl)}`, file: undefined };
+  return { name: `SQLite ${loc.path}`, file: loc.path === ':memory:' ? undefined : loc.path };
+}
+
+/**
+ * Runs `fn` on the store only when one exists (withStore `readOnly`): listing commands, which change nothing.
+ */
+export function readStore<T>(
+  database: string | undefined,
+  fn: (store: Store, config: ServerConfig & { issuerGuessed: boolean }) => Promise<T>,
+): Promise<T> {
+  return withStore(database, fn, { readOnly: true });
+}
+
+/** The settings key under which `start` records the issuer it serves at. */
+export const SERVED_ISSUER = 'served_issuer';
+
+/**
+ * The issuer an operator command names (redirect URIs, the admin API's resource): AUTHCLI_ISSUER when it is set,
+ * else the one the server last started with on this store (`start --port 47500` is http://localhost:47500, whatever
+ * PORT this shell has), else what `start` would choose here, `guessed` then.
+ */
+export async function servedIssuer(
+  store: Store,
+  config: ServerConfig,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ issuer: string; guessed: boolean }> {
+  if (env.AUTHCLI_ISSUER) return { issuer: config.issuer, guessed: false };
+  const served = await store.settings.get(SERVED_ISSUER);
+  return served ? { issuer: served, guessed: false } : { issuer: config.issuer, guessed: true };
+}
+
 /**
  * What every operator command runs in: the store of `database` (or DATABASE_URL), opened, migrated and
- * bootstrapped, with the configuration of this environment; closed after `fn`.
+ * bootstrapped, with the configuration of this environment and the issuer the server serves at (servedIssuer);
+ * closed after `fn`.
  */
-export async function withStore<T>(database: string | undefined, fn: (store: Store, config: ServerConfig) => Promise<T>): Promise<T> {
-  const config = loadConfig({ database });
-  const store = await openMigrated(config);
-  const closeAuditLog = shipAuditLog(store, config.audit, { stdout: false, warn });
+export async function withStore<T>(
+  database: string | undefined,
+  fn: (store: Store, config: ServerConfig & { issuerGuessed: boolean }) => Promise<T>,
+  options: { readOnly?: boolean } = {},
+): Promise<T> {
+  const loaded = loadConfig({ database });
+  const where = storeLocation(loaded.databaseUrl);
+  // A command that only reads never makes a store: an empty one in the wrong folder would answer "nothing".
+  if (options.readOnly && where.file !== undefined && !existsSync(where.file)) {
+    throw new InputError(
+      `no store at ${where.file}: the server keeps it where it was started (./data/authcli.db there); run this in that folder, or name it with --database or DATABASE_URL`,
+    );
+  }
+  // The store of the folder the command runs in, when none is named: said on stderr, so that a command run in
+  // another folder than the server's says which store it read or changed.
+  if (database === undefined && !process.env.DATABASE_URL) sayError(`authcli-server: store: ${where.name}`);
+  const store = await openMigrated(loaded);
+  const closeAuditLog = shipAuditLog(store, loaded.audit, { stdout: false, warn });
   try {
     await bootstrapStore(store, Date.now());
-    return await fn(store, config);
+    const { issuer, guessed } = await servedIssuer(store, loaded);
+    return await fn(store, { ...loaded, issuer, issuerGuessed: guessed });
   } finally {
     closeAuditLog();
     await store.close();

@@ -1,7 +1,7 @@
 import { shipAuditLog } from '../admin/audit-log.js';
 import { say, sayError } from './output.js';
 import { passkeyAvailability } from '../web/webauthn.js';
-import { databaseHost, openMigrated, warn } from './shared.js';
+import { databaseHost, openMigrated, SERVED_ISSUER, warn } from './shared.js';
 import type { Command } from 'commander';
 import type { FastifyInstance } from 'fastify';
 import { PURGE_INTERVAL_MS } from '../config/defaults.js';
@@ -56,6 +56,8 @@ export function startCommand(cli: Command): void {
       let draining = false;
       try {
         await bootstrapStore(store, config.now());
+        // The issuer it serves at, for the operator commands run without AUTHCLI_ISSUER (shared.ts servedIssuer).
+        await store.settings.set(SERVED_ISSUER, config.issuer);
         // Refuses (a ConfigError) when the signing keys cannot be opened with the key-encryption key given.
         app = await buildApp(config, store, { metrics, draining: () => draining });
       } catch (err) {

@@ -1,7 +1,7 @@
 import { printJson, printTable, reportDone } from './output.js';
 import { audited } from '../admin/context.js';
 import { readFile } from 'node:fs/promises';
-import { collect, operatorContext, promptHidden, readAll, withStore } from './shared.js';
+import { collect, operatorContext, promptHidden, readAll, readStore, withStore } from './shared.js';
 import { createUser, deleteUser, findUser, listUsers, resetPassword, updateUser } from '../admin/users.js';
 import type { Command } from 'commander';
 import { claimAssignment, claimRemoval, mergePatches, parseClaimsJson, standardClaims, type ClaimsPatch } from '../oauth/claims.js';
@@ -47,7 +47,7 @@ export function usersCommand(cli: Command): void {
     .option('--json', 'print JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(async (opts: { json?: boolean; database?: string }) => {
-      await withStore(opts.database, async (store) => {
+      await readStore(opts.database, async (store) => {
         const rows = (await listUsers(store)).items.map(({ id: _id, ...rest }) => rest);
         if (opts.json) {
           printJson(rows, 2);

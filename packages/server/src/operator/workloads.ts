@@ -3,7 +3,7 @@ import { WORKLOAD_TOKEN_LIFETIME_S } from '../config/workload-defaults.js';
 import { parseLifetime } from '../oauth/workloads.js';
 import { createWorkload, removeWorkload, workloadJson } from '../admin/workloads.js';
 import { printJson, printTable, say, sayError } from './output.js';
-import { collect, operatorContext, withStore } from './shared.js';
+import { collect, operatorContext, readStore, withStore } from './shared.js';
 
 /** `authcli-server workloads ...`: the trust policies under which CI jobs exchange their OIDC tokens (RFC 8693). */
 export function workloadsCommand(cli: Command): void {
@@ -65,7 +65,7 @@ export function workloadsCommand(cli: Command): void {
     .option('--json', 'print JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(async (opts: { json?: boolean; database?: string }) => {
-      await withStore(opts.database, async (store) => {
+      await readStore(opts.database, async (store) => {
         const list = await store.workloads.list();
         if (opts.json) {
           printJson(list.map(workloadJson), 2);

@@ -8,6 +8,8 @@ export interface Settings {
    */
   getOrCreate(key: string, make: () => string): Promise<string>;
   set(key: string, value: string): Promise<void>;
+  /** The value stored under `key`, if any. */
+  get(key: string): Promise<string | undefined>;
 }
 
 /** {@link Settings} on Kysely. */
@@ -22,6 +24,11 @@ export class KyselySettings implements Settings {
       .execute();
     const row = await this.engine.db.selectFrom('settings').select('value').where('key', '=', key).executeTakeFirstOrThrow();
     return row.value;
+  }
+
+  async get(key: string): Promise<string | undefined> {
+    const row = await this.engine.db.selectFrom('settings').select('value').where('key', '=', key).executeTakeFirst();
+    return row?.value;
   }
 
   async set(key: string, value: string): Promise<void> {
