@@ -34,6 +34,20 @@ async function approveDevice(issuer: string, code: DeviceCode, username: string)
   expect(decided.status).toBe(200);
 }
 
+/** Signs in by the device flow, the person approving at authcli-server as `username`; the approval's failure is the test's. */
+async function signInApproved(options: Omit<Parameters<typeof signIn>[0], 'flow'>, issuer: string, username: string) {
+  let approved: Promise<void> | undefined;
+  const who = await signIn({
+    ...options,
+    flow: 'device',
+    onDeviceCode: (code) => {
+      approved = approveDevice(issuer, code, username);
+    },
+  });
+  await approved;
+  return who;
+}
+
 /**
  * A renewal without waiting: asked for a token valid for ten years, getToken refreshes (the kept one does not last
  * that long), keeps the new one, and says the server's tokens are shorter (protocol); the next getToken returns it.
@@ -187,15 +201,7 @@ describe('@authcli/client against authcli-server', () => {
     const directory = mkdtempSync(join(tmpdir(), 'authcli-library-'));
     try {
       const target = { issuer: server.issuer, clientId: 'authcli', storage: 'file' as const, directory, profile: 'processes' };
-      let approved: Promise<void> | undefined;
-      await signIn({
-        ...target,
-        flow: 'device',
-        onDeviceCode: (code) => {
-          approved = approveDevice(server.issuer, code, 'lena');
-        },
-      });
-      await approved;
+      await signInApproved(target, server.issuer, 'lena');
       expect(statSync(join(directory, 'credentials.json')).mode & 0o777).toBe(0o600);
       expect((await status(target)).storedIn).toBe(join(directory, 'credentials.json'));
       const first = await getToken(target);
@@ -252,16 +258,7 @@ describe('@authcli/client against authcli-server', () => {
 
   it('dpop: the tokens are bound to a key of this process, and authorization() gives the DPoP headers a request needs', async () => {
     const target = { issuer: server.issuer, clientId: 'authcli', storage: 'memory' as const, profile: 'bound' };
-    let approved: Promise<void> | undefined;
-    const who = await signIn({
-      ...target,
-      flow: 'device',
-      dpop: true,
-      onDeviceCode: (code) => {
-        approved = approveDevice(server.issuer, code, 'lars');
-      },
-    });
-    await approved;
+    const who = await signInApproved({ ...target, dpop: true }, server.issuer, 'lars');
     expect(who.tokenType).toBe('DPoP');
     const url = `${server.issuer}/oauth/userinfo`;
     const headers = await authorization({ ...target, url });
@@ -279,15 +276,7 @@ describe('@authcli/client against authcli-server', () => {
 
   it("two applications on one server: each tool has its own sign-in, and never takes, refreshes or ends another's", async () => {
     const authcli = { issuer: server.issuer, clientId: 'authcli', storage: 'memory' as const, profile: 'shared' };
-    let approved: Promise<void> | undefined;
-    await signIn({
-      ...authcli,
-      flow: 'device',
-      onDeviceCode: (code) => {
-        approved = approveDevice(server.issuer, code, 'lena');
-      },
-    });
-    await approved;
+    await signInApproved(authcli, server.issuer, 'lena');
     const mine = await getToken(authcli);
     // Another application naming the same profile finds a sign-in that is not its own: refused, never used.
     const other = { ...authcli, clientId: teamTool };
