@@ -141,15 +141,15 @@ for (const dialect of dialects()) {
       expect(JSON.parse(reset.stdout)).toEqual({ username: 'gina', sessions_ended: 0, counters_cleared: 0, application_sign_ins_ended: 0 });
       expect(await json('users', 'reset-passkeys', 'gina')).toEqual({ username: 'gina', passkeys_removed: 0, sessions_ended: 0 });
       const app = await json('apps', 'add', '--name', 'Temp', '--kind', 'public', '--callback', 'http://127.0.0.1/cb', '--scope', 'openid');
-      expect(await json('apps', 'remove', app.client_id as string)).toEqual({ client_id: app.client_id, removed: true });
+      expect(await json('apps', 'remove', app.client_id as string, '--yes')).toEqual({ client_id: app.client_id, removed: true });
       await json('resources', 'add', '--id', 'https://temp.example', '--name', 'Temp API', '--scope', 'temp:do');
-      expect(await json('resources', 'remove', 'https://temp.example')).toEqual({ id: 'https://temp.example', removed: true });
+      expect(await json('resources', 'remove', 'https://temp.example', '--yes')).toEqual({ id: 'https://temp.example', removed: true });
       expect(await json('limits', 'clear-ip', '192.0.2.1')).toEqual({ address: '192.0.2.1', counters_cleared: 0 });
       const keys = (await json('keys', 'rotate')) as unknown as Json[];
       expect(keys.map((k) => k.alg).sort()).toEqual(['ES256', 'RS256']);
       const token = await json('registration', 'token', 'create');
       expect(await json('registration', 'token', 'revoke', token.id as string)).toMatchObject({ id: token.id, state: 'revoked' });
-      expect(await json('users', 'remove', 'gina')).toEqual({ username: 'gina', removed: true });
+      expect(await json('users', 'remove', 'gina', '--yes')).toEqual({ username: 'gina', removed: true });
       const verdict = await json('audit', 'verify');
       expect(verdict).toMatchObject({ ok: true, first: 1 });
       const rows = JSON.parse((await operator('audit', '--json', '--actor', 'operator', '--limit', '500')).stdout) as Json[];

@@ -178,7 +178,7 @@ describe('back-channel logout: a started server, a relying party verifying with 
     ]);
     await addUsers(
       server.env,
-      ['ada', 'bob', 'cy', 'eve', 'flo', 'gus', 'hal'].map((username) => ({ username, password: PASSWORD })),
+      ['ada', 'bob', 'cy', 'eve', 'flo', 'gus', 'hal', 'ivy', 'jay'].map((username) => ({ username, password: PASSWORD })),
     );
     await rp.expect('/other', { issuer: other.issuer, clientId: OTHER.clientId });
     const added = await serverCommand(
@@ -382,6 +382,60 @@ describe('back-channel logout: a started server, a relying party verifying with 
     expect(removed.stdout).toContain('back-channel logout: 1 of 1 logout token delivered');
     const named = rp.verdicts.filter((v) => v.path === '/passkey');
     expect(named.map((v) => v.claims?.sid)).toEqual([sid]);
+  });
+
+  it('users remove asks for --yes without a terminal; with it the user goes, their tokens are refused and applications are told; apps remove ends its sign-ins', async () => {
+    const app = await appsAdd(server, 'Remove RP', ['--backchannel-logout-uri', `${rp.base}/remove`]);
+    await rp.expect('/remove', { issuer: server.issuer, clientId: app.client_id });
+    const tokens = await signInTo(server, new Browser(server.issuer), app, 'ivy');
+    const userinfo = async (token: string) =>
+      (await fetch(`${server.issuer}/oauth/userinfo`, { headers: { authorization: `Bearer ${token}` } })).status;
+    expect(await userinfo(tokens.access_token)).toBe(200);
+
+    // No terminal, no --yes: nothing removed, nobody told.
+    const unasked = await serverCommand(['users', 'remove', 'ivy'], server.env);
+    expect(unasked.code).toBe(1);
+    expect(unasked.stderr).toContain('not removed: no terminal to ask whether to remove user ivy (their sign-ins at 1 application end');
+    expect(unasked.stderr).toContain('pass --yes to remove it');
+    expect(await userinfo(tokens.access_token)).toBe(200);
+    // A name that does not exist is said before anything is asked.
+    const nobody = await serverCommand(['users', 'remove', 'nobody'], server.env);
+    expect(nobody.stderr.trim().split('\n').at(-1)).toBe('authcli-server: no user nobody');
+
+    const removed = await serverCommand(['users', 'remove', 'ivy', '--yes'], server.env);
+    expect(removed.code, removed.stderr).toBe(0);
+    expect(removed.stdout).toContain('removed user ivy');
+    expect(removed.stdout).toContain('back-channel logout: 1 of 1 logout token delivered');
+    const told = rp.verdicts.filter((v) => v.path === '/remove');
+    expect(told).toHaveLength(1);
+    expect(told[0]!.claims).toBeDefined();
+    expect(await userinfo(tokens.access_token)).toBe(401);
+    const users = JSON.parse((await serverCommand(['users', 'list', '--json'], server.env)).stdout) as { username: string }[];
+    expect(users.map((u) => u.username)).not.toContain('ivy');
+
+    // An application removed: its sign-ins end (the token it holds is refused) and its credentials stop working.
+    const gone = await appsAdd(server, 'Gone RP', []);
+    const held = await signInTo(server, new Browser(server.issuer), gone, 'jay');
+    expect(await userinfo(held.access_token)).toBe(200);
+    const appRemoved = await serverCommand(['apps', 'remove', gone.client_id, '--yes', '--json'], server.env);
+    expect(appRemoved.code, appRemoved.stderr).toBe(0);
+    expect(JSON.parse(appRemoved.stdout)).toEqual({ client_id: gone.client_id, removed: true });
+    expect(await userinfo(held.access_token)).toBe(401);
+    const basic = `Basic ${Buffer.from(`${gone.client_id}:${gone.client_secret}`).toString('base64')}`;
+    const tokenError = async () =>
+      (
+        (await (
+          await fetch(`${server.issuer}/oauth/token`, {
+            method: 'POST',
+            headers: { authorization: basic, 'content-type': 'application/x-www-form-urlencoded' },
+            body: 'grant_type=client_credentials',
+          })
+        ).json()) as { error: string }
+      ).error;
+    // The running server's copy of the application lasts APPLICATION_CACHE_MS (a second) after the removal.
+    const deadline = Date.now() + 5_000;
+    while ((await tokenError()) !== 'invalid_client' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(await tokenError()).toBe('invalid_client');
   });
 
   it('apps add|update: the URI is checked; none clears it; apps list --json shows both settings', async () => {

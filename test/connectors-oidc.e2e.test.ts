@@ -424,9 +424,9 @@ describe('an OpenID Connect connector whose upstream is gone', () => {
         (await b.postForm('/signin', { _csrf: hidden(page.text, '_csrf'), username: 'local', password: 'local password 1' })).status,
       ).toBe(303);
       // Removed: its button goes, and a second removal says there is none.
-      expect(await serverCommand(['connectors', 'remove', 'gone'], server.env)).toMatchObject({ code: 0 });
+      expect(await serverCommand(['connectors', 'remove', 'gone', '--yes'], server.env)).toMatchObject({ code: 0 });
       expect(await (await fetch(`${server.issuer}/signin`)).text()).not.toContain('Continue with Gone SSO');
-      const again = await serverCommand(['connectors', 'remove', 'gone'], server.env);
+      const again = await serverCommand(['connectors', 'remove', 'gone', '--yes'], server.env);
       expect(again.code).not.toBe(0);
       expect(again.stderr.trim()).toBe('authcli-server: no connector gone (see connectors list)');
     } finally {

@@ -7,6 +7,9 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort } from '@authcli/test-support/http';
 import { SERVER_BIN, serverCommand, waitUntilReady } from '@authcli/test-support/server-process';
+import { runInTerminal } from '@authcli/test-support/pty';
+import { withStore } from '@authcli/server';
+import { passwordMatches } from '@authcli/server/testing';
 
 const addConnector = (env: NodeJS.ProcessEnv, id: string) =>
   serverCommand(
@@ -101,5 +104,73 @@ describe("the operator's first hour", () => {
     // AUTHCLI_ISSUER, when it is set, is the operator's word.
     const named = await addConnector({ ...env, AUTHCLI_ISSUER: 'https://id.example.com' }, 'named');
     expect(named.stdout).toContain('https://id.example.com/connectors/named/callback');
+  });
+
+  it('remove on a terminal says what goes and asks: Enter or n keeps it, y removes it', async () => {
+    const env = { DATABASE_URL: join(folder(), 'authcli.db') };
+    expect((await serverCommand(['users', 'add', 'ada', '--password-stdin'], env, 'a long enough password\n')).code).toBe(0);
+    const users = async () =>
+      (JSON.parse((await serverCommand(['users', 'list', '--json'], env)).stdout) as { username: string }[]).map((u) => u.username);
+    for (const answer of ['\r', 'n\r', 'yess\r']) {
+      const kept = runInTerminal(['users', 'remove', 'ada'], env, { bin: SERVER_BIN });
+      await kept.waitFor(/Remove user ada\? \[y\/N\] /);
+      expect(kept.screen()).toContain(
+        'Removing user ada: their sign-ins at 0 applications end (those with a back-channel logout URI are told), their 0 passkeys, sessions and connector links are deleted. This cannot be undone.',
+      );
+      kept.type(answer);
+      expect(await kept.exit, JSON.stringify(answer)).toBe(1);
+      expect(kept.screen()).toContain('authcli-server: kept user ada');
+      expect(await users()).toEqual(['ada']);
+    }
+    const removed = runInTerminal(['users', 'remove', 'ada'], env, { bin: SERVER_BIN });
+    await removed.waitFor(/\[y\/N\] /);
+    removed.type('Y\r');
+    expect(await removed.exit).toBe(0);
+    expect(removed.screen()).toContain('removed user ada');
+    expect(await users()).toEqual([]);
+  });
+
+  it('users add on a terminal: a refused password is asked again with the reason, then typed twice; a name taken is said first', async () => {
+    const database = join(folder(), 'authcli.db');
+    const env = { DATABASE_URL: database };
+    const add = runInTerminal(['users', 'add', 'bea'], env, { bin: SERVER_BIN });
+    // The n-th prompt (the hidden prompt draws itself with cursor escapes, so prompts are counted).
+    const nth = (text: string, n: number) => new RegExp(`(${text}[\\s\\S]*){${n}}`);
+    await add.waitFor(nth('Password for bea: ', 1));
+    add.type('short\r');
+    await add.waitFor(/password must be at least 8 characters; try again[\s\S]*Password for bea: /);
+    add.type('a long enough password\r');
+    await add.waitFor(nth('Again, to confirm: ', 1));
+    add.type('a long enough passwrod\r');
+    await add.waitFor(/the two passwords differ; try again[\s\S]*Password for bea: /);
+    add.type('the kept password\r');
+    await add.waitFor(nth('Again, to confirm: ', 2));
+    add.type('the kept password\r');
+    expect(await add.exit, add.screen()).toBe(0);
+    expect(add.screen()).toContain('added user bea');
+    expect(add.screen()).not.toContain('kept password');
+    const hash = await withStore(database, async (store) => (await store.users.findByUsername('bea'))!.password_hash);
+    expect(passwordMatches('the kept password', hash)).toBe(true);
+    expect(passwordMatches('a long enough password', hash)).toBe(false);
+
+    // Three refusals: nothing is added.
+    const given = runInTerminal(['users', 'add', 'cal'], env, { bin: SERVER_BIN });
+    for (let i = 0; i < 3; i++) {
+      await given.waitFor(nth('Password for cal: ', i + 1));
+      given.type('x\r');
+    }
+    expect(await given.exit).toBe(1);
+    expect(given.screen()).toContain('authcli-server: no password set: 3 tries');
+    // A name already taken, or not a username, is said before any password is asked for (no terminal needed).
+    const taken = await serverCommand(['users', 'add', 'bea'], env);
+    expect(taken.code).toBe(1);
+    expect(taken.stderr.trim().split('\n').at(-1)).toBe('authcli-server: user bea already exists');
+    const bad = await serverCommand(['users', 'add', 'no spaces'], env);
+    expect(bad.stderr).toContain('username must be 1-64 characters');
+    // Longer than the sign-in form takes, a password could never be used.
+    const long = await serverCommand(['users', 'add', 'dan', '--password-stdin'], env, `${'p'.repeat(1025)}\n`);
+    expect(long.stderr.trim().split('\n').at(-1)).toBe('authcli-server: password must be at most 1024 characters');
+    const users = JSON.parse((await serverCommand(['users', 'list', '--json'], env)).stdout) as { username: string }[];
+    expect(users.map((u) => u.username)).toEqual(['bea']);
   });
 });

@@ -90,7 +90,12 @@ for (const dialect of dialects()) {
       const apps = JSON.parse((await run('apps', 'list', '--json')).stdout) as { client_id: string; scopes: string[] }[];
       expect(apps.find((a) => a.client_id === clientId)?.scopes).toEqual(['openid']);
 
-      expect((await run('resources', 'remove', API)).code).toBe(0);
+      // Without a terminal to ask, and without --yes, nothing is removed.
+      const unasked = await run('resources', 'remove', API);
+      expect(unasked.code).toBe(1);
+      expect(unasked.stderr).toContain(`not removed: no terminal to ask whether to remove API ${API}`);
+      expect(JSON.parse((await run('resources', 'list', '--json')).stdout)).toHaveLength(1);
+      expect((await run('resources', 'remove', API, '--yes')).code).toBe(0);
       expect(JSON.parse((await run('resources', 'list', '--json')).stdout)).toEqual([]);
     });
 
@@ -162,8 +167,9 @@ for (const dialect of dialects()) {
       }
       const again = await run('workloads', 'add', ...policy);
       expect(again.stderr).toContain('a workload deploy-main already exists');
-      expect((await run('workloads', 'remove', 'deploy-main')).code).toBe(0);
-      expect((await run('workloads', 'remove', 'deploy-main')).stderr).toContain('no workload deploy-main');
+      expect((await run('workloads', 'remove', 'deploy-main')).stderr).toContain('pass --yes to remove it');
+      expect((await run('workloads', 'remove', 'deploy-main', '-y')).code).toBe(0);
+      expect((await run('workloads', 'remove', 'deploy-main', '--yes')).stderr).toContain('no workload deploy-main');
       expect(JSON.parse((await run('workloads', 'list', '--json')).stdout)).toEqual([]);
     });
   });

@@ -2,12 +2,12 @@ import { spawn } from 'node:child_process';
 import { CLI_BIN } from './cli-process.js';
 
 /**
- * `authcli` on a real pseudo-terminal (util-linux `script`): what a person at a terminal gets, colours and
+ * `authcli` (or `bin`, authcli-server's) on a real pseudo-terminal (util-linux `script`): what a person at a terminal gets, colours and
  * all. `columns` sets the terminal's width (`stty cols`), as a narrow pane or window would.
  */
-export function runInTerminal(args: string[], env: Record<string, string>, opts: { columns?: number } = {}) {
+export function runInTerminal(args: string[], env: Record<string, string>, opts: { columns?: number; bin?: string } = {}) {
   const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
-  const command = [process.execPath, CLI_BIN, ...args].map(quote).join(' ');
+  const command = [process.execPath, opts.bin ?? CLI_BIN, ...args].map(quote).join(' ');
   const sized = opts.columns === undefined ? command : `stty cols ${opts.columns} rows 50; exec ${command}`;
   const child = spawn('script', ['-qfec', sized, '/dev/null'], {
     env: { PATH: process.env.PATH ?? '', HOME: env.XDG_CONFIG_HOME ?? '/tmp', TERM: 'xterm-256color', ...env },

@@ -13,3 +13,6 @@ export function testRows(store: Store): TestRows {
   // biome-ignore lint/complexity/useLiteralKeys: the engine is private to the server; the tests alone reach past that.
   return new TestRows(store['engine'].db);
 }
+
+/** Whether `password` is the one a stored hash was made from (a test checks which of several typed passwords was kept). */
+export { verifyPasswordSync as passwordMatches } from './util/password.js';

@@ -1,9 +1,8 @@
-import { MIN_PASSWORD_LENGTH, passwordHashParams } from '../config/defaults.js';
-import { newUserRow, resetUserPassword, updateUserClaims } from '../oauth/accounts.js';
+import { passwordHashParams } from '../config/defaults.js';
+import { checkPassword, newUserRow, resetUserPassword, updateUserClaims } from '../oauth/accounts.js';
 import type { ClaimsPatch } from '../oauth/claims.js';
 import { accountCounterKeys } from '../oauth/limits.js';
 import { claimsOf, StoreError, type Store, type User } from '../store/store.js';
-import { InputError } from '../util/input-error.js';
 import { hashPassword } from '../util/password.js';
 import { type AdminContext, audited, changedFields, type Page, type PageRequest, pageOf } from './context.js';
 
@@ -94,8 +93,8 @@ export async function updateUser(ctx: AdminContext, username: string, patch: Use
   const claims: ClaimsPatch = { ...patch.claims };
   if (patch.name !== undefined) claims.name = patch.name;
   if (patch.email !== undefined) claims.email = patch.email;
-  if (patch.password !== undefined && patch.password.length < MIN_PASSWORD_LENGTH) {
-    throw new InputError(`password must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  if (patch.password !== undefined) {
+    checkPassword(patch.password);
   }
   // Hashed before the transaction opens (the claims are checked whole inside it, before anything is written).
   const hash =
@@ -137,7 +136,7 @@ export async function resetPassword(
   password: string,
   options: { revokeTokens: boolean },
 ): Promise<{ username: string; sessionsEnded: number; countersCleared: number; grantsRevoked: number }> {
-  if (password.length < MIN_PASSWORD_LENGTH) throw new InputError(`password must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  checkPassword(password);
   const passwordHash = await hashPassword(password, passwordHashParams(ctx.config.passwordHashCost));
   const reset = await ctx.store.changes(async () => {
     const r = await resetUserPassword(ctx.store, username, password, { revokeTokens: options.revokeTokens, now: ctx.now, passwordHash });

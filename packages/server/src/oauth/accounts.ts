@@ -1,9 +1,30 @@
 import { randomUUID } from 'node:crypto';
-import { MIN_PASSWORD_LENGTH, USERNAME_PATTERN } from '../config/defaults.js';
+import { MIN_PASSWORD_LENGTH, SIGNIN_PASSWORD_MAX, USERNAME_PATTERN } from '../config/defaults.js';
 import { type GrantHolder, type NewUser, serializeClaims, StoreError, type Store, type User } from '../store/store.js';
 import { applyClaimsPatch, type ClaimsPatch } from './claims.js';
 import { InputError } from '../util/input-error.js';
 import { hashPassword, type PasswordHashParams } from '../util/password.js';
+
+/**
+ * Why `password` cannot be one, or undefined: the rule every way of setting a password keeps (the operator's
+ * commands, the admin API, the account page). Longer than the sign-in form takes, it could never be used.
+ */
+export function passwordProblem(password: string): string | undefined {
+  if (password.length < MIN_PASSWORD_LENGTH) return `password must be at least ${MIN_PASSWORD_LENGTH} characters`;
+  if (password.length > SIGNIN_PASSWORD_MAX) return `password must be at most ${SIGNIN_PASSWORD_MAX} characters`;
+  return undefined;
+}
+
+/** Throws when `username` is not one this server takes. */
+export function checkUsername(username: string): void {
+  if (!USERNAME_PATTERN.test(username)) throw new InputError('username must be 1-64 characters of letters, digits and . _ @ -');
+}
+
+/** Throws {@link passwordProblem}'s reason as an InputError. */
+export function checkPassword(password: string): void {
+  const problem = passwordProblem(password);
+  if (problem) throw new InputError(problem);
+}
 
 /** A new user's row: the username and password checked, the password's Argon2id hash made with `params` (the configured cost). */
 export async function newUserRow(
@@ -11,8 +32,8 @@ export async function newUserRow(
   now: number,
   params: PasswordHashParams,
 ): Promise<NewUser> {
-  if (!USERNAME_PATTERN.test(input.username)) throw new InputError('username must be 1-64 characters of letters, digits and . _ @ -');
-  if (input.password.length < MIN_PASSWORD_LENGTH) throw new InputError(`password must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  checkUsername(input.username);
+  checkPassword(input.password);
   // The name and email are claims like any other: checked the same way, and updated_at is when they were given.
   const patch: ClaimsPatch = {};
   if (input.name) patch.name = input.name;
@@ -73,7 +94,7 @@ export async function resetUserPassword(
   grantsRevoked: number;
   holders: GrantHolder[];
 }> {
-  if (password.length < MIN_PASSWORD_LENGTH) throw new InputError(`password must be at least ${MIN_PASSWORD_LENGTH} characters`);
+  checkPassword(password);
   const user = await store.users.findByUsername(username);
   if (!user) throw new StoreError('not_found', `no user ${username}`);
   const now = options.now ?? Date.now();

@@ -1,6 +1,7 @@
 import { printJson, printTable, reportDone, say, sayError } from './output.js';
 import { collect, operatorContext, readStore, withStore } from './shared.js';
-import { createApp, deleteApp, registeredBy, updateApp } from '../admin/apps.js';
+import { createApp, deleteApp, findApp, registeredBy, updateApp } from '../admin/apps.js';
+import { confirmRemoval } from './confirm.js';
 import { DEVICE_CODE_GRANT_TYPE } from '@authcli/protocol';
 import { type Command, Option } from 'commander';
 import { DEFAULT_GRANT_TYPES } from '../oauth/registration.js';
@@ -221,10 +222,17 @@ export function appsCommand(cli: Command): void {
     .command('remove')
     .description('delete an application with its grants and tokens (its sign-ins end)')
     .argument('<client_id>', 'the application')
+    .option('-y, --yes', 'remove without asking (scripts: without a terminal, the command removes nothing unless given)')
     .option('--json', 'print {"client_id", "removed": true} as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
-    .action(async (clientId: string, opts: { json?: boolean; database?: string }) => {
+    .action(async (clientId: string, opts: { yes?: boolean; json?: boolean; database?: string }) => {
       await withStore(opts.database, async (store, config) => {
+        const app = await findApp(store, clientId);
+        await confirmRemoval({
+          yes: opts.yes,
+          what: `application ${app.name} (${clientId})`,
+          consequences: 'its grants and tokens are deleted, so every sign-in to it ends, and its client id and credentials stop working',
+        });
         await deleteApp(operatorContext(store, config), clientId);
         reportDone(opts.json, { client_id: clientId, removed: true }, `removed application ${clientId}`);
       });

@@ -4,6 +4,7 @@ import { type ConnectorInput, connectorJson, createConnector, listConnectors, re
 import { InputError } from '../util/input-error.js';
 import { printJson, printTable, reportDone, say } from './output.js';
 import { collect, operatorContext, readAll, readStore, withStore } from './shared.js';
+import { confirmRemoval } from './confirm.js';
 
 /** The secret a connector is given on standard input (never on the command line, where `ps` shows it). */
 async function secretFromStdin(flag: boolean | undefined, name: string): Promise<string> {
@@ -185,10 +186,18 @@ export function connectorsCommand(cli: Command): void {
   connectors
     .command('remove <id>')
     .description('remove a connector: its button goes, its people can no longer sign in through it (their accounts stay)')
+    .option('-y, --yes', 'remove without asking (scripts: without a terminal, the command removes nothing unless given)')
     .option('--json', 'print {"id", "removed": true} as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
-    .action(async (id: string, opts: { json?: boolean; database?: string }) => {
+    .action(async (id: string, opts: { yes?: boolean; json?: boolean; database?: string }) => {
       await withStore(opts.database, async (store, config) => {
+        const row = (await store.connectors.list()).find((r) => r.id === id);
+        if (!row) throw new InputError(`no connector ${id} (see connectors list)`);
+        await confirmRemoval({
+          yes: opts.yes,
+          what: `connector ${id}`,
+          consequences: 'its button goes from the sign-in page and its people can no longer sign in through it (their accounts stay)',
+        });
         await removeConnector(operatorContext(store, config), id);
         reportDone(opts.json, { id, removed: true }, `removed the connector ${id}`);
       });

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { parseScopeArgument } from '../oauth/resources.js';
-import { createResource, removeResource, resourceJson, updateResource } from '../admin/resources.js';
+import { createResource, findResource, removeResource, resourceJson, updateResource } from '../admin/resources.js';
+import { confirmRemoval } from './confirm.js';
 import { printJson, printTable, say, sayError } from './output.js';
 import { collect, operatorContext, readStore, withStore } from './shared.js';
 
@@ -60,10 +61,17 @@ export function resourcesCommand(cli: Command): void {
     .command('remove')
     .description('remove an API: its tokens can no longer be had, and its scopes are taken from every application')
     .argument('<id>', "the API's identifier")
+    .option('-y, --yes', 'remove without asking (scripts: without a terminal, the command removes nothing unless given)')
     .option('--json', 'print {"id", "removed": true} as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
-    .action(async (id: string, opts: { json?: boolean; database?: string }) => {
+    .action(async (id: string, opts: { yes?: boolean; json?: boolean; database?: string }) => {
       await withStore(opts.database, async (store, config) => {
+        await findResource(store, id);
+        await confirmRemoval({
+          yes: opts.yes,
+          what: `API ${id}`,
+          consequences: 'its tokens can no longer be had, and its scopes are taken from every application',
+        });
         await removeResource(operatorContext(store, config), id);
         if (opts.json) printJson({ id, removed: true }, 2);
         else sayError(`Removed ${id}`);

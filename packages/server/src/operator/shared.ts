@@ -10,6 +10,7 @@ import type { AdminContext } from '../admin/context.js';
 import { shipAuditLog } from '../admin/audit-log.js';
 import { OPERATOR } from '../store/store.js';
 import { tellApplicationsAndSay } from './backchannel.js';
+import { passwordProblem } from '../oauth/accounts.js';
 
 /** Expected failures print one line and exit 1; anything else is a bug and prints its stack. */
 export function isExpected(err: unknown): err is Error {
@@ -142,6 +143,32 @@ export async function promptHidden(prompt: string): Promise<string> {
   if (!process.stdin.isTTY) throw new InputError('no terminal to ask for the password: pipe it with --password-stdin');
   const { read } = await import('read');
   return read({ prompt, silent: true, replace: '', output: process.stderr });
+}
+
+/**
+ * A new password typed at the terminal: asked again while it is refused ({@link passwordProblem} says why), then
+ * typed a second time to confirm, so a slip of the finger is not the password. Three tries, then exit 1.
+ */
+export async function promptNewPassword(prompt: string): Promise<string> {
+  for (let tries = 0; tries < NEW_PASSWORD_TRIES; tries++) {
+    const password = await promptHidden(prompt);
+    const problem = passwordProblem(password);
+    if (problem) {
+      sayError(`authcli-server: ${problem}; try again`);
+      continue;
+    }
+    if ((await promptHidden('Again, to confirm: ')) === password) return password;
+    sayError('authcli-server: the two passwords differ; try again');
+  }
+  throw new InputError(`no password set: ${NEW_PASSWORD_TRIES} tries`);
+}
+
+/** How many times `users add` and `users reset-password` ask on a terminal before giving up. */
+const NEW_PASSWORD_TRIES = 3;
+
+/** The password of `--password-stdin` (one trailing newline dropped), or the one typed at the terminal. */
+export async function newPassword(fromStdin: boolean | undefined, prompt: string): Promise<string> {
+  return fromStdin ? (await readAll(process.stdin)).replace(/\r?\n$/, '') : promptNewPassword(prompt);
 }
 
 export const collect = (v: string, prev: string[] = []) => [...prev, v];

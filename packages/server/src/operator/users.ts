@@ -1,13 +1,15 @@
 import { printJson, printTable, reportDone } from './output.js';
 import { audited } from '../admin/context.js';
 import { readFile } from 'node:fs/promises';
-import { collect, operatorContext, promptHidden, readAll, readStore, withStore } from './shared.js';
+import { collect, newPassword, operatorContext, readAll, readStore, withStore } from './shared.js';
+import { checkUsername } from '../oauth/accounts.js';
 import { createUser, deleteUser, findUser, listUsers, resetPassword, updateUser } from '../admin/users.js';
 import type { Command } from 'commander';
 import { claimAssignment, claimRemoval, mergePatches, parseClaimsJson, standardClaims, type ClaimsPatch } from '../oauth/claims.js';
 import { InputError } from '../util/input-error.js';
 import { accountCounterKeys } from '../oauth/limits.js';
 import { passkeyCommands } from './passkeys.js';
+import { confirmRemoval } from './confirm.js';
 
 /** `authcli-server users ...`: end users (add, list, reset-password, disable, enable, passkeys, reset-passkeys, unlock). */
 export function usersCommand(cli: Command): void {
@@ -26,10 +28,11 @@ export function usersCommand(cli: Command): void {
         username: string,
         opts: { passwordStdin?: boolean; admin?: boolean; name?: string; email?: string; json?: boolean; database?: string },
       ) => {
-        const password = opts.passwordStdin
-          ? (await readAll(process.stdin)).replace(/\r?\n$/, '')
-          : await promptHidden(`Password for ${username}: `);
         await withStore(opts.database, async (store, config) => {
+          // A name that cannot be had is said before the password is asked for.
+          checkUsername(username);
+          if (await store.users.findByUsername(username)) throw new InputError(`user ${username} already exists`);
+          const password = await newPassword(opts.passwordStdin, `Password for ${username}: `);
           const user = await createUser(operatorContext(store, config), {
             username,
             password,
@@ -113,10 +116,9 @@ export function usersCommand(cli: Command): void {
     .option('--json', 'print what was done as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(async (username: string, opts: { passwordStdin?: boolean; revokeTokens?: boolean; json?: boolean; database?: string }) => {
-      const password = opts.passwordStdin
-        ? (await readAll(process.stdin)).replace(/\r?\n$/, '')
-        : await promptHidden(`New password for ${username}: `);
       await withStore(opts.database, async (store, config) => {
+        await findUser(store, username);
+        const password = await newPassword(opts.passwordStdin, `New password for ${username}: `);
         const ctx = operatorContext(store, config);
         const reset = await resetPassword(ctx, username, password, { revokeTokens: opts.revokeTokens ?? false });
         const ended = reset.sessionsEnded;
@@ -161,11 +163,20 @@ export function usersCommand(cli: Command): void {
     .description(
       "delete a user with their sessions, sign-ins, passkeys and connector links (their applications stay, the operator's); applications holding their sign-ins are told",
     )
+    .option('-y, --yes', 'remove without asking (scripts: without a terminal, the command removes nothing unless given)')
     .option('--json', 'print {"username", "removed": true} as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
-    .action(async (username: string, opts: { json?: boolean; database?: string }) => {
+    .action(async (username: string, opts: { yes?: boolean; json?: boolean; database?: string }) => {
       await withStore(opts.database, async (store, config) => {
         const ctx = operatorContext(store, config);
+        const user = await findUser(store, username);
+        const apps = new Set((await store.grants.holders(user.id, ctx.now)).map((h) => h.clientId)).size;
+        const passkeys = (await store.passkeys.listByUser(user.id)).length;
+        await confirmRemoval({
+          yes: opts.yes,
+          what: `user ${username}`,
+          consequences: `their sign-ins at ${apps} application${apps === 1 ? '' : 's'} end (those with a back-channel logout URI are told), their ${passkeys} passkey${passkeys === 1 ? '' : 's'}, sessions and connector links are deleted`,
+        });
         await deleteUser(ctx, username);
         reportDone(opts.json, { username, removed: true }, `removed user ${username}`);
         await ctx.tellApplications();

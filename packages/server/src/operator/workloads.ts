@@ -4,6 +4,8 @@ import { parseLifetime } from '../oauth/workloads.js';
 import { createWorkload, removeWorkload, workloadJson } from '../admin/workloads.js';
 import { printJson, printTable, say, sayError } from './output.js';
 import { collect, operatorContext, readStore, withStore } from './shared.js';
+import { confirmRemoval } from './confirm.js';
+import { InputError } from '../util/input-error.js';
 
 /** `authcli-server workloads ...`: the trust policies under which CI jobs exchange their OIDC tokens (RFC 8693). */
 export function workloadsCommand(cli: Command): void {
@@ -81,10 +83,17 @@ export function workloadsCommand(cli: Command): void {
     .command('remove')
     .description('remove a trust policy: its CI jobs can no longer exchange their tokens (tokens issued live until they expire)')
     .argument('<id>', 'the policy')
+    .option('-y, --yes', 'remove without asking (scripts: without a terminal, the command removes nothing unless given)')
     .option('--json', 'print {"id", "removed": true} as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
-    .action(async (id: string, opts: { json?: boolean; database?: string }) => {
+    .action(async (id: string, opts: { yes?: boolean; json?: boolean; database?: string }) => {
       await withStore(opts.database, async (store, config) => {
+        if (!(await store.workloads.list()).some((w) => w.id === id)) throw new InputError(`no workload ${id} (see workloads list)`);
+        await confirmRemoval({
+          yes: opts.yes,
+          what: `workload ${id}`,
+          consequences: 'its CI jobs can no longer exchange their tokens (tokens issued live until they expire)',
+        });
         await removeWorkload(operatorContext(store, config), id);
         if (opts.json) printJson({ id, removed: true }, 2);
         else sayError(`Removed workload ${id}`);
