@@ -19,6 +19,9 @@ const CLEAN: NodeJS.ProcessEnv = Object.fromEntries(
     'AUTHCLI_KEY_ENCRYPTION_KEY_FILE',
     'AUTHCLI_TRUST_PROXY',
     'AUTHCLI_ACCESS_TOKEN_TTL',
+    'AUTHCLI_REFRESH_TOKEN_TTL',
+    'AUTHCLI_ID_TOKEN_TTL',
+    'AUTHCLI_SESSION_TTL',
     'AUTHCLI_ACCESS_TOKEN_ALG',
     'AUTHCLI_DEVICE_CODE_TTL',
     'AUTHCLI_DEVICE_POLL_INTERVAL',
@@ -146,6 +149,30 @@ describe('authcli-server config: the effective settings and where each came from
     expect(r.code).toBe(1);
     expect(r.stdout).toBe('');
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
-    expect(r.stderr).toContain('AUTHCLI_ACCESS_TOKEN_TTL must be 1-86400 seconds');
+    expect(r.stderr).toContain('AUTHCLI_ACCESS_TOKEN_TTL must be a whole number from 1 to 86400, got "0"');
+  });
+
+  it('lifetimes: the refresh, ID token and session lifetimes are settings, shown with their source; a sign-in shorter than its access tokens is refused', async () => {
+    const c = await config([], { AUTHCLI_REFRESH_TOKEN_TTL: '604800', AUTHCLI_ID_TOKEN_TTL: '300', AUTHCLI_SESSION_TTL: '3600' });
+    expect(c.get('refresh_token_ttl')).toMatchObject({ value: '604800 s', source: 'env AUTHCLI_REFRESH_TOKEN_TTL' });
+    expect(c.get('id_token_ttl')).toMatchObject({ value: '300 s', source: 'env AUTHCLI_ID_TOKEN_TTL' });
+    expect(c.get('session_ttl')).toMatchObject({ value: '3600 s', source: 'env AUTHCLI_SESSION_TTL' });
+    const defaults = await config([]);
+    expect(defaults.get('refresh_token_ttl')).toMatchObject({ value: '2592000 s', source: 'default' });
+    const short = await serverCommand(['config'], { ...CLEAN, AUTHCLI_REFRESH_TOKEN_TTL: '3600', AUTHCLI_ACCESS_TOKEN_TTL: '7200' });
+    expect(short.code).toBe(1);
+    expect(short.stderr.trim()).toBe(
+      'authcli-server: AUTHCLI_REFRESH_TOKEN_TTL (3600 s) must be at least AUTHCLI_ACCESS_TOKEN_TTL (7200 s): a sign-in outlives its access tokens',
+    );
+    const outOfRange: [string, string][] = [
+      ['AUTHCLI_SESSION_TTL', '60'],
+      ['AUTHCLI_REFRESH_TOKEN_TTL', String(91 * 86400)],
+      ['AUTHCLI_ID_TOKEN_TTL', '1d'],
+    ];
+    for (const [name, value] of outOfRange) {
+      const r = await serverCommand(['config'], { ...CLEAN, [name]: value });
+      expect(r.code, name).toBe(1);
+      expect(r.stderr, name).toContain(`${name} must be a whole number from`);
+    }
   });
 });

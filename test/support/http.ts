@@ -27,11 +27,14 @@ export interface Res {
 /** Keeps cookies like a browser; never follows redirects by itself, so tests see each hop. */
 export class Browser {
   cookies = new Map<string, string>();
+  /** Every Set-Cookie header received, as sent (a test reads a cookie's attributes). */
+  setCookieHeaders: string[] = [];
 
   constructor(readonly base: string) {}
 
   private absorb(res: Response) {
     for (const c of res.headers.getSetCookie()) {
+      this.setCookieHeaders.push(c);
       const pair = c.split(';')[0]!;
       const eq = pair.indexOf('=');
       const name = pair.slice(0, eq);

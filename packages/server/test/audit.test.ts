@@ -219,6 +219,10 @@ describe.each(dialects())('audit trail (%s)', (dialect) => {
         db,
       );
       await db.deleteFrom('kysely_migration').where('name', '=', '0024_signins_audited').execute();
+      // And the migrations after it, undone, so that they run again after it.
+      await db.deleteFrom('kysely_migration').where('name', '=', '0025_application_lifetimes').execute();
+      for (const column of ['access_token_ttl', 'refresh_token_ttl'])
+        await db.schema.alterTable('applications').dropColumn(column).execute();
       await db
         .insertInto('signin_events')
         .values([

@@ -1,5 +1,6 @@
 import { authMethodOf, keysMetadata } from '../oauth/client-keys.js';
 import { checkFapi2 } from '../oauth/fapi2.js';
+import { checkLifetimes } from '../oauth/lifetimes.js';
 import {
   checkGrantsForKind,
   type NewAppInput,
@@ -41,6 +42,9 @@ export function appResource(a: Application) {
     require_acr: a.requireAcr,
     backchannel_logout_uri: a.backchannelLogoutUri,
     backchannel_logout_session_required: a.backchannelLogoutSessionRequired,
+    // Seconds; null: the server's (AUTHCLI_ACCESS_TOKEN_TTL, AUTHCLI_REFRESH_TOKEN_TTL).
+    access_token_ttl: a.accessTokenTtl,
+    refresh_token_ttl: a.refreshTokenTtl,
     registered_by: registeredBy(a),
     owner: a.ownerId,
     created: new Date(Number(a.createdAt)).toISOString(),
@@ -84,7 +88,9 @@ export async function listApps(store: Store, page?: PageRequest): Promise<Page<A
 export async function createApp(
   ctx: AdminContext,
   input: Omit<NewAppInput, 'ownerId' | 'clientId' | 'registrationTokenHash' | 'registrationMetadata' | 'selfRegistered'>,
+  names: { access: string; refresh: string } = LIFETIME_NAMES,
 ): Promise<{ app: Application; clientSecret: string | undefined }> {
+  checkLifetimes({ accessTokenTtl: input.accessTokenTtl ?? null, refreshTokenTtl: input.refreshTokenTtl ?? null }, ctx.config, names);
   return ctx.store.changes(async () => {
     const made = await registerApplication(ctx.store, input, ctx.now, { fapi2: ctx.config.fapi2 });
     await recordApp(ctx, 'created', made.app);
@@ -112,7 +118,13 @@ export interface AppPatch {
   clientKeys?: ClientKeys | undefined;
   /** Authenticate with a new client secret (or rotate the secret): answered once. */
   newSecret?: boolean | undefined;
+  /** Its own token lifetimes, seconds; null: the server's again. */
+  accessTokenTtl?: number | null | undefined;
+  refreshTokenTtl?: number | null | undefined;
 }
+
+/** How the admin API names an application's lifetimes (the operator CLI says its flags instead). */
+export const LIFETIME_NAMES = { access: 'access_token_ttl', refresh: 'refresh_token_ttl' };
 
 /**
  * Changes an application: the whole of it checked again with the changes, by
@@ -125,6 +137,8 @@ export async function updateApp(
   ctx: AdminContext,
   clientId: string,
   patch: AppPatch,
+  /** What the lifetimes are called in the caller's input, for messages (the admin API's fields by default). */
+  names?: { access: string; refresh: string },
 ): Promise<{ app: Application; clientSecret: string | undefined }> {
   return ctx.store.changes(async () => {
     const app = await findApp(ctx.store, clientId);
@@ -154,6 +168,14 @@ export async function updateApp(
       (await ctx.store.resources.catalog()).byScope,
     );
     checkGrantsForKind(app.kind, fields.grantTypes);
+    const lifetimes = checkLifetimes(
+      {
+        accessTokenTtl: patch.accessTokenTtl === undefined ? app.accessTokenTtl : patch.accessTokenTtl,
+        refreshTokenTtl: patch.refreshTokenTtl === undefined ? app.refreshTokenTtl : patch.refreshTokenTtl,
+      },
+      ctx.config,
+      names ?? LIFETIME_NAMES,
+    );
     const secret = patch.newSecret ? newClientSecret() : undefined;
     const authentication = patch.clientKeys
       ? { clientKeys: patch.clientKeys, secretHash: null }
@@ -165,7 +187,7 @@ export async function updateApp(
       clientKeys: 'clientKeys' in authentication ? (authentication.clientKeys ?? null) : app.clientKeys,
       idTokenAlg: fields.idTokenAlg,
     });
-    const updated = await ctx.store.applications.update(clientId, { ...fields, ...authentication }, ctx.now);
+    const updated = await ctx.store.applications.update(clientId, { ...fields, ...authentication, ...lifetimes }, ctx.now);
     await recordAppUpdate(ctx, app, updated);
     if (secret) await recordApp(ctx, 'secret_rotated', updated);
     return { app: updated, clientSecret: secret?.secret };

@@ -86,6 +86,8 @@ function appSettings(b: Body) {
     ...(b.backchannel_logout_session_required !== undefined && {
       backchannelLogoutSessionRequired: b.backchannel_logout_session_required as boolean,
     }),
+    ...(b.access_token_ttl !== undefined && { accessTokenTtl: b.access_token_ttl as number | null }),
+    ...(b.refresh_token_ttl !== undefined && { refreshTokenTtl: b.refresh_token_ttl as number | null }),
   };
 }
 

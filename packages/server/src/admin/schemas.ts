@@ -7,6 +7,7 @@
  * checked after, by the same functions as the operator CLI's.
  */
 
+import { ACCESS_TOKEN_TTL_BOUNDS, GRANT_TTL_BOUNDS } from '../config/lifetime-defaults.js';
 const nullable = (type: string, extra: Record<string, unknown> = {}) => ({ type: [type, 'null'], ...extra });
 const text = (maxLength: number, description?: string) => ({ type: 'string', maxLength, ...(description && { description }) });
 const uris = (description: string) => ({ type: 'array', items: text(2000), maxItems: 20, description });
@@ -83,6 +84,15 @@ const APP_FIELDS = {
   require_acr: { ...nullable('string'), description: '`phr`: every sign-in for it must be with a passkey; null for any.' },
   backchannel_logout_uri: { ...nullable('string', { maxLength: 2000 }), description: 'Where logout tokens are posted; null for none.' },
   backchannel_logout_session_required: { type: 'boolean' },
+  access_token_ttl: {
+    ...nullable('integer', { minimum: ACCESS_TOKEN_TTL_BOUNDS.min, maximum: ACCESS_TOKEN_TTL_BOUNDS.max }),
+    description: "Its access tokens' lifetime, seconds; null for the server's (AUTHCLI_ACCESS_TOKEN_TTL).",
+  },
+  refresh_token_ttl: {
+    ...nullable('integer', { minimum: GRANT_TTL_BOUNDS.min, maximum: GRANT_TTL_BOUNDS.max }),
+    description:
+      "How long its sign-ins (refresh tokens) last from when they began, seconds; null for the server's (AUTHCLI_REFRESH_TOKEN_TTL). At least the access token lifetime.",
+  },
   jwks: { type: 'object', description: 'Authenticate with private_key_jwt, with these public keys (a JWK Set).' },
   jwks_uri: text(2000, 'Authenticate with private_key_jwt, with the keys at this https URL (a public address).'),
   token_endpoint_auth_signing_alg: { type: 'string', description: 'The one algorithm its client assertions may use.' },

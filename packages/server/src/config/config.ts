@@ -18,10 +18,13 @@ export interface ServerConfig {
   databaseUrl: string;
   /** Authorization code lifetime (RFC 6749 §4.1.2 recommends at most 10 minutes; we use 60 s). */
   codeTtlSeconds: number;
+  /** The server's access token lifetime (`AUTHCLI_ACCESS_TOKEN_TTL`); an application may have its own. */
   accessTokenTtlSeconds: number;
+  /** ID token lifetime (`AUTHCLI_ID_TOKEN_TTL`). */
   idTokenTtlSeconds: number;
-  /** Absolute lifetime of a grant (refresh-token family). */
+  /** Absolute lifetime of a grant (refresh-token family, `AUTHCLI_REFRESH_TOKEN_TTL`); an application may have its own. */
   grantTtlSeconds: number;
+  /** A browser session at the server's pages (`AUTHCLI_SESSION_TTL`). */
   sessionTtlSeconds: number;
   /** Largest request body accepted, in bytes (`AUTHCLI_BODY_LIMIT`). */
   bodyLimit: number;
@@ -272,9 +275,15 @@ export function loadConfig(
   const issuer = normalizeIssuer(flags.issuer ?? env.AUTHCLI_ISSUER ?? defaultIssuer(host, port));
   const logLevel = (env.LOG_LEVEL ?? 'info') as ServerConfig['logLevel'];
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
-  const accessTokenTtl = env.AUTHCLI_ACCESS_TOKEN_TTL ?? String(D.ACCESS_TOKEN_TTL_SECONDS);
-  if (!/^\d{1,6}$/.test(accessTokenTtl) || Number(accessTokenTtl) < 1 || Number(accessTokenTtl) > 86400) {
-    throw new ConfigError('AUTHCLI_ACCESS_TOKEN_TTL must be 1-86400 seconds');
+  const lifetime = (name: string, fallback: number, bounds: { min: number; max: number }) =>
+    envInt(env, name, fallback, bounds.min, bounds.max);
+  const accessTokenTtl = lifetime('AUTHCLI_ACCESS_TOKEN_TTL', D.ACCESS_TOKEN_TTL_SECONDS, D.ACCESS_TOKEN_TTL_BOUNDS);
+  const grantTtl = lifetime('AUTHCLI_REFRESH_TOKEN_TTL', D.GRANT_TTL_SECONDS, D.GRANT_TTL_BOUNDS);
+  // A refresh token that ends before the access token it renews would leave that token working past its sign-in.
+  if (grantTtl < accessTokenTtl) {
+    throw new ConfigError(
+      `AUTHCLI_REFRESH_TOKEN_TTL (${grantTtl} s) must be at least AUTHCLI_ACCESS_TOKEN_TTL (${accessTokenTtl} s): a sign-in outlives its access tokens`,
+    );
   }
   const registration = (env.AUTHCLI_REGISTRATION ?? D.REGISTRATION_MODE).trim().toLowerCase() || D.REGISTRATION_MODE;
   if (!(D.REGISTRATION_MODES as readonly string[]).includes(registration)) {
@@ -295,10 +304,10 @@ export function loadConfig(
     port,
     databaseUrl: flags.database ?? env.DATABASE_URL ?? './data/authcli.db',
     codeTtlSeconds: D.CODE_TTL_SECONDS,
-    accessTokenTtlSeconds: Number(accessTokenTtl),
-    idTokenTtlSeconds: D.ID_TOKEN_TTL_SECONDS,
-    grantTtlSeconds: D.GRANT_TTL_SECONDS,
-    sessionTtlSeconds: D.SESSION_TTL_SECONDS,
+    accessTokenTtlSeconds: accessTokenTtl,
+    idTokenTtlSeconds: lifetime('AUTHCLI_ID_TOKEN_TTL', D.ID_TOKEN_TTL_SECONDS, D.ID_TOKEN_TTL_BOUNDS),
+    grantTtlSeconds: grantTtl,
+    sessionTtlSeconds: lifetime('AUTHCLI_SESSION_TTL', D.SESSION_TTL_SECONDS, D.SESSION_TTL_BOUNDS),
     bodyLimit: envInt(env, 'AUTHCLI_BODY_LIMIT', D.BODY_LIMIT_BYTES, 1024, 1024 * 1024),
     trustProxy: parseTrustProxy(env.AUTHCLI_TRUST_PROXY),
     limits: parseLimits(env.AUTHCLI_LIMITS),

@@ -13,20 +13,11 @@ export * from './abuse-limits.js';
 export * from './backchannel-defaults.js';
 export * from './connector-defaults.js';
 export * from './client-assertion-defaults.js';
+// Tokens', sign-ins' and sessions' lifetimes, with the bounds an operator may set them within.
+export * from './lifetime-defaults.js';
 
 // ---- lifetimes ----------------------------------------------------------------
 
-/** Authorization code: RFC 6749 §4.1.2 says at most 10 minutes; a client redeems within seconds. */
-export const CODE_TTL_SECONDS = 60;
-/** Access token (env AUTHCLI_ACCESS_TOKEN_TTL): short, because a JWT is valid until it expires. */
-export const ACCESS_TOKEN_TTL_SECONDS = 900;
-export const ID_TOKEN_TTL_SECONDS = 900;
-/** A sign-in (refresh-token family) ends after 30 days whatever its use (RFC 9700 §4.14.2). */
-export const GRANT_TTL_SECONDS = 30 * 24 * 3600;
-/** A device cookie (a browser where a user signed in) is trusted this long after its last sign-in. */
-export const TRUSTED_DEVICE_TTL_SECONDS = 180 * 24 * 3600;
-/** Browser session at the server's pages. */
-export const SESSION_TTL_SECONDS = 12 * 3600;
 /** RFC 8628 §3.2: lifetime of a device code and its user code. */
 export const DEVICE_CODE_TTL_SECONDS = 600;
 /** RFC 8628 §3.2: the first polling interval; §3.5: slow_down adds 5 seconds. */

@@ -117,10 +117,10 @@ export function describeConfig(config: ServerConfig, flags: ConfigInput, env: No
     // lifetimes
     { name: 'access_token_ttl', value: `${config.accessTokenTtlSeconds} s`, source: from(undefined, 'AUTHCLI_ACCESS_TOKEN_TTL') },
     { name: 'access_token_alg', value: config.accessTokenAlg, source: from(undefined, 'AUTHCLI_ACCESS_TOKEN_ALG') },
-    { name: 'id_token_ttl', value: `${config.idTokenTtlSeconds} s`, source: 'built-in' },
+    { name: 'id_token_ttl', value: `${config.idTokenTtlSeconds} s`, source: from(undefined, 'AUTHCLI_ID_TOKEN_TTL') },
     { name: 'authorization_code_ttl', value: `${config.codeTtlSeconds} s`, source: 'built-in' },
-    { name: 'refresh_family_ttl', value: `${config.grantTtlSeconds} s`, source: 'built-in' },
-    { name: 'session_ttl', value: `${config.sessionTtlSeconds} s`, source: 'built-in' },
+    { name: 'refresh_token_ttl', value: `${config.grantTtlSeconds} s`, source: from(undefined, 'AUTHCLI_REFRESH_TOKEN_TTL') },
+    { name: 'session_ttl', value: `${config.sessionTtlSeconds} s`, source: from(undefined, 'AUTHCLI_SESSION_TTL') },
     { name: 'device_code_ttl', value: `${config.deviceCodeTtlSeconds} s`, source: from(undefined, 'AUTHCLI_DEVICE_CODE_TTL') },
     {
       name: 'device_poll_interval',

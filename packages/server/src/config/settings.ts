@@ -124,8 +124,31 @@ export const SERVER_SETTINGS: readonly Setting[] = [
     env: 'AUTHCLI_ACCESS_TOKEN_TTL',
     default: code(D.ACCESS_TOKEN_TTL_SECONDS),
     loaded: (c) => code(c.accessTokenTtlSeconds),
-    range: { min: 1, max: 86400 },
-    meaning: 'Access token lifetime, seconds. A resource server that checks the JWT by itself accepts it until then.',
+    range: D.ACCESS_TOKEN_TTL_BOUNDS,
+    meaning:
+      'Access token lifetime, seconds. A resource server that checks the JWT by itself accepts it until then. An application may have its own (`apps update --access-token-ttl`).',
+  },
+  {
+    env: 'AUTHCLI_REFRESH_TOKEN_TTL',
+    default: code(D.GRANT_TTL_SECONDS),
+    loaded: (c) => code(c.grantTtlSeconds),
+    range: D.GRANT_TTL_BOUNDS,
+    meaning:
+      'How long a sign-in (its refresh tokens) lasts from when it began, seconds, however often it is renewed; then the person signs in again. At least `AUTHCLI_ACCESS_TOKEN_TTL`. An application may have its own (`apps update --refresh-token-ttl`).',
+  },
+  {
+    env: 'AUTHCLI_ID_TOKEN_TTL',
+    default: code(D.ID_TOKEN_TTL_SECONDS),
+    loaded: (c) => code(c.idTokenTtlSeconds),
+    range: D.ID_TOKEN_TTL_BOUNDS,
+    meaning: 'ID token lifetime, seconds (`exp`; an application reads it once, at sign-in).',
+  },
+  {
+    env: 'AUTHCLI_SESSION_TTL',
+    default: code(D.SESSION_TTL_SECONDS),
+    loaded: (c) => code(c.sessionTtlSeconds),
+    range: D.SESSION_TTL_BOUNDS,
+    meaning: "A browser session at the server's pages, seconds from sign-in: within it, the person is not asked for a password again.",
   },
   {
     env: 'AUTHCLI_DEVICE_CODE_TTL',

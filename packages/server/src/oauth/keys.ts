@@ -1,4 +1,5 @@
 import { createPrivateKey, generateKeyPair, sign, type KeyObject } from 'node:crypto';
+import { ACCESS_TOKEN_TTL_BOUNDS } from '../config/lifetime-defaults.js';
 import { promisify } from 'node:util';
 import { calculateJwkThumbprint, createLocalJWKSet, type JWK } from 'jose';
 import { ConfigError, type ServerConfig } from '../config/config.js';
@@ -241,7 +242,11 @@ export async function jwsSignature(alg: SigningAlg, privateKey: KeyObject, signi
   return signature.toString('base64url');
 }
 
-/** The key ring of a server, or of an operator command that signs as it does: retired keys stay published as long as the longest token lives. */
+/**
+ * The key ring of a server, or of an operator command that signs as it does: retired keys stay published as long
+ * as the longest token lives, an application's own access token lifetime (up to ACCESS_TOKEN_TTL_BOUNDS.max) included.
+ */
 export function serverKeyRing(store: Store, config: ServerConfig): KeyRing {
-  return new KeyRing(store, config.now, Math.max(config.accessTokenTtlSeconds, config.idTokenTtlSeconds) * 1000, config.keyEncryptionKey);
+  const longest = Math.max(config.accessTokenTtlSeconds, config.idTokenTtlSeconds, ACCESS_TOKEN_TTL_BOUNDS.max);
+  return new KeyRing(store, config.now, longest * 1000, config.keyEncryptionKey);
 }

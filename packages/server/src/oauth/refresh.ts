@@ -48,6 +48,8 @@ export function newGrant(
     sid?: string | null | undefined;
     /** The resources it covers, as stored (oauth/resources.ts); none for OpenID Connect scopes alone. */
     resource?: string | null | undefined;
+    /** The application's own sign-in lifetime (seconds); the server's when null. */
+    ttlSeconds: number | null;
   },
   now: number,
 ): Grant {
@@ -60,7 +62,7 @@ export function newGrant(
     claims: input.claims ?? null,
     auth_time: input.authTime,
     created_at: now,
-    expires_at: now + config.grantTtlSeconds * 1000,
+    expires_at: now + (input.ttlSeconds ?? config.grantTtlSeconds) * 1000,
     revoked_at: null,
     dpop_jkt: input.dpopJkt ?? null,
     amr: input.amr ?? null,

@@ -113,6 +113,9 @@ export interface NewAppInput {
   selfRegistered?: boolean;
   /** A confidential application's keys (private_key_jwt, RFC 7523), checked already (client-keys.ts): then it gets no secret. */
   clientKeys?: ClientKeys | null;
+  /** Its own token lifetimes, seconds, checked already (lifetimes.ts `checkLifetimes`); the server's when not given. */
+  accessTokenTtl?: number | null;
+  refreshTokenTtl?: number | null;
 }
 
 /** The field names of {@link InputError}s about redirect URIs (RFC 7591 §3.2.2 answers them as invalid_redirect_uri). */
@@ -278,6 +281,8 @@ export async function registerApplication(
     ...fields,
     ...(input.registrationTokenHash !== undefined && { registrationTokenHash: input.registrationTokenHash }),
     ...(input.registrationMetadata !== undefined && { registrationMetadata: input.registrationMetadata }),
+    accessTokenTtl: input.accessTokenTtl ?? null,
+    refreshTokenTtl: input.refreshTokenTtl ?? null,
     createdAt: now,
   });
   return { app, clientSecret: secret?.secret };

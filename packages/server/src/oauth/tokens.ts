@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto';
+import { accessTokenTtl } from './lifetimes.js';
 import type { TokenResponse } from '@authcli/protocol';
 import type { ServerConfig } from '../config/config.js';
 import type { Application, User } from '../store/store.js';
@@ -61,7 +62,7 @@ export class TokenIssuer {
       scope: (ctx.audience ? ctx.audience.scopes : ctx.scopes).join(' '),
       auth_time: Math.floor(ctx.authTime / 1000),
       iat,
-      exp: iat + this.config.accessTokenTtlSeconds,
+      exp: iat + accessTokenTtl(ctx.app, this.config),
       jti: randomToken(16),
       gid: ctx.grantId,
       ...(ctx.jkt !== undefined && { cnf: { jkt: ctx.jkt } }),
@@ -109,7 +110,7 @@ export class TokenIssuer {
   ): Promise<TokenResponse> {
     const iat = Math.floor(this.config.now() / 1000);
     const scope = audience.scopes.join(' ');
-    const ttl = workload?.lifetimeSeconds ?? this.config.accessTokenTtlSeconds;
+    const ttl = workload?.lifetimeSeconds ?? accessTokenTtl(app, this.config);
     const access = await this.keys.signJwt(this.accessTokenAlg, 'at+jwt', {
       iss: this.config.issuer,
       sub: workload?.subject ?? app.clientId,
@@ -135,7 +136,7 @@ export class TokenIssuer {
     const response: TokenResponse = {
       access_token: access,
       token_type: ctx.jkt !== undefined ? 'DPoP' : 'Bearer',
-      expires_in: this.config.accessTokenTtlSeconds,
+      expires_in: accessTokenTtl(ctx.app, this.config),
       // RFC 6749 §5.1: the access token's scope (an API's token carries only that API's).
       scope: (ctx.audience ? ctx.audience.scopes : ctx.scopes).join(' '),
     };

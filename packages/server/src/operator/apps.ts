@@ -7,6 +7,8 @@ import { type Command, Option } from 'commander';
 import { DEFAULT_GRANT_TYPES } from '../oauth/registration.js';
 import { INTROSPECTION_SCOPES, type Application } from '../store/store.js';
 import { authMethodOf, keysMetadata } from '../oauth/client-keys.js';
+import { parseDuration } from '../oauth/lifetimes.js';
+import { InputError } from '../util/input-error.js';
 import { ASSERTION_ALG_HELP, JWKS_HELP, JWKS_URI_HELP, type KeyOptions, keysOfOptions } from './app-keys.js';
 
 const INTROSPECTION_HELP = 'whose tokens it may introspect (RFC 7662): own, owner (every application of the same dashboard user) or all';
@@ -34,7 +36,25 @@ function appJson(a: Application) {
     require_acr: a.requireAcr,
     backchannel_logout_uri: a.backchannelLogoutUri,
     backchannel_logout_session_required: a.backchannelLogoutSessionRequired,
+    access_token_ttl: a.accessTokenTtl,
+    refresh_token_ttl: a.refreshTokenTtl,
   };
+}
+
+const ACCESS_TTL_HELP = "its access tokens' lifetime: seconds, or 15m, 2h (default: the server's, AUTHCLI_ACCESS_TOKEN_TTL)";
+const REFRESH_TTL_HELP =
+  "how long its sign-ins (refresh tokens) last from when they began: seconds, or 12h, 7d (default: the server's, AUTHCLI_REFRESH_TOKEN_TTL)";
+/** The lifetime flags' names, for messages. */
+const LIFETIME_FLAGS = { access: '--access-token-ttl', refresh: '--refresh-token-ttl' };
+
+/** A lifetime flag: undefined when not given, null for `default` (the server's), else its seconds. */
+function lifetimeOf(text: string | undefined, flag: string): number | null | undefined {
+  if (text === undefined) return undefined;
+  if (text.trim() === 'default') return null;
+  const seconds = parseDuration(text);
+  if (seconds === undefined)
+    throw new InputError(`${flag} takes seconds, or a number with s, m, h or d (15m, 30d), or default; got ${JSON.stringify(text)}`);
+  return seconds;
 }
 
 const BACKCHANNEL_HELP = 'where logouts are posted (OpenID Connect Back-Channel Logout): https, or http on loopback';
@@ -69,6 +89,8 @@ export function appsCommand(cli: Command): void {
     .option('--jwks-uri <url>', JWKS_URI_HELP)
     .option('--jwks <file>', JWKS_HELP)
     .option('--assertion-alg <alg>', ASSERTION_ALG_HELP)
+    .option('--access-token-ttl <duration>', ACCESS_TTL_HELP)
+    .option('--refresh-token-ttl <duration>', REFRESH_TTL_HELP)
     .option('--json', 'print {"client_id", "client_secret"} as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(
@@ -87,28 +109,38 @@ export function appsCommand(cli: Command): void {
           requireAcr?: string;
           backchannelLogoutUri?: string;
           backchannelLogoutSessionRequired?: boolean;
+          accessTokenTtl?: string;
+          refreshTokenTtl?: string;
           json?: boolean;
           database?: string;
         } & KeyOptions,
       ) => {
         await withStore(opts.database, async (store, config) => {
           const clientKeys = await keysOfOptions(opts, config);
-          const { app, clientSecret } = await createApp(operatorContext(store, config), {
-            name: opts.name,
-            kind: opts.kind,
-            callbackUrls: opts.callback,
-            postLogoutRedirectUris: opts.postLogoutRedirectUri,
-            scopes: opts.scope.split(/\s+/).filter(Boolean),
-            ...(opts.grant && { grantTypes: grantTypesOf(opts.grant) }),
-            idTokenAlg: opts.idTokenAlg,
-            introspection: opts.introspection,
-            requireDpop: opts.requireDpop === true,
-            requirePushedAuthorizationRequests: opts.requirePar === true,
-            requireAcr: opts.requireAcr ?? null,
-            backchannelLogoutUri: opts.backchannelLogoutUri ?? null,
-            backchannelLogoutSessionRequired: opts.backchannelLogoutSessionRequired === true,
-            ...(clientKeys && { clientKeys }),
-          });
+          const accessTokenTtl = lifetimeOf(opts.accessTokenTtl, LIFETIME_FLAGS.access);
+          const refreshTokenTtl = lifetimeOf(opts.refreshTokenTtl, LIFETIME_FLAGS.refresh);
+          const { app, clientSecret } = await createApp(
+            operatorContext(store, config),
+            {
+              name: opts.name,
+              kind: opts.kind,
+              callbackUrls: opts.callback,
+              postLogoutRedirectUris: opts.postLogoutRedirectUri,
+              scopes: opts.scope.split(/\s+/).filter(Boolean),
+              ...(opts.grant && { grantTypes: grantTypesOf(opts.grant) }),
+              idTokenAlg: opts.idTokenAlg,
+              introspection: opts.introspection,
+              requireDpop: opts.requireDpop === true,
+              requirePushedAuthorizationRequests: opts.requirePar === true,
+              requireAcr: opts.requireAcr ?? null,
+              backchannelLogoutUri: opts.backchannelLogoutUri ?? null,
+              backchannelLogoutSessionRequired: opts.backchannelLogoutSessionRequired === true,
+              ...(clientKeys && { clientKeys }),
+              ...(accessTokenTtl !== undefined && { accessTokenTtl }),
+              ...(refreshTokenTtl !== undefined && { refreshTokenTtl }),
+            },
+            LIFETIME_FLAGS,
+          );
           if (opts.json) {
             printJson(clientSecret ? { client_id: app.clientId, client_secret: clientSecret } : { client_id: app.clientId });
           } else {
@@ -145,6 +177,8 @@ export function appsCommand(cli: Command): void {
     .option('--jwks <file>', `${JWKS_HELP}; its secret stops working`)
     .option('--assertion-alg <alg>', ASSERTION_ALG_HELP)
     .option('--client-secret', 'authenticate with a new client secret, printed once, instead of keys (or rotate the secret)')
+    .option('--access-token-ttl <duration>', `${ACCESS_TTL_HELP}; default for the server's again`)
+    .option('--refresh-token-ttl <duration>', `${REFRESH_TTL_HELP}; default for the server's again`)
     .option('--json', 'print the application as `apps list --json` does')
     .option('--database <url>', 'database (env DATABASE_URL)')
     .action(
@@ -164,27 +198,39 @@ export function appsCommand(cli: Command): void {
           backchannelLogoutUri?: string;
           backchannelLogoutSessionRequired?: boolean;
           clientSecret?: boolean;
+          accessTokenTtl?: string;
+          refreshTokenTtl?: string;
           json?: boolean;
           database?: string;
         } & KeyOptions,
       ) => {
         await withStore(opts.database, async (store, config) => {
-          const { app: updated, clientSecret } = await updateApp(operatorContext(store, config), clientId, {
-            name: opts.name,
-            callbackUrls: opts.callback,
-            postLogoutRedirectUris: opts.postLogoutRedirectUri,
-            scopes: opts.scope?.split(/\s+/).filter(Boolean),
-            grantTypes: opts.grant && grantTypesOf(opts.grant),
-            idTokenAlg: opts.idTokenAlg,
-            introspection: opts.introspection,
-            requireDpop: opts.requireDpop,
-            requirePushedAuthorizationRequests: opts.requirePar,
-            requireAcr: opts.requireAcr,
-            backchannelLogoutUri: opts.backchannelLogoutUri === 'none' ? null : opts.backchannelLogoutUri,
-            backchannelLogoutSessionRequired: opts.backchannelLogoutSessionRequired,
-            clientKeys: await keysOfOptions(opts, config),
-            newSecret: opts.clientSecret,
-          });
+          const lifetimes = {
+            accessTokenTtl: lifetimeOf(opts.accessTokenTtl, LIFETIME_FLAGS.access),
+            refreshTokenTtl: lifetimeOf(opts.refreshTokenTtl, LIFETIME_FLAGS.refresh),
+          };
+          const { app: updated, clientSecret } = await updateApp(
+            operatorContext(store, config),
+            clientId,
+            {
+              name: opts.name,
+              callbackUrls: opts.callback,
+              postLogoutRedirectUris: opts.postLogoutRedirectUri,
+              scopes: opts.scope?.split(/\s+/).filter(Boolean),
+              grantTypes: opts.grant && grantTypesOf(opts.grant),
+              idTokenAlg: opts.idTokenAlg,
+              introspection: opts.introspection,
+              requireDpop: opts.requireDpop,
+              requirePushedAuthorizationRequests: opts.requirePar,
+              requireAcr: opts.requireAcr,
+              backchannelLogoutUri: opts.backchannelLogoutUri === 'none' ? null : opts.backchannelLogoutUri,
+              backchannelLogoutSessionRequired: opts.backchannelLogoutSessionRequired,
+              clientKeys: await keysOfOptions(opts, config),
+              newSecret: opts.clientSecret,
+              ...lifetimes,
+            },
+            LIFETIME_FLAGS,
+          );
           const secret = clientSecret === undefined ? undefined : { secret: clientSecret };
           if (opts.json) printJson({ ...appJson(updated), ...(secret && { client_secret: secret.secret }) }, 2);
           else sayError(`Updated ${updated.name} (${updated.clientId})`);

@@ -17,6 +17,7 @@ import { resources } from './migrations/0021_resources.js';
 import { workloads } from './migrations/0022_workloads.js';
 import { audit } from './migrations/0023_audit.js';
 import { signInsAudited } from './migrations/0024_signins_audited.js';
+import { applicationLifetimes } from './migrations/0025_application_lifetimes.js';
 import type { Past } from './migrations/past.js';
 
 const migrations: Record<string, Migration> = {
@@ -348,6 +349,7 @@ const migrations: Record<string, Migration> = {
   '0022_workloads': workloads,
   '0023_audit': audit,
   '0024_signins_audited': signInsAudited,
+  '0025_application_lifetimes': applicationLifetimes,
 };
 
 /** Provides the migrations above, then those in migrations/, to Kysely's Migrator. */

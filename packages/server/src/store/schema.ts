@@ -71,6 +71,10 @@ export interface ApplicationsTable {
   backchannel_logout_uri: ColumnType<string | null, string | null | undefined, string | null>;
   /** 1 when every logout token it gets must carry `sid` (§2.2 `backchannel_logout_session_required`). */
   backchannel_logout_session_required: ColumnType<number, number | undefined, number>;
+  /** Its own access token lifetime, seconds; null: the server's (AUTHCLI_ACCESS_TOKEN_TTL). */
+  access_token_ttl: ColumnType<number | null, number | null | undefined, number | null>;
+  /** Its own sign-in (refresh token family) lifetime, seconds; null: the server's (AUTHCLI_REFRESH_TOKEN_TTL). */
+  refresh_token_ttl: ColumnType<number | null, number | null | undefined, number | null>;
 }
 
 /** Initial access tokens (RFC 7591 §3) the operator created for `AUTHCLI_REGISTRATION=token`; each registers one client. */

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { accessTokenTtl } from '../oauth/lifetimes.js';
 import { MIN_PASSWORD_LENGTH, SIGNIN_PASSWORD_MAX } from '../config/defaults.js';
 import { clientAddress } from '../http/client-ip.js';
 import { pageForm } from '../http/form.js';
@@ -32,6 +33,8 @@ interface ConnectedApplication {
   lastIssued: number | undefined;
   /** When the user first approved it on the consent page (epoch ms). */
   approvedSince: number | undefined;
+  /** How long its access tokens live (seconds): its own lifetime or the server's. */
+  accessTtlSeconds: number;
 }
 
 /** "1 application sign-in", "3 application sign-ins". */
@@ -238,7 +241,15 @@ export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Prom
         const g = live.find((l) => l.clientId === id);
         const consent = consents.find((c) => c.clientId === id);
         const scopes = [...new Set([...(consent?.scopes ?? []), ...(g?.scopes ?? [])])].sort();
-        return { clientId: id, name: app!.name, scopes, signIns: g?.grants ?? 0, lastIssued: g?.lastIssued, approvedSince: consent?.since };
+        return {
+          clientId: id,
+          name: app!.name,
+          scopes,
+          signIns: g?.grants ?? 0,
+          lastIssued: g?.lastIssued,
+          approvedSince: consent?.since,
+          accessTtlSeconds: accessTokenTtl(app!, config),
+        };
       })
       .sort((a, b) => a.name.localeCompare(b.name) || a.clientId.localeCompare(b.clientId));
   };
@@ -247,14 +258,17 @@ export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Prom
     const linked = new Set((await store.connectors.linksOf(userId)).map((l) => l.connectorId));
     return (await store.connectors.list()).map((r) => ({ id: r.id, name: r.name, type: r.type, linked: linked.has(r.id) }));
   };
-  const page = async (reply: FastifyReply, c: CurrentSession, props: Partial<Parameters<typeof AccountPage>[0]>, status = 200) =>
-    sendPage(
+  const page = async (reply: FastifyReply, c: CurrentSession, props: Partial<Parameters<typeof AccountPage>[0]>, status = 200) => {
+    const applications = await applicationsOf(c.user.id);
+    // What the page says a removal leaves working: the longest lifetime of the applications listed.
+    const longestTtl = Math.max(config.accessTokenTtlSeconds, ...applications.map((a) => a.accessTtlSeconds));
+    return sendPage(
       reply,
       <AccountPage
         viewer={viewerOf(reply, c)}
         values={valuesOf(claimsOf(c.user))}
-        applications={await applicationsOf(c.user.id)}
-        accessTtlMinutes={Math.ceil(config.accessTokenTtlSeconds / 60)}
+        applications={applications}
+        accessTtlMinutes={Math.ceil(longestTtl / 60)}
         passkeys={await store.passkeys.listByUser(c.user.id)}
         connectors={await connectorsOf(c.user.id)}
         passkeysUnavailable={passkeys.available ? undefined : passkeys.reason}
@@ -264,6 +278,7 @@ export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Prom
       />,
       status,
     );
+  };
   const saved = (reply: FastifyReply, c: CurrentSession, text: string) => {
     flash.put(c.session.id_hash, { kind: 'notice', text });
     return reply.redirect('/account', 303);

@@ -99,6 +99,7 @@ export async function authorizationCodeGrant(
       acr: row.acr,
       dpopJkt: refreshBinding(app, dpop),
       sid: row.sid,
+      ttlSeconds: app.refreshTokenTtl,
     },
     now,
   );

@@ -68,6 +68,7 @@ export async function deviceCodeGrant(
       amr: row.amr,
       acr: row.acr,
       dpopJkt: refreshBinding(app, dpop),
+      ttlSeconds: app.refreshTokenTtl,
     },
     now,
   );

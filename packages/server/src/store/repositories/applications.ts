@@ -80,6 +80,10 @@ export interface Application {
   backchannelLogoutUri: string | null;
   /** Every logout token it gets must carry `sid` (§2.2 `backchannel_logout_session_required`). */
   backchannelLogoutSessionRequired: boolean;
+  /** Its own access token lifetime, seconds; null: the server's. */
+  accessTokenTtl: number | null;
+  /** Its own sign-in (refresh token family) lifetime, seconds; null: the server's. */
+  refreshTokenTtl: number | null;
 }
 
 /** The settings a new application may leave out, with their defaults. */
@@ -93,7 +97,9 @@ type Defaulted =
   | 'requirePushedAuthorizationRequests'
   | 'requireAcr'
   | 'backchannelLogoutUri'
-  | 'backchannelLogoutSessionRequired';
+  | 'backchannelLogoutSessionRequired'
+  | 'accessTokenTtl'
+  | 'refreshTokenTtl';
 
 export type NewApplication = Omit<Application, 'updatedAt' | Defaulted> & Partial<Pick<Application, Defaulted>>;
 
@@ -117,6 +123,8 @@ export type ApplicationPatch = Partial<
     | 'requireAcr'
     | 'backchannelLogoutUri'
     | 'backchannelLogoutSessionRequired'
+    | 'accessTokenTtl'
+    | 'refreshTokenTtl'
   >
 >;
 
@@ -190,6 +198,9 @@ function toApplication(row: ApplicationRow): Application {
     requireAcr: row.require_acr,
     backchannelLogoutUri: row.backchannel_logout_uri,
     backchannelLogoutSessionRequired: row.backchannel_logout_session_required === 1,
+    // PostgreSQL's integer comes back a number; a null is the server's lifetime.
+    accessTokenTtl: row.access_token_ttl === null ? null : Number(row.access_token_ttl),
+    refreshTokenTtl: row.refresh_token_ttl === null ? null : Number(row.refresh_token_ttl),
   };
 }
 
@@ -233,6 +244,8 @@ export class KyselyApplications implements Applications {
           require_acr: app.requireAcr ?? null,
           backchannel_logout_uri: app.backchannelLogoutUri ?? null,
           backchannel_logout_session_required: app.backchannelLogoutSessionRequired ? 1 : 0,
+          access_token_ttl: app.accessTokenTtl ?? null,
+          refresh_token_ttl: app.refreshTokenTtl ?? null,
         })
         .execute();
     } catch (err) {
@@ -296,6 +309,8 @@ export class KyselyApplications implements Applications {
         ...(patch.backchannelLogoutSessionRequired !== undefined && {
           backchannel_logout_session_required: patch.backchannelLogoutSessionRequired ? 1 : 0,
         }),
+        ...(patch.accessTokenTtl !== undefined && { access_token_ttl: patch.accessTokenTtl }),
+        ...(patch.refreshTokenTtl !== undefined && { refresh_token_ttl: patch.refreshTokenTtl }),
         updated_at: now,
       })
       .where('client_id', '=', clientId);
