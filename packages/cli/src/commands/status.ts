@@ -97,6 +97,10 @@ export async function status(flags: SettingFlags & { json?: boolean }): Promise<
   if (keychainError && !session) process.stderr.write(`Only the file was read: ${keychainError}\n`);
   const now = Date.now();
   const state = sessionState(session, now);
+  // Signed out at the built-in default while the other profiles sign in elsewhere: say so, and which --issuer.
+  const notice =
+    state === 'signed_out' && settings.defaultIssuer && (await (await import('../issuer-hints.js')).defaultIssuerNotice(settings));
+  if (notice) process.stderr.write(`${notice}\n`);
   // A bound token is usable only with its key: say whether this machine has it (a read, no JOSE code).
   const dpopKey = session?.dpop_jkt ? await keyState(slot, session.dpop_jkt) : undefined;
   if (flags.json) {
