@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCli, tempConfigHome } from '@authcli/test-support/cli-process';
-import { approveInBrowser, Browser } from '@authcli/test-support/http';
+import { approveInBrowser, Browser, freePort } from '@authcli/test-support/http';
 import { addUsers } from '@authcli/test-support/seed';
 import { startServerProcess, type ServerProcess } from '@authcli/test-support/server-process';
 import { tunnelProxy } from '@authcli/test-support/tunnel-proxy';
@@ -11,9 +11,12 @@ const PASSWORD = 'cli issuer hints e2e password';
 
 describe('authcli says when the issuer is probably not the one meant', () => {
   let server: ServerProcess;
+  /** The server's port, under each name a loopback server answers to. */
+  let port: string;
 
   beforeAll(async () => {
     server = await startServerProcess();
+    port = new URL(server.issuer).port;
     await addUsers(server.env, [
       { username: 'alice', password: PASSWORD },
       { username: 'bob', password: PASSWORD },
@@ -103,5 +106,31 @@ describe('authcli says when the issuer is probably not the one meant', () => {
     expect((await cli(home, ['status', '--profile', 'other', '--issuer', 'http://localhost:8080'])).stderr).toBe('');
     writeFileSync(join(home, 'authcli', 'config.json'), JSON.stringify({ profiles: { other: { issuer: 'http://localhost:8080' } } }));
     expect((await cli(home, ['token', '--profile', 'other'])).stderr).toBe(plain);
+  });
+
+  it('token at another loopback name of the server names the sign-in there and its --issuer; any other issuer is just "not signed in"', async () => {
+    const home = tempConfigHome();
+    await signIn(home, 'bob', ['--issuer', server.issuer]);
+    for (const asked of [`http://localhost:${port}`, `http://[::1]:${port}`]) {
+      const expected = `authcli: not signed in to ${asked}; you are signed in to ${server.issuer} (the same server by another name?): use --issuer ${server.issuer}\n`;
+      const token = await cli(home, ['token', '--issuer', asked]);
+      expect([token.code, token.stdout, token.stderr], asked).toEqual([1, '', expected]);
+      const api = await cli(home, ['api', '/oauth/userinfo', '--issuer', asked]);
+      expect([api.code, api.stderr], asked).toEqual([1, expected]);
+    }
+    // What it says to use works.
+    const used = await cli(home, ['token', '--issuer', server.issuer]);
+    expect([used.code, used.stderr]).toEqual([0, '']);
+    // Another port, a host that is not loopback, another profile: nothing stored there is the same sign-in.
+    const elsewhere = `http://localhost:${await freePort()}`;
+    for (const [args, named] of [
+      [['--issuer', elsewhere], elsewhere],
+      [['--issuer', 'https://authcli-test.invalid'], 'https://authcli-test.invalid'],
+    ] as const) {
+      const token = await cli(home, ['token', ...args]);
+      expect([token.code, token.stderr]).toEqual([1, `authcli: not signed in to ${named}; run \`authcli login\`\n`]);
+    }
+    const work = await cli(home, ['token', '--profile', 'work', '--issuer', `http://localhost:${port}`]);
+    expect(work.stderr).toBe(`authcli: not signed in to http://localhost:${port} (profile work); run \`authcli login --profile work\`\n`);
   });
 });

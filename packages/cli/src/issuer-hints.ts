@@ -1,13 +1,16 @@
 // What the CLI says when the issuer a command uses is probably not the one the person meant: a profile that fell back
-// to the built-in default while the other profiles sign in elsewhere. Read only on the way to a login or a "not signed
-// in": the cached `authcli token` never comes here.
+// to the built-in default while the other profiles sign in elsewhere, and a sign-in kept under another loopback name
+// of the same server. Read only on the way to a login or a "not signed in": the cached `authcli token` never comes here.
 import {
   DEFAULT_ISSUER,
   DEFAULT_PROFILE,
+  describeSlot,
   type ProfileSettings,
   readConfigFile,
   readProfileIndex,
+  slotOf,
 } from '@authcli/client/internal/config.js';
+import { readSession } from '@authcli/client/internal/credentials.js';
 import { normalizeIssuer } from '@authcli/protocol';
 
 /** `a`, `a and b`, `a, b and c`, `a, b, c and 2 more`. */
@@ -61,4 +64,38 @@ export async function defaultIssuerNotice(settings: ProfileSettings, env: NodeJS
   if (!likely || likely[0] === settings.issuer) return undefined;
   const [issuer, names] = likely;
   return `Profile ${settings.profile} has no issuer: using ${DEFAULT_ISSUER} (the default), but ${names.length > 1 ? 'profiles' : 'profile'} ${listed(names)} ${names.length > 1 ? 'use' : 'uses'} ${issuer}; pass --issuer ${issuer} to use it.`;
+}
+
+/** The names one loopback server answers to: another of them in an issuer is the same server (RFC 8252 §8.3). */
+const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]'];
+
+/**
+ * The issuer under another loopback name (same scheme, port and path) where this profile is signed in, when
+ * the profile has no sign-in at its own issuer's name: `http://localhost:P` for `http://127.0.0.1:P`. Undefined
+ * for any other host, or when there is none.
+ */
+export async function loopbackSignIn(settings: ProfileSettings): Promise<string | undefined> {
+  const url = new URL(settings.issuer);
+  if (!LOOPBACK_NAMES.includes(url.hostname)) return undefined;
+  for (const name of LOOPBACK_NAMES) {
+    if (name === url.hostname) continue;
+    const other = new URL(settings.issuer);
+    other.hostname = name;
+    const issuer = canonical(other.href);
+    // A store that cannot be read here (a locked keychain) only means no mention: the error being said stays as it was.
+    const held = issuer && (await readSession(slotOf(issuer, settings.profile), settings.env).catch(() => undefined));
+    if (held) return issuer;
+  }
+  return undefined;
+}
+
+/**
+ * "Not signed in" in the words of the case: the sign-in under another loopback name of the same server, when the
+ * profile has one (and the `--issuer` that uses it); else the message as it was.
+ */
+export async function notSignedInMessage(settings: ProfileSettings, message: string): Promise<string> {
+  const other = await loopbackSignIn(settings);
+  if (!other) return message;
+  const here = describeSlot(settings.slot);
+  return `not signed in to ${here}; you are signed in to ${other} (the same server by another name?): use --issuer ${other}`;
 }

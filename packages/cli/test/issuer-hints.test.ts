@@ -2,8 +2,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { resolveSettings, type SettingFlags } from '@authcli/client/internal/config.js';
-import { defaultIssuerNotice } from '../src/issuer-hints.js';
+import { resolveSettings, type SettingFlags, slotOf } from '@authcli/client/internal/config.js';
+import { type StoredSession, writeSession } from '@authcli/client/internal/credentials.js';
+import { defaultIssuerNotice, loopbackSignIn, notSignedInMessage } from '../src/issuer-hints.js';
 
 const ELSEWHERE = 'http://localhost:47500';
 let home: string;
@@ -32,6 +33,17 @@ const settingsOf = async (flags: SettingFlags, extra: NodeJS.ProcessEnv = {}) =>
   return { ...(await resolveSettings(flags, e)), env: e };
 };
 const noticeFor = async (flags: SettingFlags, extra: NodeJS.ProcessEnv = {}) => defaultIssuerNotice(await settingsOf(flags, extra));
+
+const session = (): StoredSession => ({
+  client_id: 'authcli',
+  access_token: 'a',
+  token_type: 'Bearer',
+  expires_at: Date.now() + 600_000,
+  scope: 'openid',
+  subject: 'sub-alice',
+  username: 'alice',
+  obtained_at: Date.now(),
+});
 
 describe('a profile at the built-in default while the other profiles are elsewhere', () => {
   it('says so, with the issuer the other profiles use and the --issuer to pass', async () => {
@@ -87,5 +99,40 @@ describe('a profile at the built-in default while the other profiles are elsewhe
     expect(await noticeFor({ profile: 'new' })).toBeUndefined();
     config({ issuer: 'http://localhost:8080' });
     expect(await noticeFor({ profile: 'new' })).toBeUndefined();
+  });
+});
+
+describe('a sign-in under another loopback name of the same server', () => {
+  it('localhost, 127.0.0.1 and [::1] on one port are one server: the sign-in there is named, with its --issuer', async () => {
+    await writeSession(slotOf(ELSEWHERE, 'default'), session(), env);
+    for (const asked of ['http://127.0.0.1:47500', 'http://[::1]:47500', 'http://127.0.0.1:47500/']) {
+      const settings = await settingsOf({ issuer: asked });
+      expect(await loopbackSignIn(settings), asked).toBe(ELSEWHERE);
+      expect(await notSignedInMessage(settings, 'not signed in')).toBe(
+        `not signed in to ${settings.issuer}; you are signed in to ${ELSEWHERE} (the same server by another name?): use --issuer ${ELSEWHERE}`,
+      );
+    }
+    await writeSession(slotOf('http://[::1]:9000/realm', 'work'), session(), env);
+    const work = await settingsOf({ issuer: 'http://localhost:9000/realm', profile: 'work' });
+    expect(await notSignedInMessage(work, 'not signed in')).toBe(
+      'not signed in to http://localhost:9000/realm (profile work); you are signed in to http://[::1]:9000/realm (the same server by another name?): use --issuer http://[::1]:9000/realm',
+    );
+  });
+
+  it('nothing for another port, path or profile, a host that is not loopback, or nothing stored', async () => {
+    await writeSession(slotOf(ELSEWHERE, 'default'), session(), env);
+    await writeSession(slotOf('https://id.example', 'default'), session(), env);
+    for (const [issuer, profile] of [
+      ['http://127.0.0.1:47501', undefined],
+      ['http://127.0.0.1:47500/other', undefined],
+      ['http://127.0.0.1:47500', 'work'],
+      ['https://other.example', undefined],
+      ['https://id.example.com', undefined],
+      ['http://127.0.0.2:47500', undefined],
+    ] as const) {
+      const settings = await settingsOf({ issuer, profile });
+      expect(await loopbackSignIn(settings), `${issuer} ${profile}`).toBeUndefined();
+      expect(await notSignedInMessage(settings, 'the message as it was')).toBe('the message as it was');
+    }
   });
 });

@@ -58,8 +58,8 @@ function bearerOnly(slot: string): CliError {
 
 /**
  * The profile's sign-in with a token good for `format` (packages/client/src/session.ts), its notices on stderr.
- * When nothing is stored for the profile, the issuer the other profiles use is said before the error
- * (issuer-hints.ts): work done only on that path.
+ * When nothing is stored for the profile, the error names a sign-in under another loopback name of the server and
+ * the issuer the other profiles use (issuer-hints.ts): work done only on that path.
  */
 export async function validSession(
   settings: ProfileSettings,
@@ -82,9 +82,11 @@ export async function validSession(
     });
   } catch (err) {
     if (stored || !(err instanceof CliError) || err.code !== 'signed_out') throw err;
-    const notice = await (await import('../issuer-hints.js')).defaultIssuerNotice(settings);
+    const hints = await import('../issuer-hints.js');
+    const notice = await hints.defaultIssuerNotice(settings);
     if (notice) out.say(notice);
-    throw err;
+    const message = await hints.notSignedInMessage(settings, err.message);
+    throw message === err.message ? err : new CliError('signed_out', message, { cause: err });
   }
 }
 
