@@ -117,9 +117,13 @@ describe('authcli profiles: several accounts, each with its own sign-in', () => 
       expect(api.code, api.stderr).toBe(0);
       expect(JSON.parse(api.stdout).sub).toBe(sub);
     }
+    // The default profile has no issuer of its own: at the built-in default, said with the issuer a and b use.
     const none = await cli(home, ['token']);
     expect(none.code).toBe(1);
-    expect(none.stderr).toBe('authcli: not signed in to http://localhost:8080; run `authcli login`\n');
+    expect(none.stderr).toBe(
+      `Profile default has no issuer: using http://localhost:8080 (the default), but profiles a and b use ${server.issuer}; pass --issuer ${server.issuer} to use it.\n` +
+        'authcli: not signed in to http://localhost:8080; run `authcli login`\n',
+    );
 
     const listed = await cli(home, ['profiles', '--json']);
     expect(listed.code, listed.stderr).toBe(0);

@@ -271,7 +271,11 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
     expireAccessToken(home);
     const renewable = await status(home);
     expect(renewable).toMatchObject({ code: 0, json: { state: 'renewable' } });
-    expect(renewable.text).toMatch(/access token: expired \(`authcli token` renews it\)/);
+    // "expired" once, with when: the time and how long ago, then what renews it.
+    expect(renewable.text).toMatch(
+      /\n {2}access token: expired \d{4}-\d\d-\d\d \d\d:\d\d \S+ \(less than a minute ago\); `authcli token` renews it\n/,
+    );
+    expect(renewable.text.match(/expired/g)).toHaveLength(1);
 
     // An application without refresh tokens: once its access token expires, only a new login helps.
     const app = await addApp(server.env, {
@@ -287,7 +291,10 @@ describe('authcli sessions: the refresh lock, token formats, lifecycle and statu
     expireAccessToken(short);
     const expired = await status(short);
     expect(expired).toMatchObject({ code: 2, json: { signed_in: true, state: 'expired' } });
-    expect(expired.text).toMatch(/access token: expired and cannot be renewed: run `authcli login`/);
+    expect(expired.text).toMatch(
+      /\n {2}access token: expired \S+ \S+ \S+ \(less than a minute ago\) and cannot be renewed: run `authcli login`\n/,
+    );
+    expect(expired.text.match(/expired/g)).toHaveLength(1);
     const token = await runCli(['token'], envFor(short)).exit;
     expect(token.code).toBe(1);
     expect(token.stdout).toBe('');

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { profileRows, renderProfiles, type ProfileRow } from '../src/commands/profiles.js';
 import { acceptsReplace, confirmReplace, replaceDecision } from '../src/commands/replace-prompt.js';
-import { localTime } from '../src/commands/status.js';
+import { accessTokenLine, localTime } from '../src/commands/status.js';
 import {
   describeSlot,
   loginCommand,
@@ -292,5 +292,17 @@ describe('status: the expiry in local time', () => {
     expect(localTime(Date.UTC(2026, 6, 1, 22, 30), 'Europe/Berlin')).toBe('2026-07-02 00:30 GMT+2');
     expect(localTime(t, 'America/New_York')).toBe('2026-11-26 10:04 EST');
     expect(localTime(t, 'Asia/Kolkata')).toBe('2026-11-26 20:34 GMT+5:30');
+  });
+
+  it('the access token line says "expired" once, with when it happened and what renews it', () => {
+    const t = Date.UTC(2026, 10, 26, 15, 4, 30);
+    const line = (state: 'valid' | 'renewable' | 'expired', now: number, slot = ISS) => accessTokenLine(state, t, now, slot, 'UTC');
+    expect(line('valid', t - 58 * 60_000)).toBe('valid, expires 2026-11-26 15:04 UTC (in 58 min)');
+    expect(line('valid', t - 20_000)).toBe('valid, expires 2026-11-26 15:04 UTC (in less than a minute)');
+    expect(line('renewable', t + 12 * 60_000)).toBe('expired 2026-11-26 15:04 UTC (12 min ago); `authcli token` renews it');
+    expect(line('renewable', t + 1000)).toBe('expired 2026-11-26 15:04 UTC (less than a minute ago); `authcli token` renews it');
+    expect(line('expired', t + 3 * 3_600_000)).toBe('expired 2026-11-26 15:04 UTC (3 h ago) and cannot be renewed: run `authcli login`');
+    expect(line('expired', t + 1000, `${ISS}#work`)).toMatch(/cannot be renewed: run `authcli login --profile work`$/);
+    for (const state of ['renewable', 'expired'] as const) expect(line(state, t + 60_000).match(/expired/g), state).toHaveLength(1);
   });
 });

@@ -40,6 +40,11 @@ export interface ProfileSettings extends ClientSettings {
   profile: string;
   /** See {@link slotOf}: the issuer for the default profile, `<issuer>#<profile>` for the others. */
   slot: string;
+  /**
+   * True when nothing named the issuer (no flag, AUTHCLI_ISSUER, config.json or earlier sign-in of the profile): it
+   * is {@link DEFAULT_ISSUER}. The CLI then says so when the user's other profiles sign in elsewhere.
+   */
+  defaultIssuer?: true;
 }
 
 export interface SettingFlags {
@@ -224,12 +229,20 @@ export async function resolveSettings(
   const givenIssuer = flags.issuer ?? env.AUTHCLI_ISSUER ?? section.issuer;
   const givenClient = flags.clientId ?? env.AUTHCLI_CLIENT_ID ?? section.client_id;
   const last = givenIssuer === undefined || givenClient === undefined ? (await readProfileIndex(env))[profile] : undefined;
-  const issuer = issuerSetting(givenIssuer ?? last?.issuer ?? file.issuer ?? DEFAULT_ISSUER);
+  const named = givenIssuer ?? last?.issuer ?? file.issuer;
+  const issuer = issuerSetting(named ?? DEFAULT_ISSUER);
   const lastClient = last?.issuer === issuer ? last.client_id : undefined;
   const clientId = givenClient ?? lastClient ?? file.client_id ?? DEFAULT_CLIENT_ID;
   const fromStdin = flags.clientSecretStdin ? await readSecretFromStdin(stdin) : undefined;
   const clientSecret = fromStdin ?? flags.clientSecret ?? env.AUTHCLI_CLIENT_SECRET ?? section.client_secret ?? file.client_secret;
-  return { issuer, clientId, clientSecret: clientSecret || undefined, profile, slot: slotOf(issuer, profile) };
+  return {
+    issuer,
+    clientId,
+    clientSecret: clientSecret || undefined,
+    profile,
+    slot: slotOf(issuer, profile),
+    ...(named === undefined && { defaultIssuer: true as const }),
+  };
 }
 
 /**

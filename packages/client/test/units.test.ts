@@ -61,6 +61,7 @@ describe('settings and credentials', () => {
       clientSecret: undefined,
       profile: 'default',
       slot: 'http://localhost:8080',
+      defaultIssuer: true,
     });
     mkdirSync(join(home, 'authcli'));
     writeFileSync(join(home, 'authcli', 'config.json'), JSON.stringify({ issuer: 'https://file.example', client_id: 'from-file' }));

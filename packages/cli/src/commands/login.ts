@@ -58,6 +58,9 @@ function parseTimeout(value: string | undefined): number {
 export async function login(flags: LoginFlags, signal: AbortSignal, out: Output = createOutput()): Promise<void> {
   const settings = { ...(await resolveSettings(flags)), resource: resourceFlag(flags.resource, 'login') };
   const timeoutMs = parseTimeout(flags.timeout);
+  // Before any request: a profile about to sign in at the built-in default while the others are elsewhere.
+  const notice = settings.defaultIssuer && (await (await import('../issuer-hints.js')).defaultIssuerNotice(settings));
+  if (notice) out.say(notice);
   // Before any request: a person who says no to replacing the current sign-in has cost the server nothing.
   await confirmReplace(settings, { force: flags.force === true, out, signal });
   // DPoP when asked for (`--dpop`) or when the application requires it; else Bearer, which `$(authcli token)`

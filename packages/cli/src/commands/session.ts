@@ -56,15 +56,38 @@ function bearerOnly(slot: string): CliError {
   );
 }
 
-/** The profile's sign-in with a token good for `format` (packages/client/src/session.ts), its notices on stderr. */
-export function validSession(
+/**
+ * The profile's sign-in with a token good for `format` (packages/client/src/session.ts), its notices on stderr.
+ * When nothing is stored for the profile, the error names a sign-in under another loopback name of the server and
+ * the issuer the other profiles use (issuer-hints.ts): work done only on that path.
+ */
+export async function validSession(
   settings: ProfileSettings,
   format: TokenFormat,
   signal?: AbortSignal,
   check?: (session: StoredSession) => Promise<void>,
   rejected?: string,
 ): Promise<StoredSession> {
-  return validSessionOf(settings, format, { signal, check, rejected, notices: terminalOutput() });
+  const out = terminalOutput();
+  let stored = false;
+  try {
+    return await validSessionOf(settings, format, {
+      signal,
+      rejected,
+      notices: out,
+      check: async (session) => {
+        stored = true;
+        await check?.(session);
+      },
+    });
+  } catch (err) {
+    if (stored || !(err instanceof CliError) || err.code !== 'signed_out') throw err;
+    const hints = await import('../issuer-hints.js');
+    const notice = await hints.defaultIssuerNotice(settings);
+    if (notice) out.say(notice);
+    const message = await hints.notSignedInMessage(settings, err.message);
+    throw message === err.message ? err : new CliError('signed_out', message, { cause: err });
+  }
 }
 
 /**
@@ -119,6 +142,8 @@ export async function logout(flags: SettingFlags & { local?: boolean }, signal?:
     );
   }
   if (result.outcome === 'not_signed_in') {
+    const notice = await (await import('../issuer-hints.js')).defaultIssuerNotice(settings);
+    if (notice) out.say(notice);
     process.stdout.write(`Not signed in to ${named}.\n`);
     return;
   }

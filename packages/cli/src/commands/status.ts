@@ -22,19 +22,30 @@ export function sessionState(session: StoredSession | undefined, now: number): S
   return renewable(session) ? 'renewable' : 'expired';
 }
 
-function describeIn(ms: number): string {
-  const m = Math.round(ms / 60_000);
-  if (ms <= 0) return 'expired';
-  if (m < 1) return 'in less than a minute';
-  if (m < 90) return `in ${m} min`;
-  return `in ${Math.round(m / 60)} h`;
+/** How long, roughly: `less than a minute`, `12 min`, `3 h`. */
+function span(ms: number): string {
+  const m = Math.round(Math.abs(ms) / 60_000);
+  if (m < 1) return 'less than a minute';
+  if (m < 90) return `${m} min`;
+  return `${Math.round(m / 60)} h`;
 }
 
-const ACCESS_LINE: Record<Exclude<SessionState, 'signed_out'>, string> = {
-  valid: 'valid',
-  renewable: 'expired (`authcli token` renews it)',
-  expired: 'expired and cannot be renewed: run `authcli login`',
-};
+/**
+ * The access token's line of `status`: valid until when, or expired since when and whether `authcli token` renews
+ * it (one "expired", with the time it happened). `timeZone` is for tests, as in {@link localTime}.
+ */
+export function accessTokenLine(
+  state: Exclude<SessionState, 'signed_out'>,
+  expiresAt: number,
+  now: number,
+  slot: string,
+  timeZone?: string,
+): string {
+  const when = localTime(expiresAt, timeZone);
+  if (state === 'valid') return `valid, expires ${when} (in ${span(expiresAt - now)})`;
+  const since = `expired ${when} (${span(now - expiresAt)} ago)`;
+  return state === 'renewable' ? `${since}; \`authcli token\` renews it` : `${since} and cannot be renewed: run \`${loginCommand(slot)}\``;
+}
 
 type KeyState = 'present' | 'missing' | 'unreadable';
 
@@ -86,6 +97,10 @@ export async function status(flags: SettingFlags & { json?: boolean }): Promise<
   if (keychainError && !session) process.stderr.write(`Only the file was read: ${keychainError}\n`);
   const now = Date.now();
   const state = sessionState(session, now);
+  // Signed out at the built-in default while the other profiles sign in elsewhere: say so, and which --issuer.
+  const notice =
+    state === 'signed_out' && settings.defaultIssuer && (await (await import('../issuer-hints.js')).defaultIssuerNotice(settings));
+  if (notice) process.stderr.write(`${notice}\n`);
   // A bound token is usable only with its key: say whether this machine has it (a read, no JOSE code).
   const dpopKey = session?.dpop_jkt ? await keyState(slot, session.dpop_jkt) : undefined;
   if (flags.json) {
@@ -124,7 +139,7 @@ export async function status(flags: SettingFlags & { json?: boolean }): Promise<
             : `Signed in to ${issuer}${session.username ? ` as ${session.username}` : ''}${session.subject ? ` (subject ${session.subject})` : ''}`,
         ...(profile === DEFAULT_PROFILE ? [] : [`  profile:      ${profile}`]),
         `  client:       ${session.client_id}`,
-        `  access token: ${ACCESS_LINE[state]}, expires ${localTime(session.expires_at)} (${describeIn(session.expires_at - now)})`,
+        `  access token: ${accessTokenLine(state, session.expires_at, now, slot)}`,
         `  token type:   ${tokenTypeLine(session, dpopKey)}`,
         `  refresh:      ${
           session.kind === 'application'
