@@ -26,7 +26,7 @@ describe('passkeys in a real Chromium with a virtual authenticator', () => {
   /** The application's callback: a loopback listener of the test (a route cannot catch the redirect after consent). */
   let callbackServer: Server;
   let CALLBACK: string;
-  const USERS = ['pat', 'quinn', 'robin', 'sam', 'toni', 'uma', 'vic'];
+  const USERS = ['pat', 'quinn', 'robin', 'sam', 'toni', 'uma', 'vic', 'wes'];
   let strictId: string;
 
   const passkeysOf = async (username: string) => {
@@ -145,6 +145,27 @@ describe('passkeys in a real Chromium with a virtual authenticator', () => {
     const listed = await serverCommand(['users', 'passkeys', 'pat', '--json'], server.env);
     expect(listed.code).toBe(0);
     expect(JSON.parse(listed.stdout)).toMatchObject([{ name: 'Test laptop', id: stored!.id, synced: false, last_used: null }]);
+  });
+
+  it('a passkey added without a name is named after the browser, its system and the day, on /account and for the operator', async () => {
+    const t = await tab();
+    await t.signInWithPassword('wes');
+    await t.page.goto(`${issuer}/account`);
+    await t.page.getByText('Left empty, it is named after this browser, its system and the date.').waitFor();
+    await t.page.getByRole('button', { name: 'Add a passkey' }).click();
+    await t.page
+      .getByText(/^Added the passkey "/)
+      .first()
+      .waitFor();
+    const [stored] = await passkeysOf('wes');
+    // Chromium (headless) on this Linux machine, on the day the server stored it (UTC).
+    const day = new Date(Number(stored!.created_at));
+    const month = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'][day.getUTCMonth()];
+    const name = `Chrome on Linux, ${day.getUTCDate()} ${month} ${day.getUTCFullYear()}`;
+    expect(stored!.name).toBe(name);
+    await expect(t.page.locator('#passkeys ~ ul li strong').allTextContents()).resolves.toEqual([name]);
+    const listed = await serverCommand(['users', 'passkeys', 'wes'], server.env);
+    expect(listed.stdout).toContain(`${name}  no`);
   });
 
   it('sign in with the passkey and no password: the application gets an ID token with acr phr and amr mfa', async () => {

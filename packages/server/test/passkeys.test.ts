@@ -416,6 +416,31 @@ describe.each(dialects())('passkey ceremonies answered by a software authenticat
     ]);
   });
 
+  it('a passkey added without a name is named after the browser and system that added it, and the day', async () => {
+    const { s, origin, user, browser } = await start();
+    const clock = ownClock(s);
+    clock.t = Date.UTC(2026, 10, 29, 23, 59);
+    const add = async (signedIn: true | 'passkey', fields: Record<string, string>, userAgent: string) => {
+      const tab = await browser(signedIn);
+      const options = await tab.post('/account/passkeys/options');
+      const response = JSON.stringify(new SoftAuthenticator('localhost', origin).register(options.json as never));
+      return tab.post('/account/passkeys', { ...fields, response }, { 'user-agent': userAgent });
+    };
+    const firefox = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:133.0) Gecko/20100101 Firefox/133.0';
+    expect((await add(true, { name: '  ' }, firefox)).json).toEqual({ added: 'Firefox on Windows, 29 Nov 2026' });
+    clock.advance(60_000);
+    // No browser this server knows of, and no name field at all: the day alone tells it apart.
+    expect((await add('passkey', {}, 'curl/8.11.1')).json).toEqual({ added: 'Passkey, 30 Nov 2026' });
+    // A name given is kept as given.
+    clock.advance(60_000);
+    expect((await add('passkey', { name: 'Work laptop' }, firefox)).json).toEqual({ added: 'Work laptop' });
+    expect((await s.store.passkeys.listByUser(user.id)).map((p) => p.name)).toEqual([
+      'Firefox on Windows, 29 Nov 2026',
+      'Passkey, 30 Nov 2026',
+      'Work laptop',
+    ]);
+  });
+
   it(`an account holds at most ${PASSKEYS_PER_USER_MAX} passkeys`, async () => {
     const { s, origin, user, browser, register } = await start();
     for (let i = 0; i < PASSKEYS_PER_USER_MAX; i++) {
