@@ -246,6 +246,9 @@ function parseMetrics(flags: ConfigInput, env: NodeJS.ProcessEnv, mainPort: numb
   return { host, port };
 }
 
+/** The embedded store when neither --database nor DATABASE_URL names one: relative to the folder the server runs in. */
+export const DEFAULT_DATABASE_URL = './data/authcli.db';
+
 /**
  * The issuer when none is given: `http://<host>:<port>`, and for a loopback
  * or every-address host (127.0.0.1, the default; ::1; 0.0.0.0, ::)
@@ -293,7 +296,7 @@ export function loadConfig(
     issuer,
     host,
     port,
-    databaseUrl: flags.database ?? env.DATABASE_URL ?? './data/authcli.db',
+    databaseUrl: flags.database ?? env.DATABASE_URL ?? DEFAULT_DATABASE_URL,
     codeTtlSeconds: D.CODE_TTL_SECONDS,
     accessTokenTtlSeconds: Number(accessTokenTtl),
     idTokenTtlSeconds: D.ID_TOKEN_TTL_SECONDS,
