@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { PURGE_INTERVAL_MS } from '../config/defaults.js';
 import { supportedGrantTypes } from '../oauth/grants/registry.js';
 import { bootstrapStore } from '../oauth/registration.js';
-import { loadConfig, weakPasswordHashWarning, type ConfigInput } from '../config/config.js';
+import { ISSUER_HELP, loadConfig, weakPasswordHashWarning, type ConfigInput } from '../config/config.js';
 import { UNENCRYPTED_KEYS_WARNING } from '../oauth/key-encryption.js';
 import { loopbackIssuerWarning } from '../http/loopback.js';
 import { exposedFolderWarning } from '../store/file-modes.js';
@@ -33,11 +33,8 @@ export function startCommand(cli: Command): void {
     .command('start')
     .description('run the server')
     .option('--port <port>', 'port to listen on (env PORT, default 8080)')
-    .option('--host <host>', 'address to bind (env HOST, default 127.0.0.1)')
-    .option(
-      '--issuer <url>',
-      'public base URL (env AUTHCLI_ISSUER, default http://localhost:<port> on loopback, else http://<host>:<port>)',
-    )
+    .option('--host <host>', 'address to bind (env HOST, default 127.0.0.1; 0.0.0.0 or :: for every interface)')
+    .option('--issuer <url>', ISSUER_HELP)
     .option('--database <url>', 'postgres:// URL or SQLite file (env DATABASE_URL, default ./data/authcli.db)')
     .option('--metrics-port <port>', 'serve GET /metrics on a listener of its own at this port (env AUTHCLI_METRICS_PORT, default off)')
     .option('--metrics-host <host>', 'address the metrics listener binds (env AUTHCLI_METRICS_HOST, default 127.0.0.1)')
