@@ -6,10 +6,13 @@ import { Sessions } from '../src/web/session.js';
 import { relyingParty } from '../src/web/webauthn.js';
 import {
   Browser,
+  DEVICE_GRANT,
+  deviceAuthorization,
   dialects,
   hidden,
   ownClock,
   secondInstance,
+  seedApp,
   seedPasskey,
   seedUser,
   startServer,
@@ -439,6 +442,40 @@ describe.each(dialects())('passkey ceremonies answered by a software authenticat
       'Passkey, 30 Nov 2026',
       'Work laptop',
     ]);
+  });
+
+  it('a device code sent to a passkey step-up after Continue goes on to its confirmation page after it: once, in that browser only', async () => {
+    const { s, origin, browser, register } = await start();
+    const authenticator = new SoftAuthenticator('localhost', origin);
+    await register(authenticator);
+    const strict = (await seedApp(s, { name: 'Strict App', grantTypes: [DEVICE_GRANT], scopes: ['openid'] })).app.clientId;
+    await s.store.applications.update(strict, { requireAcr: 'phr' }, s.clock.now());
+    const { user_code } = (await deviceAuthorization(s, strict, 'openid')).json as { user_code: string };
+    // Signed in with the password: Continue with the code leads to the step-up.
+    const tab = await browser(true);
+    const typed = await tab.post('/device', { user_code });
+    expect(typed.status).toBe(303);
+    const continueId = new URL(typed.location!, origin).searchParams.get('continue')!;
+    const options = await tab.post('/signin/passkey/options');
+    const signedIn = await tab.post('/signin/passkey', {
+      continue: continueId,
+      response: JSON.stringify(authenticator.authenticate(options.json as never)),
+    });
+    const location = String(signedIn.json.location);
+    expect(location).toMatch(new RegExp(`^/device\\?user_code=${user_code}&confirm=[A-Za-z0-9_-]{43}$`));
+    // The confirmation page at once, the code not asked for again.
+    const confirmation = await tab.b.get(location);
+    expect(confirmation.status).toBe(200);
+    expect(confirmation.text).toContain('Sign in to <span>Strict App</span> on your device?');
+    expect(hidden(confirmation.text, 'user_code')).toBe(user_code);
+    // The id is used up, and no other browser (nor a made-up id) skips the code page: each gets it, filled in.
+    const entryPage = '<h1>Connect a device</h1>';
+    expect((await tab.b.get(location)).text).toContain(entryPage);
+    // Another browser with a step-up of its own, so a continuation cookie of its own.
+    const other = await browser(true);
+    expect((await other.post('/device', { user_code })).status).toBe(303);
+    expect((await other.b.get(location)).text).toContain(entryPage);
+    expect((await other.b.get(`/device?user_code=${user_code}&confirm=${'A'.repeat(43)}`)).text).toContain(entryPage);
   });
 
   it(`an account holds at most ${PASSKEYS_PER_USER_MAX} passkeys`, async () => {
