@@ -1,10 +1,13 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { freePort } from '@authcli/test-support/http';
 import { SERVER_BIN, startServerProcess, waitUntilReady, type ServerProcess } from '@authcli/test-support/server-process';
+
+/** The checkout: the server's bin is packages/server/bin/authcli-server.cjs in it. */
+const ROOT = resolve(dirname(SERVER_BIN), '../../..');
 
 describe('what `authcli-server start` says', () => {
   let server: ServerProcess | undefined;
@@ -50,12 +53,13 @@ describe('what `authcli-server start` says', () => {
     expect(server.output()).not.toContain('AUTHCLI_PASSWORD_HASH_COST');
   });
 
-  it('on a terminal: a banner of text (the metrics address among it when on), no JSON; a warning when listening beyond loopback with a loopback issuer', async () => {
+  it('on a terminal: a banner of text (the metrics address among it when on), no JSON; a warning when listening beyond loopback with a loopback issuer; with no user, the command that adds one, which works as printed', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'authcli-banner-'));
     const port = await freePort();
     const metricsPort = await freePort();
-    // util-linux `script` gives the server a pseudo-terminal for stdout.
+    // util-linux `script` gives the server a pseudo-terminal for stdout. Started from the checkout, as `pnpm start` does.
     const child = spawn('script', ['-qefc', `${process.execPath} ${SERVER_BIN} start --host 0.0.0.0`, '/dev/null'], {
+      cwd: ROOT,
       env: {
         ...process.env,
         PORT: String(port),
@@ -86,6 +90,26 @@ describe('what `authcli-server start` says', () => {
       // The metrics listener stays on loopback whatever --host says (AUTHCLI_METRICS_HOST moves it).
       expect(out).toMatch(new RegExp(`^  metrics: +http://127\\.0\\.0\\.1:${metricsPort}/metrics\\r?$`, 'm'));
       expect(out).not.toContain('{"level"');
+      // An empty store: how to add the first user, as the README says it, with the store this server uses.
+      const database = join(dir, 'authcli.db');
+      expect(out).toContain(`no users yet: add one from a second terminal, in ${ROOT} (it asks for a password):`);
+      const command = out.match(/^ {2}(node .* users add NAME.*?)\r?$/m)?.[1];
+      expect(command).toBe(`node packages/server/bin/authcli-server.cjs users add NAME --database ${database}`);
+      expect(out).toMatch(new RegExp(`^then sign in at http://localhost:${port}/signin\\r?$`, 'm'));
+      // Typed in a second terminal in that folder, which has none of the server's environment: it adds the user there.
+      const { DATABASE_URL: _, ...shell } = process.env;
+      const added = spawnSync('sh', ['-c', `${command!.replace('NAME', 'ada')} --password-stdin`], {
+        cwd: ROOT,
+        env: shell,
+        input: 'a long enough password\n',
+        encoding: 'utf8',
+      });
+      expect(added.status, added.stderr).toBe(0);
+      const listed = spawnSync(process.execPath, [SERVER_BIN, 'users', 'list', '--json'], {
+        env: { ...shell, DATABASE_URL: database },
+        encoding: 'utf8',
+      });
+      expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ username: 'ada' })]);
     } finally {
       child.kill('SIGTERM');
       await new Promise((r) => setTimeout(r, 300));

@@ -54,7 +54,7 @@ describe('authcli-server config: the effective settings and where each came from
     expect(c.get('issuer')).toEqual({
       name: 'issuer',
       value: 'http://localhost:8080',
-      source: 'default (http://localhost:<port>, or http://<host>:<port> off loopback)',
+      source: 'default (from host and port)',
     });
     expect(c.get('port')).toMatchObject({ value: '8080', source: 'default' });
     expect(c.get('database')).toMatchObject({ value: './data/authcli.db', source: 'default' });

@@ -26,7 +26,7 @@ describe('passkeys in a real Chromium with a virtual authenticator', () => {
   /** The application's callback: a loopback listener of the test (a route cannot catch the redirect after consent). */
   let callbackServer: Server;
   let CALLBACK: string;
-  const USERS = ['pat', 'quinn', 'robin', 'sam', 'toni', 'uma', 'vic'];
+  const USERS = ['pat', 'quinn', 'robin', 'sam', 'toni', 'uma', 'vic', 'wes', 'xia'];
   let strictId: string;
 
   const passkeysOf = async (username: string) => {
@@ -145,6 +145,27 @@ describe('passkeys in a real Chromium with a virtual authenticator', () => {
     const listed = await serverCommand(['users', 'passkeys', 'pat', '--json'], server.env);
     expect(listed.code).toBe(0);
     expect(JSON.parse(listed.stdout)).toMatchObject([{ name: 'Test laptop', id: stored!.id, synced: false, last_used: null }]);
+  });
+
+  it('a passkey added without a name is named after the browser, its system and the day, on /account and for the operator', async () => {
+    const t = await tab();
+    await t.signInWithPassword('wes');
+    await t.page.goto(`${issuer}/account`);
+    await t.page.getByText('Left empty, it is named after this browser, its system and the date.').waitFor();
+    await t.page.getByRole('button', { name: 'Add a passkey' }).click();
+    await t.page
+      .getByText(/^Added the passkey "/)
+      .first()
+      .waitFor();
+    const [stored] = await passkeysOf('wes');
+    // Chromium (headless) on this Linux machine, on the day the server stored it (UTC).
+    const day = new Date(Number(stored!.created_at));
+    const month = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'][day.getUTCMonth()];
+    const name = `Chrome on Linux, ${day.getUTCDate()} ${month} ${day.getUTCFullYear()}`;
+    expect(stored!.name).toBe(name);
+    await expect(t.page.locator('#passkeys ~ ul li strong').allTextContents()).resolves.toEqual([name]);
+    const listed = await serverCommand(['users', 'passkeys', 'wes'], server.env);
+    expect(listed.stdout).toContain(`${name}  no`);
   });
 
   it('sign in with the passkey and no password: the application gets an ID token with acr phr and amr mfa', async () => {
@@ -317,6 +338,47 @@ describe('passkeys in a real Chromium with a virtual authenticator', () => {
     // The history shows each addition and removal, and from where.
     await expect(owner.page.getByText('Added the passkey "Phone"').count()).resolves.toBeGreaterThan(0);
     await expect(owner.page.getByText(/Added .* \(UTC\) from 127\.0\.0\.1;/).count()).resolves.toBe(1);
+  });
+
+  it('a device code opened by its link, for an application that requires phr: Continue, the passkey step-up, and then its confirmation page at once; Approve, and the device gets acr phr', async () => {
+    const device = (
+      await addApp(server.env, {
+        name: 'Strict Device',
+        kind: 'public',
+        scopes: ['openid'],
+        grantTypes: ['urn:ietf:params:oauth:grant-type:device_code'],
+        requireAcr: 'phr',
+      })
+    ).client_id;
+    const token = `http://127.0.0.1:${new URL(issuer).port}/oauth`;
+    const asked = (await (
+      await fetch(`${token}/device/authorization`, { method: 'POST', body: new URLSearchParams({ client_id: device, scope: 'openid' }) })
+    ).json()) as { device_code: string; user_code: string; verification_uri_complete: string };
+    const t = await tab();
+    await t.signInWithPassword('xia');
+    await t.addPasskey('Laptop');
+    // The link the device shows: the code filled in, Continue pressed; the application needs the passkey first.
+    await t.page.goto(asked.verification_uri_complete);
+    await expect(t.page.getByLabel('Code').inputValue()).resolves.toBe(asked.user_code);
+    await t.page.getByRole('button', { name: 'Continue' }).click();
+    await t.page.getByText('Approving this device sign-in needs a sign-in with a passkey').waitFor();
+    await t.page.getByRole('button', { name: 'Sign in with a passkey' }).click();
+    // Not the code page again waiting for another Continue: the confirmation, with the code to check on the device.
+    await t.page.getByRole('heading', { name: 'Sign in to Strict Device on your device?' }).waitFor();
+    expect(new URL(t.page.url()).pathname).toBe('/device');
+    await t.page.getByLabel(`My device shows ${asked.user_code}, and I started this sign-in`).check();
+    await t.page.getByRole('button', { name: 'Approve' }).click();
+    await t.page.getByRole('heading', { name: 'Device connected' }).waitFor();
+    const res = await fetch(`${token}/token`, {
+      method: 'POST',
+      body: new URLSearchParams({
+        grant_type: 'urn:ietf:params:oauth:grant-type:device_code',
+        device_code: asked.device_code,
+        client_id: device,
+      }),
+    });
+    expect(res.status).toBe(200);
+    expect(decodeJwt(((await res.json()) as { id_token: string }).id_token)).toMatchObject({ acr: 'phr', amr: ['hwk', 'mfa'] });
   });
 
   it('an application the operator makes require phr: a password session is stepped up to the passkey, then the code says acr phr', async () => {

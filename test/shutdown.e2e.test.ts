@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -9,6 +9,7 @@ import { freePort } from '@authcli/test-support/http';
 import { serverCommand, startServerProcess, waitUntilReady, type ServerProcess } from '@authcli/test-support/server-process';
 
 const BODY = 'client_id=authcli&scope=openid';
+const ROOT = resolve(fileURLToPath(new URL('.', import.meta.url)), '..');
 
 /**
  * A device authorization request (RFC 8628 §3.1) whose headers and all but the last byte of its body are sent
@@ -166,7 +167,71 @@ describe('graceful shutdown of `authcli-server start`', () => {
   });
 });
 
+/** scripts/start.mjs, run by a Node of its own to the end; its exit code and what it wrote where. */
+function runToEnd(script: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [script], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  return new Promise((done) => child.once('close', (code) => done({ code, stdout, stderr })));
+}
+
+/**
+ * A checkout of its own for scripts/start.mjs: one package whose sources have no build yet, a package manager
+ * (npm_execpath) that runs `build` (the script `build`) and a stand-in `authcli-server` that prints a banner line.
+ */
+function checkoutToBuild(build: string): { script: string; env: NodeJS.ProcessEnv; remove: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), 'authcli-start-build-'));
+  const write = (path: string, text: string) => {
+    mkdirSync(dirname(join(dir, path)), { recursive: true });
+    writeFileSync(join(dir, path), text);
+  };
+  write('scripts/start.mjs', readFileSync(join(ROOT, 'scripts/start.mjs'), 'utf8'));
+  write('packages/demo/src/index.ts', 'export const demo = 1;\n');
+  write('packages/server/bin/authcli-server.cjs', "console.log('authcli-server (the banner)', process.argv.slice(2).join(' '));\n");
+  write('pm.cjs', `if (process.argv.slice(2).join(' ') !== 'run build') process.exit(9);\n${build}`);
+  return {
+    script: join(dir, 'scripts/start.mjs'),
+    env: { npm_execpath: join(dir, 'pm.cjs') },
+    remove: () => rmSync(dir, { recursive: true }),
+  };
+}
+
 describe('`pnpm start` (scripts/start.mjs)', () => {
+  it('a build keeps its output back (some 175 lines of file names): the banner comes right after the one line that says it builds', async () => {
+    const checkout = checkoutToBuild(
+      "for (let i = 0; i < 175; i++) console.log('packages/demo build: ESM dist/chunk-' + i + '.js 1.00 KB');\nconsole.error('a note on stderr');\n",
+    );
+    try {
+      const run = await runToEnd(checkout.script, checkout.env);
+      expect(run).toEqual({ code: 0, stderr: 'building (demo changed)\n', stdout: 'authcli-server (the banner) start\n' });
+    } finally {
+      checkout.remove();
+    }
+  });
+
+  it('a build that fails prints all it said and starts nothing: start exits with its code', async () => {
+    const checkout = checkoutToBuild(
+      "console.log('packages/demo build: src/index.ts(1,14): error TS2304: Cannot find name \\'x\\'.');\nconsole.error(' ERR_PNPM_RECURSIVE_RUN_FIRST_FAIL  @authcli/demo build: `tsup` Exit status 2');\nprocess.exit(2);\n",
+    );
+    try {
+      const run = await runToEnd(checkout.script, checkout.env);
+      expect(run.code).toBe(2);
+      expect(run.stdout).toBe('');
+      const lines = run.stderr.split('\n');
+      expect(lines[0]).toBe('building (demo changed)');
+      // The build's standard output and error, each as it came (which of the two pipes is read first may vary).
+      expect(lines.slice(1, 3).sort()).toEqual([
+        ' ERR_PNPM_RECURSIVE_RUN_FIRST_FAIL  @authcli/demo build: `tsup` Exit status 2',
+        "packages/demo build: src/index.ts(1,14): error TS2304: Cannot find name 'x'.",
+      ]);
+      expect(lines.slice(3)).toEqual(['the build failed (exit 2): nothing was started', '']);
+    } finally {
+      checkout.remove();
+    }
+  });
+
   it('with the build up to date, starts without building; SIGINT is passed on and it exits 0', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'authcli-start-'));
     const port = await freePort();

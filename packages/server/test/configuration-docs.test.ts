@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { CLI_SETTINGS } from '../../cli/src/settings.js';
 import { DEFAULT_CLIENT_ID, DEFAULT_ISSUER, DEFAULT_PROFILE, resolveSettings } from '../../client/src/config.js';
-import { CLI_DEFAULT_ISSUER } from '../src/operator/start.js';
+import { CLI_DEFAULT_ISSUER } from '../src/operator/banner.js';
 import { storageChoice } from '../../client/src/storage/select.js';
 import { ConfigError, loadConfig } from '../src/config/config.js';
 import { LIMITS } from '../src/config/defaults.js';

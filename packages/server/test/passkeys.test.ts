@@ -6,10 +6,13 @@ import { Sessions } from '../src/web/session.js';
 import { relyingParty } from '../src/web/webauthn.js';
 import {
   Browser,
+  DEVICE_GRANT,
+  deviceAuthorization,
   dialects,
   hidden,
   ownClock,
   secondInstance,
+  seedApp,
   seedPasskey,
   seedUser,
   startServer,
@@ -414,6 +417,65 @@ describe.each(dialects())('passkey ceremonies answered by a software authenticat
       ['passkey-added', 'Phone', '127.0.0.1'],
       ['passkey-added', 'Laptop', '127.0.0.1'],
     ]);
+  });
+
+  it('a passkey added without a name is named after the browser and system that added it, and the day', async () => {
+    const { s, origin, user, browser } = await start();
+    const clock = ownClock(s);
+    clock.t = Date.UTC(2026, 10, 29, 23, 59);
+    const add = async (signedIn: true | 'passkey', fields: Record<string, string>, userAgent: string) => {
+      const tab = await browser(signedIn);
+      const options = await tab.post('/account/passkeys/options');
+      const response = JSON.stringify(new SoftAuthenticator('localhost', origin).register(options.json as never));
+      return tab.post('/account/passkeys', { ...fields, response }, { 'user-agent': userAgent });
+    };
+    const firefox = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:133.0) Gecko/20100101 Firefox/133.0';
+    expect((await add(true, { name: '  ' }, firefox)).json).toEqual({ added: 'Firefox on Windows, 29 Nov 2026' });
+    clock.advance(60_000);
+    // No browser this server knows of, and no name field at all: the day alone tells it apart.
+    expect((await add('passkey', {}, 'curl/8.11.1')).json).toEqual({ added: 'Passkey, 30 Nov 2026' });
+    // A name given is kept as given.
+    clock.advance(60_000);
+    expect((await add('passkey', { name: 'Work laptop' }, firefox)).json).toEqual({ added: 'Work laptop' });
+    expect((await s.store.passkeys.listByUser(user.id)).map((p) => p.name)).toEqual([
+      'Firefox on Windows, 29 Nov 2026',
+      'Passkey, 30 Nov 2026',
+      'Work laptop',
+    ]);
+  });
+
+  it('a device code sent to a passkey step-up after Continue goes on to its confirmation page after it: once, in that browser only', async () => {
+    const { s, origin, browser, register } = await start();
+    const authenticator = new SoftAuthenticator('localhost', origin);
+    await register(authenticator);
+    const strict = (await seedApp(s, { name: 'Strict App', grantTypes: [DEVICE_GRANT], scopes: ['openid'] })).app.clientId;
+    await s.store.applications.update(strict, { requireAcr: 'phr' }, s.clock.now());
+    const { user_code } = (await deviceAuthorization(s, strict, 'openid')).json as { user_code: string };
+    // Signed in with the password: Continue with the code leads to the step-up.
+    const tab = await browser(true);
+    const typed = await tab.post('/device', { user_code });
+    expect(typed.status).toBe(303);
+    const continueId = new URL(typed.location!, origin).searchParams.get('continue')!;
+    const options = await tab.post('/signin/passkey/options');
+    const signedIn = await tab.post('/signin/passkey', {
+      continue: continueId,
+      response: JSON.stringify(authenticator.authenticate(options.json as never)),
+    });
+    const location = String(signedIn.json.location);
+    expect(location).toMatch(new RegExp(`^/device\\?user_code=${user_code}&confirm=[A-Za-z0-9_-]{43}$`));
+    // The confirmation page at once, the code not asked for again.
+    const confirmation = await tab.b.get(location);
+    expect(confirmation.status).toBe(200);
+    expect(confirmation.text).toContain('Sign in to <span>Strict App</span> on your device?');
+    expect(hidden(confirmation.text, 'user_code')).toBe(user_code);
+    // The id is used up, and no other browser (nor a made-up id) skips the code page: each gets it, filled in.
+    const entryPage = '<h1>Connect a device</h1>';
+    expect((await tab.b.get(location)).text).toContain(entryPage);
+    // Another browser with a step-up of its own, so a continuation cookie of its own.
+    const other = await browser(true);
+    expect((await other.post('/device', { user_code })).status).toBe(303);
+    expect((await other.b.get(location)).text).toContain(entryPage);
+    expect((await other.b.get(`/device?user_code=${user_code}&confirm=${'A'.repeat(43)}`)).text).toContain(entryPage);
   });
 
   it(`an account holds at most ${PASSKEYS_PER_USER_MAX} passkeys`, async () => {

@@ -229,7 +229,7 @@ describe('config', () => {
     expect(loadConfig({ host: '0.0.0.0', port: 9000 }, {}).issuer).toBe('http://localhost:9000');
     expect(loadConfig({ host: '::1' }, {}).issuer).toBe('http://localhost:8080');
     expect(loadConfig({ host: '127.0.0.2' }, {}).issuer).toBe('http://localhost:8080');
-    // Another address is its own issuer, which must then be https (AUTHCLI_ISSUER): plain http is for loopback only.
+    // Another address has no default: plain http is for loopback only, and the https URL is the operator's (start-help.test.ts).
     expect(() => loadConfig({ host: '192.0.2.7' }, {})).toThrow(ConfigError);
     expect(loadConfig({}, { PORT: '9000' }).issuer).toBe('http://localhost:9000');
     expect(loadConfig({ port: '9100' }, { PORT: '9000' }).port).toBe(9100);

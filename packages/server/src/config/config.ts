@@ -2,7 +2,7 @@ import { readKeyEncryptionKey } from './key-encryption-key.js';
 import { type AuditSettings, parseAudit } from './audit-config.js';
 import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
-import { IssuerError, normalizeIssuer as normalizeIssuerIdentifier } from '@authcli/protocol';
+import { IssuerError, isLoopbackHost, normalizeIssuer as normalizeIssuerIdentifier } from '@authcli/protocol';
 import * as D from './defaults.js';
 
 /**
@@ -249,15 +249,25 @@ function parseMetrics(flags: ConfigInput, env: NodeJS.ProcessEnv, mainPort: numb
   return { host, port };
 }
 
+/** The embedded store when neither --database nor DATABASE_URL names one: relative to the folder the server runs in. */
+export const DEFAULT_DATABASE_URL = './data/authcli.db';
+
+/** A host that binds every interface: its default issuer is on localhost, with the start's warning (http/loopback.ts). */
+const EVERY_ADDRESS = /^(0\.0\.0\.0|::)$/;
+
+/** What `start --issuer` says of the issuer when none is given: what {@link loadConfig} does. */
+export const ISSUER_HELP =
+  'the URL clients use (env AUTHCLI_ISSUER); default http://localhost:<port> when --host is loopback (127.0.0.1, the default; ::1), 0.0.0.0 or :: (start warns for those two), http://<host>:<port> for a name under .localhost; any other --host needs it';
+
 /**
  * The issuer when none is given: `http://<host>:<port>`, and for a loopback
  * or every-address host (127.0.0.1, the default; ::1; 0.0.0.0, ::)
  * `http://localhost:<port>`, which reaches the same listener and, unlike an
  * IP address, can have passkeys (browsers take only a host name as a
- * WebAuthn RP ID).
+ * WebAuthn RP ID). Any other host has none ({@link loadConfig}).
  */
 export function defaultIssuer(host: string, port: number): string {
-  const local = /^(127\.\d+\.\d+\.\d+|::1|0\.0\.0\.0|::|localhost)$/.test(host);
+  const local = EVERY_ADDRESS.test(host) || /^(127\.\d+\.\d+\.\d+|::1|localhost)$/.test(host);
   return `http://${local ? 'localhost' : host.includes(':') ? `[${host}]` : host}:${port}`;
 }
 
@@ -272,7 +282,15 @@ export function loadConfig(
 ): ServerConfig {
   const host = flags.host ?? env.HOST ?? '127.0.0.1';
   const port = parsePort(flags.port ?? env.PORT ?? 8080);
-  const issuer = normalizeIssuer(flags.issuer ?? env.AUTHCLI_ISSUER ?? defaultIssuer(host, port));
+  const given = flags.issuer ?? env.AUTHCLI_ISSUER;
+  // An address beyond loopback has no default: an issuer on http is for loopback only, and the https URL is the
+  // operator's to name.
+  if (given === undefined && !EVERY_ADDRESS.test(host) && !isLoopbackHost(host)) {
+    throw new ConfigError(
+      `host ${host} is not loopback, so there is no default issuer: set --issuer (or AUTHCLI_ISSUER) to the https URL clients use`,
+    );
+  }
+  const issuer = normalizeIssuer(given ?? defaultIssuer(host, port));
   const logLevel = (env.LOG_LEVEL ?? 'info') as ServerConfig['logLevel'];
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
   const lifetime = (name: string, fallback: number, bounds: { min: number; max: number }) =>
@@ -302,7 +320,7 @@ export function loadConfig(
     issuer,
     host,
     port,
-    databaseUrl: flags.database ?? env.DATABASE_URL ?? './data/authcli.db',
+    databaseUrl: flags.database ?? env.DATABASE_URL ?? DEFAULT_DATABASE_URL,
     codeTtlSeconds: D.CODE_TTL_SECONDS,
     accessTokenTtlSeconds: accessTokenTtl,
     idTokenTtlSeconds: lifetime('AUTHCLI_ID_TOKEN_TTL', D.ID_TOKEN_TTL_SECONDS, D.ID_TOKEN_TTL_BOUNDS),

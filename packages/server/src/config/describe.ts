@@ -56,7 +56,7 @@ export function describeConfig(config: ServerConfig, flags: ConfigInput, env: No
     {
       name: 'issuer',
       value: config.issuer,
-      source: from('issuer', 'AUTHCLI_ISSUER', 'default (http://localhost:<port>, or http://<host>:<port> off loopback)'),
+      source: from('issuer', 'AUTHCLI_ISSUER', 'default (from host and port)'),
     },
     { name: 'host', value: config.host, source: from('host', 'HOST') },
     { name: 'port', value: String(config.port), source: from('port', 'PORT') },

@@ -52,7 +52,7 @@ export const SERVER_SETTINGS: readonly Setting[] = [
     default: code('http://localhost:<port>'),
     loaded: (c) => code(c.issuer.replace(`//${c.host}:`, '//<host>:').replace(`:${c.port}`, ':<port>')),
     meaning:
-      'The public base URL: the `iss` of every token and the base of every endpoint. https, or http on loopback only; no path, query or fragment; a trailing slash is dropped.',
+      'The public base URL: the `iss` of every token and the base of every endpoint. https, or http on loopback only; no path, query or fragment; a trailing slash is dropped. Unset, it is `http://localhost:<port>` when `HOST` is loopback, `0.0.0.0` or `::` (start warns for those two: other machines would be sent to themselves), `http://<host>:<port>` for a name under `.localhost`; with any other `HOST` the server does not start without it.',
   },
   {
     env: 'DATABASE_URL',

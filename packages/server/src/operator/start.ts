@@ -7,12 +7,13 @@ import type { FastifyInstance } from 'fastify';
 import { PURGE_INTERVAL_MS } from '../config/defaults.js';
 import { supportedGrantTypes } from '../oauth/grants/registry.js';
 import { bootstrapStore } from '../oauth/registration.js';
-import { loadConfig, weakPasswordHashWarning, type ConfigInput } from '../config/config.js';
+import { ISSUER_HELP, loadConfig, weakPasswordHashWarning, type ConfigInput } from '../config/config.js';
 import { UNENCRYPTED_KEYS_WARNING } from '../oauth/key-encryption.js';
 import { loopbackIssuerWarning } from '../http/loopback.js';
 import { exposedFolderWarning } from '../store/file-modes.js';
 import { parseDatabaseUrl } from '../store/open.js';
 import { fapi2Problem } from '../oauth/fapi2.js';
+import { bannerLines, type Started } from './banner.js';
 
 /** package.json's version, fixed at build time by tsup's `define` (tsup.config.ts). */
 declare const __AUTHCLI_SERVER_VERSION__: string;
@@ -27,19 +28,13 @@ function listeningPort(app: FastifyInstance, asked: number): number {
 }
 
 /** `authcli-server start`: open and migrate the store, serve, and stop gracefully on SIGTERM/SIGINT. */
-/** Where `authcli` signs in when no issuer is given (packages/cli/src/config.ts DEFAULT_ISSUER). */
-export const CLI_DEFAULT_ISSUER = 'http://localhost:8080';
-
 export function startCommand(cli: Command): void {
   cli
     .command('start')
     .description('run the server')
     .option('--port <port>', 'port to listen on (env PORT, default 8080)')
-    .option('--host <host>', 'address to bind (env HOST, default 127.0.0.1)')
-    .option(
-      '--issuer <url>',
-      'public base URL (env AUTHCLI_ISSUER, default http://localhost:<port> on loopback, else http://<host>:<port>)',
-    )
+    .option('--host <host>', 'address to bind (env HOST, default 127.0.0.1; 0.0.0.0 or :: for every interface)')
+    .option('--issuer <url>', ISSUER_HELP)
     .option('--database <url>', 'postgres:// URL or SQLite file (env DATABASE_URL, default ./data/authcli.db)')
     .option('--metrics-port <port>', 'serve GET /metrics on a listener of its own at this port (env AUTHCLI_METRICS_PORT, default off)')
     .option('--metrics-host <host>', 'address the metrics listener binds (env AUTHCLI_METRICS_HOST, default 127.0.0.1)')
@@ -160,7 +155,7 @@ export function startCommand(cli: Command): void {
       const users = await store.users.count();
       const port = listeningPort(app, config.port);
       const passkeys = passkeyAvailability(config.issuer);
-      const started = {
+      const started: Started = {
         version: __AUTHCLI_SERVER_VERSION__,
         issuer: config.issuer,
         store:
@@ -182,22 +177,7 @@ export function startCommand(cli: Command): void {
         app.log.info(started, 'authcli-server started');
         return;
       }
-      for (const line of [
-        `authcli-server ${started.version}`,
-        `  issuer:          ${started.issuer}`,
-        `  store:           ${started.store}`,
-        `  listening on:    ${started.listening}`,
-        `  dashboard:       ${started.dashboard}`,
-        ...(started.metrics ? [`  metrics:         ${started.metrics}`] : []),
-        `  signing threads: ${started.signingThreads}`,
-        `  passkeys:        ${started.passkeys}`,
-        users === 0
-          ? `no users yet: add one with \`authcli-server users add <username>\`, then sign in at ${config.issuer}/signin`
-          : `sign in at ${config.issuer}/signin`,
-        // The CLI signs in to http://localhost:8080 unless told: another issuer must be named to it.
-        ...(config.issuer === CLI_DEFAULT_ISSUER ? [] : [`the CLI signs in here with: authcli login --issuer ${config.issuer}`]),
-        'Ctrl-C stops it.',
-      ])
-        say(line);
+      const run = { script: process.argv[1], cwd: process.cwd() };
+      for (const line of bannerLines(started, config.databaseUrl, run)) say(line);
     });
 }

@@ -32,8 +32,11 @@ export type Continuation =
       /** The class the sign-in must meet (`phr`: the sign-in page asks for a passkey). */
       acr?: string;
     }
-  /** The device page, with the user code it was opened with (normalized), if any. */
-  | { kind: 'device'; userCode: string | null; acr?: string }
+  /**
+   * The device page, with the user code it was opened with (normalized), if any. `confirm`: the person already went
+   * on with that code (Continue) and was sent to a step-up: the sign-in resumes at its confirmation page.
+   */
+  | { kind: 'device'; userCode: string | null; acr?: string; confirm?: true }
   /** One application's page in the dashboard. */
   | { kind: 'application'; clientId: string }
   /** A page of this server; `acr`: the class the sign-in must meet (a passkey, to change a passkey on /account). */
@@ -98,7 +101,9 @@ export function parseContinuation(json: string): Continuation | undefined {
     case 'authorize':
       return typeof o.query === 'string' ? { kind: 'authorize', query: o.query, ...acrOf(o) } : undefined;
     case 'device':
-      return o.userCode === null || typeof o.userCode === 'string' ? { kind: 'device', userCode: o.userCode, ...acrOf(o) } : undefined;
+      return o.userCode === null || typeof o.userCode === 'string'
+        ? { kind: 'device', userCode: o.userCode, ...acrOf(o), ...(o.confirm === true && { confirm: true as const }) }
+        : undefined;
     case 'application':
       return typeof o.clientId === 'string' ? { kind: 'application', clientId: o.clientId } : undefined;
     case 'page':
@@ -164,16 +169,21 @@ export class Continuations {
       secure: this.secure,
       maxAge: Math.ceil(CONTINUATION_TTL_MS / 1000),
     });
+    return `/signin?continue=${await this.insert(sha256Hex(binding), target)}`;
+  }
+
+  /** Stores `target` for the browser whose binding cookie hashes to `browser`: its new id. */
+  private async insert(browser: string, target: Continuation): Promise<string> {
     const id = randomToken(32);
     const now = this.config.now();
     await this.rows.insert({
       id_hash: sha256Hex(id),
-      browser_hash: sha256Hex(binding),
+      browser_hash: browser,
       target: JSON.stringify(target),
       created_at: now,
       expires_at: now + CONTINUATION_TTL_MS,
     });
-    return `/signin?continue=${id}`;
+    return id;
   }
 
   /** The live continuation `id` names for this browser, left usable (the sign-in page shows which application waits). */
@@ -184,12 +194,35 @@ export class Continuations {
     return target === undefined ? undefined : parseContinuation(target);
   }
 
-  /** After a successful sign-in: uses the continuation up and returns the path to resume, `/` when there is none. */
+  /**
+   * After a successful sign-in: uses the continuation up and returns the path to resume, `/` when there is none.
+   * A device code the person already went on with resumes at its confirmation page: the path carries a new id,
+   * single-use and of this browser too, that {@link takeConfirmation} reads (a link cannot skip the code page).
+   */
   async resume(req: FastifyRequest, id: string | undefined): Promise<string> {
-    const browser = this.browserOf(req);
-    if (id === undefined || !TOKEN.test(id) || browser === undefined) return PAGES.home;
-    const target = await this.rows.take(sha256Hex(id), browser, this.config.now());
-    const c = target === undefined ? undefined : parseContinuation(target);
+    const c = await this.take(req, id);
+    if (c?.kind === 'device' && c.confirm && c.userCode !== null) {
+      const code = normalizeUserCode(c.userCode);
+      const browser = this.browserOf(req);
+      if (code && browser) {
+        const confirm = await this.insert(browser, { kind: 'device', userCode: code, confirm: true });
+        return `/device?user_code=${formatUserCode(code)}&confirm=${confirm}`;
+      }
+    }
     return c ? continuationPath(c) : PAGES.home;
+  }
+
+  /** The normalized user code a confirmation id of this browser stands for (used up); undefined for anything else. */
+  async takeConfirmation(req: FastifyRequest, id: string | undefined): Promise<string | undefined> {
+    const c = await this.take(req, id);
+    return c?.kind === 'device' && c.confirm && c.userCode !== null ? normalizeUserCode(c.userCode) : undefined;
+  }
+
+  /** The live continuation `id` names for this browser, used up. */
+  private async take(req: FastifyRequest, id: string | undefined): Promise<Continuation | undefined> {
+    const browser = this.browserOf(req);
+    if (id === undefined || !TOKEN.test(id) || browser === undefined) return undefined;
+    const target = await this.rows.take(sha256Hex(id), browser, this.config.now());
+    return target === undefined ? undefined : parseContinuation(target);
   }
 }

@@ -4,7 +4,7 @@ import { clientAddress } from '../http/client-ip.js';
 import { amrOf, meetsAcr } from '../oauth/acr.js';
 import { decideUserCode, lookUpUserCode, type UserCodeProblem } from '../oauth/device-verification.js';
 import { formatUserCode, normalizeUserCode } from '../oauth/user-code.js';
-import { authenticationOf, requireSignIn } from './session.js';
+import { authenticationOf, type CurrentSession, requireSignIn } from './session.js';
 import { deviceContinuation, type Continuation } from './continuation.js';
 import { pageForm, pageQuery } from '../http/form.js';
 import { sendPage, viewerOf } from './render.js';
@@ -41,18 +41,30 @@ export async function devicePageRoutes(app: FastifyInstance, ctx: WebContext): P
   const requireSession = (req: FastifyRequest, reply: FastifyReply, resume: Continuation) => requireSignIn(ctx, req, reply, resume);
 
   app.get('/device', async (req, reply) => {
-    const typed = pageQuery(req).user_code;
+    const { user_code: typed, confirm } = pageQuery(req);
     const normalized = normalizeUserCode(typed ?? '');
     const prefill = normalized ? formatUserCode(normalized) : '';
     const current = await requireSession(req, reply, deviceContinuation(typed));
     if (!current) return reply;
+    // Back from the step-up this code was sent to after Continue: on with it, as Continue does. Only with the
+    // single-use id the sign-in made for this browser (web/continuation.ts): a link alone shows the code first.
+    const confirmed = confirm === undefined ? undefined : await ctx.continuations.takeConfirmation(req, confirm);
+    if (confirmed !== undefined && confirmed === normalized) return showCode(req, reply, current, prefill);
     return sendPage(reply, <DeviceEntryPage viewer={viewerOf(reply, current)} code={prefill} prefilled={prefill !== ''} />);
   });
 
   app.post('/device', { preHandler: app.csrfProtection }, async (req, reply) => {
     const current = await requireSession(req, reply, deviceContinuation(pageForm(req).user_code));
     if (!current) return reply;
-    const typed = (pageForm(req).user_code ?? '').slice(0, 64);
+    return showCode(req, reply, current, pageForm(req).user_code ?? '');
+  });
+
+  /**
+   * The code the person went on with: its confirmation page; a step-up first when its application requires more
+   * than this sign-in (resuming here, at the confirmation page); the entry page again with why it cannot go on.
+   */
+  async function showCode(req: FastifyRequest, reply: FastifyReply, current: CurrentSession, code: string) {
+    const typed = code.slice(0, 64);
     const viewer = viewerOf(reply, current);
     const browserAddress = clientAddress(req);
     const found = await lookUpUserCode(ctx, typed, browserAddress, current.user.id);
@@ -60,8 +72,13 @@ export async function devicePageRoutes(app: FastifyInstance, ctx: WebContext): P
       return sendPage(reply, <DeviceEntryPage viewer={viewer} code={typed} error={tooMany(reply, found.retryAfterSeconds)} />, 429);
     }
     if (found.kind === 'pending' && found.requireAcr && !meetsAcr(amrOf(current.session.amr), found.requireAcr, current.session.acr)) {
-      // The application requires a passkey sign-in: step up first, then this code comes back to be confirmed.
-      const resume = { kind: 'device' as const, userCode: normalizeUserCode(found.userCode) ?? null, acr: found.requireAcr };
+      // The application requires a passkey sign-in: step up first, which then resumes at this code's confirmation.
+      const resume = {
+        kind: 'device' as const,
+        userCode: normalizeUserCode(found.userCode) ?? null,
+        acr: found.requireAcr,
+        confirm: true as const,
+      };
       return reply.redirect(await ctx.continuations.signInUrl(req, reply, resume), 303);
     }
     if (found.kind === 'problem') {
@@ -75,7 +92,7 @@ export async function devicePageRoutes(app: FastifyInstance, ctx: WebContext): P
         apis={await ctx.store.resources.catalog()}
       />,
     );
-  });
+  }
 
   app.post('/device/decision', { preHandler: app.csrfProtection }, async (req, reply) => {
     const current = await requireSession(req, reply, deviceContinuation(pageForm(req).user_code));
@@ -107,7 +124,12 @@ export async function devicePageRoutes(app: FastifyInstance, ctx: WebContext): P
     }
     const outcome = await decideUserCode(ctx, form.user_code ?? '', form.decision, clientAddress(req), authenticationOf(current));
     if (outcome.kind === 'step-up') {
-      const resume = { kind: 'device' as const, userCode: normalizeUserCode(form.user_code ?? '') ?? null, acr: outcome.acr };
+      const resume = {
+        kind: 'device' as const,
+        userCode: normalizeUserCode(form.user_code ?? '') ?? null,
+        acr: outcome.acr,
+        confirm: true as const,
+      };
       return reply.redirect(await ctx.continuations.signInUrl(req, reply, resume), 303);
     }
     if (outcome.kind === 'limited') {

@@ -51,6 +51,7 @@ export function PasskeysCard(props: { viewer: Viewer; passkeys: readonly Passkey
         <form id="passkey-add" data-csrf={props.viewer.csrf}>
           <label for="passkey-name">Name for a new passkey</label>
           <input id="passkey-name" name="name" type="text" maxLength={PASSKEY_NAME_MAX} placeholder="e.g. Work laptop" autocomplete="off" />
+          <p class="muted">Left empty, it is named after this browser, its system and the date.</p>
           <p class="alert" id="passkey-add-error" role="alert" hidden />
           <p class="muted" id="passkey-add-unsupported">
             Adding a passkey needs JavaScript and a browser that supports passkeys.

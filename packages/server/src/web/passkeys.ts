@@ -7,6 +7,7 @@ import { CredentialChangeRefused, credentialChangeOf } from '../oauth/credential
 import { randomToken, sha256Hex } from '../util/crypto.js';
 import type { WebContext } from './context.js';
 import { type Continuation, reauthFor } from './continuation.js';
+import { unnamedPasskeyName } from './passkey-name.js';
 import type { CurrentSession } from './session.js';
 import {
   authenticationOptions,
@@ -121,7 +122,8 @@ export async function passkeyRoutes(app: FastifyInstance, ctx: WebContext): Prom
           store,
           party,
           c.user,
-          { response: form.response, name: form.name },
+          // Unnamed: after the browser and system adding it, and the day (web/passkey-name.ts).
+          { response: form.response, name: form.name?.trim() || unnamedPasskeyName(req.headers['user-agent'], config.now()) },
           existingBrowser(req),
           config.now(),
           { onlyFirst: !meetsAcr(amrOf(c.session.amr), PHISHING_RESISTANT_ACR, c.session.acr), from },
