@@ -185,6 +185,8 @@ describe('docs/configuration.md', () => {
         clientSecret: undefined,
         profile: DEFAULT_PROFILE,
         slot: DEFAULT_ISSUER,
+        // Nothing named the issuer: the CLI says so when the other profiles sign in elsewhere.
+        defaultIssuer: true,
       });
       // The server's banner names the CLI's default issuer: the two must agree.
       expect(CLI_DEFAULT_ISSUER).toBe(DEFAULT_ISSUER);
