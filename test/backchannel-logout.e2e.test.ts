@@ -376,7 +376,7 @@ describe('back-channel logout: a started server, a relying party verifying with 
       return testRows(store).update('sessions', { id_hash: idHash }, { amr: 'hwk user' });
     });
     expect(seeded).toBe(1);
-    const removed = await serverCommand(['users', 'reset-passkeys', 'hal'], server.env);
+    const removed = await serverCommand(['users', 'reset-passkeys', 'hal', '--yes'], server.env);
     expect(removed.code, removed.stderr).toBe(0);
     expect(removed.stdout).toContain('ended 1 browser session signed in with one');
     expect(removed.stdout).toContain('back-channel logout: 1 of 1 logout token delivered');

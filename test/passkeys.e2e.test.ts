@@ -273,7 +273,11 @@ describe('passkeys in a real Chromium with a virtual authenticator', () => {
     await phone.page.goto(`${issuer}/signin`);
     await phone.page.getByRole('button', { name: 'Sign in with a passkey' }).click();
     await phone.page.waitForURL(`${issuer}/`);
-    const reset = await serverCommand(['users', 'reset-passkeys', 'toni'], server.env);
+    // Without a terminal, only --yes removes them.
+    const unasked = await serverCommand(['users', 'reset-passkeys', 'toni'], server.env);
+    expect(unasked.code).toBe(1);
+    expect(unasked.stderr).toContain('not removed: no terminal to ask whether to remove the');
+    const reset = await serverCommand(['users', 'reset-passkeys', 'toni', '--yes'], server.env);
     expect(reset).toMatchObject({ code: 0 });
     expect(reset.stdout).toContain('removed 1 passkey of toni; ended 1 browser session signed in with one');
     expect(await passkeysOf('toni')).toEqual([]);

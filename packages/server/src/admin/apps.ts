@@ -168,14 +168,18 @@ export async function updateApp(
       (await ctx.store.resources.catalog()).byScope,
     );
     checkGrantsForKind(app.kind, fields.grantTypes);
-    const lifetimes = checkLifetimes(
-      {
-        accessTokenTtl: patch.accessTokenTtl === undefined ? app.accessTokenTtl : patch.accessTokenTtl,
-        refreshTokenTtl: patch.refreshTokenTtl === undefined ? app.refreshTokenTtl : patch.refreshTokenTtl,
-      },
-      ctx.config,
-      names ?? LIFETIME_NAMES,
-    );
+    // Checked when one is given: another change never fails on lifetimes set before the server's changed.
+    const lifetimes =
+      patch.accessTokenTtl === undefined && patch.refreshTokenTtl === undefined
+        ? {}
+        : checkLifetimes(
+            {
+              accessTokenTtl: patch.accessTokenTtl === undefined ? app.accessTokenTtl : patch.accessTokenTtl,
+              refreshTokenTtl: patch.refreshTokenTtl === undefined ? app.refreshTokenTtl : patch.refreshTokenTtl,
+            },
+            ctx.config,
+            names ?? LIFETIME_NAMES,
+          );
     const secret = patch.newSecret ? newClientSecret() : undefined;
     const authentication = patch.clientKeys
       ? { clientKeys: patch.clientKeys, secretHash: null }

@@ -1,5 +1,4 @@
 import { createPrivateKey, generateKeyPair, sign, type KeyObject } from 'node:crypto';
-import { ACCESS_TOKEN_TTL_BOUNDS } from '../config/lifetime-defaults.js';
 import { promisify } from 'node:util';
 import { calculateJwkThumbprint, createLocalJWKSet, type JWK } from 'jose';
 import { ConfigError, type ServerConfig } from '../config/config.js';
@@ -134,6 +133,8 @@ export class KeyRing {
     private readonly publishRetiredMs: number,
     /** The key-encryption key (`config.keyEncryptionKey`); undefined: keys are stored unencrypted. */
     private readonly kek?: Buffer,
+    /** Longer, when an application's own access tokens live longer (ms; read at each load). */
+    private readonly longerForApplications?: () => Promise<number>,
   ) {}
 
   /**
@@ -163,7 +164,8 @@ export class KeyRing {
    */
   async load(strict = false): Promise<void> {
     const now = this.now();
-    const rows = await this.store.keys.list(now - this.publishRetiredMs - KEY_ACTIVATION_DELAY_MS);
+    const published = Math.max(this.publishRetiredMs, (await this.longerForApplications?.()) ?? 0);
+    const rows = await this.store.keys.list(now - published - KEY_ACTIVATION_DELAY_MS);
     const opened = new Map(this.keys.map((k) => [k.kid, k.privateKey]));
     const privateKeyOf = (r: SigningKeyRow): KeyObject | undefined => {
       const known = opened.get(r.kid);
@@ -243,10 +245,12 @@ export async function jwsSignature(alg: SigningAlg, privateKey: KeyObject, signi
 }
 
 /**
- * The key ring of a server, or of an operator command that signs as it does: retired keys stay published as long
- * as the longest token lives, an application's own access token lifetime (up to ACCESS_TOKEN_TTL_BOUNDS.max) included.
+ * The key ring of a server, or of an operator command that signs as it does: retired keys stay published (and
+ * accepted) as long as the longest token lives: the server's lifetimes, or an application's own when one is longer.
  */
 export function serverKeyRing(store: Store, config: ServerConfig): KeyRing {
-  const longest = Math.max(config.accessTokenTtlSeconds, config.idTokenTtlSeconds, ACCESS_TOKEN_TTL_BOUNDS.max);
-  return new KeyRing(store, config.now, longest * 1000, config.keyEncryptionKey);
+  const longest = Math.max(config.accessTokenTtlSeconds, config.idTokenTtlSeconds);
+  return new KeyRing(store, config.now, longest * 1000, config.keyEncryptionKey, async () => {
+    return ((await store.applications.longestAccessTokenTtl()) ?? 0) * 1000;
+  });
 }

@@ -66,8 +66,11 @@ export function checkLifetimes(
   const access = accessTokenTtl(lifetimes, config);
   const refresh = refreshTokenTtl(lifetimes, config);
   if (refresh < access) {
+    // Each named as where it comes from: the application's own, or the server's setting it inherits.
+    const accessName = lifetimes.accessTokenTtl === null ? "the server's AUTHCLI_ACCESS_TOKEN_TTL" : names.access;
+    const refreshName = lifetimes.refreshTokenTtl === null ? "the server's AUTHCLI_REFRESH_TOKEN_TTL" : names.refresh;
     throw new InputError(
-      `the sign-in lifetime (${names.refresh}, ${formatDuration(refresh)}) must be at least the access token lifetime (${names.access}, ${formatDuration(access)})`,
+      `the sign-in lifetime (${refreshName}, ${formatDuration(refresh)}) must be at least the access token lifetime (${accessName}, ${formatDuration(access)})`,
     );
   }
   return lifetimes;

@@ -4,6 +4,7 @@ import { printJson, printTable, reportDone, say } from './output.js';
 import { operatorContext, readStore, withStore } from './shared.js';
 import { audited } from '../admin/context.js';
 import { tellApplicationsAndSay } from './backchannel.js';
+import { confirmRemoval } from './confirm.js';
 
 /** `authcli-server users passkeys <username>` and `users reset-passkeys <username>`. */
 export function passkeyCommands(users: Command): void {
@@ -40,12 +41,23 @@ export function passkeyCommands(users: Command): void {
   users
     .command('reset-passkeys <username>')
     .description('remove every passkey of a user (a lost device) and end the browser sessions signed in with one; the password still works')
+    .option('-y, --yes', 'remove without asking (scripts: without a terminal, the command removes nothing unless given)')
     .option('--json', 'print {"username", "passkeys_removed", "sessions_ended"} as JSON')
     .option('--database <url>', 'database (env DATABASE_URL)')
-    .action(async (username: string, opts: { json?: boolean; database?: string }) => {
+    .action(async (username: string, opts: { yes?: boolean; json?: boolean; database?: string }) => {
       await withStore(opts.database, async (store, config) => {
         const user = await store.users.findByUsername(username);
         if (!user) throw new InputError(`no user ${username}`);
+        // Nothing to remove asks nothing; passkeys are asked for, as a remove is.
+        const held = (await store.passkeys.listByUser(user.id)).length;
+        if (held > 0) {
+          await confirmRemoval({
+            yes: opts.yes,
+            what: `the ${held} passkey${held === 1 ? '' : 's'} of ${user.username}`,
+            consequences:
+              'they sign in with their password until they add one again, and the browser sessions signed in with a passkey end',
+          });
+        }
         const { passkeys, sessions } = await store.changes(async () => {
           const removed = await store.passkeys.deleteAll(user.id);
           await audited(operatorContext(store, config), {

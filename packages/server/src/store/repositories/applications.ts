@@ -150,6 +150,8 @@ export interface Applications {
   get(clientId: string): Promise<Application | undefined>;
   /** Applications owned by `ownerId`, or all of them when `ownerId` is undefined. */
   list(ownerId?: string): Promise<Application[]>;
+  /** The longest access token lifetime an application has of its own (seconds); null when none has one. */
+  longestAccessTokenTtl(): Promise<number | null>;
   /** Changes an application; `not_found` when there is none (or, with `when`, when its registration token has changed). */
   update(clientId: string, patch: ApplicationPatch, now: number, when?: RegistrationTokenCondition): Promise<Application>;
   /**
@@ -285,6 +287,14 @@ export class KyselyApplications implements Applications {
     let q = this.engine.db.selectFrom('applications').selectAll().orderBy('created_at').orderBy('client_id');
     if (ownerId !== undefined) q = q.where('owner_id', '=', ownerId);
     return (await q.execute()).map(toApplication);
+  }
+
+  async longestAccessTokenTtl(): Promise<number | null> {
+    const row = await this.engine.db
+      .selectFrom('applications')
+      .select((eb) => eb.fn.max('access_token_ttl').as('longest'))
+      .executeTakeFirst();
+    return row?.longest === null || row?.longest === undefined ? null : Number(row.longest);
   }
 
   async update(clientId: string, patch: ApplicationPatch, now: number, when?: RegistrationTokenCondition): Promise<Application> {

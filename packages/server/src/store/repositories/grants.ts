@@ -26,7 +26,8 @@ export interface Grants {
   /**
    * The applications a user is signed in to: per application, its grants
    * that still hold a working token (an unused, unexpired refresh token, or
-   * an access token issued within `accessTtlMs`), the scopes they hold
+   * an access token issued within the application's own access token
+   * lifetime, else `accessTtlMs`, the server's), the scopes they hold
    * together and when tokens were last issued under them.
    */
   liveByClient(userId: string, now: number, accessTtlMs: number): Promise<LiveGrants[]>;
@@ -122,7 +123,8 @@ export class KyselyGrants implements Grants {
   async liveByClient(userId: string, now: number, accessTtlMs: number): Promise<LiveGrants[]> {
     const rows = await this.engine.db
       .selectFrom('grants')
-      .select(['grants.client_id', 'grants.scope', 'grants.created_at'])
+      .leftJoin('applications', 'applications.client_id', 'grants.client_id')
+      .select(['grants.client_id', 'grants.scope', 'grants.created_at', 'applications.access_token_ttl'])
       .select((eb) =>
         eb
           .selectFrom('refresh_tokens')
@@ -140,7 +142,8 @@ export class KyselyGrants implements Grants {
     for (const r of rows) {
       const created = Number(r.created_at);
       const refreshed = r.live_refresh_at === null ? undefined : Number(r.live_refresh_at);
-      if (refreshed === undefined && created <= now - accessTtlMs) continue;
+      const ttlMs = r.access_token_ttl === null ? accessTtlMs : Number(r.access_token_ttl) * 1000;
+      if (refreshed === undefined && created <= now - ttlMs) continue;
       const live = byClient.get(r.client_id) ?? { clientId: r.client_id, grants: 0, scopes: [], lastIssued: 0 };
       byClient.set(r.client_id, live);
       live.grants += 1;
