@@ -185,8 +185,12 @@ export const MIGRATIONS_AFTER_0008 = [
   '0022_workloads',
   '0023_audit',
   '0024_signins_audited',
+  '0025_application_lifetimes',
 ];
 export async function undoMigrationsAfter0008(db: TestDatabase, dialect: DialectName): Promise<void> {
+  // 0025: an application's own lifetimes.
+  for (const column of ['access_token_ttl', 'refresh_token_ttl'])
+    await execute(db, dialect, `alter table applications drop column ${column}`);
   // 0024: the sign-in records back in a table of their own (as 0013 and 0019 left it; the undo below drops it).
   await execute(
     db,
