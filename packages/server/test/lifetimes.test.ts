@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../src/config/config.js';
 import { KEY_ACTIVATION_DELAY_MS } from '../src/config/defaults.js';
-import { checkLifetimes, formatDuration, parseDuration } from '../src/oauth/lifetimes.js';
+import { checkLifetimes, formatDuration, parseDuration, spokenDuration } from '../src/oauth/lifetimes.js';
 import { rotateKeys, serverKeyRing } from '../src/oauth/keys.js';
 import { registerApplication } from '../src/oauth/registration.js';
 import { newGrant } from '../src/oauth/refresh.js';
@@ -24,6 +24,15 @@ describe('lifetimes: durations and the rules', () => {
       '1d',
       '90s',
       '90d',
+    ]);
+    // As the account page says it: rounded up, never shorter than it is.
+    expect([900, 3600, 5400, 86_400, 1, 45].map(spokenDuration)).toEqual([
+      '15 minutes',
+      '1 hour',
+      '2 hours',
+      '1 day',
+      '1 second',
+      '45 seconds',
     ]);
   });
 

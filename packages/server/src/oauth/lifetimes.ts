@@ -43,6 +43,21 @@ export function formatDuration(seconds: number): string {
   return `${seconds}s`;
 }
 
+/** Seconds in words, rounded up to the largest unit that fits: "15 minutes", "2 hours", "1 day", "45 seconds". */
+export function spokenDuration(seconds: number): string {
+  for (const [unit, size] of [
+    ['day', 86_400],
+    ['hour', 3600],
+    ['minute', 60],
+  ] as const) {
+    if (seconds >= size) {
+      const n = Math.ceil(seconds / size);
+      return `${n} ${unit}${n === 1 ? '' : 's'}`;
+    }
+  }
+  return `${seconds} second${seconds === 1 ? '' : 's'}`;
+}
+
 /**
  * Checks an application's lifetimes (each a whole number of seconds within its bounds, or null), and that its
  * sign-ins outlive its access tokens as they will be with the server's lifetimes for what it leaves null.

@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { accessTokenTtl } from '../oauth/lifetimes.js';
+import { accessTokenTtl, spokenDuration } from '../oauth/lifetimes.js';
 import { MIN_PASSWORD_LENGTH, SIGNIN_PASSWORD_MAX } from '../config/defaults.js';
 import { clientAddress } from '../http/client-ip.js';
 import { pageForm } from '../http/form.js';
@@ -49,12 +49,12 @@ function usage(a: ConnectedApplication): string {
   return `${count}; tokens last issued on ${day(a.lastIssued!)}.`;
 }
 
-function Applications(props: { viewer: Viewer; applications: ConnectedApplication[]; accessTtlMinutes: number }) {
+function Applications(props: { viewer: Viewer; applications: ConnectedApplication[]; accessTtl: string }) {
   return (
     <div class="card">
       <h2 id="applications">Applications</h2>
       <p class="muted">
-        {`Applications you allowed to use your account. Removing one ends its access here at once, and it must ask you again; a service that checks its access tokens by itself may accept them for up to ${props.accessTtlMinutes} more minutes.`}
+        {`Applications you allowed to use your account. Removing one ends its access here at once, and it must ask you again; a service that checks its access tokens by itself may accept them for up to ${props.accessTtl} more.`}
       </p>
       {props.applications.length === 0 ? (
         <p class="muted">No application has access to your account.</p>
@@ -84,7 +84,7 @@ function AccountPage(props: {
   viewer: Viewer;
   values: ProfileValues;
   applications: ConnectedApplication[];
-  accessTtlMinutes: number;
+  accessTtl: string;
   recentSignIns: RecentSignIn[];
   now: number;
   /** The password form's "end every application's access" box, as last submitted (checked unless cleared). */
@@ -180,7 +180,7 @@ function AccountPage(props: {
               </div>
             </form>
           </div>
-          <Applications viewer={props.viewer} applications={props.applications} accessTtlMinutes={props.accessTtlMinutes} />
+          <Applications viewer={props.viewer} applications={props.applications} accessTtl={props.accessTtl} />
           <ConnectorsCard csrf={props.viewer.csrf} connectors={props.connectors} />
           <RecentSignIns signIns={props.recentSignIns} now={props.now} />
         </div>
@@ -268,7 +268,7 @@ export async function accountRoutes(app: FastifyInstance, ctx: WebContext): Prom
         viewer={viewerOf(reply, c)}
         values={valuesOf(claimsOf(c.user))}
         applications={applications}
-        accessTtlMinutes={Math.ceil(longestTtl / 60)}
+        accessTtl={spokenDuration(longestTtl)}
         passkeys={await store.passkeys.listByUser(c.user.id)}
         connectors={await connectorsOf(c.user.id)}
         passkeysUnavailable={passkeys.available ? undefined : passkeys.reason}
