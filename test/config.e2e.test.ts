@@ -159,6 +159,11 @@ describe('authcli-server config: the effective settings and where each came from
     expect(c.get('session_ttl')).toMatchObject({ value: '3600 s', source: 'env AUTHCLI_SESSION_TTL' });
     const defaults = await config([]);
     expect(defaults.get('refresh_token_ttl')).toMatchObject({ value: '2592000 s', source: 'default' });
+    // A logout is retried as long as what ended could have been used: longer lifetimes keep it longer, never shorter.
+    expect(defaults.get('backchannel_logout_deadline')?.value).toBe('43200 s (a session ended), 2592000 s (an access ended)');
+    expect(c.get('backchannel_logout_deadline')?.value).toBe('43200 s (a session ended), 2592000 s (an access ended)');
+    const long = await config([], { AUTHCLI_REFRESH_TOKEN_TTL: '7776000', AUTHCLI_SESSION_TTL: '2592000' });
+    expect(long.get('backchannel_logout_deadline')?.value).toBe('2592000 s (a session ended), 7776000 s (an access ended)');
     const short = await serverCommand(['config'], { ...CLEAN, AUTHCLI_REFRESH_TOKEN_TTL: '3600', AUTHCLI_ACCESS_TOKEN_TTL: '7200' });
     expect(short.code).toBe(1);
     expect(short.stderr.trim()).toBe(

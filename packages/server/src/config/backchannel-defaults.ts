@@ -34,13 +34,15 @@ export const BACKCHANNEL_LOGOUT_RETRY_MAX_MS = HOUR;
 /**
  * How long a logout is retried when a browser session ended (sign-out, a session replaced, a password change):
  * as long as that session could have been used (SESSION_TTL_SECONDS, 12 h), the longest an application can have
- * gone on trusting it; past it the delivery is given up, logged and counted.
+ * gone on trusting it; past it the delivery is given up, logged and counted. A longer AUTHCLI_SESSION_TTL keeps it
+ * longer (config.ts), never shorter.
  */
 export const BACKCHANNEL_LOGOUT_SESSION_DEADLINE_MS = 12 * HOUR;
 /**
  * How long a logout is retried when an application's access ended (an access removed, every application signed
  * out by a password change or reset, a user disabled): as long as the sign-ins it ends could have been renewed
- * (GRANT_TTL_SECONDS, 30 days), the longest the application could have gone on using them.
+ * (GRANT_TTL_SECONDS, 30 days), the longest the application could have gone on using them. A longer
+ * AUTHCLI_REFRESH_TOKEN_TTL keeps it longer (config.ts), never shorter.
  */
 export const BACKCHANNEL_LOGOUT_ACCESS_DEADLINE_MS = 30 * DAY;
 /**

@@ -297,6 +297,7 @@ export function loadConfig(
     envInt(env, name, fallback, bounds.min, bounds.max);
   const accessTokenTtl = lifetime('AUTHCLI_ACCESS_TOKEN_TTL', D.ACCESS_TOKEN_TTL_SECONDS, D.ACCESS_TOKEN_TTL_BOUNDS);
   const grantTtl = lifetime('AUTHCLI_REFRESH_TOKEN_TTL', D.GRANT_TTL_SECONDS, D.GRANT_TTL_BOUNDS);
+  const sessionTtl = lifetime('AUTHCLI_SESSION_TTL', D.SESSION_TTL_SECONDS, D.SESSION_TTL_BOUNDS);
   // A refresh token that ends before the access token it renews would leave that token working past its sign-in.
   if (grantTtl < accessTokenTtl) {
     throw new ConfigError(
@@ -325,7 +326,7 @@ export function loadConfig(
     accessTokenTtlSeconds: accessTokenTtl,
     idTokenTtlSeconds: lifetime('AUTHCLI_ID_TOKEN_TTL', D.ID_TOKEN_TTL_SECONDS, D.ID_TOKEN_TTL_BOUNDS),
     grantTtlSeconds: grantTtl,
-    sessionTtlSeconds: lifetime('AUTHCLI_SESSION_TTL', D.SESSION_TTL_SECONDS, D.SESSION_TTL_BOUNDS),
+    sessionTtlSeconds: sessionTtl,
     bodyLimit: envInt(env, 'AUTHCLI_BODY_LIMIT', D.BODY_LIMIT_BYTES, 1024, 1024 * 1024),
     trustProxy: parseTrustProxy(env.AUTHCLI_TRUST_PROXY),
     limits: parseLimits(env.AUTHCLI_LIMITS),
@@ -388,6 +389,10 @@ export function loadConfig(
         D.BACKCHANNEL_LOGOUT_TIMEOUT_BOUNDS.max,
       ),
       ...D.BACKCHANNEL_LOGOUT_BUILT_IN,
+      // A logout is retried as long as what ended could have been used: the built-in deadlines are those of the
+      // default lifetimes; longer sessions or sign-ins keep it longer (an application's own lifetime aside).
+      sessionDeadlineMs: Math.max(D.BACKCHANNEL_LOGOUT_SESSION_DEADLINE_MS, sessionTtl * 1000),
+      accessDeadlineMs: Math.max(D.BACKCHANNEL_LOGOUT_ACCESS_DEADLINE_MS, grantTtl * 1000),
     },
     fapi2: envFlag(env, 'AUTHCLI_FAPI2', D.FAPI2),
     accessTokenAlg,
