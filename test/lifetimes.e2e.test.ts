@@ -1,5 +1,8 @@
 // Lifetimes (issue 41, point 6): the server's refresh, ID token and session lifetimes are settings, and an
 // application may have its own access and refresh token lifetimes (apps add|update, the admin API).
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as client from 'openid-client';
 import { decodeJwt } from 'jose';
@@ -210,5 +213,50 @@ describe('lifetimes: the server settings and an application’s own', () => {
     expect(set.status).toBe(200);
     expect(set.json).toMatchObject({ access_token_ttl: 600, refresh_token_ttl: 86_400 });
     expect((await patch({ access_token_ttl: null })).json).toMatchObject({ access_token_ttl: null, refresh_token_ttl: 86_400 });
+  });
+
+  it('a server started with settings an application’s own lifetime no longer fits says which application, at start', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'authcli-lifetimes-'));
+    const database = join(dir, 'authcli.db');
+    try {
+      const added = await serverCommand(
+        [
+          'apps',
+          'add',
+          '--name',
+          'Long tokens',
+          '--kind',
+          'public',
+          '--callback',
+          CALLBACK,
+          '--scope',
+          'openid',
+          '--access-token-ttl',
+          '2h',
+          '--json',
+        ],
+        { DATABASE_URL: database },
+      );
+      expect(added.code, added.stderr).toBe(0);
+      const { client_id } = JSON.parse(added.stdout) as { client_id: string };
+      // Sign-ins of an hour now: its 2-hour access tokens would outlive them.
+      const short = await startServerProcess({ database, env: { AUTHCLI_REFRESH_TOKEN_TTL: '3600' } });
+      try {
+        expect(short.output()).toContain(
+          `authcli-server: warning: Long tokens (${client_id}): the sign-in lifetime (the server's AUTHCLI_REFRESH_TOKEN_TTL, 1h) must be at least the access token lifetime (its --access-token-ttl, 2h); its access tokens outlive its sign-ins until apps update sets them again`,
+        );
+      } finally {
+        await short.stop();
+      }
+      // With the server's default (30 days) it fits: nothing is said.
+      const fits = await startServerProcess({ database });
+      try {
+        expect(fits.output()).not.toContain('Long tokens');
+      } finally {
+        await fits.stop();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -43,6 +43,21 @@ export function formatDuration(seconds: number): string {
   return `${seconds}s`;
 }
 
+/** Why an application's stored lifetimes no longer hold with the server's (a setting changed since), or undefined. */
+export function lifetimesProblem(
+  app: Pick<Application, 'accessTokenTtl' | 'refreshTokenTtl'>,
+  config: Pick<ServerConfig, 'accessTokenTtlSeconds' | 'grantTtlSeconds'>,
+): string | undefined {
+  if (app.accessTokenTtl === null && app.refreshTokenTtl === null) return undefined;
+  try {
+    checkLifetimes(app, config, { access: 'its --access-token-ttl', refresh: 'its --refresh-token-ttl' });
+    return undefined;
+  } catch (err) {
+    if (err instanceof InputError) return err.message;
+    throw err;
+  }
+}
+
 /** Seconds in words, rounded up to the largest unit that fits: "15 minutes", "2 hours", "1 day", "45 seconds". */
 export function spokenDuration(seconds: number): string {
   for (const [unit, size] of [

@@ -1,4 +1,5 @@
 import { shipAuditLog } from '../admin/audit-log.js';
+import { lifetimesProblem } from '../oauth/lifetimes.js';
 import { say, sayError } from './output.js';
 import { passkeyAvailability } from '../web/webauthn.js';
 import { databaseHost, openMigrated, SERVED_ISSUER, warn } from './shared.js';
@@ -68,12 +69,14 @@ export function startCommand(cli: Command): void {
       if (loopbackWarning) warn(loopbackWarning);
       const hashWarning = weakPasswordHashWarning(config.passwordHashCost);
       if (hashWarning) warn(hashWarning);
-      // FAPI 2.0 refuses at the token endpoint what was registered before the mode was on: the operator hears which.
-      if (config.fapi2) {
-        for (const a of await store.applications.list()) {
-          const problem = fapi2Problem(a);
-          if (problem) warn(`${a.name} (${a.clientId}) will get no tokens: ${problem}`);
-        }
+      for (const a of await store.applications.list()) {
+        // FAPI 2.0 refuses at the token endpoint what was registered before the mode was on: the operator hears which.
+        const problem = config.fapi2 ? fapi2Problem(a) : undefined;
+        if (problem) warn(`${a.name} (${a.clientId}) will get no tokens: ${problem}`);
+        // An application's own lifetime was checked against the server's of that day: one that no longer holds.
+        const lifetimes = lifetimesProblem(a, config);
+        if (lifetimes)
+          warn(`${a.name} (${a.clientId}): ${lifetimes}; its access tokens outlive its sign-ins until apps update sets them again`);
       }
       // A person at a terminal gets text; anything else (systemd, docker, a pipe) gets JSON log lines only.
       const human = process.stdout.isTTY === true;
