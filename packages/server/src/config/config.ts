@@ -20,12 +20,10 @@ export interface ServerConfig {
   codeTtlSeconds: number;
   /** The server's access token lifetime (`AUTHCLI_ACCESS_TOKEN_TTL`); an application may have its own. */
   accessTokenTtlSeconds: number;
-  /** ID token lifetime (`AUTHCLI_ID_TOKEN_TTL`). */
-  idTokenTtlSeconds: number;
+  idTokenTtlSeconds: number; // AUTHCLI_ID_TOKEN_TTL
   /** Absolute lifetime of a grant (refresh-token family, `AUTHCLI_REFRESH_TOKEN_TTL`); an application may have its own. */
   grantTtlSeconds: number;
-  /** A browser session at the server's pages (`AUTHCLI_SESSION_TTL`). */
-  sessionTtlSeconds: number;
+  sessionTtlSeconds: number; // a browser session at the server's pages, AUTHCLI_SESSION_TTL
   /** Largest request body accepted, in bytes (`AUTHCLI_BODY_LIMIT`). */
   bodyLimit: number;
   /**
@@ -293,12 +291,10 @@ export function loadConfig(
   const issuer = normalizeIssuer(given ?? defaultIssuer(host, port));
   const logLevel = (env.LOG_LEVEL ?? 'info') as ServerConfig['logLevel'];
   if (!LOG_LEVELS.includes(logLevel)) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}`);
-  const lifetime = (name: string, fallback: number, bounds: { min: number; max: number }) =>
-    envInt(env, name, fallback, bounds.min, bounds.max);
+  const lifetime = (name: string, fallback: number, b: { min: number; max: number }) => envInt(env, name, fallback, b.min, b.max);
   const accessTokenTtl = lifetime('AUTHCLI_ACCESS_TOKEN_TTL', D.ACCESS_TOKEN_TTL_SECONDS, D.ACCESS_TOKEN_TTL_BOUNDS);
   const grantTtl = lifetime('AUTHCLI_REFRESH_TOKEN_TTL', D.GRANT_TTL_SECONDS, D.GRANT_TTL_BOUNDS);
   const sessionTtl = lifetime('AUTHCLI_SESSION_TTL', D.SESSION_TTL_SECONDS, D.SESSION_TTL_BOUNDS);
-  // A refresh token that ends before the access token it renews would leave that token working past its sign-in.
   if (grantTtl < accessTokenTtl) {
     throw new ConfigError(
       `AUTHCLI_REFRESH_TOKEN_TTL (${grantTtl} s) must be at least AUTHCLI_ACCESS_TOKEN_TTL (${accessTokenTtl} s): a sign-in outlives its access tokens`,
@@ -389,8 +385,7 @@ export function loadConfig(
         D.BACKCHANNEL_LOGOUT_TIMEOUT_BOUNDS.max,
       ),
       ...D.BACKCHANNEL_LOGOUT_BUILT_IN,
-      // A logout is retried as long as what ended could have been used: the built-in deadlines are those of the
-      // default lifetimes; longer sessions or sign-ins keep it longer (an application's own lifetime aside).
+      // Retried as long as what ended could have been used: longer lifetimes keep a logout longer (backchannel-defaults.ts).
       sessionDeadlineMs: Math.max(D.BACKCHANNEL_LOGOUT_SESSION_DEADLINE_MS, sessionTtl * 1000),
       accessDeadlineMs: Math.max(D.BACKCHANNEL_LOGOUT_ACCESS_DEADLINE_MS, grantTtl * 1000),
     },
