@@ -11,23 +11,13 @@ import {
   slotOf,
 } from '@authcli/client/internal/config.js';
 import { readSession } from '@authcli/client/internal/credentials.js';
-import { normalizeIssuer } from '@authcli/protocol';
+import { canonical } from './commands/profiles.js';
 
 /** `a`, `a and b`, `a, b and c`, `a, b, c and 2 more`. */
 function listed(names: readonly string[]): string {
   if (names.length <= 1) return names.join('');
   if (names.length <= 3) return `${names.slice(0, -1).join(', ')} and ${names.at(-1)}`;
   return `${names.slice(0, 3).join(', ')} and ${names.length - 3} more`;
-}
-
-/** A hand-written issuer in its canonical form, or undefined when it cannot be one (resolveSettings says why, when it is used). */
-function canonical(issuer: string | undefined): string | undefined {
-  if (issuer === undefined) return undefined;
-  try {
-    return normalizeIssuer(issuer);
-  } catch {
-    return undefined;
-  }
 }
 
 /**

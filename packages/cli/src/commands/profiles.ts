@@ -78,7 +78,7 @@ export async function profileRows(
 }
 
 /** A hand-written issuer in its canonical form, or undefined when it cannot be one (resolveSettings says why, when it is used). */
-function canonical(issuer: string | undefined): string | undefined {
+export function canonical(issuer: string | undefined): string | undefined {
   if (issuer === undefined) return undefined;
   try {
     return normalizeIssuer(issuer);
