@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { CLIENT_AUTH_FAILURES_REFRESH_MS, LIMITS } from '../src/config/defaults.js';
 import type { ServerConfig } from '../src/config/config.js';
+import { AbuseLimits } from '../src/oauth/limits.js';
 import { basic, dialects, ownClock, postForm, secondInstance, seedApp, startServer, tally, type TestServer } from './helpers.js';
 
 /**
@@ -109,6 +110,30 @@ describe.each(dialects())('failed client authentication is limited per client IP
       rateLimits.peek = peek;
       rateLimits.openKeys = openKeys;
     }
+  });
+
+  it('the gate of an address with no failure known is answered at once, not as a promise, while the list of failing addresses is fresh', async () => {
+    const { s } = await start();
+    let now = Date.now();
+    const limits = new AbuseLimits(s.store, () => now);
+    const isPromise = (v: unknown) => v instanceof Promise;
+    // The first request reads the list; those after it, within CLIENT_AUTH_FAILURES_REFRESH_MS, do not wait.
+    const first = limits.clientSecret('192.0.2.1');
+    expect(isPromise(first)).toBe(true);
+    expect(await first).toMatchObject({ admitted: true });
+    const gate = limits.clientSecret('192.0.2.1');
+    expect(isPromise(gate)).toBe(false);
+    if (isPromise(gate) || !gate.admitted) throw new Error('expected an admitted gate');
+    // A failure makes its address known at once: that address's gate reads its counter, another's still does not.
+    expect(await gate.failed()).toMatchObject({ admitted: true });
+    const known = limits.clientSecret('192.0.2.1');
+    expect(isPromise(known)).toBe(true);
+    expect(await known).toMatchObject({ admitted: true });
+    expect(isPromise(limits.clientSecret('192.0.2.2'))).toBe(false);
+    expect(await s.store.rateLimits.peek('client-auth-ip|192.0.2.1', LIMITS['client-auth-ip'].windowMs, now)).toMatchObject({ count: 1 });
+    // The list grows stale: the next request waits for it to be read again.
+    now += CLIENT_AUTH_FAILURES_REFRESH_MS;
+    expect(isPromise(limits.clientSecret('192.0.2.2'))).toBe(true);
   });
 
   it('every endpoint that authenticates clients counts into the one budget; only a presented secret counts', async () => {

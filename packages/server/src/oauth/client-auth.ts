@@ -17,7 +17,8 @@ export type PresentedClient =
 const ONE_METHOD = 'use one client authentication method, not HTTP Basic, client_secret or client_assertion together';
 
 function formDecode(s: string): string {
-  // RFC 6749 §2.3.1: id and secret are form-urlencoded before Basic encoding.
+  // RFC 6749 §2.3.1: id and secret are form-urlencoded before Basic encoding. Most have nothing encoded.
+  if (s.indexOf('%') === -1 && s.indexOf('+') === -1) return s;
   try {
     return decodeURIComponent(s.replace(/\+/g, ' '));
   } catch {
@@ -83,38 +84,36 @@ export async function authenticateClient(
   params: Readonly<Record<string, string>>,
   clientIp: string,
 ): Promise<Application> {
-  const app = await authenticated(ctx, authorization, params, clientIp);
+  // One async function on the common path (a secret from an address with no failure known, a client found in the
+  // lookup cache): the gate and the lookup answer synchronously then, and are awaited only when they did not.
+  const presented = presentedClient(authorization, params);
+  let app: Application | undefined;
+  if (presented.method === 'private_key_jwt') app = await byAssertion(ctx, presented, clientIp);
+  else {
+    const { clientId, secret } = presented;
+    // One answer for every failure: which client ids exist, and of which kind, is not for an unauthenticated caller
+    // to learn (RFC 6749 §5.2 invalid_client covers them all).
+    if (secret === undefined || (presented.method === 'client_secret_basic' && secret === '')) {
+      // A client that only names itself: nothing to guess, nothing counted.
+      app = ctx.store.applications.cached(clientId) ?? (await ctx.store.applications.get(clientId));
+      if (app?.kind !== 'public') throw CLIENT_AUTHENTICATION_FAILED;
+    } else {
+      const pending = ctx.limits.clientSecret(clientIp);
+      const gate = pending instanceof Promise ? await pending : pending;
+      if (!gate.admitted) throw tooManyFailures(gate.retryAfterSeconds);
+      app = ctx.store.applications.cached(clientId) ?? (await ctx.store.applications.get(clientId));
+      if (!(app?.kind === 'confidential' && !app.clientKeys && app.secretHash && hashesEqual(sha256Hex(secret), app.secretHash))) {
+        const counted = await gate.failed();
+        if (!counted.admitted) throw tooManyFailures(counted.retryAfterSeconds);
+        throw CLIENT_AUTHENTICATION_FAILED;
+      }
+    }
+  }
   // FAPI 2.0 (AUTHCLI_FAPI2=on): an application the profile forbids (public, a secret, RS256 ID tokens) gets no
   // token, whatever it was registered with before the mode was turned on; said only once it has authenticated.
   const problem = ctx.config.fapi2 ? fapi2Problem(app) : undefined;
   if (problem) throw new InvalidClient(problem);
   return app;
-}
-
-async function authenticated(
-  ctx: Pick<OAuthContext, 'store' | 'limits' | 'config' | 'clientJwks'>,
-  authorization: string | undefined,
-  params: Readonly<Record<string, string>>,
-  clientIp: string,
-): Promise<Application> {
-  const presented = presentedClient(authorization, params);
-  if (presented.method === 'private_key_jwt') return byAssertion(ctx, presented, clientIp);
-  const { secret } = presented;
-  // One answer for every failure: which client ids exist, and of which kind, is not for an unauthenticated caller
-  // to learn (RFC 6749 §5.2 invalid_client covers them all).
-  if (secret === undefined || (presented.method === 'client_secret_basic' && secret === '')) {
-    // A client that only names itself: nothing to guess, nothing counted.
-    const app = await ctx.store.applications.get(presented.clientId);
-    if (app?.kind === 'public') return app;
-    throw CLIENT_AUTHENTICATION_FAILED;
-  }
-  const gate = await ctx.limits.clientSecret(clientIp);
-  if (!gate.admitted) throw tooManyFailures(gate.retryAfterSeconds);
-  const app = await ctx.store.applications.get(presented.clientId);
-  if (app?.kind === 'confidential' && !app.clientKeys && app.secretHash && hashesEqual(sha256Hex(secret), app.secretHash)) return app;
-  const counted = await gate.failed();
-  if (!counted.admitted) throw tooManyFailures(counted.retryAfterSeconds);
-  throw CLIENT_AUTHENTICATION_FAILED;
 }
 
 /** private_key_jwt: gated and counted as a secret is; every failure is invalid_client with its own description. */

@@ -125,13 +125,14 @@ class ClientAuthFailures {
   ) {}
 
   /**
-   * Whether `counter` may have failures counted. When the list is older than CLIENT_AUTH_FAILURES_REFRESH_MS the
-   * requests of that moment wait for one read of it (shared): at most one round trip a second, never one a request.
+   * Whether `counter` may have failures counted: answered at once from a fresh list (nearly every request). When
+   * the list is older than CLIENT_AUTH_FAILURES_REFRESH_MS the requests of that moment wait for one read of it
+   * (shared): at most one round trip a second, never one a request.
    */
-  async mayHave(counter: string): Promise<boolean> {
+  mayHave(counter: string): boolean | Promise<boolean> {
     const now = this.now();
     if (this.loadedAt === undefined || now - this.loadedAt >= CLIENT_AUTH_FAILURES_REFRESH_MS || now < this.loadedAt) {
-      await this.refresh();
+      return this.refresh().then(() => this.known.has(counter));
     }
     return this.known.has(counter);
   }
@@ -243,19 +244,30 @@ export class AbuseLimits {
    * authenticate, and is refused when that failure is past the limit. Parallel failures each get a count of
    * their own, so at most the limit of them are ever answered as plain failures.
    */
-  async clientSecret(ip: string): Promise<FailureGate> {
-    const counter = key('client-auth-ip', ipOf(ip));
-    const failed = () => {
-      this.clientAuthFailures.add(counter);
-      return this.consume([['client-auth-ip', counter]]);
-    };
-    // An address with no failure known (ClientAuthFailures): nothing to read.
-    if (!(await this.clientAuthFailures.mayHave(counter))) return { admitted: true, failed };
+  clientSecret(ip: string): FailureGate | Promise<FailureGate> {
+    const counter = CLIENT_AUTH_PREFIX + ipOf(ip);
+    // An address with no failure known (ClientAuthFailures): nothing to read, nothing to wait for. The gate is
+    // answered synchronously then, since nearly every confidential client's token request takes this path.
+    const mayHave = this.clientAuthFailures.mayHave(counter);
+    if (mayHave === false) return new SecretGate(this, counter);
+    return mayHave === true
+      ? this.peekClientAuth(counter)
+      : mayHave.then((m) => (m ? this.peekClientAuth(counter) : new SecretGate(this, counter)));
+  }
+
+  /** Counts a failed client authentication of `counter` (a SecretGate's `failed`). */
+  countClientAuthFailure(counter: string): Promise<Admission> {
+    this.clientAuthFailures.add(counter);
+    return this.consume([['client-auth-ip', counter]]);
+  }
+
+  /** The gate of an address with failures known: its counter read from the store. */
+  private async peekClientAuth(counter: string): Promise<FailureGate> {
     const { limit, windowMs } = this.limits['client-auth-ip'];
     const now = this.now();
     const { count, windowStart } = await this.store.rateLimits.peek(counter, windowMs, now);
     if (count >= limit) return this.refuse('client-auth-ip', windowStart, now);
-    return { admitted: true, failed };
+    return new SecretGate(this, counter);
   }
 
   /**
@@ -333,6 +345,19 @@ export class AbuseLimits {
       ['device-authz-ip', key('device-authz-ip', clientId, ipOf(ip))],
       ['device-authz-client', key('device-authz-client', clientId)],
     ]);
+  }
+}
+
+/** An admitted client secret or assertion: `failed()` counts it against its address when it did not authenticate. */
+class SecretGate {
+  readonly admitted = true;
+  constructor(
+    private readonly limits: AbuseLimits,
+    private readonly counter: string,
+  ) {}
+
+  failed(): Promise<Admission> {
+    return this.limits.countClientAuthFailure(this.counter);
   }
 }
 

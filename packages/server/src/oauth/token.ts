@@ -34,13 +34,17 @@ export async function tokenRequest(
   if (!client.grantTypes.includes(grantType as GrantType)) {
     throw new UnauthorizedClient(`this application may not use the ${grantType} grant`);
   }
-  const dpop = await validateDpopProof(ctx, {
-    header: dpopHeader,
-    method: 'POST',
-    path: TOKEN_PATH,
-    requireNonce: ctx.config.dpopNonce,
-    resource: false,
-  });
+  // No DPoP header (most requests): no proof to check, and no async call made to find that out.
+  const dpop =
+    dpopHeader === undefined || dpopHeader.length === 0
+      ? undefined
+      : await validateDpopProof(ctx, {
+          header: dpopHeader,
+          method: 'POST',
+          path: TOKEN_PATH,
+          requireNonce: ctx.config.dpopNonce,
+          resource: false,
+        });
   // RFC 9449 §5.2 `dpop_bound_access_tokens`, the application's "require DPoP" setting.
   if (!dpop && client.requireDpop) {
     throw new InvalidDpopProof('this application requires DPoP: send a DPoP proof with every token request (RFC 9449 §5)');

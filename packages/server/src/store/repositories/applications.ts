@@ -148,6 +148,12 @@ export interface Applications {
    * once, another instance's within that time. The answer is frozen.
    */
   get(clientId: string): Promise<Application | undefined>;
+  /**
+   * The application with this client_id when {@link get} would answer from its cache without reading (outside a
+   * transaction, within APPLICATION_CACHE_MS); otherwise undefined, and the caller asks {@link get}. A token
+   * request's client is nearly always one of these: it is found without waiting for anything.
+   */
+  cached(clientId: string): Application | undefined;
   /** Applications owned by `ownerId`, or all of them when `ownerId` is undefined. */
   list(ownerId?: string): Promise<Application[]>;
   /** The longest access token lifetime an application has of its own (seconds); null when none has one. */
@@ -257,15 +263,22 @@ export class KyselyApplications implements Applications {
     return (await this.reload(app.clientId))!;
   }
 
+  cached(clientId: string): Application | undefined {
+    // Inside a change's transaction: its own view, never cached (it may roll back).
+    if (this.engine.inside) return undefined;
+    const hit = this.cache.get(clientId);
+    return hit && this.cacheClock() - hit.at < APPLICATION_CACHE_MS ? hit.app : undefined;
+  }
+
   async get(clientId: string): Promise<Application | undefined> {
     // Inside a change's transaction: its own view, never cached (it may roll back).
     if (this.engine.inside) {
       const [own] = (await this.engine.run(this.byClientId, { clientId })).rows;
       return own && freezeApplication(toApplication(own));
     }
+    const hit = this.cached(clientId);
+    if (hit) return hit;
     const now = this.cacheClock();
-    const hit = this.cache.get(clientId);
-    if (hit && now - hit.at < APPLICATION_CACHE_MS) return hit.app;
     const [row] = (await this.engine.run(this.byClientId, { clientId })).rows;
     if (!row) {
       this.cache.delete(clientId);

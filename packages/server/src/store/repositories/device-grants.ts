@@ -202,7 +202,7 @@ export class KyselyDeviceGrants implements DeviceGrants {
     return this.engine.db.selectFrom('device_authorizations').selectAll().where('user_code', '=', userCode).executeTakeFirst();
   }
 
-  async recordPoll(hash: string, clientId: string, now: number): Promise<DevicePoll | undefined> {
+  recordPoll(hash: string, clientId: string, now: number): Promise<DevicePoll | undefined> {
     const values = { hash, clientId, now };
     const grouped = this.engine.grouped;
     if (!grouped) return this.pollAlone(values);
