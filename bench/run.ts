@@ -403,10 +403,14 @@ async function main() {
   const dir = mkdtempSync(join(tmpdir(), 'authcli-bench-'));
   const port = await freePort();
   const databaseUrl = join(dir, 'bench.db');
+  const issuer = `http://127.0.0.1:${port}`;
   const env = {
     DATABASE_URL: databaseUrl,
     PORT: String(port),
     HOST: '127.0.0.1',
+    // The pages are served at the issuer's host only (another name of it is redirected there): the bench signs in
+    // at 127.0.0.1, so that is the issuer.
+    AUTHCLI_ISSUER: issuer,
     LOG_LEVEL: 'warn',
     // The sign-in flood gives each request its own address in X-Forwarded-For, as one proxy in front would.
     AUTHCLI_TRUST_PROXY: '1',
@@ -414,7 +418,6 @@ async function main() {
     // per-IP and per-application limits, which would answer 429 instead of doing the work being measured.
     AUTHCLI_LIMITS: 'device-authz-ip=100000000/1m,device-authz-client=100000000/1m',
   };
-  const issuer = `http://127.0.0.1:${port}`;
   await run([SERVER, 'users', 'add', 'bench', '--password-stdin'], env, `${PASSWORD}\n`);
   const confidential = JSON.parse(
     await run(
