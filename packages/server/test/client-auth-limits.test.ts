@@ -133,7 +133,27 @@ describe.each(dialects())('failed client authentication is limited per client IP
     expect(await s.store.rateLimits.peek('client-auth-ip|192.0.2.1', LIMITS['client-auth-ip'].windowMs, now)).toMatchObject({ count: 1 });
     // The list grows stale: the next request waits for it to be read again.
     now += CLIENT_AUTH_FAILURES_REFRESH_MS;
-    expect(isPromise(limits.clientSecret('192.0.2.2'))).toBe(true);
+    const stale = limits.clientSecret('192.0.2.2');
+    expect(isPromise(stale)).toBe(true);
+    expect(await stale).toMatchObject({ admitted: true });
+  });
+
+  it('a failed read of the failing addresses fails the requests waiting for it, and the next request reads again', async () => {
+    const { s } = await start();
+    const limits = new AbuseLimits(s.store, () => Date.now());
+    const rateLimits = s.store.rateLimits;
+    const openKeys = rateLimits.openKeys.bind(rateLimits);
+    let reads = 0;
+    rateLimits.openKeys = (...args) => (++reads === 1 ? Promise.reject(new Error('the store is gone')) : openKeys(...args));
+    try {
+      const waiting = [limits.clientSecret('192.0.2.1'), limits.clientSecret('192.0.2.2')];
+      for (const w of waiting) await expect(w).rejects.toThrow('the store is gone');
+      expect(reads).toBe(1);
+      expect(await limits.clientSecret('192.0.2.1')).toMatchObject({ admitted: true });
+      expect(reads).toBe(2);
+    } finally {
+      rateLimits.openKeys = openKeys;
+    }
   });
 
   it('every endpoint that authenticates clients counts into the one budget; only a presented secret counts', async () => {

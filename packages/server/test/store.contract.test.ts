@@ -285,6 +285,26 @@ describe.each(dialects())('store contract (%s)', (dialect) => {
     await expect(store.applications.update(unique('missing'), { name: 'x' }, now)).rejects.toMatchObject({ code: 'not_found' });
   });
 
+  it("applications: cached() answers get()'s last read without waiting, never inside a transaction; this instance's changes show at once", async () => {
+    const { app } = await registerApplication(
+      store,
+      { name: 'Cached', kind: 'confidential', callbackUrls: ['https://cached.example/cb'], scopes: ['openid'] },
+      now,
+    );
+    const read = await store.applications.get(app.clientId);
+    expect(store.applications.cached(app.clientId)).toBe(read);
+    // Inside a change's transaction the application is read from it (the change may roll back): never the cache.
+    await store.changes(async () => {
+      expect(store.applications.cached(app.clientId)).toBeUndefined();
+      expect(await store.applications.get(app.clientId)).toEqual(read);
+    });
+    const updated = await store.applications.update(app.clientId, { name: 'Cached 2' }, now + 1);
+    expect(store.applications.cached(app.clientId)).toEqual(updated);
+    await store.applications.delete(app.clientId);
+    expect(store.applications.cached(app.clientId)).toBeUndefined();
+    expect(store.applications.cached(unique('missing'))).toBeUndefined();
+  });
+
   it('applications: the back-channel logout URI and its sid requirement round-trip; none by default, cleared by null', async () => {
     const { app } = await userAndApp();
     expect(app).toMatchObject({ backchannelLogoutUri: null, backchannelLogoutSessionRequired: false });
