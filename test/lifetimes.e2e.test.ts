@@ -16,6 +16,22 @@ const PASSWORD = 'lifetimes e2e password';
 const CALLBACK = 'http://127.0.0.1:9/cb';
 type Json = Record<string, unknown>;
 
+/** `apps add` of a public OpenID Connect application with its own access token lifetime. */
+const addPublicApp = (name: string, accessTokenTtl: string) => [
+  'apps',
+  'add',
+  '--name',
+  name,
+  '--kind',
+  'public',
+  '--callback',
+  CALLBACK,
+  '--scope',
+  'openid',
+  '--access-token-ttl',
+  accessTokenTtl,
+];
+
 describe('lifetimes: the server settings and an application’s own', () => {
   let server: ServerProcess;
   const run = (...args: string[]) => serverCommand(args, server.env);
@@ -160,20 +176,7 @@ describe('lifetimes: the server settings and an application’s own', () => {
       expect(r.code, flags.join(' ')).toBe(1);
       expect(r.stderr.trim().split('\n').at(-1), flags.join(' ')).toBe(`authcli-server: ${message}`);
     }
-    const refused = await run(
-      'apps',
-      'add',
-      '--name',
-      'Never',
-      '--kind',
-      'public',
-      '--callback',
-      CALLBACK,
-      '--scope',
-      'openid',
-      '--access-token-ttl',
-      '0',
-    );
+    const refused = await run(...addPublicApp('Never', '0'));
     expect(refused.code).toBe(1);
     const apps = JSON.parse((await run('apps', 'list', '--json')).stdout) as Json[];
     expect(apps.find((a) => a.client_id === app.client_id)).toMatchObject({ access_token_ttl: null, refresh_token_ttl: null });
@@ -219,24 +222,7 @@ describe('lifetimes: the server settings and an application’s own', () => {
     const dir = mkdtempSync(join(tmpdir(), 'authcli-lifetimes-'));
     const database = join(dir, 'authcli.db');
     try {
-      const added = await serverCommand(
-        [
-          'apps',
-          'add',
-          '--name',
-          'Long tokens',
-          '--kind',
-          'public',
-          '--callback',
-          CALLBACK,
-          '--scope',
-          'openid',
-          '--access-token-ttl',
-          '2h',
-          '--json',
-        ],
-        { DATABASE_URL: database },
-      );
+      const added = await serverCommand([...addPublicApp('Long tokens', '2h'), '--json'], { DATABASE_URL: database });
       expect(added.code, added.stderr).toBe(0);
       const { client_id } = JSON.parse(added.stdout) as { client_id: string };
       // Sign-ins of an hour now: its 2-hour access tokens would outlive them.
